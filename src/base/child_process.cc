@@ -1,0 +1,191 @@
+#include "base/child_process.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+// glibc 2.36 ships sys/pidfd.h without C++ linkage guards.
+extern "C" {
+#include <sys/pidfd.h>
+}
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+
+namespace vessel {
+
+std::string ExitStatus::describe() const {
+  if (exited) return "exit code " + std::to_string(code);
+  return "killed by signal " + std::to_string(signal) + " (" + strsignal(signal) + ")";
+}
+
+ChildProcess& ChildProcess::operator=(ChildProcess&& o) noexcept {
+  if (this != &o) {
+    killAndReap();
+    pid_ = std::exchange(o.pid_, -1);
+    pidfd_ = std::move(o.pidfd_);
+    status_ = std::move(o.status_);
+  }
+  return *this;
+}
+
+ChildProcess::~ChildProcess() { killAndReap(); }
+
+void ChildProcess::killAndReap() {
+  if (pid_ <= 0 || status_) return;
+  ::pidfd_send_signal(pidfd_.get(), SIGKILL, nullptr, 0);
+  siginfo_t info{};
+  while (::waitid(P_PIDFD, static_cast<id_t>(pidfd_.get()), &info, WEXITED) != 0 && errno == EINTR) {
+  }
+  status_ = ExitStatus{false, 0, SIGKILL};
+}
+
+namespace {
+
+// Only async-signal-safe calls between fork and exec.
+[[noreturn]] void childExec(const SpawnOptions& opts, char* const* argv, char* const* envp,
+                            int err_fd) {
+  if (opts.die_with_parent) ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (opts.new_session) ::setsid();
+  // Restore default signal handling: the parent may ignore SIGPIPE.
+  struct sigaction sa {};
+  sa.sa_handler = SIG_DFL;
+  for (int s = 1; s < NSIG; ++s) ::sigaction(s, &sa, nullptr);
+  sigset_t none;
+  sigemptyset(&none);
+  ::sigprocmask(SIG_SETMASK, &none, nullptr);
+
+  // Move every source fd above all targets first, so a mapping never
+  // overwrites a source another mapping still needs.
+  int max_target = 2;
+  for (auto& [src, dst] : opts.fds) max_target = std::max(max_target, dst);
+  int tmp[64];
+  size_t n = std::min<size_t>(opts.fds.size(), 64);
+  for (size_t i = 0; i < n; ++i) {
+    tmp[i] = ::fcntl(opts.fds[i].first, F_DUPFD_CLOEXEC, max_target + 1 + 64);
+    if (tmp[i] < 0) goto fail;
+  }
+  {
+    bool mapped[3] = {false, false, false};
+    for (size_t i = 0; i < n; ++i) {
+      if (::dup2(tmp[i], opts.fds[i].second) < 0) goto fail;  // dup2 clears CLOEXEC
+      if (opts.fds[i].second <= 2) mapped[opts.fds[i].second] = true;
+    }
+    int devnull = ::open("/dev/null", O_RDWR);
+    for (int t = 0; t <= 2; ++t)
+      if (!mapped[t] && devnull >= 0) ::dup2(devnull, t);
+    // Keep err_fd (CLOEXEC, above max_target) until exec closes it.
+    ::close_range(static_cast<unsigned>(max_target + 1), static_cast<unsigned>(err_fd - 1), 0);
+    ::close_range(static_cast<unsigned>(err_fd + 1), ~0U, 0);
+  }
+  if (opts.env.empty())
+    ::execvp(argv[0], argv);
+  else
+    ::execvpe(argv[0], argv, envp);
+fail:
+  int e = errno;
+  (void)!::write(err_fd, &e, sizeof e);
+  ::_exit(127);
+}
+
+}  // namespace
+
+Result<ChildProcess> ChildProcess::spawn(const SpawnOptions& opts) {
+  if (opts.argv.empty()) return Error(Code::kInvalidArgument, "spawn: empty argv");
+  if (opts.fds.size() > 64) return Error(Code::kInvalidArgument, "spawn: more than 64 fds");
+  std::vector<char*> argv, envp;
+  for (auto& a : opts.argv) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  for (auto& e : opts.env) envp.push_back(const_cast<char*>(e.c_str()));
+  envp.push_back(nullptr);
+
+  // The exec-error pipe sits on a high fd so the child's fd shuffling
+  // cannot clobber it.
+  VESSEL_ASSIGN_OR_RETURN(Pipe errp, Pipe::create());
+  int high = ::fcntl(errp.write.get(), F_DUPFD_CLOEXEC, 900);
+  if (high < 0) return Error::fromErrno("spawn " + opts.argv[0] + ": dup");
+  Fd err_w(high);
+  errp.write.reset();
+
+  pid_t pid = ::fork();
+  if (pid < 0) return Error::fromErrno("spawn " + opts.argv[0] + ": fork");
+  if (pid == 0) childExec(opts, argv.data(), envp.data(), err_w.get());
+  err_w.reset();
+
+  ChildProcess child;
+  child.pid_ = pid;
+  // Safe from pid reuse: the child is ours and is not reaped before this.
+  int pfd = ::pidfd_open(pid, 0);
+  if (pfd < 0) {
+    int e = errno;
+    ::kill(pid, SIGKILL);
+    ::waitpid(pid, nullptr, 0);
+    child.pid_ = -1;
+    return Error::fromErrno("spawn " + opts.argv[0] + ": pidfd_open", e);
+  }
+  child.pidfd_.reset(pfd);
+
+  int child_errno = 0;
+  ssize_t r;
+  do {
+    r = ::read(errp.read.get(), &child_errno, sizeof child_errno);
+  } while (r < 0 && errno == EINTR);
+  if (r == sizeof child_errno) {
+    child.tryWait();
+    child.waitFor(std::chrono::milliseconds(1000));
+    return Error::fromErrno("spawn " + opts.argv[0] + ": exec", child_errno);
+  }
+  return child;
+}
+
+Status ChildProcess::signal(int sig) {
+  if (pid_ <= 0 || status_) return Error(Code::kFailedPrecondition, "signal: process has exited");
+  if (::pidfd_send_signal(pidfd_.get(), sig, nullptr, 0) != 0)
+    return Error::fromErrno("signal pid " + std::to_string(pid_));
+  return okStatus();
+}
+
+std::optional<ExitStatus> ChildProcess::tryWait() {
+  if (status_ || pid_ <= 0) return status_;
+  siginfo_t info{};
+  if (::waitid(P_PIDFD, static_cast<id_t>(pidfd_.get()), &info, WEXITED | WNOHANG) != 0)
+    return std::nullopt;
+  if (info.si_pid == 0) return std::nullopt;
+  ExitStatus st;
+  if (info.si_code == CLD_EXITED) {
+    st.exited = true;
+    st.code = info.si_status;
+  } else {
+    st.signal = info.si_status;
+  }
+  status_ = st;
+  return status_;
+}
+
+Result<ExitStatus> ChildProcess::waitFor(std::chrono::milliseconds timeout) {
+  if (pid_ <= 0) return Error(Code::kFailedPrecondition, "wait: no process");
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    if (auto st = tryWait()) return *st;
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0)
+      return Error(Code::kDeadlineExceeded,
+                   "wait pid " + std::to_string(pid_) + ": still running after " +
+                       std::to_string(timeout.count()) + " ms");
+    pollfd p{pidfd_.get(), POLLIN, 0};
+    ::poll(&p, 1, static_cast<int>(left.count()));
+  }
+}
+
+ExitStatus ChildProcess::terminate(std::chrono::milliseconds grace) {
+  if (auto st = tryWait()) return *st;
+  (void)signal(SIGTERM);
+  if (auto st = waitFor(grace); st.ok()) return *st;
+  killAndReap();
+  return *status_;
+}
+
+}  // namespace vessel

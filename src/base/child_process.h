@@ -1,0 +1,75 @@
+#pragma once
+// ChildProcess: a spawned program owned through a pidfd. Signals go through
+// the pidfd (no pid-reuse races), exit is observed by polling it, and the
+// destructor kills (SIGKILL) and reaps a child that is still running, so no
+// early return can leak a QEMU process.
+#include <sys/types.h>
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "base/fd.h"
+#include "base/result.h"
+
+namespace vessel {
+
+struct ExitStatus {
+  bool exited = false;  // true: exit code valid; false: killed by `signal`
+  int code = 0;
+  int signal = 0;
+  bool success() const { return exited && code == 0; }
+  std::string describe() const;  // "exit code 1" / "killed by signal 9 (Killed)"
+};
+
+struct SpawnOptions {
+  std::vector<std::string> argv;
+  // Entire environment of the child; empty means inherit the parent's.
+  std::vector<std::string> env;
+  // Parent fd -> child fd number. Every other fd above 2 is closed in the
+  // child. Child fds 0, 1 and 2 default to /dev/null unless mapped here.
+  std::vector<std::pair<int, int>> fds;
+  // Put the child in its own session so a terminal's ^C does not reach it.
+  bool new_session = true;
+  // Deliver SIGKILL to the child if the spawning thread dies (tests, probes).
+  bool die_with_parent = false;
+};
+
+class ChildProcess {
+ public:
+  ChildProcess() = default;
+  ChildProcess(ChildProcess&&) noexcept = default;
+  ChildProcess& operator=(ChildProcess&& o) noexcept;
+  ChildProcess(const ChildProcess&) = delete;
+  ChildProcess& operator=(const ChildProcess&) = delete;
+  ~ChildProcess();
+
+  // Starts argv[0] (looked up in PATH if it has no '/'). An exec failure in
+  // the child comes back here as an Error, not as a child that exits 127.
+  static Result<ChildProcess> spawn(const SpawnOptions& opts);
+
+  pid_t pid() const { return pid_; }
+  // Readable once the child has exited; for event loops.
+  int pidfd() const { return pidfd_.get(); }
+  bool running() const { return pid_ > 0 && !status_; }
+
+  Status signal(int sig);
+  // Non-blocking: the exit status if the child has ended (and reaps it).
+  std::optional<ExitStatus> tryWait();
+  // Waits up to `timeout` for the child to exit.
+  Result<ExitStatus> waitFor(std::chrono::milliseconds timeout);
+  // SIGTERM, wait up to `grace`, then SIGKILL and reap.
+  ExitStatus terminate(std::chrono::milliseconds grace);
+  // Last known status (after tryWait/waitFor succeeded).
+  const std::optional<ExitStatus>& status() const { return status_; }
+
+ private:
+  void killAndReap();
+  pid_t pid_ = -1;
+  Fd pidfd_;
+  std::optional<ExitStatus> status_;
+};
+
+}  // namespace vessel

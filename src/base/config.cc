@@ -1,0 +1,73 @@
+#include "base/config.h"
+
+#include <arpa/inet.h>
+#include <sys/stat.h>
+
+#include <charconv>
+
+namespace vessel {
+
+Result<AccelMode> parseAccelMode(std::string_view s) {
+  if (s == "auto") return AccelMode::kAuto;
+  if (s == "kvm") return AccelMode::kKvm;
+  if (s == "tcg") return AccelMode::kTcg;
+  return Error(Code::kInvalidArgument,
+               "accel must be auto, kvm or tcg, not '" + std::string(s) + "'");
+}
+
+std::string_view accelModeName(AccelMode m) {
+  switch (m) {
+    case AccelMode::kAuto: return "auto";
+    case AccelMode::kKvm: return "kvm";
+    case AccelMode::kTcg: return "tcg";
+  }
+  return "?";
+}
+
+Result<HostPort> parseHostPort(std::string_view s) {
+  auto colon = s.rfind(':');
+  if (colon == std::string_view::npos)
+    return Error(Code::kInvalidArgument, "address '" + std::string(s) + "' lacks :port");
+  HostPort hp;
+  hp.host = std::string(s.substr(0, colon));
+  in_addr a{};
+  if (::inet_pton(AF_INET, hp.host.c_str(), &a) != 1)
+    return Error(Code::kInvalidArgument, "address '" + std::string(s) + "': host is not IPv4");
+  auto port = s.substr(colon + 1);
+  unsigned v = 0;
+  auto [p, ec] = std::from_chars(port.data(), port.data() + port.size(), v);
+  if (ec != std::errc() || p != port.data() + port.size() || v > 65535)
+    return Error(Code::kInvalidArgument, "address '" + std::string(s) + "': bad port");
+  hp.port = static_cast<uint16_t>(v);
+  return hp;
+}
+
+namespace {
+Status requireFile(const std::string& what, const std::string& path) {
+  if (path.empty()) return Error(Code::kInvalidArgument, what + " is not set");
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return Error::fromErrno(what + " " + path);
+  if (!S_ISREG(st.st_mode)) return Error(Code::kInvalidArgument, what + " " + path + " is not a file");
+  return okStatus();
+}
+}  // namespace
+
+Status Config::validate() {
+  auto hp = parseHostPort(listen);
+  if (!hp.ok()) return std::move(hp).error().withContext("--listen");
+  listen_addr = *hp;
+  if (state_dir.empty() || state_dir[0] != '/')
+    return Error(Code::kInvalidArgument, "state dir must be an absolute path, not '" + state_dir + "'");
+  if (cache_dir.empty() || cache_dir[0] != '/')
+    return Error(Code::kInvalidArgument, "cache dir must be an absolute path, not '" + cache_dir + "'");
+  if (hypervisor != "qemu")
+    return Error(Code::kInvalidArgument,
+                 "hypervisor '" + hypervisor + "' is not supported (supported: qemu)");
+  VESSEL_TRY(requireFile("kernel", kernel));
+  VESSEL_TRY(requireFile("minimal image", minimal_image));
+  if (log_level != "debug" && log_level != "info" && log_level != "warn" && log_level != "error")
+    return Error(Code::kInvalidArgument, "log level must be debug, info, warn or error");
+  return okStatus();
+}
+
+}  // namespace vessel

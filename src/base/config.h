@@ -1,0 +1,41 @@
+#pragma once
+// The daemon's typed configuration. Flags, environment and (later) a config
+// file fill a Config; validate() checks it once at start-up, and nothing
+// downstream re-parses strings.
+#include <cstdint>
+#include <string>
+
+#include "base/result.h"
+
+namespace vessel {
+
+enum class AccelMode { kAuto, kKvm, kTcg };
+Result<AccelMode> parseAccelMode(std::string_view s);
+std::string_view accelModeName(AccelMode m);
+
+struct HostPort {
+  std::string host;
+  uint16_t port = 0;
+};
+// "127.0.0.1:8080" -> {127.0.0.1, 8080}; the host must be an IPv4 literal.
+Result<HostPort> parseHostPort(std::string_view s);
+
+struct Config {
+  std::string listen = "127.0.0.1:8080";
+  std::string state_dir = "/var/lib/vessel";
+  std::string cache_dir = "/var/cache/vessel";
+  std::string hypervisor = "qemu";
+  std::string qemu_binary = "qemu-system-x86_64";
+  AccelMode accel = AccelMode::kAuto;
+  std::string kernel;         // guest vmlinux
+  std::string minimal_image;  // root filesystem of the `minimal` template
+  std::string log_level = "info";
+
+  // Filled by validate(): the parsed listener.
+  HostPort listen_addr;
+
+  // Checks every field (paths exist, enums known, listener parses).
+  Status validate();
+};
+
+}  // namespace vessel
