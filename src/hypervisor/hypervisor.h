@@ -1,0 +1,94 @@
+#pragma once
+// The Hypervisor interface: what the node runtime needs from a VMM, and
+// nothing about how a particular VMM is driven. A backend turns a typed
+// MachineSpec into a running machine whose agent channel is a connected byte
+// stream; readiness of the guest (the agent's Hello) is decided above this
+// layer, by node::bootMachine.
+#include <sys/types.h>
+
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/local/stream_protocol.hpp>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/child_process.h"
+#include "base/result.h"
+
+namespace vessel::hypervisor {
+
+namespace asio = boost::asio;
+using Socket = asio::local::stream_protocol::socket;
+using Clock = std::chrono::steady_clock;
+
+enum class Accel { kKvm, kTcg };
+std::string_view accelName(Accel a);
+
+struct Disk {
+  std::string path;
+  bool read_only = true;
+  std::string format = "raw";  // raw | qcow2
+};
+
+struct MachineSpec {
+  std::string id;  // names the VM in logs and errors (e.g. the sandbox id)
+  unsigned vcpus = 1;
+  uint64_t memory_mib = 256;
+  Accel accel = Accel::kTcg;
+  std::string kernel;   // uncompressed vmlinux with a PVH note
+  std::string cmdline;  // appended to the backend's base command line
+  std::vector<Disk> disks;  // first one is /dev/vda
+  // An open tap fd (in whatever netns it was created); the backend passes it
+  // to the VMM. Unset: the machine has no network device.
+  std::optional<int> tap_fd;
+  std::string guest_mac = "06:00:ac:10:00:02";
+  // Directory for the VMM's sockets; created by start(), removed by stop().
+  std::string run_dir;
+  // Guest console output goes here, truncated at console_log_max_bytes:
+  // a guest may print without end and must not fill the host's disk.
+  std::string console_log;
+  uint64_t console_log_max_bytes = 1 << 20;
+  // Guest RAM in a file-backed memory backend (snapshot templates); empty:
+  // anonymous memory. share=true writes through to the file (template
+  // builds); share=false maps it copy-on-write (clones).
+  std::string memory_file;
+  bool memory_shared = false;
+  // Start without running, waiting for an incoming migration (restore).
+  bool incoming = false;
+};
+
+// Checks a spec before anything is spawned: vCPUs and memory in range (not 0,
+// not above the host's), kernel and disks exist and are readable, paths set.
+Status validateSpec(const MachineSpec& spec);
+
+class Vm {
+ public:
+  virtual ~Vm() = default;
+  virtual const std::string& id() const = 0;
+  virtual pid_t pid() const = 0;
+  // The agent channel, connected before the guest ran its first instruction,
+  // so no byte the guest sends is lost. Owned by the Vm; valid until stop().
+  virtual Socket& agentChannel() = 0;
+  // Completes when the VMM process has exited, with how it ended.
+  virtual asio::awaitable<ExitStatus> waitExit() = 0;
+  // The VMM's stderr and the console log's tail, for error messages.
+  virtual std::string diagnostics() const = 0;
+  // Graceful quit, then SIGTERM, then SIGKILL; reaps and removes run_dir.
+  virtual asio::awaitable<Status> stop() = 0;
+};
+
+class Hypervisor {
+ public:
+  virtual ~Hypervisor() = default;
+  virtual std::string_view name() const = 0;
+  // Spawns the VMM, connects its control and agent channels and lets the
+  // guest run. Fails with a clear Error (and leaves nothing behind) on bad
+  // input, a VMM that exits, or the deadline passing.
+  virtual asio::awaitable<Result<std::unique_ptr<Vm>>> start(MachineSpec spec,
+                                                             Clock::time_point deadline) = 0;
+};
+
+}  // namespace vessel::hypervisor
