@@ -1,0 +1,42 @@
+#include "hypervisor/qemu/console.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+namespace vessel::hypervisor::qemu {
+
+Result<std::shared_ptr<ConsoleLog>> ConsoleLog::start(Socket socket, const std::string& path,
+                                                      uint64_t max_bytes) {
+  VESSEL_ASSIGN_OR_RETURN(Fd f, Fd::open(path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND, 0600));
+  auto c = std::make_shared<ConsoleLog>(std::move(socket), std::move(f), max_bytes);
+  c->readMore();
+  return c;
+}
+
+void ConsoleLog::readMore() {
+  socket_.async_read_some(
+      boost::asio::buffer(buf_), [self = shared_from_this()](auto ec, size_t n) {
+        if (ec) return;  // closed: the machine stopped
+        size_t keep = 0;
+        if (self->written_ < self->max_)
+          keep = static_cast<size_t>(std::min<uint64_t>(n, self->max_ - self->written_));
+        if (keep > 0) {
+          // A short write to a local file only loses log text; not worth a retry loop.
+          (void)!::write(self->file_.get(), self->buf_, keep);
+          self->written_ += keep;
+        }
+        if (keep < n && !self->truncated_) {
+          self->truncated_ = true;
+          static const char kMarker[] = "\n[vessel: console log truncated here]\n";
+          (void)!::write(self->file_.get(), kMarker, sizeof kMarker - 1);
+        }
+        self->readMore();
+      });
+}
+
+void ConsoleLog::close() {
+  boost::system::error_code ec;
+  socket_.close(ec);
+}
+
+}  // namespace vessel::hypervisor::qemu

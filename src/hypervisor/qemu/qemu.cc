@@ -1,0 +1,236 @@
+#include "hypervisor/qemu/qemu.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/posix/stream_descriptor.hpp>
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/write.hpp>
+#include <filesystem>
+
+#include "base/log.h"
+#include "base/scope_exit.h"
+#include "hypervisor/qemu/argv.h"
+#include "hypervisor/qemu/console.h"
+#include "hypervisor/qemu/qmp.h"
+
+namespace vessel::hypervisor::qemu {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+namespace {
+
+std::string tailOf(const std::string& path, size_t max) {
+  auto s = readFile(path, 64 << 20);
+  if (!s.ok()) return "";
+  std::string& t = *s;
+  if (t.size() > max) t = "…" + t.substr(t.size() - max);
+  return t;
+}
+
+// Connects to a unix socket QEMU is about to create, retrying until it
+// appears, QEMU exits or the deadline passes.
+asio::awaitable<Result<Socket>> connectWhenReady(const std::string& path, ChildProcess& child,
+                                                 Clock::time_point deadline) {
+  auto ex = co_await asio::this_coro::executor;
+  asio::steady_timer t(ex);
+  for (;;) {
+    Socket s(ex);
+    boost::system::error_code ec;
+    s.connect(asio::local::stream_protocol::endpoint(path), ec);
+    if (!ec) co_return std::move(s);
+    if (auto st = child.tryWait())
+      co_return Error(Code::kUnavailable, "qemu exited during start-up: " + st->describe());
+    if (Clock::now() >= deadline)
+      co_return Error(Code::kDeadlineExceeded, "qemu socket " + path + " not ready in time");
+    t.expires_after(5ms);
+    co_await t.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+  }
+}
+
+class QemuVm : public Vm {
+ public:
+  QemuVm(MachineSpec spec, ChildProcess child, std::shared_ptr<QmpClient> qmp, Socket agent,
+         std::shared_ptr<ConsoleLog> console, std::string stderr_path)
+      : spec_(std::move(spec)),
+        child_(std::move(child)),
+        qmp_(std::move(qmp)),
+        agent_(std::move(agent)),
+        console_(std::move(console)),
+        stderr_path_(std::move(stderr_path)),
+        log_("qemu", spec_.id) {}
+
+  ~QemuVm() override {
+    // Not stopped gracefully: ChildProcess kills and reaps; remove the files.
+    if (!stopped_) cleanup();
+  }
+
+  const std::string& id() const override { return spec_.id; }
+  pid_t pid() const override { return child_.pid(); }
+  Socket& agentChannel() override { return agent_; }
+
+  asio::awaitable<ExitStatus> waitExit() override {
+    if (auto st = child_.tryWait()) co_return *st;
+    auto ex = co_await asio::this_coro::executor;
+    asio::posix::stream_descriptor pidfd(ex, ::dup(child_.pidfd()));
+    boost::system::error_code ec;
+    co_await pidfd.async_wait(asio::posix::stream_descriptor::wait_read,
+                              asio::redirect_error(asio::use_awaitable, ec));
+    if (auto st = child_.tryWait()) co_return *st;
+    // Cancelled (the Vm is being torn down): report what we know.
+    co_return ExitStatus{false, 0, 0};
+  }
+
+  std::string diagnostics() const override {
+    std::string d;
+    std::string err = tailOf(stderr_path_, 2048);
+    if (!err.empty()) d += "qemu stderr: " + err;
+    std::string con = tailOf(spec_.console_log, 2048);
+    if (!con.empty()) d += (d.empty() ? "" : "; ") + std::string("console tail: ") + con;
+    return d;
+  }
+
+  asio::awaitable<Status> stop() override {
+    if (stopped_) co_return okStatus();
+    auto ex = co_await asio::this_coro::executor;
+    // 1. Ask QEMU to quit over QMP.
+    if (!child_.tryWait() && !qmp_->failed()) (void)co_await qmp_->execute("quit", {}, 1s);
+    // 2., 3. SIGTERM, then SIGKILL, each after a bounded wait.
+    if (!co_await exitedWithin(ex, 2s)) {
+      log_.warn("qemu did not quit over QMP; sending SIGTERM");
+      (void)child_.signal(SIGTERM);
+      if (!co_await exitedWithin(ex, 2s)) {
+        log_.warn("qemu ignored SIGTERM; sending SIGKILL");
+        (void)child_.signal(SIGKILL);
+        (void)child_.waitFor(5s);
+      }
+    }
+    cleanup();
+    co_return okStatus();
+  }
+
+ private:
+  asio::awaitable<bool> exitedWithin(asio::any_io_executor ex, std::chrono::milliseconds d) {
+    using namespace asio::experimental::awaitable_operators;
+    if (child_.tryWait()) co_return true;
+    asio::posix::stream_descriptor pidfd(ex, ::dup(child_.pidfd()));
+    asio::steady_timer timer(ex, d);
+    // Whichever completes first cancels the other.
+    co_await (pidfd.async_wait(asio::posix::stream_descriptor::wait_read,
+                               asio::as_tuple(asio::use_awaitable)) ||
+              timer.async_wait(asio::as_tuple(asio::use_awaitable)));
+    co_return child_.tryWait().has_value();
+  }
+
+  void cleanup() {
+    stopped_ = true;
+    qmp_->close();
+    boost::system::error_code ec;
+    agent_.close(ec);
+    console_->close();
+    if (child_.running()) {
+      (void)child_.signal(SIGKILL);
+      (void)child_.waitFor(5s);
+    }
+    std::error_code fec;
+    fs::remove_all(spec_.run_dir, fec);
+  }
+
+  MachineSpec spec_;
+  ChildProcess child_;
+  std::shared_ptr<QmpClient> qmp_;
+  Socket agent_;
+  std::shared_ptr<ConsoleLog> console_;
+  std::string stderr_path_;
+  Logger log_;
+  bool stopped_ = false;
+};
+
+}  // namespace
+
+asio::awaitable<Result<std::unique_ptr<Vm>>> QemuHypervisor::start(MachineSpec spec,
+                                                                   Clock::time_point deadline) {
+  VESSEL_CO_TRY(validateSpec(spec));
+  const std::string ctx = "start machine " + spec.id;
+  std::error_code fec;
+  if (fs::exists(spec.run_dir, fec) && !fs::is_empty(spec.run_dir, fec))
+    co_return Error(Code::kAlreadyExists, ctx + ": run dir " + spec.run_dir + " is in use");
+  fs::create_directories(spec.run_dir, fec);
+  if (fec) co_return Error(Code::kInternal, ctx + ": create " + spec.run_dir + ": " + fec.message());
+  fs::permissions(spec.run_dir, fs::perms::owner_all, fec);
+  ScopeExit remove_dir([&] { fs::remove_all(spec.run_dir, fec); });
+
+  QemuPaths paths{opts_.binary, spec.run_dir + "/qmp.sock", spec.run_dir + "/console.sock",
+                  spec.run_dir + "/agent.sock"};
+  std::string stderr_path = spec.run_dir + "/qemu.stderr";
+  auto err_fd = Fd::open(stderr_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  if (!err_fd.ok()) co_return std::move(err_fd).error().withContext(ctx);
+
+  SpawnOptions so;
+  so.argv = buildArgv(spec, paths);
+  so.fds.push_back({err_fd->get(), 2});
+  if (spec.tap_fd) so.fds.push_back({*spec.tap_fd, kTapChildFd});
+  auto child = ChildProcess::spawn(so);
+  if (!child.ok()) co_return std::move(child).error().withContext(ctx);
+
+  auto fail = [&](Error e) -> Error {
+    // Give QEMU a moment to finish writing why it exited.
+    (void)child->waitFor(200ms);
+    std::string why = tailOf(stderr_path, 2048);
+    if (!why.empty()) e = Error(e.code(), e.context() + "; qemu stderr: " + why, e.sysErrno());
+    return std::move(e).withContext(ctx);
+  };
+
+  auto qsock = co_await connectWhenReady(paths.qmp_socket, *child, deadline);
+  if (!qsock.ok()) co_return fail(std::move(qsock).error());
+  auto qmp = co_await QmpClient::handshake(std::move(*qsock), deadline);
+  if (!qmp.ok()) co_return fail(std::move(qmp).error());
+
+  auto csock = co_await connectWhenReady(paths.console_socket, *child, deadline);
+  if (!csock.ok()) co_return fail(std::move(csock).error());
+  auto console = ConsoleLog::start(std::move(*csock), spec.console_log, spec.console_log_max_bytes);
+  if (!console.ok()) co_return fail(std::move(console).error());
+  auto asock = co_await connectWhenReady(paths.agent_socket, *child, deadline);
+  if (!asock.ok()) co_return fail(std::move(asock).error());
+
+  if (!spec.incoming) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    auto r = co_await (*qmp)->execute("cont", {}, std::max(left, 1ms));
+    if (!r.ok()) co_return fail(std::move(r).error());
+  }
+  remove_dir.dismiss();
+  std::unique_ptr<Vm> vm = std::make_unique<QemuVm>(std::move(spec), std::move(*child),
+                                                    std::move(*qmp), std::move(*asock),
+                                                    std::move(*console), std::move(stderr_path));
+  co_return vm;
+}
+
+Result<std::string> qemuVersion(const std::string& binary) {
+  VESSEL_ASSIGN_OR_RETURN(Pipe p, Pipe::create());
+  SpawnOptions so;
+  so.argv = {binary, "--version"};
+  so.fds = {{p.write.get(), 1}};
+  VESSEL_ASSIGN_OR_RETURN(ChildProcess c, ChildProcess::spawn(so));
+  p.write.reset();
+  std::string out;
+  char buf[512];
+  ssize_t n;
+  while ((n = ::read(p.read.get(), buf, sizeof buf)) > 0 && out.size() < 4096)
+    out.append(buf, static_cast<size_t>(n));
+  auto st = c.waitFor(5s);
+  if (!st.ok() || !st->success())
+    return Error(Code::kUnavailable, binary + " --version failed");
+  auto nl = out.find('\n');
+  return out.substr(0, nl);
+}
+
+}  // namespace vessel::hypervisor::qemu

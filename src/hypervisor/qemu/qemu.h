@@ -1,0 +1,31 @@
+#pragma once
+// The QEMU backend: Debian's qemu-system-x86_64 with machine `microvm`,
+// driven over QMP. One QEMU process per machine, confined by QEMU's own
+// seccomp sandbox; its sockets live in the machine's run_dir.
+#include <memory>
+#include <string>
+
+#include "hypervisor/hypervisor.h"
+
+namespace vessel::hypervisor::qemu {
+
+struct QemuOptions {
+  std::string binary = "qemu-system-x86_64";
+};
+
+class QemuHypervisor : public Hypervisor {
+ public:
+  explicit QemuHypervisor(QemuOptions opts) : opts_(std::move(opts)) {}
+  std::string_view name() const override { return "qemu"; }
+  asio::awaitable<Result<std::unique_ptr<Vm>>> start(MachineSpec spec,
+                                                     Clock::time_point deadline) override;
+
+ private:
+  QemuOptions opts_;
+};
+
+// QEMU's version line ("QEMU emulator version 7.2.22 ..."), for manifests,
+// health output and the acceleration probe's cache key.
+Result<std::string> qemuVersion(const std::string& binary);
+
+}  // namespace vessel::hypervisor::qemu
