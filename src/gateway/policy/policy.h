@@ -1,0 +1,56 @@
+#pragma once
+// A sandbox's egress policy as the gateway enforces it. Policies arrive over
+// the control socket with a generation number; the gateway keeps the newest
+// and re-checks open connections against it.
+#include <boost/json/value.hpp>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/result.h"
+
+namespace vessel::gateway::policy {
+
+enum class Mode { kNone, kAllowlist, kFull };
+std::string_view modeName(Mode m);
+
+// "a.test" (exact) or "*.a.test" (one or more whole labels in front of
+// a.test, never a.test itself). No ports means 80 and 443.
+struct Rule {
+  std::string name;  // normalized, without the "*." of a wildcard
+  bool wildcard = false;
+  std::vector<uint16_t> ports;
+  bool matchesName(std::string_view normalized) const;
+  bool matchesPort(uint16_t port) const;
+};
+// "pattern", "pattern:port"; the pattern is normalized here.
+Result<Rule> parseRule(std::string_view text);
+
+// A secret injected as a header on TLS connections to `hosts` (exact names).
+struct Credential {
+  std::string name;
+  std::vector<std::string> hosts;
+  std::string header;  // lowercase header name, e.g. "authorization"
+  std::string value;   // full header value, e.g. "Bearer s3cr3t"
+};
+
+struct Policy {
+  uint64_t generation = 0;
+  Mode mode = Mode::kNone;
+  std::vector<Rule> rules;
+  std::vector<Credential> credentials;
+
+  // May the guest resolve `name` at all (DNS)? Any port of a rule counts.
+  bool allowsName(std::string_view name) const;
+  // May the guest open a connection to name:port?
+  bool allows(std::string_view name, uint16_t port) const;
+  const Credential* credentialFor(std::string_view name) const;
+
+  // {"generation":N,"mode":"allowlist","allow":["a.test","*.b.test:8443"],
+  //  "credentials":[{"name":"gh","hosts":["api.a.test"],
+  //                  "header":"Authorization","value":"Bearer x"}]}
+  static Result<Policy> fromJson(const boost::json::value& v);
+};
+
+}  // namespace vessel::gateway::policy
