@@ -65,6 +65,12 @@ Status validateSpec(const MachineSpec& s) {
   if (s.run_dir.size() > 90)
     return Error(Code::kInvalidArgument, ctx + ": run_dir path is too long for unix sockets");
   if (s.console_log.empty()) return Error(Code::kInvalidArgument, ctx + ": console_log not set");
+  // QEMU appends the virtio_mmio.device= parameters after the spec's
+  // cmdline; behind a "--" they would go to init and the guest would
+  // find no devices.
+  if (s.cmdline == "--" || s.cmdline.rfind("-- ", 0) == 0 ||
+      s.cmdline.find(" --") != std::string::npos)
+    return Error(Code::kInvalidArgument, ctx + ": cmdline may not contain \"--\"");
   if (s.cmdline.find('\n') != std::string::npos)
     return Error(Code::kInvalidArgument, ctx + ": cmdline contains a newline");
   return okStatus();

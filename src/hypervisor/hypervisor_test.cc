@@ -55,6 +55,9 @@ TEST(ValidateSpecTest, RefusesBadIdsAndVcpus) {
   s.vcpus = 0;
   EXPECT_FALSE(validateSpec(s).ok());
   s = good();
+  s.cmdline = "init=/bin/sleep -- 100";
+  EXPECT_FALSE(validateSpec(s).ok());
+  s = good();
   s.run_dir = "relative";
   EXPECT_FALSE(validateSpec(s).ok());
 }

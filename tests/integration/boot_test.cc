@@ -1,0 +1,202 @@
+// Boots real QEMU microVMs (TCG here) and checks the foundation's promises:
+// guests reach ready and stop cleanly, several boot at once, bad input is a
+// clear Error and not a hang, and nothing is left behind by any test.
+#include <signal.h>
+#include <sys/stat.h>
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/detached.hpp>
+#include <fstream>
+#include <set>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "base/run_blocking.h"
+#include "guest_env.h"
+#include "hypervisor/qemu/qemu.h"
+#include "node/accel.h"
+#include "node/machine.h"
+
+namespace vessel {
+namespace {
+
+namespace asio = boost::asio;
+using namespace std::chrono_literals;
+using hypervisor::MachineSpec;
+using ::testing::HasSubstr;
+using ::testing::UnorderedElementsAre;
+using testing::minimalSpec;
+using testing::ScratchDir;
+
+class BootTest : public ::testing::Test {
+ protected:
+  void TearDown() override {
+    // No QEMU process of this test may outlive it, and its run dirs are
+    // gone: only console logs may remain in the scratch directory.
+    EXPECT_THAT(testing::qemuProcessesFor(prefix_), ::testing::IsEmpty());
+    for (const auto& f : dir_.files())
+      EXPECT_TRUE(f.size() > 12 && f.substr(f.size() - 12) == ".console.log")
+          << "left behind: " << f;
+  }
+  Result<node::Machine> boot(MachineSpec s, std::chrono::seconds d = 30s) {
+    return runBlocking(io_, node::bootMachine(hv_, std::move(s), node::Clock::now() + d));
+  }
+  void stop(node::Machine& m) { EXPECT_TRUE(runBlocking(io_, m.vm->stop()).ok()); }
+  std::string id(const std::string& suffix) { return prefix_ + suffix; }
+
+  asio::io_context io_;
+  hypervisor::qemu::QemuHypervisor hv_{{}};
+  ScratchDir dir_;
+  std::string prefix_ = "bt" + std::to_string(::getpid()) + "-";
+};
+
+TEST_F(BootTest, BootsToReadyAndStops) {
+  MachineSpec s = minimalSpec(id("one"), dir_);
+  std::string run_dir = s.run_dir, console = s.console_log;
+  auto m = boot(s);
+  ASSERT_TRUE(m.ok()) << m.error().message();
+  EXPECT_THAT(m->hello.agent_version, HasSubstr("vessel-agent"));
+  pid_t pid = m->vm->pid();
+  EXPECT_EQ(::kill(pid, 0), 0);
+  struct stat st {};
+  EXPECT_EQ(::stat((run_dir + "/qmp.sock").c_str(), &st), 0);
+  stop(*m);
+  EXPECT_NE(::kill(pid, 0), 0) << "qemu still exists after stop";
+  EXPECT_NE(::stat(run_dir.c_str(), &st), 0) << "run dir left behind";
+  // The console captured the guest kernel's boot messages.
+  auto log = readFile(console, 1 << 20);
+  ASSERT_TRUE(log.ok());
+  EXPECT_THAT(*log, HasSubstr("Run /sbin/vessel-agent as init process"));
+}
+
+TEST_F(BootTest, FourMachinesBootAtOnce) {
+  std::vector<std::optional<Result<node::Machine>>> results(4);
+  for (int i = 0; i < 4; ++i) {
+    asio::co_spawn(
+        io_,
+        [&, i]() -> asio::awaitable<void> {
+          results[i] = co_await node::bootMachine(
+              hv_, minimalSpec(id("par" + std::to_string(i)), dir_), node::Clock::now() + 60s);
+        },
+        asio::detached);
+  }
+  auto all_done = [&] {
+    for (auto& r : results)
+      if (!r) return false;
+    return true;
+  };
+  while (!all_done()) io_.run_one_for(20ms);
+  std::set<pid_t> pids;
+  for (auto& r : results) {
+    ASSERT_TRUE(r->ok()) << r->error().message();
+    pids.insert((*r)->vm->pid());
+  }
+  EXPECT_EQ(pids.size(), 4u);
+  for (auto& r : results) stop(**r);
+}
+
+TEST_F(BootTest, MissingKernelIsNotFound) {
+  MachineSpec s = minimalSpec(id("nokernel"), dir_);
+  s.kernel = dir_.path() + "/no-such-vmlinux";
+  auto m = boot(s);
+  ASSERT_FALSE(m.ok());
+  EXPECT_EQ(m.error().code(), Code::kNotFound);
+  EXPECT_THAT(m.error().message(), HasSubstr("kernel " + s.kernel));
+}
+
+TEST_F(BootTest, CorruptKernelReportsQemusReason) {
+  MachineSpec s = minimalSpec(id("badkernel"), dir_);
+  s.kernel = dir_.path() + "/garbage-vmlinux";
+  {
+    std::ofstream f(s.kernel, std::ios::binary);
+    for (int i = 0; i < 100000; ++i) f.put(static_cast<char>((i * 7919) & 0xff));
+  }
+  auto m = boot(s);
+  ASSERT_FALSE(m.ok());
+  EXPECT_THAT(m.error().message(), HasSubstr("qemu"));
+  EXPECT_THAT(m.error().message(), HasSubstr("qemu stderr:"));
+  std::remove(s.kernel.c_str());
+}
+
+TEST_F(BootTest, MissingImageIsNotFound) {
+  MachineSpec s = minimalSpec(id("noimage"), dir_);
+  s.disks[0].path = dir_.path() + "/no-such-root.ext4";
+  auto m = boot(s);
+  ASSERT_FALSE(m.ok());
+  EXPECT_EQ(m.error().code(), Code::kNotFound);
+  EXPECT_THAT(m.error().message(), HasSubstr("no-such-root.ext4"));
+}
+
+TEST_F(BootTest, MemoryZeroOrAboveHostIsInvalid) {
+  MachineSpec s = minimalSpec(id("mem"), dir_);
+  s.memory_mib = 0;
+  auto m = boot(s);
+  ASSERT_FALSE(m.ok());
+  EXPECT_EQ(m.error().code(), Code::kInvalidArgument);
+  s.memory_mib = 1ull << 30;  // a PiB
+  m = boot(s);
+  ASSERT_FALSE(m.ok());
+  EXPECT_EQ(m.error().code(), Code::kInvalidArgument);
+  EXPECT_THAT(m.error().message(), HasSubstr("exceeds the host"));
+}
+
+// Kills QEMU the moment it has started, before the guest can say Hello.
+class KillingHypervisor : public hypervisor::Hypervisor {
+ public:
+  explicit KillingHypervisor(hypervisor::Hypervisor& inner) : inner_(inner) {}
+  std::string_view name() const override { return "killing"; }
+  asio::awaitable<Result<std::unique_ptr<hypervisor::Vm>>> start(
+      MachineSpec spec, hypervisor::Clock::time_point deadline) override {
+    auto vm = co_await inner_.start(std::move(spec), deadline);
+    if (vm.ok()) ::kill((*vm)->pid(), SIGKILL);
+    co_return vm;
+  }
+
+ private:
+  hypervisor::Hypervisor& inner_;
+};
+
+TEST_F(BootTest, QemuKilledMidBootIsAnError) {
+  KillingHypervisor killer(hv_);
+  auto m = runBlocking(io_, node::bootMachine(killer, minimalSpec(id("killed"), dir_),
+                                              node::Clock::now() + 30s));
+  ASSERT_FALSE(m.ok());
+  EXPECT_EQ(m.error().code(), Code::kUnavailable);
+  EXPECT_THAT(m.error().message(), HasSubstr("signal 9"));
+}
+
+TEST_F(BootTest, GuestThatNeverReportsReadyHitsTheDeadline) {
+  MachineSpec s = minimalSpec(id("silent"), dir_);
+  s.cmdline = "init=/bin/sh";  // boots fine, waits on its console, never says Hello
+  auto t0 = node::Clock::now();
+  auto m = boot(s, 4s);
+  ASSERT_FALSE(m.ok());
+  EXPECT_EQ(m.error().code(), Code::kDeadlineExceeded) << m.error().message();
+  EXPECT_LT(node::Clock::now() - t0, 20s) << "deadline not honoured";
+}
+
+TEST_F(BootTest, AutoAccelEndsOnAWorkingAcceleratorAndRemembersIt) {
+  ScratchDir cache;
+  node::ProbeInputs in{testing::kernelPath(), testing::minimalImage(), "init=/sbin/vessel-agent",
+                       dir_.path() + "/" + id("probe"), cache.path(), "test-qemu"};
+  in.deadline = 5s;
+  auto first = runBlocking(io_, node::chooseAccel(AccelMode::kAuto, hv_, in));
+  ASSERT_TRUE(first.ok()) << first.error().message();
+  EXPECT_FALSE(first->cached);
+  EXPECT_FALSE(first->reason.empty());
+  auto second = runBlocking(io_, node::chooseAccel(AccelMode::kAuto, hv_, in));
+  ASSERT_TRUE(second.ok());
+  EXPECT_TRUE(second->cached);
+  EXPECT_EQ(second->accel, first->accel);
+  EXPECT_EQ(second->reason, first->reason);
+  // Whatever was chosen must actually boot a guest.
+  MachineSpec s = minimalSpec(id("chosen"), dir_);
+  s.accel = first->accel;
+  auto m = boot(s);
+  ASSERT_TRUE(m.ok()) << hypervisor::accelName(first->accel) << ": " << m.error().message();
+  stop(*m);
+}
+
+}  // namespace
+}  // namespace vessel

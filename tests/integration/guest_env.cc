@@ -1,0 +1,78 @@
+#include "guest_env.h"
+
+#include <dirent.h>
+#include <stdlib.h>
+
+#include <filesystem>
+
+#include "base/fd.h"
+
+namespace vessel::testing {
+
+namespace fs = std::filesystem;
+
+namespace {
+std::string requireEnv(const char* name) {
+  const char* v = ::getenv(name);
+  if (!v || !*v) {
+    ADD_FAILURE() << name << " is not set; run the guest tests through `make test`";
+    return "/nonexistent/" + std::string(name);
+  }
+  return v;
+}
+}  // namespace
+
+std::string kernelPath() { return requireEnv("VESSEL_KERNEL"); }
+std::string minimalImage() { return requireEnv("VESSEL_MINIMAL_IMAGE"); }
+
+ScratchDir::ScratchDir() {
+  char tmpl[] = "/tmp/vessel-test-XXXXXX";
+  char* p = ::mkdtemp(tmpl);
+  path_ = p ? p : "/tmp/vessel-test-failed";
+}
+
+ScratchDir::~ScratchDir() {
+  std::error_code ec;
+  fs::remove_all(path_, ec);
+}
+
+std::vector<std::string> ScratchDir::files() const {
+  std::vector<std::string> out;
+  std::error_code ec;
+  for (auto it = fs::recursive_directory_iterator(path_, ec); it != fs::end(it);
+       it.increment(ec))
+    out.push_back(fs::relative(it->path(), path_).string());
+  return out;
+}
+
+hypervisor::MachineSpec minimalSpec(const std::string& id, const ScratchDir& dir) {
+  hypervisor::MachineSpec s;
+  s.id = id;
+  s.vcpus = 1;
+  s.memory_mib = 256;
+  s.accel = hypervisor::Accel::kTcg;
+  s.kernel = kernelPath();
+  s.cmdline = "init=/sbin/vessel-agent";
+  s.disks = {{minimalImage(), true, "raw"}};
+  s.run_dir = dir.path() + "/" + id;
+  s.console_log = dir.path() + "/" + id + ".console.log";
+  return s;
+}
+
+std::vector<int> qemuProcessesFor(const std::string& prefix) {
+  std::vector<int> pids;
+  DIR* d = ::opendir("/proc");
+  if (!d) return pids;
+  while (dirent* e = ::readdir(d)) {
+    int pid = ::atoi(e->d_name);
+    if (pid <= 0) continue;
+    auto cmd = readFile(std::string("/proc/") + e->d_name + "/cmdline", 1 << 20);
+    if (!cmd.ok()) continue;
+    std::string needle = std::string("-name") + '\0' + "vessel-" + prefix;
+    if (cmd->find(needle) != std::string::npos) pids.push_back(pid);
+  }
+  ::closedir(d);
+  return pids;
+}
+
+}  // namespace vessel::testing
