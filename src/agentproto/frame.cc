@@ -53,6 +53,13 @@ Result<std::optional<Frame>> FrameDecoder::next() {
   return std::optional<Frame>(std::move(f));
 }
 
+std::string FrameDecoder::takeBuffered() {
+  std::string rest = buf_.substr(pos_);
+  buf_.clear();
+  pos_ = 0;
+  return rest;
+}
+
 std::string encodeHello(const Hello& h) {
   ByteWriter w;
   w.u32le(kHelloMagic);

@@ -33,8 +33,57 @@ enum class MsgType : uint16_t {
   kPing = 3,
   kPong = 4,
   kError = 5,
-  // Types 16 and up belong to processes, files and identity (agent issue).
+  // Generic stream control (docs/agent-protocol.md §3, §4).
+  kOk = 16,
+  kCredit = 17,
+  kCancel = 18,
+  // Identity and health.
+  kSetHostname = 24,
+  kSetClock = 25,
+  kAddEntropy = 26,
+  kSetEnv = 27,
+  // Processes.
+  kExec = 32,
+  kExecStarted = 33,
+  kStdout = 34,
+  kStderr = 35,
+  kStdin = 36,
+  kStdinClose = 37,
+  kExit = 38,
+  kSignal = 39,
+  kResize = 40,
+  kListProcs = 41,
+  kProcList = 42,
+  kAttach = 43,
+  // Files.
+  kReadFile = 48,
+  kWriteFile = 49,
+  kFileData = 50,
+  kFileEnd = 51,
+  kStat = 52,
+  kStatResult = 53,
+  kList = 54,
+  kListEntries = 55,
+  kMkdir = 56,
+  kRemove = 57,
+  kRename = 58,
+  kWatch = 59,
+  kWatchEvent = 60,
 };
+
+// Flow control: every frame on a non-zero stream except Credit and Cancel
+// costs kHeaderSize + payload bytes of the sender's credit on that stream.
+constexpr uint32_t kInitialWindow = 1024 * 1024;
+// Outstanding credit above this is a protocol violation (no overflow games).
+constexpr uint64_t kMaxCredit = 64ull * 1024 * 1024;
+// Raw data frames (Stdout, Stderr, Stdin, FileData) carry at most this much.
+constexpr size_t kDataChunk = 64 * 1024;
+
+inline uint32_t frameCost(size_t payload_len) {
+  return static_cast<uint32_t>(kHeaderSize + payload_len);
+}
+inline bool costsCredit(MsgType t) { return t != MsgType::kCredit && t != MsgType::kCancel; }
+std::string_view msgTypeName(MsgType t);
 
 struct Frame {
   MsgType type;
@@ -54,6 +103,9 @@ class FrameDecoder {
   Status feed(std::string_view bytes);
   Result<std::optional<Frame>> next();
   size_t buffered() const { return buf_.size() - pos_; }
+  // Hands over bytes received but not yet decoded (to the next owner of
+  // the channel after the handshake).
+  std::string takeBuffered();
 
  private:
   std::string buf_;
