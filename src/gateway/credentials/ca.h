@@ -1,0 +1,53 @@
+#pragma once
+// The per-deployment certificate authority used for credential injection.
+// Generated on the gateway's first start (key file mode 0600, so readable
+// only by root who runs the gateway); its certificate goes into sandbox trust
+// stores. Leaves are minted per host name on first use and cached: the
+// gateway only ever mints for names a policy has bound a credential to.
+#include <openssl/evp.h>
+#include <openssl/x509.h>
+
+#include <boost/asio/ssl/context.hpp>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "base/result.h"
+
+namespace vessel::gateway::credentials {
+
+struct PkeyFree {
+  void operator()(EVP_PKEY* p) const { EVP_PKEY_free(p); }
+};
+struct X509Free {
+  void operator()(X509* p) const { X509_free(p); }
+};
+using PkeyPtr = std::unique_ptr<EVP_PKEY, PkeyFree>;
+using X509Ptr = std::unique_ptr<X509, X509Free>;
+
+class CertificateAuthority {
+ public:
+  // Loads dir/ca.key and dir/ca.crt, creating both if neither exists.
+  static Result<CertificateAuthority> loadOrCreate(const std::string& dir);
+
+  const std::string& certificatePem() const { return cert_pem_; }
+
+  // A TLS server context presenting a leaf for `name`, offering only
+  // http/1.1 by ALPN (so every request stays visible to the gateway).
+  Result<std::shared_ptr<boost::asio::ssl::context>> serverContext(const std::string& name);
+
+  // Mints a leaf certificate for `name` signed by this CA (exposed for tests).
+  Result<X509Ptr> mintLeaf(const std::string& name, EVP_PKEY* leaf_key);
+
+ private:
+  PkeyPtr key_;
+  X509Ptr cert_;
+  std::string cert_pem_;
+  PkeyPtr leaf_key_;  // one key for all leaves; certificates differ per name
+  std::map<std::string, std::shared_ptr<boost::asio::ssl::context>> contexts_;
+};
+
+// "<why>: <first OpenSSL error>", and clears the OpenSSL error queue.
+std::string opensslError(const std::string& why);
+
+}  // namespace vessel::gateway::credentials

@@ -1,0 +1,66 @@
+#include "gateway/credentials/ca.h"
+
+#include <gtest/gtest.h>
+#include <openssl/pem.h>
+#include <openssl/x509_vfy.h>
+#include <openssl/x509v3.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+
+#include <filesystem>
+
+namespace vessel::gateway::credentials {
+namespace {
+
+class CaTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/vessel-ca-XXXXXX";
+    ASSERT_NE(::mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  std::string dir_;
+};
+
+TEST_F(CaTest, CreatedOnceWithPrivateKeyAndReloaded) {
+  auto ca = CertificateAuthority::loadOrCreate(dir_ + "/ca");
+  ASSERT_TRUE(ca.ok()) << ca.error().message();
+  struct stat st;
+  ASSERT_EQ(::stat((dir_ + "/ca/ca.key").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  auto again = CertificateAuthority::loadOrCreate(dir_ + "/ca");
+  ASSERT_TRUE(again.ok()) << again.error().message();
+  EXPECT_EQ(ca->certificatePem(), again->certificatePem());
+  ::chmod((dir_ + "/ca/ca.key").c_str(), 0644);
+  EXPECT_FALSE(CertificateAuthority::loadOrCreate(dir_ + "/ca").ok());
+}
+
+TEST_F(CaTest, LeafVerifiesForItsNameOnly) {
+  auto ca = CertificateAuthority::loadOrCreate(dir_);
+  ASSERT_TRUE(ca.ok()) << ca.error().message();
+  PkeyPtr key(EVP_PKEY_Q_keygen(nullptr, nullptr, "EC", "P-256"));
+  auto leaf = ca->mintLeaf("api.a.test", key.get());
+  ASSERT_TRUE(leaf.ok()) << leaf.error().message();
+
+  BIO* b = BIO_new_mem_buf(ca->certificatePem().data(), -1);
+  X509Ptr root(PEM_read_bio_X509(b, nullptr, nullptr, nullptr));
+  BIO_free(b);
+  X509_STORE* store = X509_STORE_new();
+  X509_STORE_add_cert(store, root.get());
+  auto verify = [&](const char* host) {
+    X509_STORE_CTX* ctx = X509_STORE_CTX_new();
+    X509_STORE_CTX_init(ctx, store, leaf->get(), nullptr);
+    X509_VERIFY_PARAM_set1_host(X509_STORE_CTX_get0_param(ctx), host, 0);
+    int ok = X509_verify_cert(ctx);
+    X509_STORE_CTX_free(ctx);
+    return ok == 1;
+  };
+  EXPECT_TRUE(verify("api.a.test"));
+  EXPECT_FALSE(verify("x.test"));
+  X509_STORE_free(store);
+  EXPECT_TRUE(ca->serverContext("api.a.test").ok());
+}
+
+}  // namespace
+}  // namespace vessel::gateway::credentials

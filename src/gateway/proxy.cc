@@ -1,0 +1,329 @@
+// One guest TCP connection: classify the first bytes, decide, resolve, dial,
+// then splice (TLS without a credential, opaque full-mode flows), relay with
+// a per-request Host check (plaintext HTTP), or terminate and inject
+// (credentialed TLS, credentials/terminate.cc).
+#include <netinet/in.h>
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/write.hpp>
+
+#include "gateway/flow.h"
+#include "gateway/gateway.h"
+#include "gateway/http/request_head.h"
+#include "gateway/http_relay.h"
+#include "gateway/name.h"
+#include "gateway/tls/client_hello.h"
+
+namespace vessel::gateway {
+
+namespace asio = boost::asio;
+using namespace asio::experimental::awaitable_operators;
+using tcp = asio::ip::tcp;
+
+namespace {
+
+constexpr auto kTok = asio::as_tuple(asio::use_awaitable);
+// From <linux/netfilter_ipv4.h>, which clashes with <netinet/in.h>.
+constexpr int kSoOriginalDst = 80;
+constexpr size_t kClassifyCap = tls::kMaxHelloBytes + 16 * 1024 + 64;
+
+std::optional<tcp::endpoint> originalDestination(tcp::socket& s) {
+  sockaddr_in sin{};
+  socklen_t len = sizeof sin;
+  // REDIRECT in this namespace rewrote the destination; conntrack keeps the
+  // original. Only its port feeds a decision; its address is logged.
+  if (::getsockopt(s.native_handle(), SOL_IP, kSoOriginalDst, &sin, &len) != 0) {
+    return std::nullopt;
+  }
+  return tcp::endpoint(asio::ip::address_v4(ntohl(sin.sin_addr.s_addr)), ntohs(sin.sin_port));
+}
+
+bool looksLikeHttp(char c) { return c >= 'A' && c <= 'Z'; }
+
+}  // namespace
+
+void resetSocket(tcp::socket& s) {
+  boost::system::error_code ec;
+  if (!s.is_open()) return;
+  s.set_option(asio::socket_base::linger(true, 0), ec);  // RST, not FIN
+  s.close(ec);
+}
+
+void Gateway::deny(const Flow& f, std::string_view reason) {
+  registry_.record({"tcp", f.sandbox, f.name, f.address, f.port, false, reason});
+}
+
+asio::awaitable<void> Gateway::handleConn(tcp::socket guest) {
+  Flow f;
+  boost::system::error_code ec;
+  auto peer = guest.remote_endpoint(ec);
+  if (ec) co_return;
+  Sandbox* sb = registry_.bySource(peer.address());
+  if (!sb) {
+    f.sandbox = "?" + peer.address().to_string();
+    deny(f, "unknown-source");
+    resetSocket(guest);
+    co_return;
+  }
+  f.sandbox = sb->id;
+  auto orig = originalDestination(guest);
+  if (!orig) {
+    deny(f, "no-original-destination");
+    resetSocket(guest);
+    co_return;
+  }
+  f.port = orig->port();
+  f.guest_address = orig->address().to_string();
+  policy::Mode mode = sb->policy.mode;
+  if (mode == policy::Mode::kNone) {
+    deny(f, "mode-none");
+    resetSocket(guest);
+    co_return;
+  }
+
+  // Classify: read until the ClientHello or request head is whole, bounded
+  // in bytes and time.
+  guest.non_blocking(true, ec);
+  std::string first;
+  tls::ClientHelloParser hello;
+  http::ParseResult head;
+  enum class Kind { kUnknown, kTls, kHttp, kOpaque } kind = Kind::kUnknown;
+  bool timed_out = false;
+  asio::steady_timer timer(
+      io_, mode == policy::Mode::kFull ? cfg_.full_mode_first_bytes : cfg_.classify_timeout);
+  for (;;) {
+    auto r = co_await (guest.async_wait(tcp::socket::wait_read, kTok) || timer.async_wait(kTok));
+    if (r.index() == 1) {
+      timed_out = true;
+      break;
+    }
+    size_t n = guest.read_some(asio::buffer(relay_buf_), ec);
+    if (ec == asio::error::would_block) continue;
+    if (ec || n == 0) co_return;  // guest went away before saying anything useful
+    std::string_view chunk(relay_buf_.data(), n);
+    first.append(chunk);
+    if (kind == Kind::kUnknown) {
+      kind = tls::ClientHelloParser::looksLikeTls(static_cast<uint8_t>(first[0])) ? Kind::kTls
+             : looksLikeHttp(first[0])                                            ? Kind::kHttp
+                                                                                  : Kind::kOpaque;
+    }
+    if (kind == Kind::kTls) {
+      if (hello.feed(chunk) != tls::ClientHelloParser::State::kNeedMore) break;
+    } else if (kind == Kind::kHttp) {
+      head = http::parseRequestHead(first);
+      if (head.state != http::ParseResult::State::kNeedMore) break;
+    } else {
+      break;
+    }
+    if (first.size() > kClassifyCap) break;
+  }
+
+  // Re-read the policy: it may have changed while we waited.
+  sb = registry_.byId(f.sandbox);
+  if (!sb) co_return;
+  const policy::Policy& p = sb->policy;
+  std::optional<policy::Credential> cred;
+  bool dial_original = false;
+  if (kind == Kind::kTls && hello.state() == tls::ClientHelloParser::State::kDone) {
+    const auto& names = hello.hello().server_names;
+    if (names.size() != 1) {
+      if (p.mode != policy::Mode::kFull || !names.empty()) {
+        deny(f, names.empty() ? "no-sni" : "multiple-sni");
+        resetSocket(guest);
+        co_return;
+      }
+      dial_original = true;
+    } else if (hello.hello().has_ech && p.mode != policy::Mode::kFull) {
+      deny(f, "ech");
+      resetSocket(guest);
+      co_return;
+    } else {
+      auto n = normalizeName(names[0]);
+      if (!n.ok()) {
+        deny(f, "bad-sni");
+        resetSocket(guest);
+        co_return;
+      }
+      f.name = std::move(*n);
+      if (const auto* c = p.credentialFor(f.name); c && f.port == 443) cred = *c;
+    }
+  } else if (kind == Kind::kHttp && head.state == http::ParseResult::State::kDone) {
+    f.name = head.head.authority.name;
+    if (head.head.authority.port && *head.head.authority.port != f.port) {
+      deny(f, "host-port-mismatch");
+      resetSocket(guest);
+      co_return;
+    }
+  } else if (p.mode == policy::Mode::kFull && (kind == Kind::kOpaque || timed_out)) {
+    dial_original = true;
+  } else {
+    std::string reason = timed_out             ? "classify-timeout"
+                         : kind == Kind::kTls  ? "bad-client-hello"
+                         : kind == Kind::kHttp ? "bad-request"
+                                               : "unparseable";
+    deny(f, reason);
+    resetSocket(guest);
+    co_return;
+  }
+
+  std::optional<tcp::socket> up;
+  if (dial_original) {
+    // Full mode with nothing to name the flow by: the guest's destination is
+    // all there is. Inward addresses stay refused.
+    f.address = orig->address().to_string();
+    if (std::string why = classifier_.refusalReason(orig->address()); !why.empty()) {
+      deny(f, "inward-destination:" + why);
+      resetSocket(guest);
+      co_return;
+    }
+    up = co_await dialEndpoint(f, *orig);
+  } else {
+    if (!p.allows(f.name, f.port)) {
+      deny(f, "policy");
+      resetSocket(guest);
+      co_return;
+    }
+    up = co_await dial(f, f.name);
+  }
+  if (!up) {
+    resetSocket(guest);
+    co_return;
+  }
+  // The policy may have changed during resolve and connect.
+  sb = registry_.byId(f.sandbox);
+  if (!sb || (!dial_original && !sb->policy.allows(f.name, f.port)) ||
+      sb->policy.mode == policy::Mode::kNone) {
+    deny(f, "policy-changed");
+    resetSocket(guest);
+    co_return;
+  }
+  auto handle = std::make_shared<ConnHandle>();
+  handle->name = f.name;
+  handle->port = f.port;
+  handle->credentialed = cred.has_value();
+  tcp::socket* g = &guest;
+  tcp::socket* u = &*up;
+  handle->reset = [g, u] {
+    resetSocket(*g);
+    resetSocket(*u);
+  };
+  registry_.track(*sb, handle);
+  registry_.record({"tcp", f.sandbox, f.name, f.address, f.port, true,
+                    cred ? "terminate" : (kind == Kind::kHttp ? "http" : "splice")});
+
+  if (cred) {
+    co_await terminate(f, guest, *up, std::move(first), std::move(*cred));
+  } else if (kind == Kind::kHttp) {
+    co_await httpPlain(f, guest, *up, std::move(first));
+  } else {
+    auto [wec, wn] = co_await asio::async_write(*up, asio::buffer(first), kTok);
+    if (!wec) {
+      first = std::string();  // release the classification buffer before idling
+      co_await splice(guest, *up);
+    }
+  }
+  resetSocket(guest);
+  resetSocket(*up);
+}
+
+asio::awaitable<std::optional<tcp::socket>> Gateway::dial(Flow& f, const std::string& name) {
+  auto records = co_await resolver_->resolve(name);
+  if (!records.ok()) {
+    deny(f, "resolve-failed:" + records.error().message());
+    co_return std::nullopt;
+  }
+  // Every answer is classified; one inward answer refuses the name (a
+  // rebinding resolver would otherwise win on a retry).
+  for (const auto& r : *records) {
+    if (std::string why = classifier_.refusalReason(r.address); !why.empty()) {
+      f.address = r.address.to_string();
+      deny(f, "inward-answer:" + why);
+      co_return std::nullopt;
+    }
+  }
+  for (const auto& r : *records) {
+    f.address = r.address.to_string();
+    auto s = co_await dialEndpoint(f, tcp::endpoint(r.address, f.port));
+    if (s) co_return s;
+  }
+  co_return std::nullopt;
+}
+
+asio::awaitable<std::optional<tcp::socket>> Gateway::dialEndpoint(Flow& f, tcp::endpoint ep) {
+  f.address = ep.address().to_string();
+  tcp::socket s(io_);
+  asio::steady_timer timer(io_, cfg_.connect_timeout);
+  auto r = co_await (s.async_connect(ep, kTok) || timer.async_wait(kTok));
+  if (r.index() == 1) {
+    deny(f, "connect-timeout");
+    co_return std::nullopt;
+  }
+  auto [ec] = std::get<0>(r);
+  if (ec) {
+    deny(f, "connect-failed:" + ec.message());
+    co_return std::nullopt;
+  }
+  s.set_option(tcp::no_delay(true), ec);
+  s.non_blocking(true, ec);
+  co_return std::move(s);
+}
+
+asio::awaitable<void> Gateway::splice(tcp::socket& a, tcp::socket& b) {
+  co_await (pump(a, b) && pump(b, a));
+}
+
+asio::awaitable<void> Gateway::pump(tcp::socket& from, tcp::socket& to) {
+  boost::system::error_code ec;
+  for (;;) {
+    auto [wait_ec] = co_await from.async_wait(tcp::socket::wait_read, kTok);
+    if (wait_ec) break;
+    size_t n = from.read_some(asio::buffer(relay_buf_), ec);
+    if (ec == asio::error::would_block) continue;
+    if (ec == asio::error::eof || (!ec && n == 0)) {
+      to.shutdown(tcp::socket::shutdown_send, ec);  // pass the half-close on
+      co_return;
+    }
+    if (ec) break;
+    size_t w = to.write_some(asio::buffer(relay_buf_.data(), n), ec);
+    if (ec == asio::error::would_block) {
+      w = 0;
+      ec = {};
+    }
+    if (ec) break;
+    if (w < n) {
+      // Only a slow receiver costs per-connection memory, and only this much.
+      std::string rest(relay_buf_.data() + w, n - w);
+      auto [wec, wn] = co_await asio::async_write(to, asio::buffer(rest), kTok);
+      if (wec) break;
+    }
+  }
+  // An error on either side ends both directions.
+  resetSocket(from);
+  resetSocket(to);
+}
+
+asio::awaitable<void> Gateway::httpPlain(Flow& f, tcp::socket& guest, tcp::socket& up,
+                                         std::string first) {
+  // Plaintext never carries a credential: only the Host pin is enforced.
+  RequestRules rules{f.name, f.port, nullptr,
+                     [this, &f, &guest, &up](std::string_view why) {
+                       deny(f, why);
+                       resetSocket(guest);
+                       resetSocket(up);
+                     },
+                     [&up] {
+                       boost::system::error_code ec;
+                       up.shutdown(tcp::socket::shutdown_send, ec);
+                     }};
+  co_await (relayRequests(guest, up, std::move(first), std::move(rules)) &&
+            relayResponses(up, guest, std::nullopt, [&guest] {
+              boost::system::error_code ec;
+              guest.shutdown(tcp::socket::shutdown_send, ec);
+            }));
+}
+
+}  // namespace vessel::gateway

@@ -1,0 +1,118 @@
+#include "gateway/registry.h"
+
+namespace vessel::gateway {
+
+Status Registry::setSandbox(const std::string& id, boost::asio::ip::address source,
+                            policy::Policy p) {
+  auto owner = by_source_.find(source);
+  if (owner != by_source_.end() && owner->second != id) {
+    return Error(Code::kAlreadyExists,
+                 "source " + source.to_string() + " already belongs to " + owner->second);
+  }
+  auto it = sandboxes_.find(id);
+  if (it == sandboxes_.end()) {
+    Sandbox sb;
+    sb.id = id;
+    sb.source = source;
+    sb.policy = std::move(p);
+    by_source_[source] = id;
+    sandboxes_.emplace(id, std::move(sb));
+    counters_["policy_updates"]++;
+    log_.forSandbox(id).info("policy generation {} mode {} source {}",
+                             sandboxes_[id].policy.generation,
+                             policy::modeName(sandboxes_[id].policy.mode), source.to_string());
+    return okStatus();
+  }
+  Sandbox& sb = it->second;
+  if (p.generation < sb.policy.generation) {
+    return Error(Code::kFailedPrecondition, "policy generation " + std::to_string(p.generation) +
+                                                " older than held " +
+                                                std::to_string(sb.policy.generation));
+  }
+  if (sb.source != source) {
+    by_source_.erase(sb.source);
+    by_source_[source] = id;
+    sb.source = source;
+  }
+  sb.policy = std::move(p);
+  counters_["policy_updates"]++;
+  log_.forSandbox(id).info("policy generation {} mode {}", sb.policy.generation,
+                           policy::modeName(sb.policy.mode));
+  enforce(sb);
+  return okStatus();
+}
+
+Status Registry::removeSandbox(const std::string& id) {
+  auto it = sandboxes_.find(id);
+  if (it == sandboxes_.end()) return Error(Code::kNotFound, "sandbox " + id);
+  // Reset everything: a removed sandbox keeps no connection, and its source
+  // address may be handed to the next sandbox in the slot.
+  it->second.policy = policy::Policy{};
+  enforce(it->second);
+  by_source_.erase(it->second.source);
+  sandboxes_.erase(it);
+  return okStatus();
+}
+
+Sandbox* Registry::bySource(const boost::asio::ip::address& source) {
+  auto it = by_source_.find(source);
+  if (it == by_source_.end()) return nullptr;
+  return &sandboxes_.at(it->second);
+}
+
+Sandbox* Registry::byId(const std::string& id) {
+  auto it = sandboxes_.find(id);
+  return it == sandboxes_.end() ? nullptr : &it->second;
+}
+
+void Registry::track(Sandbox& sb, const std::shared_ptr<ConnHandle>& c) {
+  // Prune closed connections every so often so the list stays proportional
+  // to live flows without a walk on every accept.
+  if (++tracked_ % 64 == 0) sb.conns.remove_if([](const auto& w) { return w.expired(); });
+  sb.conns.push_back(c);
+}
+
+void Registry::enforce(Sandbox& sb) {
+  const policy::Policy& p = sb.policy;
+  for (auto it = sb.conns.begin(); it != sb.conns.end();) {
+    auto c = it->lock();
+    if (!c) {
+      it = sb.conns.erase(it);
+      continue;
+    }
+    bool still = p.mode == policy::Mode::kFull
+                     ? true
+                     : (!c->name.empty() && p.allows(c->name, c->port) &&
+                        (!c->credentialed || p.credentialFor(c->name) != nullptr));
+    if (!still) {
+      record({"tcp", sb.id, c->name, "", c->port, false, "policy-changed"});
+      if (c->reset) c->reset();
+      it = sb.conns.erase(it);
+      continue;
+    }
+    ++it;
+  }
+}
+
+void Registry::record(const FlowEvent& e) {
+  const char* verdict = e.allowed ? "allow" : "deny";
+  log_.forSandbox(std::string(e.sandbox))
+      .info("{} name={} address={} port={} verdict={} reason={}", e.kind,
+            e.name.empty() ? "-" : e.name, e.address.empty() ? "-" : e.address, e.port, verdict,
+            e.reason);
+  counters_[std::string(e.kind) + "_" + verdict]++;
+  // Reasons are a small fixed vocabulary (see docs/gateway.md); the part
+  // after ':' carries detail and is not a counter key.
+  std::string_view reason = e.reason.substr(0, e.reason.find(':'));
+  counters_[std::string(e.kind) + "_" + verdict + "_" + std::string(reason)]++;
+}
+
+size_t Registry::liveConnections() {
+  size_t n = 0;
+  for (auto& [id, sb] : sandboxes_) {
+    for (auto& w : sb.conns) n += !w.expired();
+  }
+  return n;
+}
+
+}  // namespace vessel::gateway

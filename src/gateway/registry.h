@@ -1,0 +1,75 @@
+#pragma once
+// The gateway's view of sandboxes: which transit source address belongs to
+// which sandbox, that sandbox's current policy, the connections it has open
+// (so a policy change can reset the ones no longer allowed), and the
+// flow/DNS decision log with its counters. Single-threaded: it lives on the
+// gateway's io_context thread, like everything that touches it.
+#include <boost/asio/ip/address.hpp>
+#include <cstdint>
+#include <functional>
+#include <list>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "base/log.h"
+#include "gateway/policy/policy.h"
+
+namespace vessel::gateway {
+
+// One proxied connection as the registry sees it.
+struct ConnHandle {
+  std::string name;  // pinned, normalized ("" for full-mode IP flows)
+  uint16_t port = 0;
+  bool credentialed = false;
+  // Resets both sides (RST); set by the connection, called on policy change.
+  std::function<void()> reset;
+};
+
+struct Sandbox {
+  std::string id;
+  boost::asio::ip::address source;  // transit address its flows arrive from
+  policy::Policy policy;
+  std::list<std::weak_ptr<ConnHandle>> conns;
+};
+
+struct FlowEvent {
+  std::string_view kind;  // "tcp" or "dns"
+  std::string_view sandbox;
+  std::string_view name;
+  std::string address;
+  uint16_t port = 0;
+  bool allowed = false;
+  std::string_view reason;
+};
+
+class Registry {
+ public:
+  Registry() : log_("gateway") {}
+
+  // Installs or replaces a sandbox's policy. A generation older than the one
+  // held is refused (a delayed update must not undo a newer one). Open
+  // connections the new policy does not allow are reset before this returns.
+  Status setSandbox(const std::string& id, boost::asio::ip::address source, policy::Policy p);
+  // Forgets a sandbox and resets all its connections.
+  Status removeSandbox(const std::string& id);
+
+  Sandbox* bySource(const boost::asio::ip::address& source);
+  Sandbox* byId(const std::string& id);
+  void track(Sandbox& sb, const std::shared_ptr<ConnHandle>& c);
+
+  void record(const FlowEvent& e);
+  const std::map<std::string, uint64_t>& counters() const { return counters_; }
+  size_t liveConnections();
+
+ private:
+  void enforce(Sandbox& sb);
+  Logger log_;
+  std::map<std::string, Sandbox> sandboxes_;
+  std::map<boost::asio::ip::address, std::string> by_source_;
+  std::map<std::string, uint64_t> counters_;
+  uint64_t tracked_ = 0;
+};
+
+}  // namespace vessel::gateway
