@@ -79,6 +79,7 @@ class Link {
   ~Link() { destroy(); }
   const std::string& name() const { return name_; }
   void destroy();
+  void release() { name_.clear(); }  // e.g. it goes with its namespace
 
  private:
   std::string netns_, name_;

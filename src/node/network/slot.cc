@@ -1,0 +1,236 @@
+#include "node/network/slot.h"
+
+#include <arpa/inet.h>
+#include <fmt/format.h>
+
+#include "base/log.h"
+#include "os/command.h"
+
+namespace vessel::node::network {
+
+namespace {
+
+constexpr uint32_t kMaxSlots = 16384;  // /30s in the transit /16
+
+Result<std::string> transitAddress(const std::string& base, uint32_t index, uint32_t host) {
+  in_addr a{};
+  if (::inet_pton(AF_INET, base.c_str(), &a) != 1) {
+    return Error(Code::kInvalidArgument, "bad transit base " + base);
+  }
+  uint32_t v = ntohl(a.s_addr) + index * 4 + host;
+  a.s_addr = htonl(v);
+  char out[INET_ADDRSTRLEN];
+  ::inet_ntop(AF_INET, &a, out, sizeof out);
+  return std::string(out);
+}
+
+Status ip(const std::string& netns, std::vector<std::string> args) {
+  std::vector<std::string> argv{"ip"};
+  if (!netns.empty()) argv.insert(argv.end(), {"-n", netns});
+  argv.insert(argv.end(), args.begin(), args.end());
+  VESSEL_TRY(os::runCommand(argv));
+  return okStatus();
+}
+
+}  // namespace
+
+std::string gatewayTableName(const NetworkLayout& l) { return "vessel_gw_" + l.prefix; }
+
+std::string sandboxRuleset(const NetworkLayout& l, const SlotAddresses& a) {
+  // Loaded with nft -f: atomic, so a slot has all of this or nothing.
+  return fmt::format(R"(table netdev vessel_guest {{
+  chain ingress {{
+    type filter hook ingress device "{gif}" priority -500; policy drop;
+    ether saddr != {gmac} drop
+    ether type arp arp htype 1 arp ptype ip arp saddr ether {gmac} arp saddr ip {gip} accept
+    ether type ip ip saddr {gip} ip frag-off & 0x3fff == 0 accept
+  }}
+}}
+table ip vessel_slot {{
+  chain prerouting {{
+    type nat hook prerouting priority dstnat; policy accept;
+    iifname "{gif}" ip daddr {gw} meta l4proto {{ tcp, udp }} th dport 53 dnat to {gwside}:{dns}
+    iifname "{gif}" ip daddr {gw} meta l4proto tcp dnat to {gwside}
+  }}
+  chain forward {{
+    type filter hook forward priority filter; policy drop;
+    iifname "{gif}" oifname "{tif}" ip saddr {gip} meta l4proto tcp accept
+    iifname "{gif}" oifname "{tif}" ip saddr {gip} ip daddr {gwside} udp dport {dns} accept
+    iifname "{tif}" oifname "{gif}" ct state established,related accept
+  }}
+  chain input {{
+    type filter hook input priority filter; policy drop;
+    iifname "lo" accept
+  }}
+  chain output {{
+    type filter hook output priority filter; policy drop;
+    oifname "lo" accept
+    ct state established,related accept
+  }}
+  chain postrouting {{
+    type nat hook postrouting priority srcnat; policy accept;
+    oifname "{tif}" snat to {slot}
+  }}
+}}
+)",
+                     fmt::arg("gif", a.guest_if), fmt::arg("tif", a.transit_if),
+                     fmt::arg("gmac", l.guest_mac), fmt::arg("gip", l.guest_ip),
+                     fmt::arg("gw", l.gateway_ip), fmt::arg("gwside", a.gateway_address),
+                     fmt::arg("dns", l.dns_port), fmt::arg("slot", a.slot_address));
+}
+
+std::string gatewayRuleset(const NetworkLayout& l) {
+  return fmt::format(R"(table ip {table} {{
+  set slot_sources {{ type ifname . ipv4_addr; }}
+  chain prerouting {{
+    type nat hook prerouting priority dstnat; policy accept;
+    iifname "{p}h*" tcp dport {dns} fib daddr type local accept
+    iifname "{p}h*" meta l4proto tcp redirect to :{proxy}
+  }}
+  chain input {{
+    type filter hook input priority filter; policy accept;
+    iifname "{p}h*" jump from_slot
+  }}
+  chain from_slot {{
+    iifname . ip saddr != @slot_sources drop
+    tcp dport {{ {proxy}, {dns} }} accept
+    udp dport {dns} accept
+    drop
+  }}
+  chain forward {{
+    type filter hook forward priority filter; policy accept;
+    iifname "{p}h*" drop
+    oifname "{p}h*" drop
+  }}
+}}
+)",
+                     fmt::arg("table", gatewayTableName(l)), fmt::arg("p", l.prefix),
+                     fmt::arg("dns", l.dns_port), fmt::arg("proxy", l.proxy_port));
+}
+
+Result<std::unique_ptr<Slot>> Slot::create(const NetworkLayout& l, uint32_t index,
+                                           const GuestLink& link) {
+  if (index >= kMaxSlots) return Error(Code::kResourceExhausted, "slot index out of range");
+  std::unique_ptr<Slot> s(new Slot());
+  s->index_ = index;
+  s->layout_ = l;
+  SlotAddresses& a = s->addr_;
+  a.guest_if = link.kind == GuestLink::Kind::kTap ? "tap0" : "guest0";
+  a.gateway_side_if = l.prefix + "h" + std::to_string(index);
+  VESSEL_ASSIGN_OR_RETURN(a.gateway_address, transitAddress(l.transit_base, index, 1));
+  VESSEL_ASSIGN_OR_RETURN(a.slot_address, transitAddress(l.transit_base, index, 2));
+  std::string what = "network slot " + std::to_string(index);
+
+  auto ns = os::Netns::create(l.prefix + "-" + std::to_string(index));
+  if (!ns.ok()) return std::move(ns).error().withContext(what);
+  s->netns_ = std::move(*ns);
+  const std::string& n = s->netns_.name();
+  // Nothing is up yet; the rules go in before any link carries a packet.
+  for (const char* key : {"net.ipv6.conf.all.disable_ipv6", "net.ipv6.conf.default.disable_ipv6",
+                          "net.ipv4.ip_forward"}) {
+    VESSEL_TRY_CTX(s->netns_.sysctl(key, "1"), what);
+  }
+  if (link.kind == GuestLink::Kind::kTap) {
+    auto tap = os::openTap(s->netns_.path(), a.guest_if);
+    if (!tap.ok()) return std::move(tap).error().withContext(what);
+    s->tap_ = std::move(*tap);
+  } else {
+    auto v = os::createVeth(n, a.guest_if, link.veth_peer_netns, link.veth_peer_name);
+    if (!v.ok()) return std::move(v).error().withContext(what);
+    v->release();  // both ends go with the slot namespace
+  }
+  auto transit = os::createVeth(l.gateway_netns, a.gateway_side_if, n, a.transit_if);
+  if (!transit.ok()) return std::move(transit).error().withContext(what);
+  s->gateway_side_ = std::move(*transit);
+
+  VESSEL_TRY_CTX(os::nftApply(n, sandboxRuleset(l, a)), what);
+  VESSEL_TRY_CTX(
+      os::runCommand(os::inNetns(
+          l.gateway_netns, {"nft", "add", "element", "ip", gatewayTableName(l), "slot_sources",
+                            "{ \"" + a.gateway_side_if + "\" . " + a.slot_address + " }"})),
+      what + ": register with gateway table");
+  s->element_added_ = true;
+
+  VESSEL_TRY_CTX(ip(n, {"link", "set", a.guest_if, "address", l.gateway_mac}), what);
+  VESSEL_TRY_CTX(ip(n, {"addr", "add", l.gateway_ip + "/30", "dev", a.guest_if}), what);
+  VESSEL_TRY_CTX(ip(n, {"link", "set", a.guest_if, "up"}), what);
+  // A permanent neighbour entry: guest ARP cannot move the guest's address.
+  VESSEL_TRY_CTX(ip(n, {"neigh", "replace", l.guest_ip, "lladdr", l.guest_mac, "dev", a.guest_if,
+                        "nud", "permanent"}),
+                 what);
+  VESSEL_TRY_CTX(ip(n, {"addr", "add", a.slot_address + "/30", "dev", a.transit_if}), what);
+  VESSEL_TRY_CTX(ip(n, {"link", "set", a.transit_if, "up"}), what);
+  VESSEL_TRY_CTX(ip(n, {"route", "add", "default", "via", a.gateway_address}), what);
+  VESSEL_TRY_CTX(
+      ip(l.gateway_netns, {"addr", "add", a.gateway_address + "/30", "dev", a.gateway_side_if}),
+      what);
+  VESSEL_TRY_CTX(ip(l.gateway_netns, {"link", "set", a.gateway_side_if, "up"}), what);
+  return s;
+}
+
+Slot::~Slot() {
+  if (element_added_) {
+    auto r = os::runCommand(
+        os::inNetns(layout_.gateway_netns,
+                    {"nft", "delete", "element", "ip", gatewayTableName(layout_), "slot_sources",
+                     "{ \"" + addr_.gateway_side_if + "\" . " + addr_.slot_address + " }"}));
+    if (!r.ok()) Logger("network").warn("slot {}: {}", index_, r.error().message());
+  }
+  // Members: gateway_side_ (the veth pair), tap_, then the namespace.
+}
+
+Result<std::unique_ptr<SlotPool>> SlotPool::create(NetworkLayout layout, size_t ready_target) {
+  std::unique_ptr<SlotPool> p(new SlotPool());
+  p->layout_ = std::move(layout);
+  p->target_ = ready_target;
+  const NetworkLayout& l = p->layout_;
+  VESSEL_TRY_CTX(os::nftApply(l.gateway_netns, gatewayRuleset(l)), "gateway slot table");
+  p->gateway_table_ = os::NftTable(l.gateway_netns, "ip", gatewayTableName(l));
+  VESSEL_TRY(p->refill());
+  return p;
+}
+
+SlotPool::~SlotPool() {
+  ready_.clear();  // slots first: they remove their elements from the table
+}
+
+Result<uint32_t> SlotPool::nextIndex() {
+  for (uint32_t i = 0; i < kMaxSlots; ++i) {
+    if (in_use_.insert(i).second) return i;
+  }
+  return Error(Code::kResourceExhausted, "no free network slot");
+}
+
+Status SlotPool::refill() {
+  while (ready_.size() < target_) {
+    VESSEL_ASSIGN_OR_RETURN(uint32_t i, nextIndex());
+    auto s = Slot::create(layout_, i);
+    if (!s.ok()) {
+      in_use_.erase(i);
+      return std::move(s).error();
+    }
+    ready_.push_back(std::move(*s));
+  }
+  return okStatus();
+}
+
+Result<std::unique_ptr<Slot>> SlotPool::acquire(const GuestLink& link) {
+  if (link.kind == GuestLink::Kind::kTap && !ready_.empty()) {
+    auto s = std::move(ready_.back());
+    ready_.pop_back();
+    return s;
+  }
+  VESSEL_ASSIGN_OR_RETURN(uint32_t i, nextIndex());
+  auto s = Slot::create(layout_, i, link);
+  if (!s.ok()) in_use_.erase(i);
+  return s;
+}
+
+void SlotPool::release(std::unique_ptr<Slot> slot) {
+  if (!slot) return;
+  uint32_t i = slot->index();
+  slot.reset();
+  in_use_.erase(i);
+}
+
+}  // namespace vessel::node::network

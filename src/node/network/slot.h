@@ -1,0 +1,110 @@
+#pragma once
+// Network slots: one network namespace per sandbox holding its tap, wired to
+// the gateway's namespace by a veth whose gateway-side address identifies
+// the slot. Inside the slot, nftables lets the guest send only IPv4 from its
+// assigned MAC and address, hands every TCP connection to the gateway's
+// proxy and DNS to the gateway's resolver, and drops everything else. The
+// slot's transit address (SNAT) is what the gateway maps to a sandbox: the
+// guest cannot choose it. Every guest sees the same MAC and addresses, so a
+// restored snapshot needs no reconfiguration.
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "base/fd.h"
+#include "base/result.h"
+#include "os/netns.h"
+
+namespace vessel::node::network {
+
+struct NetworkLayout {
+  std::string gateway_netns;  // where vessel-gateway listens; "" = this namespace
+  std::string prefix = "vs";  // netns "<prefix>-<i>", gateway-side veth "<prefix>h<i>"
+  std::string transit_base = "10.200.0.0";  // a /16, one /30 per slot
+  uint16_t proxy_port = 15001;
+  uint16_t dns_port = 15053;
+  // What the guest sees, identical in every slot.
+  std::string guest_ip = "172.16.0.2";
+  std::string gateway_ip = "172.16.0.1";  // the guest's default route and resolver
+  std::string guest_mac = "06:00:ac:10:00:02";
+  std::string gateway_mac = "06:00:ac:10:00:01";
+};
+
+// The guest's side of the slot: a tap for a VM, or (tests without a VM) a
+// veth whose peer is placed in another namespace that plays the guest.
+struct GuestLink {
+  enum class Kind { kTap, kVeth } kind = Kind::kTap;
+  std::string veth_peer_netns;          // kVeth: the "guest" namespace
+  std::string veth_peer_name = "eth0";  // kVeth: the guest's interface name
+};
+
+struct SlotAddresses {
+  std::string guest_if;  // "tap0" or "guest0"
+  std::string transit_if = "transit0";
+  std::string gateway_side_if;  // in the gateway namespace
+  std::string slot_address;     // transit, slot side: the flows' source
+  std::string gateway_address;  // transit, gateway side
+};
+
+// The slot namespace's ruleset (exposed for tests and docs).
+std::string sandboxRuleset(const NetworkLayout& l, const SlotAddresses& a);
+// The gateway namespace's ruleset for all slots of a layout.
+std::string gatewayRuleset(const NetworkLayout& l);
+std::string gatewayTableName(const NetworkLayout& l);
+
+class Slot {
+ public:
+  ~Slot();
+  // Creates slot `index`; on any failure nothing of it remains (fail closed:
+  // no slot, no network).
+  static Result<std::unique_ptr<Slot>> create(const NetworkLayout& layout, uint32_t index,
+                                              const GuestLink& link = {});
+
+  uint32_t index() const { return index_; }
+  const os::Netns& netns() const { return netns_; }
+  const SlotAddresses& addresses() const { return addr_; }
+  // The address the gateway sees this slot's flows come from.
+  const std::string& sourceAddress() const { return addr_.slot_address; }
+  // The tap for the VMM (kTap only; -1 otherwise).
+  int tapFd() const { return tap_.get(); }
+
+ private:
+  Slot() = default;
+  uint32_t index_ = 0;
+  NetworkLayout layout_;
+  SlotAddresses addr_;
+  os::Netns netns_;
+  Fd tap_;
+  os::Link gateway_side_;  // deleting it deletes the whole veth pair
+  bool element_added_ = false;
+};
+
+// Pre-made slots so sandbox create does not pay for namespace and rule setup.
+// Released slots are destroyed, not reused: a new sandbox never inherits
+// conntrack state or neighbour entries from an old one.
+class SlotPool {
+ public:
+  static Result<std::unique_ptr<SlotPool>> create(NetworkLayout layout, size_t ready_target);
+  ~SlotPool();
+
+  Result<std::unique_ptr<Slot>> acquire(const GuestLink& link = {});
+  void release(std::unique_ptr<Slot> slot);
+  // Creates tap slots until ready_target are waiting.
+  Status refill();
+  size_t ready() const { return ready_.size(); }
+  const NetworkLayout& layout() const { return layout_; }
+
+ private:
+  SlotPool() = default;
+  Result<uint32_t> nextIndex();
+  NetworkLayout layout_;
+  size_t target_ = 0;
+  os::NftTable gateway_table_;
+  std::vector<std::unique_ptr<Slot>> ready_;
+  std::set<uint32_t> in_use_;
+};
+
+}  // namespace vessel::node::network
