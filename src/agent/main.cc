@@ -1,125 +1,102 @@
-// vessel-agent: PID 1 inside every sandbox. This first version mounts the
-// basic filesystems, opens the agent channel, announces itself with a Hello
-// frame (the host's "ready" signal) and answers pings; the process, file and
-// identity services are added on top of the same channel.
-#include <dirent.h>
+// vessel-agent: PID 1 inside every sandbox (docs/agent-protocol.md). As PID 1
+// it mounts the basic filesystems, opens the virtio-serial port named
+// vessel.agent, announces itself with Hello and serves the host forever.
+// `vessel-agent --channel-fd N` runs it on the host over an inherited
+// connected socket, for tests that need no VM.
 #include <fcntl.h>
 #include <signal.h>
-#include <sys/mount.h>
-#include <sys/stat.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <exception>
 #include <string>
 
-#include "agentproto/frame.h"
+#include "agent/agent.h"
+#include "agent/pid1.h"
 
 namespace {
 
-using vessel::agentproto::MsgType;
-
-constexpr const char* kPortName = "vessel.agent";
-
-void logLine(const char* msg) {
-  // The console is the only place a guest-side failure can be seen.
-  std::fprintf(stderr, "vessel-agent: %s\n", msg);
-}
-
-void mountBasics() {
-  ::mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr);
-  ::mount("sysfs", "/sys", "sysfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr);
-  ::mount("devtmpfs", "/dev", "devtmpfs", MS_NOSUID, nullptr);
-  ::mkdir("/dev/pts", 0755);
-  ::mount("devpts", "/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC, "gid=5,mode=620,ptmxmode=666");
-  ::mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777");
-  ::mount("tmpfs", "/run", "tmpfs", MS_NOSUID | MS_NODEV, "mode=755");
-}
-
-// There is no udev: find the port's /dev node by its name in sysfs.
-std::string findPort() {
-  DIR* d = ::opendir("/sys/class/virtio-ports");
-  if (!d) return "";
-  std::string found;
-  while (dirent* e = ::readdir(d)) {
-    if (e->d_name[0] == '.') continue;
-    std::string p = std::string("/sys/class/virtio-ports/") + e->d_name + "/name";
-    char buf[64] = {};
-    int fd = ::open(p.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) continue;
-    ssize_t n = ::read(fd, buf, sizeof buf - 1);
-    ::close(fd);
-    if (n > 0 && std::strncmp(buf, kPortName, std::strlen(kPortName)) == 0) {
-      found = std::string("/dev/") + e->d_name;
-      break;
+[[noreturn]] void idleForever() {
+  // PID 1 must never exit (the kernel would panic): reap and wait.
+  for (;;) {
+    while (::waitpid(-1, nullptr, WNOHANG) > 0) {
     }
+    ::sleep(1);
   }
-  ::closedir(d);
-  return found;
 }
 
-bool writeAll(int fd, const std::string& s) {
-  size_t off = 0;
-  while (off < s.size()) {
-    ssize_t n = ::write(fd, s.data() + off, s.size() - off);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return false;
-    }
-    off += static_cast<size_t>(n);
-  }
-  return true;
-}
-
-void reapAll() {
-  while (::waitpid(-1, nullptr, WNOHANG) > 0) {
-  }
+int usage() {
+  std::fprintf(stderr, "usage: vessel-agent [--channel-fd N] [--passwd FILE]\n");
+  return 2;
 }
 
 }  // namespace
 
-int main() {
-  if (::getpid() == 1) mountBasics();
+int main(int argc, char** argv) {
+  bool pid1 = ::getpid() == 1;
+  int channel_fd = -1;
+  vessel::agent::AgentOptions opts;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--channel-fd" && i + 1 < argc) {
+      channel_fd = std::atoi(argv[++i]);
+    } else if (a == "--passwd" && i + 1 < argc) {
+      opts.passwd = argv[++i];
+    } else if (!pid1) {
+      return usage();
+    }
+    // As PID 1 unknown arguments come from the kernel command line: ignore.
+  }
   ::signal(SIGPIPE, SIG_IGN);
-  std::string port;
-  for (int i = 0; i < 500 && (port = findPort()).empty(); ++i) ::usleep(10000);
-  if (port.empty()) {
-    logLine("agent port not found");
-  }
-  int fd = port.empty() ? -1 : ::open(port.c_str(), O_RDWR | O_CLOEXEC);
-  if (fd < 0) logLine("cannot open agent port");
-  vessel::agentproto::Hello hello;
-  hello.agent_version = "vessel-agent/0.1";
-  if (fd >= 0 &&
-      !writeAll(fd, vessel::agentproto::encodeFrame(MsgType::kHello, 0,
-                                                    vessel::agentproto::encodeHello(hello))))
-    logLine("cannot write hello");
-  vessel::agentproto::FrameDecoder dec;
-  char buf[65536];
-  for (;;) {
-    reapAll();
-    if (fd < 0) {
-      ::pause();
-      continue;
-    }
-    ssize_t n = ::read(fd, buf, sizeof buf);
-    if (n <= 0) {
-      // Host side disconnected: reads return EOF until it reconnects.
-      ::usleep(50000);
-      continue;
-    }
-    if (!dec.feed(std::string_view(buf, static_cast<size_t>(n))).ok()) break;
-    for (;;) {
-      auto f = dec.next();
-      if (!f.ok() || !f->has_value()) break;
-      if ((*f)->type == MsgType::kPing)
-        writeAll(fd, vessel::agentproto::encodeFrame(MsgType::kPong, (*f)->stream, (*f)->payload));
+  sigset_t chld;
+  sigemptyset(&chld);
+  sigaddset(&chld, SIGCHLD);
+  ::sigprocmask(SIG_BLOCK, &chld, nullptr);
+  int sigfd = ::signalfd(-1, &chld, SFD_NONBLOCK | SFD_CLOEXEC);
+
+  if (channel_fd >= 0) {
+    // Host-run: orphans of our processes come to us, and we die with the test.
+    ::prctl(PR_SET_CHILD_SUBREAPER, 1);
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    ::fcntl(channel_fd, F_SETFD, FD_CLOEXEC);
+    opts.exit_on_eof = true;
+  } else {
+    if (!pid1) return usage();
+    vessel::agent::mountBasics();
+    std::string port;
+    for (int i = 0; i < 1000 && (port = vessel::agent::findPort("vessel.agent")).empty(); ++i)
+      ::usleep(10000);
+    if (!port.empty()) channel_fd = ::open(port.c_str(), O_RDWR | O_CLOEXEC);
+    if (channel_fd < 0) {
+      std::fprintf(stderr, "vessel-agent: cannot open agent port '%s': %s\n", port.c_str(),
+                   std::strerror(errno));
+      idleForever();
     }
   }
-  // PID 1 must never exit (the kernel would panic); idle instead.
+  ::fcntl(channel_fd, F_SETFL, ::fcntl(channel_fd, F_GETFL) | O_NONBLOCK);
+  if (sigfd < 0) {
+    std::fprintf(stderr, "vessel-agent: signalfd: %s\n", std::strerror(errno));
+    if (pid1) idleForever();
+    return 1;
+  }
   for (;;) {
-    reapAll();
-    ::pause();
+    try {
+      vessel::agent::Agent agent(channel_fd, sigfd, opts);
+      agent.run();
+      if (opts.exit_on_eof) return 0;
+    } catch (const std::exception& e) {
+      // Out of memory or a bug: PID 1 logs and carries on with a fresh agent.
+      std::fprintf(stderr, "vessel-agent: %s\n", e.what());
+      if (!pid1) return 1;
+      // The Agent destructor closed the fd; reopen the port.
+      std::string port = vessel::agent::findPort("vessel.agent");
+      channel_fd = port.empty() ? -1 : ::open(port.c_str(), O_RDWR | O_CLOEXEC | O_NONBLOCK);
+      if (channel_fd < 0) idleForever();
+    }
   }
 }

@@ -37,9 +37,9 @@ Result<std::optional<Frame>> FrameDecoder::next() {
   if (!r.readU32le(&len) || !r.readU16le(&type) || !r.readU16le(&flags) || !r.readU32le(&stream))
     return std::optional<Frame>();
   if (len > kMaxPayload) {
-    failed_ = Error(Code::kProtocol, "agent frame of " + std::to_string(len) +
-                                         " bytes exceeds the maximum of " +
-                                         std::to_string(kMaxPayload));
+    failed_ =
+        Error(Code::kProtocol, "agent frame of " + std::to_string(len) +
+                                   " bytes exceeds the maximum of " + std::to_string(kMaxPayload));
     return *failed_;
   }
   if (flags != 0) {

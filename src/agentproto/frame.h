@@ -72,7 +72,10 @@ enum class MsgType : uint16_t {
 };
 
 // Flow control: every frame on a non-zero stream except Credit and Cancel
-// costs kHeaderSize + payload bytes of the sender's credit on that stream.
+// costs kFrameCost + payload bytes of the sender's credit on that stream. The
+// fixed part is above the 12 header bytes so that it also pays for the
+// receiver's bookkeeping of a frame: a flood of empty frames stays bounded.
+constexpr uint32_t kFrameCost = 64;
 constexpr uint32_t kInitialWindow = 1024 * 1024;
 // Outstanding credit above this is a protocol violation (no overflow games).
 constexpr uint64_t kMaxCredit = 64ull * 1024 * 1024;
@@ -80,7 +83,7 @@ constexpr uint64_t kMaxCredit = 64ull * 1024 * 1024;
 constexpr size_t kDataChunk = 64 * 1024;
 
 inline uint32_t frameCost(size_t payload_len) {
-  return static_cast<uint32_t>(kHeaderSize + payload_len);
+  return static_cast<uint32_t>(kFrameCost + payload_len);
 }
 inline bool costsCredit(MsgType t) { return t != MsgType::kCredit && t != MsgType::kCancel; }
 std::string_view msgTypeName(MsgType t);

@@ -1,0 +1,145 @@
+#include "agent/identity.h"
+
+#include <fcntl.h>
+#include <linux/random.h>
+#include <sys/ioctl.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <memory>
+
+namespace vessel::agent {
+
+using agentproto::MsgType;
+
+namespace {
+
+Result<std::string> slurp(const std::string& path, size_t max) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return Error::fromErrno("open " + path);
+  std::string out;
+  char buf[4096];
+  for (;;) {
+    ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    out.append(buf, static_cast<size_t>(n));
+    if (out.size() > max) break;
+  }
+  ::close(fd);
+  return out;
+}
+
+std::vector<std::string> split(const std::string& s, char sep) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  for (;;) {
+    size_t p = s.find(sep, start);
+    out.push_back(s.substr(start, p == std::string::npos ? std::string::npos : p - start));
+    if (p == std::string::npos) break;
+    start = p + 1;
+  }
+  return out;
+}
+
+void setVar(std::vector<std::string>& env, const std::string& kv) {
+  size_t eq = kv.find('=');
+  std::string key = kv.substr(0, eq == std::string::npos ? kv.size() : eq + 1);
+  for (auto& e : env) {
+    if (e.compare(0, key.size(), key) == 0) {
+      e = kv;
+      return;
+    }
+  }
+  env.push_back(kv);
+}
+
+}  // namespace
+
+Result<UserInfo> Identity::lookupUser(const std::string& name) const {
+  auto text = slurp(passwd_path_, 1 << 20);
+  if (text.ok()) {
+    for (const auto& line : split(*text, '\n')) {
+      auto f = split(line, ':');
+      if (f.size() < 7 || f[0] != name) continue;
+      UserInfo u;
+      u.name = f[0];
+      u.uid = static_cast<uid_t>(std::strtoul(f[2].c_str(), nullptr, 10));
+      u.gid = static_cast<gid_t>(std::strtoul(f[3].c_str(), nullptr, 10));
+      u.home = f[5].empty() ? "/" : f[5];
+      u.shell = f[6].empty() ? "/bin/sh" : f[6];
+      return u;
+    }
+  }
+  if (name == "root") return UserInfo{"root", 0, 0, "/root", "/bin/sh"};
+  return Error(Code::kNotFound, "user " + name + " not in " + passwd_path_);
+}
+
+std::vector<std::string> Identity::processEnv(const UserInfo& u, bool pty,
+                                              const std::vector<std::string>& extra) const {
+  std::vector<std::string> env = {
+      "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+      "HOME=" + u.home,
+      "USER=" + u.name,
+      "LOGNAME=" + u.name,
+      "SHELL=" + u.shell,
+  };
+  if (pty) env.push_back("TERM=xterm-256color");
+  for (const auto& kv : default_env_) setVar(env, kv);
+  for (const auto& kv : extra) setVar(env, kv);
+  return env;
+}
+
+void Identity::handle(Channel& ch, uint32_t stream, const agentproto::Frame& f) {
+  switch (f.type) {
+    case MsgType::kSetHostname: {
+      auto m = agentproto::decodeMsg<agentproto::SetHostnameMsg>(f.payload);
+      if (!m.ok()) return ch.sendError(stream, m.error());
+      if (::sethostname(m->name.data(), m->name.size()) != 0)
+        return ch.sendError(stream, Error::fromErrno("sethostname " + m->name));
+      return ch.sendOk(stream);
+    }
+    case MsgType::kSetClock: {
+      auto m = agentproto::decodeMsg<agentproto::SetClockMsg>(f.payload);
+      if (!m.ok()) return ch.sendError(stream, m.error());
+      timespec ts{static_cast<time_t>(m->unix_ns / 1000000000),
+                  static_cast<long>(m->unix_ns % 1000000000)};
+      if (m->unix_ns < 0 || ::clock_settime(CLOCK_REALTIME, &ts) != 0)
+        return ch.sendError(stream,
+                            Error::fromErrno("clock_settime", m->unix_ns < 0 ? EINVAL : errno));
+      return ch.sendOk(stream);
+    }
+    case MsgType::kAddEntropy: {
+      auto m = agentproto::decodeMsg<agentproto::AddEntropyMsg>(f.payload);
+      if (!m.ok()) return ch.sendError(stream, m.error());
+      int fd = ::open("/dev/random", O_WRONLY | O_CLOEXEC);
+      if (fd < 0) return ch.sendError(stream, Error::fromErrno("open /dev/random"));
+      // rand_pool_info ends in a flexible array: allocate header + data.
+      std::string buf(sizeof(rand_pool_info) + m->bytes.size(), '\0');
+      // SAFETY: buf is sized for the header plus the payload and outlives the ioctl.
+      auto* info = reinterpret_cast<rand_pool_info*>(buf.data());
+      info->entropy_count = static_cast<int>(m->bytes.size() * 8);
+      info->buf_size = static_cast<int>(m->bytes.size());
+      std::memcpy(buf.data() + sizeof(rand_pool_info), m->bytes.data(), m->bytes.size());
+      int rc = ::ioctl(fd, RNDADDENTROPY, info);
+      int e = errno;
+      ::close(fd);
+      if (rc != 0) return ch.sendError(stream, Error::fromErrno("RNDADDENTROPY", e));
+      return ch.sendOk(stream);
+    }
+    case MsgType::kSetEnv: {
+      auto m = agentproto::decodeMsg<agentproto::SetEnvMsg>(f.payload);
+      if (!m.ok()) return ch.sendError(stream, m.error());
+      for (const auto& kv : m->env)
+        if (kv.find('=') == std::string::npos || kv[0] == '=')
+          return ch.sendError(stream,
+                              Error(Code::kInvalidArgument, "env entry without KEY=: " + kv));
+      default_env_ = std::move(m->env);
+      return ch.sendOk(stream);
+    }
+    default: return ch.sendError(stream, Error(Code::kInvalidArgument, "not an identity request"));
+  }
+}
+
+}  // namespace vessel::agent

@@ -1,0 +1,58 @@
+#include "agent/pid1.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+namespace vessel::agent {
+
+namespace {
+void mountOne(const char* src, const char* target, const char* type, unsigned long flags,
+              const char* data) {
+  ::mkdir(target, 0755);
+  if (::mount(src, target, type, flags, data) != 0 && errno != EBUSY)
+    std::fprintf(stderr, "vessel-agent: mount %s on %s: %s\n", type, target, std::strerror(errno));
+}
+}  // namespace
+
+void mountBasics() {
+  mountOne("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr);
+  mountOne("sysfs", "/sys", "sysfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr);
+  mountOne("devtmpfs", "/dev", "devtmpfs", MS_NOSUID, "mode=0755");
+  mountOne("devpts", "/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC, "gid=5,mode=620,ptmxmode=666");
+  mountOne("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777");
+  mountOne("tmpfs", "/run", "tmpfs", MS_NOSUID | MS_NODEV, "mode=755");
+  mountOne("cgroup2", "/sys/fs/cgroup", "cgroup2", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr);
+  // devtmpfs may lack /dev/ptmx pointing at the devpts instance above.
+  if (::access("/dev/ptmx", F_OK) != 0) ::symlink("pts/ptmx", "/dev/ptmx");
+}
+
+std::string findPort(const std::string& name) {
+  DIR* d = ::opendir("/sys/class/virtio-ports");
+  if (!d) return "";
+  std::string found;
+  while (dirent* e = ::readdir(d)) {
+    if (e->d_name[0] == '.') continue;
+    std::string p = std::string("/sys/class/virtio-ports/") + e->d_name + "/name";
+    char buf[64] = {};
+    int fd = ::open(p.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) continue;
+    ssize_t n = ::read(fd, buf, sizeof buf - 1);
+    ::close(fd);
+    while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\0')) buf[--n] = '\0';
+    if (n > 0 && name == buf) {
+      found = std::string("/dev/") + e->d_name;
+      break;
+    }
+  }
+  ::closedir(d);
+  return found;
+}
+
+}  // namespace vessel::agent

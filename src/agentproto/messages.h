@@ -1,0 +1,461 @@
+#pragma once
+// Typed payloads of the agent protocol (docs/agent-protocol.md §5, §6) and
+// their codec. Each message lists its fields once, in a static visit(); the
+// same list drives encoding (FieldWriter) and decoding (FieldReader), so the
+// two cannot drift apart. Every string and list has a cap that both sides
+// check: encoding an over-long field is an Error for the caller, decoding one
+// is a protocol Error.
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <vector>
+
+#include "agentproto/frame.h"
+#include "base/byte_reader.h"
+#include "base/result.h"
+
+namespace vessel::agentproto {
+
+constexpr size_t kMaxPath = 4096;
+constexpr size_t kMaxArgs = 4096;
+constexpr size_t kMaxArgLen = 128 * 1024;
+constexpr size_t kMaxEnvVars = 1024;
+constexpr size_t kMaxEnvLen = 32 * 1024;
+constexpr size_t kMaxMessage = 4096;
+constexpr size_t kMaxEntropy = 4096;
+constexpr size_t kMaxListBatch = 4096;
+constexpr uint32_t kMaxListDepth = 32;
+constexpr uint32_t kNoOwner = 0xffffffff;
+
+// Encodes fields into a payload; fails (returns false) on a field over its cap.
+class FieldWriter {
+ public:
+  template <typename T>
+  bool num(const T& v) {
+    static_assert(std::is_integral_v<T>);
+    if constexpr (sizeof(T) == 1) w_.u8(static_cast<uint8_t>(v));
+    if constexpr (sizeof(T) == 2) w_.u16le(static_cast<uint16_t>(v));
+    if constexpr (sizeof(T) == 4) w_.u32le(static_cast<uint32_t>(v));
+    if constexpr (sizeof(T) == 8) w_.u64le(static_cast<uint64_t>(v));
+    return true;
+  }
+  bool str(const std::string& s, size_t cap) {
+    if (s.size() > cap) return false;
+    w_.lenPrefixed32(s);
+    return true;
+  }
+  bool strList(const std::vector<std::string>& l, size_t max_count, size_t cap) {
+    if (l.size() > max_count) return false;
+    w_.u32le(static_cast<uint32_t>(l.size()));
+    for (const auto& s : l)
+      if (!str(s, cap)) return false;
+    return true;
+  }
+  template <typename E>
+  bool list(const std::vector<E>& l, size_t max_count) {
+    if (l.size() > max_count) return false;
+    w_.u32le(static_cast<uint32_t>(l.size()));
+    for (const auto& e : l)
+      if (!E::visit(e, *this)) return false;
+    return true;
+  }
+  std::string take() { return w_.take(); }
+
+ private:
+  ByteWriter w_;
+};
+
+// Decodes fields from an untrusted payload; false on any malformation.
+class FieldReader {
+ public:
+  explicit FieldReader(std::string_view p) : r_(p) {}
+  template <typename T>
+  bool num(T& v) {
+    static_assert(std::is_integral_v<T>);
+    if constexpr (sizeof(T) == 1) {
+      uint8_t x;
+      if (!r_.readU8(&x)) return false;
+      v = static_cast<T>(x);
+    }
+    if constexpr (sizeof(T) == 2) {
+      uint16_t x;
+      if (!r_.readU16le(&x)) return false;
+      v = static_cast<T>(x);
+    }
+    if constexpr (sizeof(T) == 4) {
+      uint32_t x;
+      if (!r_.readU32le(&x)) return false;
+      v = static_cast<T>(x);
+    }
+    if constexpr (sizeof(T) == 8) {
+      uint64_t x;
+      if (!r_.readU64le(&x)) return false;
+      v = static_cast<T>(x);
+    }
+    return true;
+  }
+  bool str(std::string& s, size_t cap) {
+    std::string_view v;
+    if (!r_.readLenPrefixed32(cap, &v)) return false;
+    s.assign(v);
+    return true;
+  }
+  bool strList(std::vector<std::string>& l, size_t max_count, size_t cap) {
+    uint32_t n;
+    // Each element needs at least its 4-byte length: a count the rest of the
+    // payload cannot hold is rejected before any allocation.
+    if (!r_.readU32le(&n) || n > max_count || n > r_.remaining() / 4) return false;
+    l.clear();
+    l.reserve(n);
+    for (uint32_t i = 0; i < n; ++i) {
+      l.emplace_back();
+      if (!str(l.back(), cap)) return false;
+    }
+    return true;
+  }
+  template <typename E>
+  bool list(std::vector<E>& l, size_t max_count) {
+    uint32_t n;
+    if (!r_.readU32le(&n) || n > max_count || n > r_.remaining()) return false;
+    l.clear();
+    for (uint32_t i = 0; i < n; ++i) {
+      l.emplace_back();
+      if (!E::visit(l.back(), *this)) return false;
+    }
+    return true;
+  }
+  bool done() const { return r_.empty(); }
+
+ private:
+  ByteReader r_;
+};
+
+struct ErrorMsg {
+  static constexpr MsgType kType = MsgType::kError;
+  uint16_t code = 0;
+  int32_t sys_errno = 0;
+  std::string message;
+  template <typename S, typename V>
+  static bool visit(S& s, V& v) {
+    return v.num(s.code) && v.num(s.sys_errno) && v.str(s.message, kMaxMessage);
+  }
+};
+ErrorMsg toErrorMsg(const Error& e);
+// The guest's error as a host Error; an unknown code becomes kInternal.
+Error fromErrorMsg(const ErrorMsg& m);
+
+struct CreditMsg {
+  static constexpr MsgType kType = MsgType::kCredit;
+  uint32_t bytes = 0;
+  template <typename S, typename V>
+  static bool visit(S& s, V& v) {
+    return v.num(s.bytes);
+  }
+};
+
+struct SetHostnameMsg {
+  static constexpr MsgType kType = MsgType::kSetHostname;
+  std::string name;
+  template <typename S, typename V>
+  static bool visit(S& s, V& v) {
+    return v.str(s.name, 64);
+  }
+};
+
+struct SetClockMsg {
+  static constexpr MsgType kType = MsgType::kSetClock;
+  int64_t unix_ns = 0;
+  template <typename S, typename V>
+  static bool visit(S& s, V& v) {
+    return v.num(s.unix_ns);
+  }
+};
+
+struct AddEntropyMsg {
+  static constexpr MsgType kType = MsgType::kAddEntropy;
+  std::string bytes;
+  template <typename S, typename V>
+  static bool visit(S& s, V& v) {
+    return v.str(s.bytes, kMaxEntropy);
+  }
+};
+
+struct SetEnvMsg {
+  static constexpr MsgType kType = MsgType::kSetEnv;
+  std::vector<std::string> env;  // KEY=VALUE
+  template <typename S, typename V>
+  static bool visit(S& s, V& v) {
+    return v.strList(s.env, kMaxEnvVars, kMaxEnvLen);
+  }
+};
+
+struct ExecMsg {
+  static constexpr MsgType kType = MsgType::kExec;
+  static constexpr uint8_t kPty = 1;
+  static constexpr uint8_t kShell = 2;
+  uint8_t flags = 0;
+  uint16_t rows = 24;
+  uint16_t cols = 80;
+  uint32_t timeout_ms = 0;
+  std::string user;
+  std::string cwd;
+  std::vector<std::string> argv;
+  std::vector<std::string> env;
+  template <typename S, typename V>
+  static bool visit(S& s, V& v) {
+    return v.num(s.flags) && v.num(s.rows) && v.num(s.cols) && v.num(s.timeout_ms) &&
+           v.str(s.user, 64) && v.str(s.cwd, kMaxPath) && v.strList(s.argv, kMaxArgs, kMaxArgLen) &&
+           v.strList(s.env, kMaxArgs, kMaxArgLen);
+  }
+};
+
+struct ExecStartedMsg {
+  static constexpr MsgType kType = MsgType::kExecStarted;
+  uint32_t pid = 0;
+  uint64_t lost_bytes = 0;
+  template <typename S, typename V>
+  static bool visit(S& s, V& v) {
+    return v.num(s.pid) && v.num(s.lost_bytes);
+  }
+};
+
+struct ExitMsg {
+  static constexpr MsgType kType = MsgType::kExit;
+  uint8_t exited = 0;
+  int32_t code = 0;
+  int32_t signal = 0;
+  uint8_t timed_out = 0;
+  template <typename S, typename V>
+  static bool visit(S& s, V& v) {
+    return v.num(s.exited) && v.num(s.code) && v.num(s.signal) && v.num(s.timed_out);
+  }
+};
+
+struct SignalMsg {
+  static constexpr MsgType kType = MsgType::kSignal;
+  uint32_t pid = 0;
+  int32_t signal = 0;
+  template <typename S, typename V>
+  static bool visit(S& s, V& v) {
+    return v.num(s.pid) && v.num(s.signal);
+  }
+};
+
+struct ResizeMsg {
+  static constexpr MsgType kType = MsgType::kResize;
+  uint32_t pid = 0;
+  uint16_t rows = 0;
+  uint16_t cols = 0;
+  template <typename S, typename V>
+  static bool visit(S& s, V& v) {
+    return v.num(s.pid) && v.num(s.rows) && v.num(s.cols);
+  }
+};
+
+struct AttachMsg {
+  static constexpr MsgType kType = MsgType::kAttach;
+  uint32_t pid = 0;
+  template <typename S, typename V>
+  static bool visit(S& s, V& v) {
+    return v.num(s.pid);
+  }
+};
+
+struct ProcEntry {
+  uint32_t pid = 0;
+  uint8_t running = 0;
+  uint8_t attached = 0;
+  uint8_t pty = 0;
+  std::string command;
+  template <typename S, typename V>
+  static bool visit(S& s, V& v) {
+    return v.num(s.pid) && v.num(s.running) && v.num(s.attached) && v.num(s.pty) &&
+           v.str(s.command, 256);
+  }
+};
+
+struct ProcListMsg {
+  static constexpr MsgType kType = MsgType::kProcList;
+  std::vector<ProcEntry> procs;
+  template <typename S, typename V>
+  static bool visit(S& s, V& v) {
+    return v.list(s.procs, kMaxListBatch);
+  }
+};
+
+struct ReadFileMsg {
+  static constexpr MsgType kType = MsgType::kReadFile;
+  std::string path;
+  uint64_t offset = 0;
+  template <typename S, typename V>
+  static bool visit(S& s, V& v) {
+    return v.str(s.path, kMaxPath) && v.num(s.offset);
+  }
+};
+
+struct WriteFileMsg {
+  static constexpr MsgType kType = MsgType::kWriteFile;
+  std::string path;
+  uint32_t mode = 0644;
+  uint32_t uid = kNoOwner;
+  uint32_t gid = kNoOwner;
+  template <typename S, typename V>
+  static bool visit(S& s, V& v) {
+    return v.str(s.path, kMaxPath) && v.num(s.mode) && v.num(s.uid) && v.num(s.gid);
+  }
+};
+
+struct StatMsg {
+  static constexpr MsgType kType = MsgType::kStat;
+  std::string path;
+  template <typename S, typename V>
+  static bool visit(S& s, V& v) {
+    return v.str(s.path, kMaxPath);
+  }
+};
+
+enum class FileType : uint8_t { kFile = 1, kDir = 2, kSymlink = 3, kOther = 4 };
+
+struct FileStat {
+  uint8_t type = 0;  // FileType
+  uint32_t mode = 0;
+  uint32_t uid = 0;
+  uint32_t gid = 0;
+  uint64_t size = 0;
+  int64_t mtime_ns = 0;
+  std::string link_target;
+  template <typename S, typename V>
+  static bool visit(S& s, V& v) {
+    return v.num(s.type) && v.num(s.mode) && v.num(s.uid) && v.num(s.gid) && v.num(s.size) &&
+           v.num(s.mtime_ns) && v.str(s.link_target, kMaxPath);
+  }
+};
+
+struct StatResultMsg {
+  static constexpr MsgType kType = MsgType::kStatResult;
+  FileStat stat;
+  template <typename S, typename V>
+  static bool visit(S& s, V& v) {
+    return FileStat::visit(s.stat, v);
+  }
+};
+
+struct ListMsg {
+  static constexpr MsgType kType = MsgType::kList;
+  std::string path;
+  uint32_t depth = 1;
+  template <typename S, typename V>
+  static bool visit(S& s, V& v) {
+    return v.str(s.path, kMaxPath) && v.num(s.depth);
+  }
+};
+
+struct ListEntry {
+  std::string path;  // relative to the listed directory
+  FileStat stat;
+  template <typename S, typename V>
+  static bool visit(S& s, V& v) {
+    return v.str(s.path, kMaxPath) && FileStat::visit(s.stat, v);
+  }
+};
+
+struct ListEntriesMsg {
+  static constexpr MsgType kType = MsgType::kListEntries;
+  std::vector<ListEntry> entries;
+  template <typename S, typename V>
+  static bool visit(S& s, V& v) {
+    return v.list(s.entries, kMaxListBatch);
+  }
+};
+
+struct MkdirMsg {
+  static constexpr MsgType kType = MsgType::kMkdir;
+  std::string path;
+  uint32_t mode = 0755;
+  uint8_t parents = 1;
+  template <typename S, typename V>
+  static bool visit(S& s, V& v) {
+    return v.str(s.path, kMaxPath) && v.num(s.mode) && v.num(s.parents);
+  }
+};
+
+struct RemoveMsg {
+  static constexpr MsgType kType = MsgType::kRemove;
+  std::string path;
+  uint8_t recursive = 0;
+  template <typename S, typename V>
+  static bool visit(S& s, V& v) {
+    return v.str(s.path, kMaxPath) && v.num(s.recursive);
+  }
+};
+
+struct RenameMsg {
+  static constexpr MsgType kType = MsgType::kRename;
+  std::string from;
+  std::string to;
+  template <typename S, typename V>
+  static bool visit(S& s, V& v) {
+    return v.str(s.from, kMaxPath) && v.str(s.to, kMaxPath);
+  }
+};
+
+struct WatchMsg {
+  static constexpr MsgType kType = MsgType::kWatch;
+  std::string path;
+  template <typename S, typename V>
+  static bool visit(S& s, V& v) {
+    return v.str(s.path, kMaxPath);
+  }
+};
+
+struct WatchEventMsg {
+  static constexpr MsgType kType = MsgType::kWatchEvent;
+  static constexpr uint32_t kCreate = 1, kModify = 2, kDelete = 4, kMovedFrom = 8, kMovedTo = 16,
+                            kAttrib = 32, kOverflow = 64;
+  uint32_t kind = 0;
+  std::string name;
+  template <typename S, typename V>
+  static bool visit(S& s, V& v) {
+    return v.num(s.kind) && v.str(s.name, 255);
+  }
+};
+
+// Encodes a message's payload; kInvalidArgument if a field is over its cap or
+// the payload would exceed kMaxPayload.
+template <typename M>
+Result<std::string> encodeMsg(const M& m) {
+  FieldWriter w;
+  if (!M::visit(m, w))
+    return Error(Code::kInvalidArgument,
+                 "encode " + std::string(msgTypeName(M::kType)) + ": field over its limit");
+  std::string p = w.take();
+  if (p.size() > kMaxPayload)
+    return Error(Code::kInvalidArgument,
+                 "encode " + std::string(msgTypeName(M::kType)) + ": message too large");
+  return p;
+}
+
+// Encodes a whole frame (header + payload).
+template <typename M>
+Result<std::string> encodeMsgFrame(uint32_t stream, const M& m) {
+  VESSEL_ASSIGN_OR_RETURN(std::string p, encodeMsg(m));
+  return encodeFrame(M::kType, stream, p);
+}
+
+// Decodes an untrusted payload; trailing bytes are an error.
+template <typename M>
+Result<M> decodeMsg(std::string_view payload) {
+  FieldReader r(payload);
+  M m;
+  if (!M::visit(m, r) || !r.done())
+    return Error(Code::kProtocol, "agent " + std::string(msgTypeName(M::kType)) + ": malformed");
+  return m;
+}
+
+// Checks that a payload is a well-formed instance of its frame's type (raw
+// data types: at most kDataChunk; empty-payload types: empty). Used by the
+// fuzz target and by receivers that only route frames.
+Status validatePayload(MsgType type, std::string_view payload);
+
+}  // namespace vessel::agentproto

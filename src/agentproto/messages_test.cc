@@ -1,0 +1,77 @@
+#include "agentproto/messages.h"
+
+#include <gtest/gtest.h>
+
+namespace vessel::agentproto {
+namespace {
+
+TEST(MessagesTest, ExecRoundTrip) {
+  ExecMsg m;
+  m.flags = ExecMsg::kPty;
+  m.rows = 40;
+  m.cols = 120;
+  m.timeout_ms = 5000;
+  m.user = "root";
+  m.cwd = "/tmp";
+  m.argv = {"sh", "-c", "echo hi"};
+  m.env = {"A=1", ""};
+  auto p = encodeMsg(m);
+  ASSERT_TRUE(p.ok());
+  ASSERT_TRUE(validatePayload(MsgType::kExec, *p).ok());
+  auto d = decodeMsg<ExecMsg>(*p);
+  ASSERT_TRUE(d.ok()) << d.error().message();
+  EXPECT_EQ(d->rows, 40);
+  EXPECT_EQ(d->cols, 120);
+  EXPECT_EQ(d->timeout_ms, 5000u);
+  EXPECT_EQ(d->user, "root");
+  EXPECT_EQ(d->argv, m.argv);
+  EXPECT_EQ(d->env, m.env);
+}
+
+TEST(MessagesTest, ListEntriesRoundTrip) {
+  ListEntriesMsg m;
+  m.entries.push_back({"a/b", {1, 0644, 1, 2, 3, -4, ""}});
+  m.entries.push_back({"l", {3, 0777, 0, 0, 0, 5, "target"}});
+  auto d = decodeMsg<ListEntriesMsg>(*encodeMsg(m));
+  ASSERT_TRUE(d.ok());
+  ASSERT_EQ(d->entries.size(), 2u);
+  EXPECT_EQ(d->entries[1].stat.link_target, "target");
+  EXPECT_EQ(d->entries[0].stat.mtime_ns, -4);
+}
+
+TEST(MessagesTest, RejectsTrailingTruncatedAndOverCap) {
+  auto p = *encodeMsg(SignalMsg{7, 9});
+  EXPECT_FALSE(decodeMsg<SignalMsg>(p + "x").ok());
+  EXPECT_FALSE(decodeMsg<SignalMsg>(p.substr(0, 5)).ok());
+  // A string list announcing more elements than the payload could hold.
+  std::string huge("\xff\xff\xff\x0f", 4);
+  EXPECT_FALSE(decodeMsg<SetEnvMsg>(huge).ok());
+  SetHostnameMsg h{std::string(65, 'a')};
+  EXPECT_FALSE(encodeMsg(h).ok());
+  std::string long_name;
+  ByteWriter w;
+  w.lenPrefixed32(std::string(65, 'a'));
+  EXPECT_FALSE(decodeMsg<SetHostnameMsg>(w.take()).ok());
+}
+
+TEST(MessagesTest, ValidatePayloadByType) {
+  EXPECT_TRUE(validatePayload(MsgType::kOk, "").ok());
+  EXPECT_FALSE(validatePayload(MsgType::kOk, "x").ok());
+  EXPECT_FALSE(validatePayload(static_cast<MsgType>(999), "").ok());
+  EXPECT_FALSE(validatePayload(MsgType::kStdout, std::string(kDataChunk + 1, 'x')).ok());
+  EXPECT_FALSE(validatePayload(MsgType::kCredit, *encodeMsg(CreditMsg{0})).ok());
+  EXPECT_TRUE(validatePayload(MsgType::kCredit, *encodeMsg(CreditMsg{10})).ok());
+}
+
+TEST(MessagesTest, ErrorMapping) {
+  ErrorMsg m = toErrorMsg(Error(Code::kNotFound, "stat /x", ENOENT));
+  Error e = fromErrorMsg(*decodeMsg<ErrorMsg>(*encodeMsg(m)));
+  EXPECT_EQ(e.code(), Code::kNotFound);
+  EXPECT_EQ(e.sysErrno(), ENOENT);
+  ErrorMsg bad{999, -5, "x"};
+  EXPECT_EQ(fromErrorMsg(bad).code(), Code::kInternal);
+  EXPECT_EQ(fromErrorMsg(bad).sysErrno(), 0);
+}
+
+}  // namespace
+}  // namespace vessel::agentproto

@@ -1,0 +1,252 @@
+#pragma once
+// AgentClient: the host's side of the agent protocol (docs/agent-protocol.md)
+// for one sandbox. It multiplexes calls onto the channel as streams and
+// checks every frame the guest sends: a malformed, oversized, unexpected or
+// uncredited frame, or the channel closing, fails every call on this client
+// with an Error; nothing the guest sends can crash the host or make it buffer
+// more than the per-stream window.
+//
+// Threading: the client and every object it hands out live on the executor
+// of the channel socket (one io_context thread); call them only from there.
+// Ownership: the client takes the connected channel socket by move (from
+// Machine::vm->agentChannel(), leaving the Vm's socket closed) plus the bytes
+// read after the handshake (Machine::leftover). It stays alive while its
+// reader runs or while any handle (Process, FileReader, ...) refers to it.
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/local/stream_protocol.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "agentproto/frame.h"
+#include "agentproto/messages.h"
+#include "base/result.h"
+
+namespace vessel::node {
+
+namespace asio = boost::asio;
+
+struct ExecSpec {
+  // Either argv, or a shell command run by /bin/sh -c.
+  std::vector<std::string> argv;
+  std::string shell;
+  std::vector<std::string> env;  // KEY=VALUE, on top of the defaults
+  std::string cwd;               // "" = the user's home
+  std::string user;              // "" = the unprivileged `user`; "root" on request
+  bool pty = false;
+  uint16_t rows = 24;
+  uint16_t cols = 80;
+  std::chrono::milliseconds timeout{0};  // 0 = none; on expiry the group is killed
+};
+
+struct ExitInfo {
+  bool exited = false;  // true: code is valid; false: killed by signal
+  int code = 0;
+  int signal = 0;
+  bool timed_out = false;
+};
+
+struct ProcessEvent {
+  enum class Kind { kStdout, kStderr, kExit };
+  Kind kind;
+  std::string data;  // output (kStdout, kStderr)
+  ExitInfo exit;     // kExit: the last event of a process
+};
+
+struct ProcessInfo {
+  uint32_t pid = 0;
+  bool running = false;
+  bool attached = false;
+  bool pty = false;
+  std::string command;
+};
+
+struct WriteFileOptions {
+  std::string path;
+  uint32_t mode = 0644;
+  std::optional<uint32_t> uid;  // unset: the agent's default (root)
+  std::optional<uint32_t> gid;
+};
+
+// A whole command's result, for callers that do not stream.
+struct ExecResult {
+  ExitInfo exit;
+  std::string out;
+  std::string err;
+};
+
+class AgentClient;
+
+namespace internal {
+struct Stream;
+}
+
+// A running process's stream. Destroying it (or detach()) leaves the process
+// running and detached; AgentClient::attach(pid) resumes it.
+class Process {
+ public:
+  Process(std::shared_ptr<AgentClient> c, std::shared_ptr<internal::Stream> s, uint32_t pid,
+          uint64_t lost);
+  ~Process();
+  Process(const Process&) = delete;
+  Process& operator=(const Process&) = delete;
+
+  uint32_t pid() const { return pid_; }
+  // Output dropped while no client was attached (reported by attach()).
+  uint64_t lostBytes() const { return lost_; }
+  // The next output chunk, in the order the guest read it, or the exit as
+  // the last event.
+  asio::awaitable<Result<ProcessEvent>> next();
+  asio::awaitable<Status> writeStdin(std::string_view data);
+  asio::awaitable<Status> closeStdin();
+  asio::awaitable<Status> signal(int sig);
+  asio::awaitable<Status> resize(uint16_t rows, uint16_t cols);
+  void detach();
+
+ private:
+  std::shared_ptr<AgentClient> c_;
+  std::shared_ptr<internal::Stream> s_;
+  uint32_t pid_;
+  uint64_t lost_;
+  bool done_ = false;
+};
+
+// A streamed download; read() yields chunks until nullopt (end of file).
+class FileReader {
+ public:
+  FileReader(std::shared_ptr<AgentClient> c, std::shared_ptr<internal::Stream> s);
+  ~FileReader();
+  asio::awaitable<Result<std::optional<std::string>>> read();
+
+ private:
+  std::shared_ptr<AgentClient> c_;
+  std::shared_ptr<internal::Stream> s_;
+  bool done_ = false;
+};
+
+// A streamed, atomic upload: nothing is visible at the path until finish()
+// succeeds; destroying it unfinished discards the temporary file.
+class FileWriter {
+ public:
+  FileWriter(std::shared_ptr<AgentClient> c, std::shared_ptr<internal::Stream> s);
+  ~FileWriter();
+  asio::awaitable<Status> write(std::string_view data);
+  asio::awaitable<Status> finish();
+
+ private:
+  std::shared_ptr<AgentClient> c_;
+  std::shared_ptr<internal::Stream> s_;
+  bool done_ = false;
+};
+
+struct WatchEvent {
+  uint32_t kind = 0;  // agentproto::WatchEventMsg::k* bits
+  std::string name;
+};
+
+class Watch {
+ public:
+  Watch(std::shared_ptr<AgentClient> c, std::shared_ptr<internal::Stream> s);
+  ~Watch();
+  asio::awaitable<Result<WatchEvent>> next();
+
+ private:
+  std::shared_ptr<AgentClient> c_;
+  std::shared_ptr<internal::Stream> s_;
+  bool done_ = false;
+};
+
+class AgentClient : public std::enable_shared_from_this<AgentClient> {
+ public:
+  using Socket = asio::local::stream_protocol::socket;
+
+  // `name` prefixes errors (the sandbox id). Starts reading immediately.
+  static std::shared_ptr<AgentClient> create(Socket channel, std::string leftover,
+                                             std::string name);
+  ~AgentClient();
+
+  // Fails every outstanding and later call with kUnavailable and closes the
+  // channel; the guest sees the host disconnect.
+  void close();
+  // Set once the channel has failed, with the reason.
+  const std::optional<Error>& failure() const { return failure_; }
+  // Bytes the guest's frames occupy in stream inboxes, waiting for callers:
+  // bounded by the window per stream (tests and metrics).
+  size_t bufferedBytes() const;
+
+  // Identity and health.
+  asio::awaitable<Status> ping();
+  asio::awaitable<Status> setHostname(std::string name);
+  asio::awaitable<Status> setClock(std::chrono::system_clock::time_point t);
+  asio::awaitable<Status> addEntropy(std::string bytes);
+  asio::awaitable<Status> setDefaultEnv(std::vector<std::string> env);
+
+  // Processes.
+  asio::awaitable<Result<std::unique_ptr<Process>>> exec(ExecSpec spec);
+  asio::awaitable<Result<std::unique_ptr<Process>>> attach(uint32_t pid);
+  asio::awaitable<Status> signal(uint32_t pid, int sig);
+  asio::awaitable<Status> resize(uint32_t pid, uint16_t rows, uint16_t cols);
+  asio::awaitable<Result<std::vector<ProcessInfo>>> listProcesses();
+  // Runs to completion collecting output; more than max_output bytes on
+  // either stream is an Error (the process is detached, not waited for).
+  asio::awaitable<Result<ExecResult>> run(ExecSpec spec, size_t max_output = 16 << 20);
+
+  // Files.
+  asio::awaitable<Result<std::unique_ptr<FileReader>>> readFile(std::string path,
+                                                                uint64_t offset = 0);
+  asio::awaitable<Result<std::unique_ptr<FileWriter>>> writeFile(WriteFileOptions opts);
+  asio::awaitable<Result<agentproto::FileStat>> stat(std::string path);
+  asio::awaitable<Result<std::vector<agentproto::ListEntry>>> list(std::string path,
+                                                                   uint32_t depth = 1);
+  asio::awaitable<Status> mkdir(std::string path, uint32_t mode = 0755, bool parents = true);
+  asio::awaitable<Status> remove(std::string path, bool recursive = false);
+  asio::awaitable<Status> rename(std::string from, std::string to);
+  asio::awaitable<Result<std::unique_ptr<Watch>>> watch(std::string path);
+
+  // Stream plumbing for the handle classes above.
+  asio::awaitable<Result<agentproto::Frame>> recv(internal::Stream& s);
+  asio::awaitable<Status> sendData(internal::Stream& s, agentproto::MsgType type,
+                                   std::string_view payload);
+  void cancel(internal::Stream& s);
+  Error streamError(const char* what) const;
+
+ private:
+  AgentClient(Socket channel, std::string leftover, std::string name);
+  void start();
+  asio::awaitable<void> readLoop(std::shared_ptr<AgentClient> self);
+  asio::awaitable<void> writeLoop(std::shared_ptr<AgentClient> self);
+  void drainDecoder();
+  Status onFrame(agentproto::Frame f);
+  void fail(Error e);
+  void enqueue(std::string bytes);
+  void grant(internal::Stream& s, uint32_t cost, bool force);
+
+  template <typename M>
+  Result<std::shared_ptr<internal::Stream>> open(int kind, const M& m);
+  // Opens a stream and waits for its terminal frame, collecting the frames
+  // before it.
+  template <typename M>
+  asio::awaitable<Result<std::vector<agentproto::Frame>>> call(int kind, M m);
+  template <typename M>
+  asio::awaitable<Status> callStatus(int kind, M m);
+  asio::awaitable<Result<std::unique_ptr<Process>>> startProcess(
+      Result<std::shared_ptr<internal::Stream>> s);
+
+  Socket sock_;
+  std::string name_;
+  std::string leftover_;
+  agentproto::FrameDecoder decoder_;
+  std::map<uint32_t, std::shared_ptr<internal::Stream>> streams_;
+  uint32_t next_stream_ = 1;
+  std::deque<std::string> outq_;
+  bool writing_ = false;
+  std::optional<Error> failure_;
+};
+
+}  // namespace vessel::node

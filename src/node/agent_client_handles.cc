@@ -1,0 +1,316 @@
+// AgentClient's process and file calls, and the stream handles they return.
+#include "node/agent_client.h"
+#include "node/agent_client_internal.h"
+
+namespace vessel::node {
+
+using internal::errorFrame;
+
+namespace {
+
+struct ListProcsMsg {
+  static constexpr MsgType kType = MsgType::kListProcs;
+  template <typename S, typename V>
+  static bool visit(S&, V&) {
+    return true;
+  }
+};
+
+Error unexpectedEnd(const char* what) {
+  return Error(Code::kUnavailable, std::string(what) + " ended: another client attached");
+}
+
+}  // namespace
+
+// --- processes ----------------------------------------------------------------
+
+asio::awaitable<Result<std::unique_ptr<Process>>> AgentClient::startProcess(
+    Result<std::shared_ptr<Stream>> s) {
+  if (!s.ok()) co_return std::move(s).error();
+  VESSEL_CO_ASSIGN_OR_RETURN(Frame f, co_await recv(**s));
+  if (f.type == MsgType::kError) co_return errorFrame(f);
+  auto started = agentproto::decodeMsg<agentproto::ExecStartedMsg>(f.payload);
+  if (!started.ok()) co_return std::move(started).error();
+  co_return std::make_unique<Process>(shared_from_this(), std::move(*s), started->pid,
+                                      started->lost_bytes);
+}
+
+asio::awaitable<Result<std::unique_ptr<Process>>> AgentClient::exec(ExecSpec spec) {
+  agentproto::ExecMsg m;
+  if (!spec.shell.empty()) {
+    m.flags |= agentproto::ExecMsg::kShell;
+    m.argv = {spec.shell};
+  } else {
+    m.argv = spec.argv;
+  }
+  if (m.argv.empty()) co_return Error(Code::kInvalidArgument, "exec: no command");
+  if (spec.pty) m.flags |= agentproto::ExecMsg::kPty;
+  m.rows = spec.rows;
+  m.cols = spec.cols;
+  auto ms = spec.timeout.count();
+  m.timeout_ms = ms <= 0 ? 0 : static_cast<uint32_t>(std::min<int64_t>(ms, UINT32_MAX));
+  m.user = spec.user;
+  m.cwd = spec.cwd;
+  m.env = spec.env;
+  auto op = startProcess(open(internal::kProcess, m));
+  co_return co_await std::move(op);
+}
+
+asio::awaitable<Result<std::unique_ptr<Process>>> AgentClient::attach(uint32_t pid) {
+  agentproto::AttachMsg req{pid};
+  auto op = startProcess(open(internal::kProcess, req));
+  co_return co_await std::move(op);
+}
+
+asio::awaitable<Status> AgentClient::signal(uint32_t pid, int sig) {
+  agentproto::SignalMsg m = agentproto::SignalMsg{pid, sig};
+  auto op = callStatus(internal::kSimple, std::move(m));
+  co_return co_await std::move(op);
+}
+
+asio::awaitable<Status> AgentClient::resize(uint32_t pid, uint16_t rows, uint16_t cols) {
+  agentproto::ResizeMsg m = agentproto::ResizeMsg{pid, rows, cols};
+  auto op = callStatus(internal::kSimple, std::move(m));
+  co_return co_await std::move(op);
+}
+
+asio::awaitable<Result<std::vector<ProcessInfo>>> AgentClient::listProcesses() {
+  auto op = call(internal::kProcList, ListProcsMsg{});
+  VESSEL_CO_ASSIGN_OR_RETURN(auto frames, co_await std::move(op));
+  std::vector<ProcessInfo> out;
+  for (const auto& f : frames) {
+    auto m = agentproto::decodeMsg<agentproto::ProcListMsg>(f.payload);
+    if (!m.ok()) co_return std::move(m).error();
+    for (auto& p : m->procs)
+      out.push_back({p.pid, p.running != 0, p.attached != 0, p.pty != 0, std::move(p.command)});
+  }
+  co_return out;
+}
+
+asio::awaitable<Result<ExecResult>> AgentClient::run(ExecSpec spec, size_t max_output) {
+  auto op = exec(std::move(spec));
+  VESSEL_CO_ASSIGN_OR_RETURN(auto p, co_await std::move(op));
+  ExecResult r;
+  for (;;) {
+    VESSEL_CO_ASSIGN_OR_RETURN(ProcessEvent ev, co_await p->next());
+    if (ev.kind == ProcessEvent::Kind::kExit) {
+      r.exit = ev.exit;
+      co_return r;
+    }
+    std::string& dst = ev.kind == ProcessEvent::Kind::kStdout ? r.out : r.err;
+    if (dst.size() + ev.data.size() > max_output)
+      co_return Error(Code::kResourceExhausted,
+                      "process " + std::to_string(p->pid()) + " printed more than the limit");
+    dst += ev.data;
+  }
+}
+
+Process::Process(std::shared_ptr<AgentClient> c, std::shared_ptr<Stream> s, uint32_t pid,
+                 uint64_t lost)
+    : c_(std::move(c)), s_(std::move(s)), pid_(pid), lost_(lost) {}
+
+Process::~Process() { detach(); }
+
+void Process::detach() {
+  if (done_) return;
+  done_ = true;
+  c_->cancel(*s_);
+}
+
+asio::awaitable<Result<ProcessEvent>> Process::next() {
+  if (done_) co_return c_->streamError("process stream already ended");
+  auto f = co_await c_->recv(*s_);
+  if (!f.ok()) {
+    done_ = true;
+    co_return std::move(f).error();
+  }
+  ProcessEvent ev;
+  switch (f->type) {
+    case MsgType::kStdout:
+    case MsgType::kStderr:
+      ev.kind =
+          f->type == MsgType::kStdout ? ProcessEvent::Kind::kStdout : ProcessEvent::Kind::kStderr;
+      ev.data = std::move(f->payload);
+      co_return ev;
+    case MsgType::kExit: {
+      done_ = true;
+      auto m = agentproto::decodeMsg<agentproto::ExitMsg>(f->payload);
+      if (!m.ok()) co_return std::move(m).error();
+      ev.kind = ProcessEvent::Kind::kExit;
+      ev.exit = {m->exited != 0, m->code, m->signal, m->timed_out != 0};
+      co_return ev;
+    }
+    case MsgType::kError: done_ = true; co_return errorFrame(*f);
+    default: done_ = true; co_return unexpectedEnd("process stream");
+  }
+}
+
+asio::awaitable<Status> Process::writeStdin(std::string_view data) {
+  while (!data.empty()) {
+    size_t n = std::min(data.size(), agentproto::kDataChunk);
+    VESSEL_CO_TRY(co_await c_->sendData(*s_, MsgType::kStdin, data.substr(0, n)));
+    data.remove_prefix(n);
+  }
+  co_return okStatus();
+}
+
+asio::awaitable<Status> Process::closeStdin() {
+  co_return co_await c_->sendData(*s_, MsgType::kStdinClose, "");
+}
+
+asio::awaitable<Status> Process::signal(int sig) { co_return co_await c_->signal(pid_, sig); }
+
+asio::awaitable<Status> Process::resize(uint16_t rows, uint16_t cols) {
+  co_return co_await c_->resize(pid_, rows, cols);
+}
+
+// --- files --------------------------------------------------------------------
+
+asio::awaitable<Result<std::unique_ptr<FileReader>>> AgentClient::readFile(std::string path,
+                                                                           uint64_t offset) {
+  VESSEL_CO_ASSIGN_OR_RETURN(
+      auto s, open(internal::kRead, agentproto::ReadFileMsg{std::move(path), offset}));
+  // Wait for the first frame so a missing file is an Error here, not later.
+  while (s->inbox.empty() && !s->ended && !failure_)
+    VESSEL_CO_TRY(co_await internal::waitOn(s->wake));
+  if (failure_) co_return *failure_;
+  if (!s->inbox.empty() && s->inbox.front().type == MsgType::kError) {
+    Frame f = std::move(s->inbox.front());
+    s->inbox.pop_front();
+    co_return errorFrame(f);
+  }
+  co_return std::make_unique<FileReader>(shared_from_this(), std::move(s));
+}
+
+FileReader::FileReader(std::shared_ptr<AgentClient> c, std::shared_ptr<Stream> s)
+    : c_(std::move(c)), s_(std::move(s)) {}
+
+FileReader::~FileReader() {
+  if (!done_) c_->cancel(*s_);
+}
+
+asio::awaitable<Result<std::optional<std::string>>> FileReader::read() {
+  if (done_) co_return std::optional<std::string>();
+  auto f = co_await c_->recv(*s_);
+  if (!f.ok()) {
+    done_ = true;
+    co_return std::move(f).error();
+  }
+  if (f->type == MsgType::kFileData) co_return std::optional<std::string>(std::move(f->payload));
+  done_ = true;
+  if (f->type == MsgType::kError) co_return errorFrame(*f);
+  co_return std::optional<std::string>();  // Ok: end of file
+}
+
+asio::awaitable<Result<std::unique_ptr<FileWriter>>> AgentClient::writeFile(WriteFileOptions o) {
+  agentproto::WriteFileMsg m;
+  m.path = o.path;
+  m.mode = o.mode;
+  m.uid = o.uid.value_or(agentproto::kNoOwner);
+  m.gid = o.gid.value_or(agentproto::kNoOwner);
+  VESSEL_CO_ASSIGN_OR_RETURN(auto s, open(internal::kWrite, m));
+  co_return std::make_unique<FileWriter>(shared_from_this(), std::move(s));
+}
+
+FileWriter::FileWriter(std::shared_ptr<AgentClient> c, std::shared_ptr<Stream> s)
+    : c_(std::move(c)), s_(std::move(s)) {}
+
+FileWriter::~FileWriter() {
+  if (!done_) c_->cancel(*s_);
+}
+
+asio::awaitable<Status> FileWriter::write(std::string_view data) {
+  while (!data.empty()) {
+    size_t n = std::min(data.size(), agentproto::kDataChunk);
+    VESSEL_CO_TRY(co_await c_->sendData(*s_, MsgType::kFileData, data.substr(0, n)));
+    data.remove_prefix(n);
+  }
+  co_return okStatus();
+}
+
+asio::awaitable<Status> FileWriter::finish() {
+  Status sent = co_await c_->sendData(*s_, MsgType::kFileEnd, "");
+  done_ = true;
+  if (!sent.ok()) co_return sent;
+  auto f = co_await c_->recv(*s_);
+  if (!f.ok()) co_return std::move(f).error();
+  if (f->type == MsgType::kError) co_return errorFrame(*f);
+  co_return okStatus();
+}
+
+asio::awaitable<Result<agentproto::FileStat>> AgentClient::stat(std::string path) {
+  auto op = call(internal::kStat, agentproto::StatMsg{std::move(path)});
+  VESSEL_CO_ASSIGN_OR_RETURN(auto frames, co_await std::move(op));
+  if (frames.size() != 1) co_return Error(Code::kProtocol, name_ + ": stat without a result");
+  auto m = agentproto::decodeMsg<agentproto::StatResultMsg>(frames[0].payload);
+  if (!m.ok()) co_return std::move(m).error();
+  co_return m->stat;
+}
+
+asio::awaitable<Result<std::vector<agentproto::ListEntry>>> AgentClient::list(std::string path,
+                                                                              uint32_t depth) {
+  auto op = call(internal::kList, agentproto::ListMsg{std::move(path), depth});
+  VESSEL_CO_ASSIGN_OR_RETURN(auto frames, co_await std::move(op));
+  std::vector<agentproto::ListEntry> out;
+  for (const auto& f : frames) {
+    auto m = agentproto::decodeMsg<agentproto::ListEntriesMsg>(f.payload);
+    if (!m.ok()) co_return std::move(m).error();
+    for (auto& e : m->entries) out.push_back(std::move(e));
+  }
+  co_return out;
+}
+
+asio::awaitable<Status> AgentClient::mkdir(std::string path, uint32_t mode, bool parents) {
+  agentproto::MkdirMsg m =
+      agentproto::MkdirMsg{std::move(path), mode, static_cast<uint8_t>(parents)};
+  auto op = callStatus(internal::kSimple, std::move(m));
+  co_return co_await std::move(op);
+}
+
+asio::awaitable<Status> AgentClient::remove(std::string path, bool recursive) {
+  agentproto::RemoveMsg m = agentproto::RemoveMsg{std::move(path), static_cast<uint8_t>(recursive)};
+  auto op = callStatus(internal::kSimple, std::move(m));
+  co_return co_await std::move(op);
+}
+
+asio::awaitable<Status> AgentClient::rename(std::string from, std::string to) {
+  agentproto::RenameMsg m = agentproto::RenameMsg{std::move(from), std::move(to)};
+  auto op = callStatus(internal::kSimple, std::move(m));
+  co_return co_await std::move(op);
+}
+
+asio::awaitable<Result<std::unique_ptr<Watch>>> AgentClient::watch(std::string path) {
+  VESSEL_CO_ASSIGN_OR_RETURN(auto s, open(internal::kWatch, agentproto::WatchMsg{std::move(path)}));
+  auto w = std::make_unique<Watch>(shared_from_this(), s);
+  // The first event (kind 0) says the watch is in place.
+  VESSEL_CO_ASSIGN_OR_RETURN(WatchEvent first, co_await w->next());
+  if (first.kind != 0)
+    co_return Error(Code::kProtocol, name_ + ": watch did not start with its ready event");
+  co_return w;
+}
+
+Watch::Watch(std::shared_ptr<AgentClient> c, std::shared_ptr<Stream> s)
+    : c_(std::move(c)), s_(std::move(s)) {}
+
+Watch::~Watch() {
+  if (!done_) c_->cancel(*s_);
+}
+
+asio::awaitable<Result<WatchEvent>> Watch::next() {
+  if (done_) co_return c_->streamError("watch already ended");
+  auto f = co_await c_->recv(*s_);
+  if (!f.ok()) {
+    done_ = true;
+    co_return std::move(f).error();
+  }
+  if (f->type == MsgType::kWatchEvent) {
+    auto m = agentproto::decodeMsg<agentproto::WatchEventMsg>(f->payload);
+    if (!m.ok()) co_return std::move(m).error();
+    co_return WatchEvent{m->kind, std::move(m->name)};
+  }
+  done_ = true;
+  if (f->type == MsgType::kError) co_return errorFrame(*f);
+  co_return c_->streamError("watch ended");
+}
+
+}  // namespace vessel::node

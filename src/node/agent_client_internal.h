@@ -1,0 +1,94 @@
+#pragma once
+// Internals shared by agent_client.cc and agent_client_handles.cc: the
+// per-stream state and the templates that open streams.
+#include <boost/asio/steady_timer.hpp>
+#include <deque>
+
+#include "node/agent_client.h"
+
+namespace vessel::node {
+
+using agentproto::Frame;
+using agentproto::frameCost;
+using agentproto::kInitialWindow;
+using agentproto::MsgType;
+
+namespace internal {
+
+// What a stream was opened for decides which frames the guest may send on it.
+enum Kind { kSimple, kPing, kStat, kProcList, kList, kProcess, kRead, kWrite, kWatch };
+
+struct Stream {
+  explicit Stream(const asio::any_io_executor& ex)
+      : wake(ex, asio::steady_timer::time_point::max()) {}
+  uint32_t id = 0;
+  int kind = kSimple;
+  std::deque<Frame> inbox;
+  uint64_t recv_credit = kInitialWindow;  // what the guest may still send us
+  uint64_t to_grant = 0;                  // consumed, not yet returned as Credit
+  uint64_t send_credit = kInitialWindow;  // what we may still send
+  uint32_t replies = 0;                   // non-terminal frames received
+  bool started = false;                   // process: ExecStarted seen
+  bool ended = false;                     // terminal frame received or channel failed
+  bool cancelled = false;                 // nobody reads: discard until terminal
+  asio::steady_timer wake;                // cancelled to wake waiters
+  void notify() { wake.cancel(); }
+};
+
+Error errorFrame(const Frame& f);
+asio::awaitable<Status> waitOn(asio::steady_timer& t);
+
+}  // namespace internal
+
+using internal::Stream;
+
+template <typename M>
+Result<std::shared_ptr<Stream>> AgentClient::open(int kind, const M& m) {
+  if (failure_) return *failure_;
+  VESSEL_ASSIGN_OR_RETURN(std::string payload, agentproto::encodeMsg(m));
+  if (next_stream_ == 0) {
+    fail(Error(Code::kResourceExhausted, "stream ids exhausted"));
+    return *failure_;
+  }
+  auto s = std::make_shared<Stream>(sock_.get_executor());
+  s->id = next_stream_++;
+  s->kind = kind;
+  s->send_credit -= frameCost(payload.size());
+  streams_[s->id] = s;
+  enqueue(agentproto::encodeFrame(M::kType, s->id, payload));
+  return s;
+}
+
+template <typename M>
+asio::awaitable<Result<std::vector<Frame>>> AgentClient::call(int kind, M m) {
+  VESSEL_CO_ASSIGN_OR_RETURN(auto s, open(kind, m));
+  std::vector<Frame> out;
+  size_t bytes = 0;
+  for (;;) {
+    VESSEL_CO_ASSIGN_OR_RETURN(Frame f, co_await recv(*s));
+    if (f.type == MsgType::kOk) co_return out;
+    if (f.type == MsgType::kError) co_return internal::errorFrame(f);
+    bytes += f.payload.size();
+    // Replies are consumed eagerly, so credit alone does not bound them.
+    if (bytes > (16u << 20)) {
+      cancel(*s);
+      co_return Error(
+          Code::kResourceExhausted,
+          name_ + ": " + std::string(agentproto::msgTypeName(M::kType)) + " reply above 16 MiB");
+    }
+    out.push_back(std::move(f));
+  }
+}
+
+// Like call(), for requests whose only answer is Ok or Error.
+template <typename M>
+asio::awaitable<Status> AgentClient::callStatus(int kind, M m) {
+  // GCC 12 mis-destroys temporaries that live across a co_await: build the
+  // awaitable in its own statement.
+  auto op = call(kind, std::move(m));
+  auto r = co_await std::move(op);
+  if (!r.ok()) co_return std::move(r).error();
+  co_return okStatus();
+}
+
+}  // namespace vessel::node
