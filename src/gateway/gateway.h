@@ -83,7 +83,7 @@ class Gateway {
   boost::asio::awaitable<void> splice(tcp::socket& a, tcp::socket& b);
   boost::asio::awaitable<void> pump(tcp::socket& from, tcp::socket& to);
   boost::asio::awaitable<void> terminate(Flow& f, tcp::socket& guest, tcp::socket& up,
-                                         std::string hello, policy::Credential cred);
+                                         std::string hello, std::optional<policy::Credential> cred);
   void deny(const Flow& f, std::string_view reason);
 
   // dns_server.cc

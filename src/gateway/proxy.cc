@@ -127,6 +127,7 @@ asio::awaitable<void> Gateway::handleConn(tcp::socket guest) {
   if (!sb) co_return;
   const policy::Policy& p = sb->policy;
   std::optional<policy::Credential> cred;
+  bool terminate_tls = false;
   bool dial_original = false;
   if (kind == Kind::kTls && hello.state() == tls::ClientHelloParser::State::kDone) {
     const auto& names = hello.hello().server_names;
@@ -149,7 +150,10 @@ asio::awaitable<void> Gateway::handleConn(tcp::socket guest) {
         co_return;
       }
       f.name = std::move(*n);
-      if (const auto* c = p.credentialFor(f.name); c && f.port == 443) cred = *c;
+      if (f.port == 443) {
+        if (const auto* c = p.credentialFor(f.name)) cred = *c;
+        terminate_tls = cred.has_value() || p.inspects(f.name);
+      }
     }
   } else if (kind == Kind::kHttp && head.state == http::ParseResult::State::kDone) {
     f.name = head.head.authority.name;
@@ -158,7 +162,9 @@ asio::awaitable<void> Gateway::handleConn(tcp::socket guest) {
       resetSocket(guest);
       co_return;
     }
-  } else if (p.mode == policy::Mode::kFull && (kind == Kind::kOpaque || timed_out)) {
+  } else if (p.mode == policy::Mode::kFull) {
+    // Full mode: whatever cannot be named goes to where the guest sent it,
+    // still subject to the inward-address refusal below.
     dial_original = true;
   } else {
     std::string reason = timed_out             ? "classify-timeout"
@@ -204,7 +210,7 @@ asio::awaitable<void> Gateway::handleConn(tcp::socket guest) {
   auto handle = std::make_shared<ConnHandle>();
   handle->name = f.name;
   handle->port = f.port;
-  handle->credentialed = cred.has_value();
+  handle->credentialed = terminate_tls;
   tcp::socket* g = &guest;
   tcp::socket* u = &*up;
   handle->reset = [g, u] {
@@ -213,10 +219,10 @@ asio::awaitable<void> Gateway::handleConn(tcp::socket guest) {
   };
   registry_.track(*sb, handle);
   registry_.record({"tcp", f.sandbox, f.name, f.address, f.port, true,
-                    cred ? "terminate" : (kind == Kind::kHttp ? "http" : "splice")});
+                    terminate_tls ? "terminate" : (kind == Kind::kHttp ? "http" : "splice")});
 
-  if (cred) {
-    co_await terminate(f, guest, *up, std::move(first), std::move(*cred));
+  if (terminate_tls) {
+    co_await terminate(f, guest, *up, std::move(first), std::move(cred));
   } else if (kind == Kind::kHttp) {
     co_await httpPlain(f, guest, *up, std::move(first));
   } else {

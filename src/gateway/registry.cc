@@ -80,10 +80,11 @@ void Registry::enforce(Sandbox& sb) {
       it = sb.conns.erase(it);
       continue;
     }
-    bool still = p.mode == policy::Mode::kFull
-                     ? true
-                     : (!c->name.empty() && p.allows(c->name, c->port) &&
-                        (!c->credentialed || p.credentialFor(c->name) != nullptr));
+    bool still =
+        p.mode == policy::Mode::kFull
+            ? true
+            : (!c->name.empty() && p.allows(c->name, c->port) &&
+               (!c->credentialed || p.credentialFor(c->name) != nullptr || p.inspects(c->name)));
     if (!still) {
       record({"tcp", sb.id, c->name, "", c->port, false, "policy-changed"});
       if (c->reset) c->reset();

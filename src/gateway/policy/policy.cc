@@ -88,6 +88,13 @@ const Credential* Policy::credentialFor(std::string_view name) const {
   return nullptr;
 }
 
+bool Policy::inspects(std::string_view name) const {
+  for (const std::string& n : inspect) {
+    if (n == name) return true;
+  }
+  return false;
+}
+
 namespace {
 
 Result<std::string> str(const json::object& o, std::string_view key) {
@@ -162,6 +169,11 @@ Result<Policy> Policy::fromJson(const json::value& v) {
       }
       p.credentials.push_back(std::move(cred));
     }
+  }
+  VESSEL_ASSIGN_OR_RETURN(auto inspect, strList(o, "inspect"));
+  for (const std::string& h : inspect) {
+    VESSEL_ASSIGN_OR_RETURN(std::string n, normalizeName(h));
+    p.inspect.push_back(std::move(n));
   }
   return p;
 }
