@@ -19,6 +19,8 @@ T runBlocking(boost::asio::io_context& io, boost::asio::awaitable<T> a) {
       boost::asio::detached);
   io.restart();
   while (!out) io.run_one_for(std::chrono::milliseconds(20));
+  // Running out of work leaves an io_context "stopped"; leave it usable.
+  io.restart();
   return std::move(*out);
 }
 

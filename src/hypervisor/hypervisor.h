@@ -74,6 +74,8 @@ class Vm {
   virtual Socket& agentChannel() = 0;
   // Completes when the VMM process has exited, with how it ended.
   virtual asio::awaitable<ExitStatus> waitExit() = 0;
+  // Types into the guest's console (hvc0), for debugging.
+  virtual Status writeConsole(std::string_view bytes) = 0;
   // The VMM's stderr and the console log's tail, for error messages.
   virtual std::string diagnostics() const = 0;
   // Graceful quit, then SIGTERM, then SIGKILL; reaps and removes run_dir.

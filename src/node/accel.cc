@@ -54,8 +54,12 @@ asio::awaitable<Result<AccelChoice>> probe(hypervisor::Hypervisor& hv, const Pro
   std::error_code ec;
   fs::remove(spec.console_log, ec);
   if (!m.ok()) {
-    co_return AccelChoice{Accel::kTcg,
-                          "KVM probe guest did not boot: " + m.error().message().substr(0, 300)};
+    // One line for logs and /healthz: QEMU's stderr spans several.
+    std::string why = m.error().message().substr(0, 400);
+    for (char& c : why)
+      if (c == '\n') c = ' ';
+    while (!why.empty() && why.back() == ' ') why.pop_back();
+    co_return AccelChoice{Accel::kTcg, "KVM probe guest did not boot: " + why};
   }
   (void)co_await m->vm->stop();
   co_return AccelChoice{Accel::kKvm, "KVM probe guest booted"};

@@ -3,6 +3,8 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <boost/asio/write.hpp>
+
 namespace vessel::hypervisor::qemu {
 
 Result<std::shared_ptr<ConsoleLog>> ConsoleLog::start(Socket socket, const std::string& path,
@@ -32,6 +34,13 @@ void ConsoleLog::readMore() {
         }
         self->readMore();
       });
+}
+
+Status ConsoleLog::send(std::string_view bytes) {
+  boost::system::error_code ec;
+  boost::asio::write(socket_, boost::asio::buffer(bytes.data(), bytes.size()), ec);
+  if (ec) return Error(Code::kUnavailable, "console write: " + ec.message());
+  return okStatus();
 }
 
 void ConsoleLog::close() {

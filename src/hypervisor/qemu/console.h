@@ -20,6 +20,8 @@ class ConsoleLog : public std::enable_shared_from_this<ConsoleLog> {
   ConsoleLog(Socket socket, Fd file, uint64_t max_bytes)
       : socket_(std::move(socket)), file_(std::move(file)), max_(max_bytes) {}
   void close();
+  // Sends bytes to the guest console (blocking; small debug input only).
+  Status send(std::string_view bytes);
   uint64_t written() const { return written_; }
   bool truncated() const { return truncated_; }
 

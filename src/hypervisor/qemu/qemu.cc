@@ -90,6 +90,8 @@ class QemuVm : public Vm {
     co_return ExitStatus{false, 0, 0};
   }
 
+  Status writeConsole(std::string_view bytes) override { return console_->send(bytes); }
+
   std::string diagnostics() const override {
     std::string d;
     std::string err = tailOf(stderr_path_, 2048);

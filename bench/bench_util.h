@@ -1,0 +1,60 @@
+#pragma once
+// Shared by the benchmarks: percentiles, a printed table, a JSON file in
+// bench/results/ (VESSEL_BENCH_RESULTS), and the guest artifacts' paths.
+#include <algorithm>
+#include <boost/json.hpp>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+#include <vector>
+
+namespace vessel::bench {
+
+struct Stats {
+  size_t n = 0;
+  double min = 0, p50 = 0, p99 = 0, max = 0, mean = 0;
+};
+
+inline Stats stats(std::vector<double> v) {
+  Stats s;
+  if (v.empty()) return s;
+  std::sort(v.begin(), v.end());
+  auto pct = [&](double p) {
+    size_t i = static_cast<size_t>(p * static_cast<double>(v.size() - 1) + 0.5);
+    return v[std::min(i, v.size() - 1)];
+  };
+  s.n = v.size();
+  s.min = v.front();
+  s.max = v.back();
+  s.p50 = pct(0.50);
+  s.p99 = pct(0.99);
+  double sum = 0;
+  for (double x : v) sum += x;
+  s.mean = sum / static_cast<double>(v.size());
+  return s;
+}
+
+inline boost::json::object toJson(const Stats& s) {
+  return {{"n", s.n}, {"min", s.min}, {"p50", s.p50}, {"p99", s.p99}, {"max", s.max},
+          {"mean", s.mean}};
+}
+
+inline std::string env(const char* name) {
+  const char* v = std::getenv(name);
+  if (!v || !*v) {
+    std::fprintf(stderr, "%s is not set; run benchmarks with `make bench`\n", name);
+    std::exit(2);
+  }
+  return v;
+}
+
+inline void writeResults(const std::string& name, const boost::json::object& o) {
+  const char* dir = std::getenv("VESSEL_BENCH_RESULTS");
+  std::string path = std::string(dir && *dir ? dir : "bench/results") + "/" + name + ".json";
+  std::ofstream f(path);
+  f << boost::json::serialize(o) << "\n";
+  std::printf("results written to %s\n", path.c_str());
+}
+
+}  // namespace vessel::bench

@@ -1,0 +1,12 @@
+#pragma once
+// Each `vessel` subcommand registers itself on the CLI11 tree and, when
+// chosen, sets the function main() runs. One file per command family.
+#include <CLI/CLI.hpp>
+#include <functional>
+
+namespace vessel::cli {
+
+void addDebugBoot(CLI::App& debug, std::function<int()>* run);
+void addDebugExec(CLI::App& debug, std::function<int()>* run);
+
+}  // namespace vessel::cli

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Builds Vessel (CMake preset $PRESET, default release), then the guest
+# kernel and the `minimal` template image. Slow artifacts are cached under
+# $VESSEL_CACHE_DIR (default /var/cache/vessel) keyed by a hash of their
+# inputs; their paths are written to build/$PRESET/artifacts.env.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+preset=${PRESET:-release}
+cache=${VESSEL_CACHE_DIR:-/var/cache/vessel}
+export VESSEL_CACHE_DIR=$cache
+[ -f "build/$preset/build.ninja" ] || cmake --preset "$preset" >/dev/null
+cmake --build "build/$preset"
+
+kernel=$(guest/kernel/build.sh)
+
+agent=build/$preset/src/agent/vessel-agent
+key=$( { cat guest/templates/minimal/build.sh "$agent"; dpkg-query -W -f='${Version}' busybox-static; } \
+  | sha256sum | cut -c1-16)
+image=$cache/templates/minimal/$key/rootfs.ext4
+if [ ! -f "$image" ]; then
+  echo "build: minimal template image (key $key)" >&2
+  guest/templates/minimal/build.sh "$image" "$agent"
+fi
+
+cat > "build/$preset/artifacts.env" <<ENV
+VESSEL_KERNEL=$kernel
+VESSEL_MINIMAL_IMAGE=$image
+VESSEL_CACHE_DIR=$cache
+ENV
+echo "build: kernel $kernel" >&2
+echo "build: minimal image $image" >&2

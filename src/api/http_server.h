@@ -1,0 +1,63 @@
+#pragma once
+// A small HTTP/1.1 server on Boost.Beast with C++20 coroutines: one
+// coroutine per connection, keep-alive, and hard limits on header and body
+// sizes and on idle time, since every caller is untrusted. Routes map a
+// method and exact path to a handler; richer routing comes with the API.
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/beast/http.hpp>
+#include <functional>
+#include <map>
+#include <string>
+#include <utility>
+
+#include "base/config.h"
+#include "base/result.h"
+
+namespace vessel::api {
+
+namespace asio = boost::asio;
+namespace http = boost::beast::http;
+
+using Request = http::request<http::string_body>;
+using Response = http::response<http::string_body>;
+using Handler = std::function<asio::awaitable<Response>(const Request&)>;
+
+struct ServerLimits {
+  size_t max_header_bytes = 16 * 1024;
+  size_t max_body_bytes = 1 << 20;
+  std::chrono::seconds idle_timeout{60};
+};
+
+// A JSON response; the body is serialized by the caller.
+Response jsonResponse(const Request& req, http::status status, std::string body);
+// {"code": ..., "message": ...} with the status that goes with `code`.
+Response errorResponse(const Request& req, const Error& e);
+// The one place an error Code becomes an HTTP status.
+http::status statusForCode(Code c);
+
+class HttpServer {
+ public:
+  HttpServer(asio::io_context& io, ServerLimits limits = {}) : io_(io), limits_(limits) {}
+  void route(http::verb method, std::string path, Handler h) {
+    routes_[{method, std::move(path)}] = std::move(h);
+  }
+  // Binds (port 0 picks a free port) and starts accepting.
+  Status listen(const HostPort& addr);
+  uint16_t port() const { return port_; }
+  void close();
+
+ private:
+  asio::awaitable<void> acceptLoop();
+  asio::awaitable<void> serve(asio::ip::tcp::socket sock);
+  asio::awaitable<Response> dispatch(const Request& req);
+
+  asio::io_context& io_;
+  ServerLimits limits_;
+  std::map<std::pair<http::verb, std::string>, Handler> routes_;
+  std::unique_ptr<asio::ip::tcp::acceptor> acceptor_;
+  uint16_t port_ = 0;
+};
+
+}  // namespace vessel::api
