@@ -27,6 +27,7 @@ ZONE = {
     "rebind.test": "169.254.169.254",
     "loop.test": "127.0.0.1",
     "ten.test": "10.1.2.3",
+    "hold.test": "198.51.100.30",
 }
 X_IP = "203.0.113.66"
 lock = threading.Lock()
@@ -146,6 +147,39 @@ def serve_raw_ip(proto):
     threading.Thread(target=loop, daemon=True).start()
 
 
+# --- a sink that holds any number of idle connections on one thread ---
+def serve_hold(addr, port):
+    import selectors
+    sel = selectors.DefaultSelector()
+    lsock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    lsock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    lsock.bind((addr, port))
+    lsock.listen(4096)
+    lsock.setblocking(False)
+    sel.register(lsock, selectors.EVENT_READ)
+
+    def loop():
+        while True:
+            for key, _ in sel.select():
+                if key.fileobj is lsock:
+                    try:
+                        c, _ = lsock.accept()
+                        c.setblocking(False)
+                        sel.register(c, selectors.EVENT_READ)
+                    except OSError:
+                        pass
+                else:
+                    try:
+                        data = key.fileobj.recv(65536)
+                    except OSError:
+                        data = b""
+                    if not data:
+                        sel.unregister(key.fileobj)
+                        key.fileobj.close()
+
+    threading.Thread(target=loop, daemon=True).start()
+
+
 # --- HTTP(S) origins ---
 class Origin(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
@@ -207,12 +241,16 @@ def main():
     p.add_argument("--api-log", required=True)
     p.add_argument("--ready", required=True)
     args = p.parse_args()
+    import resource
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
     serve_dns("192.0.2.53")
     serve_http("198.51.100.10", 80, "a")
     serve_http("198.51.100.10", 443, "a", "a")
     serve_http("198.51.100.10", 8443, "a", "a")
     for port in (22, 25, 6379):
         serve_raw_tcp("198.51.100.10", port)  # A's ports no rule opens
+    serve_hold("198.51.100.30", 7000)
     serve_http("198.51.100.20", 80, "cdn")
     serve_http("198.51.100.20", 443, "cdn", "cdn")
     for port in (80, 443, 8443, 22, 25, 53, 587, 5432, 6379, 15001, 15053):

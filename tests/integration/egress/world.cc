@@ -1,7 +1,9 @@
 #include "tests/integration/egress/world.h"
 
 #include <fcntl.h>
+#include <sched.h>
 #include <stdlib.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -47,9 +49,12 @@ boost::json::value noneMode(uint64_t g) {
   return boost::json::object{{"generation", g}, {"mode", "none"}};
 }
 
-Result<std::unique_ptr<EgressWorld>> EgressWorld::create() {
+Result<std::unique_ptr<EgressWorld>> EgressWorld::create(std::vector<std::string> gateway_args) {
   std::unique_ptr<EgressWorld> w(new EgressWorld());
-  w->prefix_ = "ve" + std::to_string(::getpid() % 10000);
+  w->gateway_args_ = std::move(gateway_args);
+  // Unique per world, short enough for interface names ("v12345h0").
+  static int worlds = 0;
+  w->prefix_ = "v" + std::to_string(::getpid() % 10000) + std::to_string(worlds++ % 10);
   char tmpl[] = "/tmp/vessel-egress-XXXXXX";
   if (!::mkdtemp(tmpl)) return Error::fromErrno("mkdtemp");
   w->dir_ = tmpl;
@@ -131,7 +136,7 @@ Status EgressWorld::buildNetwork() {
   VESSEL_TRY(ipIn(inet_, {"route", "add", "172.16.0.0/12", "via", "10.98.0.1"}));
   // The public addresses live on loopback (no dummy module needed): traffic
   // from either veth is delivered locally.
-  for (const char* a : {kResolver, kA, kCdn, kX, "169.254.169.254", "10.1.2.3"}) {
+  for (const char* a : {kResolver, kA, kCdn, kX, kHold, "169.254.169.254", "10.1.2.3"}) {
     VESSEL_TRY(ipIn(inet_, {"addr", "add", std::string(a) + "/32", "dev", "lo"}));
   }
   node::network::NetworkLayout layout;
@@ -164,14 +169,21 @@ Status EgressWorld::startFakeInternet() {
 Status EgressWorld::startGateway() {
   VESSEL_ASSIGN_OR_RETURN(Fd log, Fd::open(dir_ + "/gateway.log", O_WRONLY | O_CREAT | O_TRUNC));
   std::string sock = dir_ + "/gateway.sock";
-  VESSEL_ASSIGN_OR_RETURN(
-      gateway_,
-      ChildProcess::spawn(
-          {.argv = gw_.wrap({VESSEL_GATEWAY_BINARY, "--egress-upstream-netns", up_.name(),
-                             "--egress-resolver", kResolver, "--egress-ca-bundle", testCa(),
-                             "--control-socket", sock, "--state-dir", dir_ + "/state"}),
-           .fds = {{log.get(), 1}, {log.get(), 2}},
-           .die_with_parent = true}));
+  std::vector<std::string> argv{VESSEL_GATEWAY_BINARY,
+                                "--egress-upstream-netns",
+                                up_.name(),
+                                "--egress-resolver",
+                                kResolver,
+                                "--egress-ca-bundle",
+                                testCa(),
+                                "--control-socket",
+                                sock,
+                                "--state-dir",
+                                dir_ + "/state"};
+  argv.insert(argv.end(), gateway_args_.begin(), gateway_args_.end());
+  VESSEL_ASSIGN_OR_RETURN(gateway_, ChildProcess::spawn({.argv = gw_.wrap(argv),
+                                                         .fds = {{log.get(), 1}, {log.get(), 2}},
+                                                         .die_with_parent = true}));
   for (int i = 0; i < 200; ++i) {
     if (gateway_.tryWait()) {
       return Error(Code::kUnavailable, "gateway exited: " + gatewayLog());
@@ -251,6 +263,35 @@ std::string EgressWorld::apiLog() { return slurp(dir_ + "/api.log"); }
 void EgressWorld::clearLogs() {
   std::ofstream(dir_ + "/attacker.log", std::ios::trunc);
   std::ofstream(dir_ + "/api.log", std::ios::trunc);
+}
+
+Result<Fd> EgressWorld::guestSocket(const Guest& g, int type) {
+  return socketIn(g.netns.path(), type);
+}
+
+Result<Fd> EgressWorld::socketIn(const std::string& netns_path, int type) {
+  // The socket belongs to the namespace it was created in; only a helper
+  // thread enters the guest's namespace.
+  Result<Fd> out = Error(Code::kInternal, "socket thread did not run");
+  std::thread t([&] {
+    auto ns = Fd::open(netns_path, O_RDONLY | O_CLOEXEC);
+    if (!ns.ok()) {
+      out = std::move(ns).error();
+      return;
+    }
+    if (::setns(ns->get(), CLONE_NEWNET) != 0) {
+      out = Error::fromErrno("setns " + netns_path);
+      return;
+    }
+    Fd s(::socket(AF_INET, type | SOCK_CLOEXEC, 0));
+    if (!s) {
+      out = Error::fromErrno("socket");
+      return;
+    }
+    out = std::move(s);
+  });
+  t.join();
+  return out;
 }
 
 Result<boost::json::object> EgressWorld::stats() { return control_->call({{"op", "stats"}}); }

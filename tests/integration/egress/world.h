@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "base/child_process.h"
+#include "base/fd.h"
 #include "base/result.h"
 #include "gateway/control_client.h"
 #include "node/network/slot.h"
@@ -29,6 +30,7 @@ inline constexpr const char* kA = "198.51.100.10";    // a.test, api.a.test
 inline constexpr const char* kCdn = "198.51.100.20";  // a2.test and x2.test
 inline constexpr const char* kX = "203.0.113.66";     // attacker
 inline constexpr const char* kResolver = "192.0.2.53";
+inline constexpr const char* kHold = "198.51.100.30";  // hold.test:7000 keeps connections
 
 struct Guest {
   std::string sandbox;
@@ -38,7 +40,8 @@ struct Guest {
 
 class EgressWorld {
  public:
-  static Result<std::unique_ptr<EgressWorld>> create();
+  // gateway_args: extra flags for vessel-gateway (e.g. a longer classify timeout).
+  static Result<std::unique_ptr<EgressWorld>> create(std::vector<std::string> gateway_args = {});
   ~EgressWorld();
 
   // A sandbox with its own slot and a namespace playing its root guest.
@@ -69,6 +72,11 @@ class EgressWorld {
   std::string guestTrust() const { return dir_ + "/guest-trust.crt"; }
   std::string testCa() const { return dir_ + "/ca.crt"; }
   std::string gatewayLog() const;
+  // A socket created inside the guest's namespace, for the test to drive.
+  Result<Fd> guestSocket(const Guest& g, int type);
+  Result<Fd> socketIn(const std::string& netns_path, int type);
+  // The gateway's upstream namespace: the direct path to the fake internet.
+  std::string upNetnsPath() const { return up_.path(); }
 
  private:
   EgressWorld() = default;
@@ -77,6 +85,7 @@ class EgressWorld {
   Status startFakeInternet();
   Status startGateway();
 
+  std::vector<std::string> gateway_args_;
   std::string prefix_;
   std::string dir_;
   os::Netns inet_, gw_, up_;
