@@ -31,6 +31,15 @@ void mountBasics() {
   mountOne("cgroup2", "/sys/fs/cgroup", "cgroup2", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr);
   // devtmpfs may lack /dev/ptmx pointing at the devpts instance above.
   if (::access("/dev/ptmx", F_OK) != 0) ::symlink("pts/ptmx", "/dev/ptmx");
+  // The image's hostname until the host sets one (SetHostname).
+  int fd = ::open("/etc/hostname", O_RDONLY | O_CLOEXEC);
+  if (fd >= 0) {
+    char name[65] = {};
+    ssize_t n = ::read(fd, name, sizeof name - 1);
+    ::close(fd);
+    while (n > 0 && (name[n - 1] == '\n' || name[n - 1] == ' ')) --n;
+    if (n > 0) ::sethostname(name, static_cast<size_t>(n));
+  }
 }
 
 std::string findPort(const std::string& name) {
