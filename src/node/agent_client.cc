@@ -286,7 +286,12 @@ asio::awaitable<Status> AgentClient::ping() {
   streams_[s->id] = s;
   enqueue(agentproto::encodeFrame(MsgType::kPing, s->id, "ping"));
   for (;;) {
-    VESSEL_CO_ASSIGN_OR_RETURN(Frame f, co_await recv(*s));
+    auto got = co_await recv(*s);
+    if (!got.ok()) {
+      cancel(*s);
+      co_return std::move(got).error();
+    }
+    Frame f = std::move(*got);
     if (f.type == MsgType::kOk) co_return okStatus();
     if (f.type == MsgType::kError) co_return errorFrame(f);
     if (f.payload != "ping") co_return Error(Code::kProtocol, name_ + ": pong does not echo ping");

@@ -6,6 +6,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
 #include "base/fd.h"
 #include "node/agent_client.h"
 #include "node/testing/agent_harness.h"
@@ -253,6 +257,28 @@ TEST_F(FakeAgentTest, OneBadGuestDoesNotAffectAnother) {
   ASSERT_TRUE(out->has_value());
   EXPECT_TRUE((*out)->ok()) << (*out)->error().message();
   EXPECT_FALSE(good.client->failure());
+}
+
+TEST_F(FakeAgentTest, CallsHonorACallersDeadline) {
+  // A guest that never answers must not hang a caller that set a deadline.
+  using namespace asio::experimental::awaitable_operators;
+  FakeGuest g(io_);
+  auto bounded = [&]() -> asio::awaitable<Result<bool>> {
+    asio::steady_timer t(co_await asio::this_coro::executor, 100ms);
+    auto r = co_await (g.client->ping() || t.async_wait(asio::use_awaitable));
+    co_return r.index() == 1;
+  };
+  auto timed_out = runFor(io_, bounded(), 5s);
+  ASSERT_TRUE(timed_out.ok()) << timed_out.error().message();
+  EXPECT_TRUE(*timed_out);
+  // The abandoned stream's late answer is still accepted, not a violation.
+  auto req = g.readRequest();
+  ASSERT_TRUE(req.has_value());
+  g.send(agentproto::encodeFrame(MsgType::kPong, req->stream, req->payload));
+  g.send(agentproto::encodeFrame(MsgType::kOk, req->stream, ""));
+  io_.restart();
+  io_.run_for(50ms);
+  EXPECT_FALSE(g.client->failure());
 }
 
 }  // namespace

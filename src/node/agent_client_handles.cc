@@ -27,7 +27,13 @@ Error unexpectedEnd(const char* what) {
 asio::awaitable<Result<std::unique_ptr<Process>>> AgentClient::startProcess(
     Result<std::shared_ptr<Stream>> s) {
   if (!s.ok()) co_return std::move(s).error();
-  VESSEL_CO_ASSIGN_OR_RETURN(Frame f, co_await recv(**s));
+  auto got = co_await recv(**s);
+  if (!got.ok()) {
+    // The caller gave up before the process started: it must not run unread.
+    cancel(**s);
+    co_return std::move(got).error();
+  }
+  Frame f = std::move(*got);
   if (f.type == MsgType::kError) co_return errorFrame(f);
   auto started = agentproto::decodeMsg<agentproto::ExecStartedMsg>(f.payload);
   if (!started.ok()) co_return std::move(started).error();

@@ -65,7 +65,13 @@ asio::awaitable<Result<std::vector<Frame>>> AgentClient::call(int kind, M m) {
   std::vector<Frame> out;
   size_t bytes = 0;
   for (;;) {
-    VESSEL_CO_ASSIGN_OR_RETURN(Frame f, co_await recv(*s));
+    auto got = co_await recv(*s);
+    if (!got.ok()) {
+      // The caller gave up (deadline): tell the guest to end the stream.
+      cancel(*s);
+      co_return std::move(got).error();
+    }
+    Frame f = std::move(*got);
     if (f.type == MsgType::kOk) co_return out;
     if (f.type == MsgType::kError) co_return internal::errorFrame(f);
     bytes += f.payload.size();

@@ -265,12 +265,24 @@ TEST_F(AgentClientTest, ReattachAfterDetach) {
 }
 
 TEST_F(AgentClientTest, DetachedOutputBeyondBufferIsReportedLost) {
+  std::string gate = dir_ + "/gate";
+  ASSERT_EQ(::mkfifo(gate.c_str(), 0600), 0);
   ExecSpec s;
-  s.shell = "head -c 3145728 /dev/zero";
+  s.shell = "read x < " + gate + "; head -c 3145728 /dev/zero";
+  s.user = "root";
   auto p = runFor(io_, c_->exec(s));
   ASSERT_TRUE(p.ok());
   uint32_t pid = (*p)->pid();
   p->reset();
+  // Frames are handled in order: after the ping the agent has detached it,
+  // so all of the output happens while nobody is attached.
+  ASSERT_TRUE(runFor(io_, c_->ping()).ok());
+  {
+    int fd = ::open(gate.c_str(), O_WRONLY | O_CLOEXEC);
+    ASSERT_GE(fd, 0);
+    ASSERT_EQ(::write(fd, "\n", 1), 1);
+    ::close(fd);
+  }
   // Bounded wait for the detached process to finish.
   auto finished = [&]() -> asio::awaitable<Result<bool>> {
     asio::steady_timer t(co_await asio::this_coro::executor);
