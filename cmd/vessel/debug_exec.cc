@@ -4,6 +4,7 @@
 // was killed). Ctrl-C is forwarded to the guest process as SIGINT. A
 // developer's tool; it does not go through vesseld.
 #include <signal.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -131,6 +132,11 @@ int runDebugExec(const DebugExecOptions& o) {
   e.user = o.user;
   e.cwd = o.cwd;
   e.pty = o.pty;
+  winsize ws{};
+  if (o.pty && ::ioctl(1, TIOCGWINSZ, &ws) == 0 && ws.ws_row && ws.ws_col) {
+    e.rows = ws.ws_row;  // the guest terminal starts with our size
+    e.cols = ws.ws_col;
+  }
   e.timeout = std::chrono::seconds(o.exec_timeout_s);
   int rc = runBlocking(io, session(*client, std::move(e), o.interactive));
   client->close();
