@@ -8,6 +8,7 @@
 
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <filesystem>
 
 #include "base/fd.h"
 #include "node/testing/agent_harness.h"
@@ -306,6 +307,25 @@ TEST_F(AgentClientTest, DetachedOutputBeyondBufferIsReportedLost) {
   }
   EXPECT_GT((*q)->lostBytes(), 0u);
   EXPECT_EQ(got + (*q)->lostBytes(), 3145728u);
+}
+
+TEST_F(AgentClientTest, AgentDeathFailsCallsAsUnavailable) {
+  ExecSpec s;
+  s.argv = {"sleep", "30"};
+  auto p = runFor(io_, c_->exec(s));
+  ASSERT_TRUE(p.ok());
+  ASSERT_TRUE(agent_->process().signal(SIGKILL).ok());
+  auto ev = runFor(io_, (*p)->next(), 10s);
+  ASSERT_FALSE(ev.ok());
+  EXPECT_EQ(ev.error().code(), Code::kUnavailable);
+  auto ping = runFor(io_, c_->ping(), 2s);
+  ASSERT_FALSE(ping.ok());
+  EXPECT_EQ(ping.error().code(), Code::kUnavailable);
+  // Nothing cleans up through a dead agent: the test does it itself.
+  ::kill(static_cast<pid_t>((*p)->pid()), SIGKILL);
+  std::filesystem::remove_all(dir_);
+  dir_.clear();
+  c_.reset();
 }
 
 }  // namespace
