@@ -36,8 +36,8 @@ inline Stats stats(std::vector<double> v) {
 }
 
 inline boost::json::object toJson(const Stats& s) {
-  return {{"n", s.n}, {"min", s.min}, {"p50", s.p50}, {"p99", s.p99}, {"max", s.max},
-          {"mean", s.mean}};
+  return {{"n", s.n},     {"min", s.min}, {"p50", s.p50},
+          {"p99", s.p99}, {"max", s.max}, {"mean", s.mean}};
 }
 
 inline std::string env(const char* name) {

@@ -21,7 +21,8 @@ int main(int argc, char** argv) {
   initLogging("warn");
   std::string kernel = bench::env("VESSEL_KERNEL");
   std::string image = bench::env("VESSEL_MINIMAL_IMAGE");
-  std::string accel_name = std::getenv("VESSEL_BENCH_ACCEL") ? std::getenv("VESSEL_BENCH_ACCEL") : "tcg";
+  std::string accel_name =
+      std::getenv("VESSEL_BENCH_ACCEL") ? std::getenv("VESSEL_BENCH_ACCEL") : "tcg";
   hypervisor::Accel accel = accel_name == "kvm" ? hypervisor::Accel::kKvm : hypervisor::Accel::kTcg;
   std::string dir = "/tmp/vessel-bench-boot-" + std::to_string(::getpid());
   std::filesystem::create_directories(dir);
@@ -52,10 +53,12 @@ int main(int argc, char** argv) {
   }
   std::filesystem::remove_all(dir);
   auto r = bench::stats(ready_ms), st = bench::stats(stop_ms);
-  std::printf("\nbench/boot: cold boot of the minimal template, %d runs, accel %s, 1 vCPU, 256 MiB\n\n",
-              runs, accel_name.c_str());
+  std::printf(
+      "\nbench/boot: cold boot of the minimal template, %d runs, accel %s, 1 vCPU, 256 MiB\n\n",
+      runs, accel_name.c_str());
   std::printf("| measure | n | min ms | p50 ms | p99 ms | max ms |\n|---|---|---|---|---|---|\n");
-  std::printf("| spawn to ready | %zu | %.0f | %.0f | %.0f | %.0f |\n", r.n, r.min, r.p50, r.p99, r.max);
+  std::printf("| spawn to ready | %zu | %.0f | %.0f | %.0f | %.0f |\n", r.n, r.min, r.p50, r.p99,
+              r.max);
   std::printf("| stop (QMP quit to reaped) | %zu | %.0f | %.0f | %.0f | %.0f |\n\n", st.n, st.min,
               st.p50, st.p99, st.max);
   bench::writeResults("boot", {{"benchmark", "boot"},

@@ -79,7 +79,8 @@ int runDebugBoot(const DebugBootOptions& o) {
   asio::signal_set sigs(io, SIGINT, SIGTERM);
   sigs.async_wait([&](auto, int) { done = true; });
   asio::co_spawn(
-      io, [&]() -> asio::awaitable<void> {
+      io,
+      [&]() -> asio::awaitable<void> {
         auto st = co_await vm->waitExit();
         std::fprintf(stderr, "\nvessel: VM exited (%s)\n", st.describe().c_str());
         done = true;
@@ -117,14 +118,16 @@ int runDebugBoot(const DebugBootOptions& o) {
 
 void addDebugBoot(CLI::App& debug, std::function<int()>* run) {
   auto o = std::make_shared<DebugBootOptions>();
-  auto* c = debug.add_subcommand("boot", "boot a VM from a kernel and an image, attach its console");
+  auto* c =
+      debug.add_subcommand("boot", "boot a VM from a kernel and an image, attach its console");
   c->add_option("--kernel", o->kernel, "guest vmlinux")->envname("VESSEL_KERNEL")->required();
   c->add_option("--image", o->image, "root filesystem image (ext4)")
       ->envname("VESSEL_MINIMAL_IMAGE")
       ->required();
   c->add_option("--init", o->init, "init program in the image (e.g. /bin/sh for a shell)")
       ->capture_default_str();
-  c->add_option("--accel", o->accel, "tcg or kvm")->check(CLI::IsMember({"tcg", "kvm"}))
+  c->add_option("--accel", o->accel, "tcg or kvm")
+      ->check(CLI::IsMember({"tcg", "kvm"}))
       ->capture_default_str();
   c->add_option("--vcpus", o->vcpus, "vCPUs")->check(CLI::Range(1, 64))->capture_default_str();
   c->add_option("--memory", o->memory_mib, "memory in MiB")->capture_default_str();

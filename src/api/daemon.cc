@@ -65,8 +65,7 @@ Status runDaemon(Config cfg) {
   log.info("state dir {} (store {} schema v{}, instance {})", cfg.state_dir, store->engine(),
            store->schemaVersion(), instance_id);
 
-  VESSEL_ASSIGN_OR_RETURN(std::string qemu_version,
-                          hypervisor::qemu::qemuVersion(cfg.qemu_binary));
+  VESSEL_ASSIGN_OR_RETURN(std::string qemu_version, hypervisor::qemu::qemuVersion(cfg.qemu_binary));
   asio::io_context io;
   hypervisor::qemu::QemuHypervisor hv({cfg.qemu_binary});
   std::string run_root = cfg.state_dir + "/run";
@@ -74,8 +73,9 @@ Status runDaemon(Config cfg) {
   fs::create_directories(run_root, ec);
   // A probe left over from a crashed start must not block this one.
   fs::remove_all(run_root + "/accel-probe", ec);
-  node::ProbeInputs probe{cfg.kernel,         cfg.minimal_image,  "init=/sbin/vessel-agent",
-                          run_root + "/accel-probe", cfg.cache_dir, qemu_version};
+  node::ProbeInputs probe{
+      cfg.kernel,    cfg.minimal_image, "init=/sbin/vessel-agent", run_root + "/accel-probe",
+      cfg.cache_dir, qemu_version};
   auto accel = runBlocking(io, node::chooseAccel(cfg.accel, hv, probe));
   if (!accel.ok()) return std::move(accel).error();
   log.info("hypervisor qemu ({}), acceleration {}: {}", qemu_version,
@@ -91,8 +91,8 @@ Status runDaemon(Config cfg) {
                    {"accel", std::string(hypervisor::accelName(accel->accel))},
                    {"accel_requested", std::string(accelModeName(cfg.accel))},
                    {"accel_reason", accel->reason},
-                   {"accel_fallback", cfg.accel == AccelMode::kAuto &&
-                                          accel->accel == hypervisor::Accel::kTcg},
+                   {"accel_fallback",
+                    cfg.accel == AccelMode::kAuto && accel->accel == hypervisor::Accel::kTcg},
                    {"store", std::string(store->engine())},
                    {"state_dir", cfg.state_dir}};
     co_return jsonResponse(req, http::status::ok, json::serialize(o));

@@ -86,7 +86,8 @@ asio::awaitable<void> HttpServer::serve(tcp::socket sock) {
     parser.header_limit(static_cast<uint32_t>(limits_.max_header_bytes));
     parser.body_limit(limits_.max_body_bytes);
     stream.expires_after(limits_.idle_timeout);
-    auto [ec, n] = co_await http::async_read(stream, buf, parser, asio::as_tuple(asio::use_awaitable));
+    auto [ec, n] =
+        co_await http::async_read(stream, buf, parser, asio::as_tuple(asio::use_awaitable));
     if (ec == http::error::end_of_stream || ec == beast::error::timeout) break;
     if (ec) {
       // A malformed or oversized request gets an answer, then the connection closes.

@@ -57,8 +57,8 @@ TEST_F(HttpServerTest, RoutesAndUnknownPaths) {
 }
 
 TEST_F(HttpServerTest, OversizedHeaderAndBodyAreRefused) {
-  auto big_header = send("GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: " + std::string(2000, 'a') +
-                         "\r\n\r\n");
+  auto big_header =
+      send("GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: " + std::string(2000, 'a') + "\r\n\r\n");
   EXPECT_EQ(big_header.result(), http::status::request_header_fields_too_large);
   auto big_body = send("POST /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n" +
                        std::string(100, 'b'));

@@ -37,7 +37,8 @@ void ChildProcess::killAndReap() {
   if (pid_ <= 0 || status_) return;
   ::pidfd_send_signal(pidfd_.get(), SIGKILL, nullptr, 0);
   siginfo_t info{};
-  while (::waitid(P_PIDFD, static_cast<id_t>(pidfd_.get()), &info, WEXITED) != 0 && errno == EINTR) {
+  while (::waitid(P_PIDFD, static_cast<id_t>(pidfd_.get()), &info, WEXITED) != 0 &&
+         errno == EINTR) {
   }
   status_ = ExitStatus{false, 0, SIGKILL};
 }
@@ -172,9 +173,9 @@ Result<ExitStatus> ChildProcess::waitFor(std::chrono::milliseconds timeout) {
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
         deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0)
-      return Error(Code::kDeadlineExceeded,
-                   "wait pid " + std::to_string(pid_) + ": still running after " +
-                       std::to_string(timeout.count()) + " ms");
+      return Error(Code::kDeadlineExceeded, "wait pid " + std::to_string(pid_) +
+                                                ": still running after " +
+                                                std::to_string(timeout.count()) + " ms");
     pollfd p{pidfd_.get(), POLLIN, 0};
     ::poll(&p, 1, static_cast<int>(left.count()));
   }

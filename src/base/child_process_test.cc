@@ -28,7 +28,8 @@ TEST(ChildProcessTest, ExecFailureIsAnError) {
 TEST(ChildProcessTest, FdMappingReachesChild) {
   auto p = Pipe::create();
   ASSERT_TRUE(p.ok());
-  auto c = ChildProcess::spawn({.argv = {"sh", "-c", "echo mapped >&5"}, .fds = {{p->write.get(), 5}}});
+  auto c =
+      ChildProcess::spawn({.argv = {"sh", "-c", "echo mapped >&5"}, .fds = {{p->write.get(), 5}}});
   ASSERT_TRUE(c.ok()) << c.error().message();
   p->write.reset();
   char buf[32] = {};

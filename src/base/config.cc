@@ -47,7 +47,8 @@ Status requireFile(const std::string& what, const std::string& path) {
   if (path.empty()) return Error(Code::kInvalidArgument, what + " is not set");
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) return Error::fromErrno(what + " " + path);
-  if (!S_ISREG(st.st_mode)) return Error(Code::kInvalidArgument, what + " " + path + " is not a file");
+  if (!S_ISREG(st.st_mode))
+    return Error(Code::kInvalidArgument, what + " " + path + " is not a file");
   return okStatus();
 }
 }  // namespace
@@ -57,9 +58,11 @@ Status Config::validate() {
   if (!hp.ok()) return std::move(hp).error().withContext("--listen");
   listen_addr = *hp;
   if (state_dir.empty() || state_dir[0] != '/')
-    return Error(Code::kInvalidArgument, "state dir must be an absolute path, not '" + state_dir + "'");
+    return Error(Code::kInvalidArgument,
+                 "state dir must be an absolute path, not '" + state_dir + "'");
   if (cache_dir.empty() || cache_dir[0] != '/')
-    return Error(Code::kInvalidArgument, "cache dir must be an absolute path, not '" + cache_dir + "'");
+    return Error(Code::kInvalidArgument,
+                 "cache dir must be an absolute path, not '" + cache_dir + "'");
   if (hypervisor != "qemu")
     return Error(Code::kInvalidArgument,
                  "hypervisor '" + hypervisor + "' is not supported (supported: qemu)");

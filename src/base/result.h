@@ -13,16 +13,16 @@
 namespace vessel {
 
 enum class Code {
-  kInvalidArgument,   // caller gave bad input
-  kNotFound,          // a named thing does not exist
-  kAlreadyExists,     // it exists and must not
-  kFailedPrecondition,// wrong state for the request
-  kResourceExhausted, // quota, memory, capacity
-  kDeadlineExceeded,  // a bounded wait ran out
-  kUnavailable,       // a peer (QEMU, guest, store) went away or refused
-  kProtocol,          // a peer sent bytes we could not accept
-  kPermissionDenied,  // not allowed
-  kInternal,          // a bug or an unexpected system failure
+  kInvalidArgument,     // caller gave bad input
+  kNotFound,            // a named thing does not exist
+  kAlreadyExists,       // it exists and must not
+  kFailedPrecondition,  // wrong state for the request
+  kResourceExhausted,   // quota, memory, capacity
+  kDeadlineExceeded,    // a bounded wait ran out
+  kUnavailable,         // a peer (QEMU, guest, store) went away or refused
+  kProtocol,            // a peer sent bytes we could not accept
+  kPermissionDenied,    // not allowed
+  kInternal,            // a bug or an unexpected system failure
 };
 
 std::string_view codeName(Code c);
@@ -122,9 +122,9 @@ inline Status okStatus() { return {}; }
 
 // VESSEL_ASSIGN_OR_RETURN(auto x, expr): bind the value or return the Error.
 #define VESSEL_ASSIGN_OR_RETURN(lhs, expr) \
-  VESSEL_ASSIGN_OR_RETURN_IMPL(VESSEL_CONCAT(vessel_r_, __LINE__), lhs, expr, return)
+  VESSEL_ASSIGN_OR_RETURN_IMPL(VESSEL_CONCAT(vessel_r_, __LINE__), lhs, expr, return )
 #define VESSEL_CO_ASSIGN_OR_RETURN(lhs, expr) \
-  VESSEL_ASSIGN_OR_RETURN_IMPL(VESSEL_CONCAT(vessel_r_, __LINE__), lhs, expr, co_return)
+  VESSEL_ASSIGN_OR_RETURN_IMPL(VESSEL_CONCAT(vessel_r_, __LINE__), lhs, expr, co_return )
 #define VESSEL_ASSIGN_OR_RETURN_IMPL(tmp, lhs, expr, ret) \
   auto tmp = (expr);                                      \
   if (!tmp.ok()) ret std::move(tmp).error();              \
@@ -137,9 +137,9 @@ inline Status okStatus() { return {}; }
   } while (0)
 
 // Broken invariants only: never for input from a guest, tenant or network.
-#define VESSEL_CHECK(cond)                                                   \
-  do {                                                                       \
-    if (!(cond)) ::vessel::checkFailed(#cond, __FILE__, __LINE__);           \
+#define VESSEL_CHECK(cond)                                         \
+  do {                                                             \
+    if (!(cond)) ::vessel::checkFailed(#cond, __FILE__, __LINE__); \
   } while (0)
 
 namespace vessel {

@@ -43,8 +43,8 @@ Status validateSpec(const MachineSpec& s) {
     if (!isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_')
       return Error(Code::kInvalidArgument, ctx + ": id may hold only letters, digits, - and _");
   if (s.vcpus == 0 || s.vcpus > 64)
-    return Error(Code::kInvalidArgument, ctx + ": vcpus must be between 1 and 64, not " +
-                                             std::to_string(s.vcpus));
+    return Error(Code::kInvalidArgument,
+                 ctx + ": vcpus must be between 1 and 64, not " + std::to_string(s.vcpus));
   if (s.memory_mib < 16)
     return Error(Code::kInvalidArgument,
                  ctx + ": memory must be at least 16 MiB, not " + std::to_string(s.memory_mib));

@@ -38,8 +38,8 @@ struct MachineSpec {
   unsigned vcpus = 1;
   uint64_t memory_mib = 256;
   Accel accel = Accel::kTcg;
-  std::string kernel;   // uncompressed vmlinux with a PVH note
-  std::string cmdline;  // appended to the backend's base command line
+  std::string kernel;       // uncompressed vmlinux with a PVH note
+  std::string cmdline;      // appended to the backend's base command line
   std::vector<Disk> disks;  // first one is /dev/vda
   // An open tap fd (in whatever netns it was created); the backend passes it
   // to the VMM. Unset: the machine has no network device.

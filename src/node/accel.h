@@ -22,10 +22,10 @@ struct AccelChoice {
 
 struct ProbeInputs {
   std::string kernel;
-  std::string image;     // a root filesystem whose init says Hello
-  std::string cmdline;   // e.g. init=/sbin/vessel-agent
-  std::string run_dir;   // scratch directory for the probe VM
-  std::string cache_dir; // where the verdict is remembered
+  std::string image;      // a root filesystem whose init says Hello
+  std::string cmdline;    // e.g. init=/sbin/vessel-agent
+  std::string run_dir;    // scratch directory for the probe VM
+  std::string cache_dir;  // where the verdict is remembered
   std::string qemu_version;
   std::chrono::milliseconds deadline = std::chrono::seconds(5);
 };

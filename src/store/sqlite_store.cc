@@ -30,10 +30,10 @@ class SqliteStore : public Store {
     sqlite3_busy_timeout(db_, 5000);
     VESSEL_ASSIGN_OR_RETURN(version_, userVersion());
     if (version_ > static_cast<int>(kMigrations.size()))
-      return Error(Code::kFailedPrecondition,
-                   "database schema version " + std::to_string(version_) +
-                       " is newer than this vesseld knows (" +
-                       std::to_string(kMigrations.size()) + ")");
+      return Error(Code::kFailedPrecondition, "database schema version " +
+                                                  std::to_string(version_) +
+                                                  " is newer than this vesseld knows (" +
+                                                  std::to_string(kMigrations.size()) + ")");
     while (version_ < static_cast<int>(kMigrations.size())) {
       std::string sql = std::string("BEGIN IMMEDIATE;") + kMigrations[version_] +
                         "PRAGMA user_version=" + std::to_string(version_ + 1) + ";COMMIT;";
@@ -48,7 +48,8 @@ class SqliteStore : public Store {
 
   Result<std::optional<std::string>> getMeta(const std::string& key) override {
     sqlite3_stmt* st = nullptr;
-    if (sqlite3_prepare_v2(db_, "SELECT value FROM meta WHERE key=?", -1, &st, nullptr) != SQLITE_OK)
+    if (sqlite3_prepare_v2(db_, "SELECT value FROM meta WHERE key=?", -1, &st, nullptr) !=
+        SQLITE_OK)
       return err("prepare");
     sqlite3_bind_text(st, 1, key.c_str(), -1, SQLITE_TRANSIENT);
     std::optional<std::string> out;
@@ -62,8 +63,9 @@ class SqliteStore : public Store {
 
   Status setMeta(const std::string& key, const std::string& value) override {
     sqlite3_stmt* st = nullptr;
-    if (sqlite3_prepare_v2(db_, "INSERT INTO meta(key,value) VALUES(?,?) "
-                                "ON CONFLICT(key) DO UPDATE SET value=excluded.value",
+    if (sqlite3_prepare_v2(db_,
+                           "INSERT INTO meta(key,value) VALUES(?,?) "
+                           "ON CONFLICT(key) DO UPDATE SET value=excluded.value",
                            -1, &st, nullptr) != SQLITE_OK)
       return err("prepare");
     sqlite3_bind_text(st, 1, key.c_str(), -1, SQLITE_TRANSIENT);
@@ -104,9 +106,9 @@ class SqliteStore : public Store {
 
 Result<std::unique_ptr<Store>> openSqlite(const std::string& path) {
   sqlite3* db = nullptr;
-  int rc = sqlite3_open_v2(path.c_str(), &db,
-                           SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
-                           nullptr);
+  int rc =
+      sqlite3_open_v2(path.c_str(), &db,
+                      SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX, nullptr);
   if (rc != SQLITE_OK) {
     std::string m = db ? sqlite3_errmsg(db) : "out of memory";
     sqlite3_close_v2(db);

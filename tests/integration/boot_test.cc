@@ -1,16 +1,16 @@
 // Boots real QEMU microVMs (TCG here) and checks the foundation's promises:
 // guests reach ready and stop cleanly, several boot at once, bad input is a
 // clear Error and not a hang, and nothing is left behind by any test.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/stat.h>
 
 #include <boost/asio/co_spawn.hpp>
-#include <boost/asio/io_context.hpp>
 #include <boost/asio/detached.hpp>
+#include <boost/asio/io_context.hpp>
 #include <fstream>
 #include <set>
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
 
 #include "base/run_blocking.h"
 #include "guest_env.h"
@@ -25,9 +25,9 @@ namespace asio = boost::asio;
 using namespace std::chrono_literals;
 using hypervisor::MachineSpec;
 using ::testing::HasSubstr;
-using ::testing::UnorderedElementsAre;
 using testing::minimalSpec;
 using testing::ScratchDir;
+using ::testing::UnorderedElementsAre;
 
 class BootTest : public ::testing::Test {
  protected:
@@ -159,8 +159,8 @@ class KillingHypervisor : public hypervisor::Hypervisor {
 
 TEST_F(BootTest, QemuKilledMidBootIsAnError) {
   KillingHypervisor killer(hv_);
-  auto m = runBlocking(io_, node::bootMachine(killer, minimalSpec(id("killed"), dir_),
-                                              node::Clock::now() + 30s));
+  auto m = runBlocking(
+      io_, node::bootMachine(killer, minimalSpec(id("killed"), dir_), node::Clock::now() + 30s));
   ASSERT_FALSE(m.ok());
   EXPECT_EQ(m.error().code(), Code::kUnavailable);
   EXPECT_THAT(m.error().message(), HasSubstr("signal 9"));
@@ -178,8 +178,12 @@ TEST_F(BootTest, GuestThatNeverReportsReadyHitsTheDeadline) {
 
 TEST_F(BootTest, AutoAccelEndsOnAWorkingAcceleratorAndRemembersIt) {
   ScratchDir cache;
-  node::ProbeInputs in{testing::kernelPath(), testing::minimalImage(), "init=/sbin/vessel-agent",
-                       dir_.path() + "/" + id("probe"), cache.path(), "test-qemu"};
+  node::ProbeInputs in{testing::kernelPath(),
+                       testing::minimalImage(),
+                       "init=/sbin/vessel-agent",
+                       dir_.path() + "/" + id("probe"),
+                       cache.path(),
+                       "test-qemu"};
   in.deadline = 5s;
   auto first = runBlocking(io_, node::chooseAccel(AccelMode::kAuto, hv_, in));
   ASSERT_TRUE(first.ok()) << first.error().message();

@@ -39,8 +39,7 @@ ScratchDir::~ScratchDir() {
 std::vector<std::string> ScratchDir::files() const {
   std::vector<std::string> out;
   std::error_code ec;
-  for (auto it = fs::recursive_directory_iterator(path_, ec); it != fs::end(it);
-       it.increment(ec))
+  for (auto it = fs::recursive_directory_iterator(path_, ec); it != fs::end(it); it.increment(ec))
     out.push_back(fs::relative(it->path(), path_).string());
   return out;
 }

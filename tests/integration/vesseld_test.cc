@@ -2,6 +2,8 @@
 // acceleration in use, two instances with different state directories live
 // side by side, and a second instance on the same state directory is refused.
 #include <fcntl.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <boost/asio/io_context.hpp>
@@ -9,8 +11,6 @@
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/json.hpp>
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
 #include <thread>
 
 #include "base/child_process.h"
@@ -59,9 +59,17 @@ Daemon start(const std::string& state_dir, const std::string& cache_dir, const s
   auto out = Fd::open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
   EXPECT_TRUE(out.ok());
   SpawnOptions so;
-  so.argv = {VESSELD_PATH, "--state-dir", state_dir, "--cache-dir", cache_dir,
-             "--listen", "127.0.0.1:" + std::to_string(port), "--kernel", testing::kernelPath(),
-             "--minimal-image", testing::minimalImage()};
+  so.argv = {VESSELD_PATH,
+             "--state-dir",
+             state_dir,
+             "--cache-dir",
+             cache_dir,
+             "--listen",
+             "127.0.0.1:" + std::to_string(port),
+             "--kernel",
+             testing::kernelPath(),
+             "--minimal-image",
+             testing::minimalImage()};
   so.fds = {{out->get(), 1}, {out->get(), 2}};
   so.die_with_parent = true;
   auto p = ChildProcess::spawn(so);
@@ -126,8 +134,15 @@ TEST(VesseldTest, BadFlagsAreRefusedWithAReason) {
   std::string log = dir.path() + "/log";
   auto out = Fd::open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
   ASSERT_TRUE(out.ok());
-  so.argv = {VESSELD_PATH, "--state-dir", dir.path(), "--accel", "xen", "--kernel",
-             testing::kernelPath(), "--minimal-image", testing::minimalImage()};
+  so.argv = {VESSELD_PATH,
+             "--state-dir",
+             dir.path(),
+             "--accel",
+             "xen",
+             "--kernel",
+             testing::kernelPath(),
+             "--minimal-image",
+             testing::minimalImage()};
   so.fds = {{out->get(), 2}};
   auto p = ChildProcess::spawn(so);
   ASSERT_TRUE(p.ok());

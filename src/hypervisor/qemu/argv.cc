@@ -17,8 +17,8 @@ std::vector<std::string> buildArgv(const MachineSpec& s, const QemuPaths& p) {
   std::vector<std::string> a = {p.binary, "-name", "vessel-" + s.id};
   std::string machine = "microvm,x-option-roms=off,isa-serial=off,rtc=on,acpi=off";
   if (!s.memory_file.empty()) machine += ",memory-backend=mem";
-  a.insert(a.end(), {"-M", machine, "-nodefaults", "-no-user-config", "-display", "none",
-                     "-no-reboot"});
+  a.insert(a.end(),
+           {"-M", machine, "-nodefaults", "-no-user-config", "-display", "none", "-no-reboot"});
   if (s.accel == Accel::kKvm)
     a.insert(a.end(), {"-accel", "kvm", "-cpu", "host"});
   else
@@ -26,8 +26,8 @@ std::vector<std::string> buildArgv(const MachineSpec& s, const QemuPaths& p) {
   a.insert(a.end(), {"-smp", std::to_string(s.vcpus), "-m", std::to_string(s.memory_mib) + "M"});
   if (!s.memory_file.empty()) {
     a.insert(a.end(), {"-object", "memory-backend-file,id=mem,size=" +
-                                      std::to_string(s.memory_mib) + "M,mem-path=" +
-                                      s.memory_file + ",share=" + (s.memory_shared ? "on" : "off")});
+                                      std::to_string(s.memory_mib) + "M,mem-path=" + s.memory_file +
+                                      ",share=" + (s.memory_shared ? "on" : "off")});
   }
   std::string cmdline = baseCmdline(s);
   if (!s.cmdline.empty()) cmdline += " " + s.cmdline;
@@ -35,18 +35,18 @@ std::vector<std::string> buildArgv(const MachineSpec& s, const QemuPaths& p) {
   // Started paused: the host connects console and agent channel before the
   // guest runs its first instruction, so no early output is lost.
   a.insert(a.end(), {"-S", "-qmp", "unix:" + p.qmp_socket + ",server=on,wait=off"});
-  a.insert(a.end(), {"-device", "virtio-serial-device,max_ports=2",
-                     "-chardev", "socket,id=console,path=" + p.console_socket + ",server=on,wait=off",
-                     "-device", "virtconsole,chardev=console",
-                     "-chardev", "socket,id=agent,path=" + p.agent_socket + ",server=on,wait=off",
-                     "-device", std::string("virtserialport,chardev=agent,name=") + kAgentPortName});
+  a.insert(a.end(), {"-device", "virtio-serial-device,max_ports=2", "-chardev",
+                     "socket,id=console,path=" + p.console_socket + ",server=on,wait=off",
+                     "-device", "virtconsole,chardev=console", "-chardev",
+                     "socket,id=agent,path=" + p.agent_socket + ",server=on,wait=off", "-device",
+                     std::string("virtserialport,chardev=agent,name=") + kAgentPortName});
   a.insert(a.end(), {"-object", "rng-random,id=rng0,filename=/dev/urandom", "-device",
                      "virtio-rng-device,rng=rng0"});
   for (size_t i = 0; i < s.disks.size(); ++i) {
     const Disk& d = s.disks[i];
     std::string id = "disk" + std::to_string(i);
-    std::string drive = "id=" + id + ",file=" + d.path + ",format=" + d.format +
-                        ",if=none,discard=unmap";
+    std::string drive =
+        "id=" + id + ",file=" + d.path + ",format=" + d.format + ",if=none,discard=unmap";
     if (d.read_only) drive += ",readonly=on";
     a.insert(a.end(), {"-drive", drive, "-device", "virtio-blk-device,drive=" + id});
   }
@@ -57,8 +57,8 @@ std::vector<std::string> buildArgv(const MachineSpec& s, const QemuPaths& p) {
   if (s.incoming) a.insert(a.end(), {"-incoming", "defer"});
   // QEMU's own seccomp filter: no exec, no privilege changes, no setting
   // of scheduler or resource limits, obsolete syscalls denied.
-  a.insert(a.end(), {"-sandbox",
-                     "on,obsolete=deny,elevateprivileges=deny,spawn=deny,resourcecontrol=deny"});
+  a.insert(a.end(),
+           {"-sandbox", "on,obsolete=deny,elevateprivileges=deny,spawn=deny,resourcecontrol=deny"});
   return a;
 }
 

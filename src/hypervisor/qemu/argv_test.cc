@@ -65,7 +65,8 @@ TEST(QemuArgvTest, KvmTapMemoryFileAndIncoming) {
   EXPECT_EQ(after(a, "-accel"), "kvm");
   EXPECT_EQ(after(a, "-cpu"), "host");
   EXPECT_EQ(after(a, "-netdev"), "tap,id=net0,fd=3");
-  EXPECT_EQ(after(a, "-object", 0), "memory-backend-file,id=mem,size=512M,mem-path=/t/mem,share=off");
+  EXPECT_EQ(after(a, "-object", 0),
+            "memory-backend-file,id=mem,size=512M,mem-path=/t/mem,share=off");
   EXPECT_THAT(after(a, "-M"), HasSubstr("memory-backend=mem"));
   EXPECT_EQ(after(a, "-incoming"), "defer");
   EXPECT_THAT(after(a, "-append"), HasSubstr(" rw "));

@@ -6,8 +6,8 @@
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
-#include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/detached.hpp>
+#include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -167,7 +167,8 @@ asio::awaitable<Result<std::unique_ptr<Vm>>> QemuHypervisor::start(MachineSpec s
   if (fs::exists(spec.run_dir, fec) && !fs::is_empty(spec.run_dir, fec))
     co_return Error(Code::kAlreadyExists, ctx + ": run dir " + spec.run_dir + " is in use");
   fs::create_directories(spec.run_dir, fec);
-  if (fec) co_return Error(Code::kInternal, ctx + ": create " + spec.run_dir + ": " + fec.message());
+  if (fec)
+    co_return Error(Code::kInternal, ctx + ": create " + spec.run_dir + ": " + fec.message());
   fs::permissions(spec.run_dir, fs::perms::owner_all, fec);
   ScopeExit remove_dir([&] { fs::remove_all(spec.run_dir, fec); });
 
@@ -210,9 +211,9 @@ asio::awaitable<Result<std::unique_ptr<Vm>>> QemuHypervisor::start(MachineSpec s
     if (!r.ok()) co_return fail(std::move(r).error());
   }
   remove_dir.dismiss();
-  std::unique_ptr<Vm> vm = std::make_unique<QemuVm>(std::move(spec), std::move(*child),
-                                                    std::move(*qmp), std::move(*asock),
-                                                    std::move(*console), std::move(stderr_path));
+  std::unique_ptr<Vm> vm =
+      std::make_unique<QemuVm>(std::move(spec), std::move(*child), std::move(*qmp),
+                               std::move(*asock), std::move(*console), std::move(stderr_path));
   co_return vm;
 }
 
@@ -229,8 +230,7 @@ Result<std::string> qemuVersion(const std::string& binary) {
   while ((n = ::read(p.read.get(), buf, sizeof buf)) > 0 && out.size() < 4096)
     out.append(buf, static_cast<size_t>(n));
   auto st = c.waitFor(5s);
-  if (!st.ok() || !st->success())
-    return Error(Code::kUnavailable, binary + " --version failed");
+  if (!st.ok() || !st->success()) return Error(Code::kUnavailable, binary + " --version failed");
   auto nl = out.find('\n');
   return out.substr(0, nl);
 }

@@ -67,8 +67,8 @@ asio::awaitable<Result<std::shared_ptr<QmpClient>>> QmpClient::handshake(
     co_return std::move(g).error();
   }
   auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
-  auto caps = co_await c->execute("qmp_capabilities", {},
-                                  std::max(left, std::chrono::milliseconds(1)));
+  auto caps =
+      co_await c->execute("qmp_capabilities", {}, std::max(left, std::chrono::milliseconds(1)));
   if (!caps.ok()) {
     c->close();
     co_return std::move(caps).error();
@@ -171,8 +171,8 @@ void QmpClient::dispatch(QmpMessage msg) {
   if (msg.kind == K::kReturn)
     it->second->result = Result<json::value>(std::move(msg.value));
   else
-    it->second->result = Result<json::value>(
-        Error(Code::kFailedPrecondition, "qemu refused: " + msg.error_class + ": " + msg.error_desc));
+    it->second->result = Result<json::value>(Error(
+        Code::kFailedPrecondition, "qemu refused: " + msg.error_class + ": " + msg.error_desc));
   it->second->timer.cancel();
 }
 

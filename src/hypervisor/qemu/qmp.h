@@ -52,9 +52,9 @@ class QmpClient : public std::enable_shared_from_this<QmpClient> {
   // Runs one command. Fails with kDeadlineExceeded after `timeout`, with
   // kUnavailable if the socket closes, with kFailedPrecondition carrying
   // QEMU's error class and description if QEMU refuses the command.
-  asio::awaitable<Result<json::value>> execute(std::string command, json::object args = {},
-                                               std::chrono::milliseconds timeout =
-                                                   std::chrono::seconds(5));
+  asio::awaitable<Result<json::value>> execute(
+      std::string command, json::object args = {},
+      std::chrono::milliseconds timeout = std::chrono::seconds(5));
 
   void onEvent(EventHandler h) { on_event_ = std::move(h); }
   // Closes the socket; waiting commands fail.

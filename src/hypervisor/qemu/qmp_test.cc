@@ -1,17 +1,16 @@
 #include "hypervisor/qemu/qmp.h"
 
-#include <thread>
-
-#include "base/run_blocking.h"
-
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/local/connect_pair.hpp>
 #include <boost/asio/read_until.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
-#include <boost/asio/local/connect_pair.hpp>
+#include <thread>
+
+#include "base/run_blocking.h"
 
 namespace vessel::hypervisor::qemu {
 namespace {
@@ -65,12 +64,14 @@ class QmpClientTest : public ::testing::Test {
     return runBlocking(io_, std::move(a));
   }
   std::shared_ptr<QmpClient> handshake() {
-    serverSend(R"({"QMP": {"version": {}, "capabilities": []}})" "\r\n");
+    serverSend(R"({"QMP": {"version": {}, "capabilities": []}})"
+               "\r\n");
     // The client sends qmp_capabilities with id 1; answer it when it arrives.
     std::thread t([&] {
       std::string l = serverReadLine();
       EXPECT_THAT(l, HasSubstr("qmp_capabilities"));
-      serverSend(R"({"return": {}, "id": 1})" "\r\n");
+      serverSend(R"({"return": {}, "id": 1})"
+                 "\r\n");
     });
     auto c = run(QmpClient::handshake(std::move(client_sock_), Clock::now() + 5s));
     t.join();
@@ -91,7 +92,10 @@ TEST_F(QmpClientTest, CommandReturnWithInterleavedEvent) {
   c->onEvent([&](const std::string& n, const json::value&) { events.push_back(n); });
   std::thread t([&] {
     EXPECT_THAT(serverReadLine(), HasSubstr(R"("execute":"cont")"));
-    serverSend(R"({"event": "RESUME", "timestamp": {}})" "\r\n" R"({"return": {}, "id": 2})" "\r\n");
+    serverSend(R"({"event": "RESUME", "timestamp": {}})"
+               "\r\n"
+               R"({"return": {}, "id": 2})"
+               "\r\n");
   });
   auto r = run(c->execute("cont"));
   t.join();
@@ -104,7 +108,8 @@ TEST_F(QmpClientTest, RefusalCarriesQemusReason) {
   ASSERT_TRUE(c);
   std::thread t([&] {
     serverReadLine();
-    serverSend(R"({"error": {"class": "CommandNotFound", "desc": "nope"}, "id": 2})" "\n");
+    serverSend(R"({"error": {"class": "CommandNotFound", "desc": "nope"}, "id": 2})"
+               "\n");
   });
   auto r = run(c->execute("frobnicate"));
   t.join();
