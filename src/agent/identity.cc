@@ -124,8 +124,15 @@ void Identity::handle(Channel& ch, uint32_t stream, const agentproto::Frame& f) 
       std::memcpy(buf.data() + sizeof(rand_pool_info), m->bytes.data(), m->bytes.size());
       int rc = ::ioctl(fd, RNDADDENTROPY, info);
       int e = errno;
+      // Credited entropy alone does not reseed an already-initialised CRNG
+      // until its next scheduled reseed: clones restored from one snapshot
+      // would share /dev/urandom output until then. Force it now.
+      if (rc == 0) {
+        rc = ::ioctl(fd, RNDRESEEDCRNG);
+        e = errno;
+      }
       ::close(fd);
-      if (rc != 0) return ch.sendError(stream, Error::fromErrno("RNDADDENTROPY", e));
+      if (rc != 0) return ch.sendError(stream, Error::fromErrno("RNDADDENTROPY/RNDRESEEDCRNG", e));
       return ch.sendOk(stream);
     }
     case MsgType::kSetEnv: {

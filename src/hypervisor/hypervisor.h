@@ -56,8 +56,10 @@ struct MachineSpec {
   // builds); share=false maps it copy-on-write (clones).
   std::string memory_file;
   bool memory_shared = false;
-  // Start without running, waiting for an incoming migration (restore).
+  // Start without running, waiting for an incoming migration (restore);
+  // the state is read from this fd (an open state file) by loadState().
   bool incoming = false;
+  std::optional<int> incoming_state_fd;
 };
 
 // Checks a spec before anything is spawned: vCPUs and memory in range (not 0,
@@ -78,6 +80,16 @@ class Vm {
   virtual Status writeConsole(std::string_view bytes) = 0;
   // The VMM's stderr and the console log's tail, for error messages.
   virtual std::string diagnostics() const = 0;
+  // Stops / restarts the vCPUs (the VMM process stays).
+  virtual asio::awaitable<Status> pauseVcpus() = 0;
+  virtual asio::awaitable<Status> resumeVcpus() = 0;
+  // Writes the device state to `path`, and guest RAM too unless
+  // `ignore_shared` and RAM lives in a shared memory file (templates). The
+  // vCPUs must be paused. The file is fsynced before this returns.
+  virtual asio::awaitable<Status> saveState(const std::string& path, bool ignore_shared) = 0;
+  // For a machine started with `incoming`: loads the state from
+  // incoming_state_fd. The vCPUs stay paused; resumeVcpus() runs the guest.
+  virtual asio::awaitable<Status> loadState(bool ignore_shared) = 0;
   // Graceful quit, then SIGTERM, then SIGKILL; reaps and removes run_dir.
   virtual asio::awaitable<Status> stop() = 0;
 };

@@ -15,8 +15,11 @@ std::string baseCmdline(const MachineSpec& spec) {
 
 std::vector<std::string> buildArgv(const MachineSpec& s, const QemuPaths& p) {
   std::vector<std::string> a = {p.binary, "-name", "vessel-" + s.id};
-  std::string machine = "microvm,x-option-roms=off,isa-serial=off,rtc=on,acpi=off";
-  if (!s.memory_file.empty()) machine += ",memory-backend=mem";
+  // Guest RAM is always the backend "mem", file-backed or not: a snapshot
+  // names its RAM block by that id, so every machine must use the same one
+  // for any state to load into any machine of the same shape.
+  std::string machine =
+      "microvm,x-option-roms=off,isa-serial=off,rtc=on,acpi=off,memory-backend=mem";
   a.insert(a.end(),
            {"-M", machine, "-nodefaults", "-no-user-config", "-display", "none", "-no-reboot"});
   if (s.accel == Accel::kKvm)
@@ -24,10 +27,13 @@ std::vector<std::string> buildArgv(const MachineSpec& s, const QemuPaths& p) {
   else
     a.insert(a.end(), {"-accel", "tcg", "-cpu", "max"});
   a.insert(a.end(), {"-smp", std::to_string(s.vcpus), "-m", std::to_string(s.memory_mib) + "M"});
+  std::string size = std::to_string(s.memory_mib) + "M";
   if (!s.memory_file.empty()) {
-    a.insert(a.end(), {"-object", "memory-backend-file,id=mem,size=" +
-                                      std::to_string(s.memory_mib) + "M,mem-path=" + s.memory_file +
-                                      ",share=" + (s.memory_shared ? "on" : "off")});
+    a.insert(a.end(),
+             {"-object", "memory-backend-file,id=mem,size=" + size + ",mem-path=" + s.memory_file +
+                             ",share=" + (s.memory_shared ? "on" : "off")});
+  } else {
+    a.insert(a.end(), {"-object", "memory-backend-ram,id=mem,size=" + size});
   }
   std::string cmdline = baseCmdline(s);
   if (!s.cmdline.empty()) cmdline += " " + s.cmdline;

@@ -18,6 +18,8 @@ struct QemuPaths {
 
 // The fd number QEMU finds the tap on, when the spec has one.
 constexpr int kTapChildFd = 3;
+// The fd number QEMU reads an incoming migration (restore) from.
+constexpr int kStateChildFd = 4;
 // The virtio-serial port name the agent looks for in /sys/class/virtio-ports.
 constexpr const char* kAgentPortName = "vessel.agent";
 

@@ -32,7 +32,8 @@ std::string after(const std::vector<std::string>& a, const std::string& flag, in
 TEST(QemuArgvTest, MicrovmWithVirtioMmioOnly) {
   auto a = buildArgv(spec(), {"qemu", "/r/q.sock", "/r/c.sock", "/r/a.sock"});
   EXPECT_EQ(a[0], "qemu");
-  EXPECT_EQ(after(a, "-M"), "microvm,x-option-roms=off,isa-serial=off,rtc=on,acpi=off");
+  EXPECT_EQ(after(a, "-M"),
+            "microvm,x-option-roms=off,isa-serial=off,rtc=on,acpi=off,memory-backend=mem");
   EXPECT_THAT(a, Contains("-nodefaults"));
   EXPECT_THAT(a, Contains("-no-reboot"));
   EXPECT_THAT(a, Contains("-S"));
@@ -48,6 +49,7 @@ TEST(QemuArgvTest, MicrovmWithVirtioMmioOnly) {
   EXPECT_EQ(after(a, "-device", 1), "virtconsole,chardev=console");
   EXPECT_EQ(after(a, "-device", 2), "virtserialport,chardev=agent,name=vessel.agent");
   EXPECT_THAT(after(a, "-sandbox"), HasSubstr("spawn=deny"));
+  EXPECT_EQ(after(a, "-object", 0), "memory-backend-ram,id=mem,size=512M");
   EXPECT_THAT(a, Not(Contains("-incoming")));
   EXPECT_THAT(a, Not(Contains("-netdev")));
 }

@@ -14,6 +14,7 @@
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
+#include <boost/json.hpp>
 #include <filesystem>
 
 #include "base/log.h"
@@ -25,6 +26,7 @@
 namespace vessel::hypervisor::qemu {
 
 namespace fs = std::filesystem;
+namespace json = boost::json;
 using namespace std::chrono_literals;
 
 namespace {
@@ -101,6 +103,43 @@ class QemuVm : public Vm {
     return d;
   }
 
+  asio::awaitable<Status> pauseVcpus() override {
+    auto r = co_await qmp_->execute("stop");
+    if (!r.ok()) co_return std::move(r).error().withContext("pause " + spec_.id);
+    co_return okStatus();
+  }
+
+  asio::awaitable<Status> resumeVcpus() override {
+    auto r = co_await qmp_->execute("cont");
+    if (!r.ok()) co_return std::move(r).error().withContext("resume " + spec_.id);
+    co_return okStatus();
+  }
+
+  asio::awaitable<Status> saveState(const std::string& path, bool ignore_shared) override {
+    auto s = co_await saveStateImpl(path, ignore_shared);
+    if (!s.ok()) co_return std::move(s).error().withContext("save state of " + spec_.id);
+    co_return s;
+  }
+
+  asio::awaitable<Status> loadState(bool ignore_shared) override {
+    const std::string ctx = "load state into " + spec_.id;
+    if (!spec_.incoming || !spec_.incoming_state_fd)
+      co_return Error(Code::kFailedPrecondition, ctx + ": machine was not started for a restore");
+    VESSEL_CO_TRY(co_await setIgnoreShared(ignore_shared));
+    json::object args;
+    args["uri"] = "fd:" + std::to_string(kStateChildFd);
+    auto r = co_await qmp_->execute("migrate-incoming", std::move(args));
+    if (!r.ok()) co_return std::move(r).error().withContext(ctx);
+    auto done = co_await waitMigration(std::chrono::seconds(120));
+    if (!done.ok()) {
+      std::string diag = diagnostics();
+      std::string msg = done.error().context();
+      if (!diag.empty()) msg += "; " + diag;
+      co_return Error(done.error().code(), std::move(msg)).withContext(ctx);
+    }
+    co_return okStatus();
+  }
+
   asio::awaitable<Status> stop() override {
     if (stopped_) co_return okStatus();
     auto ex = co_await asio::this_coro::executor;
@@ -131,6 +170,105 @@ class QemuVm : public Vm {
                                asio::as_tuple(asio::use_awaitable)) ||
               timer.async_wait(asio::as_tuple(asio::use_awaitable)));
     co_return child_.tryWait().has_value();
+  }
+
+  asio::awaitable<Status> setIgnoreShared(bool on) {
+    json::object cap;
+    cap["capability"] = "x-ignore-shared";
+    cap["state"] = on;
+    json::array caps;
+    caps.push_back(std::move(cap));
+    // Arguments built outside the co_await: g++ 12 miscompiles braced
+    // initializers holding string literals in coroutine calls.
+    json::object args;
+    args["capabilities"] = std::move(caps);
+    auto r = co_await qmp_->execute("migrate-set-capabilities", std::move(args));
+    if (!r.ok()) co_return std::move(r).error();
+    co_return okStatus();
+  }
+
+  // Polls query-migrate until it completes or fails. Polling (not events)
+  // because a migration of a small template finishes in milliseconds.
+  asio::awaitable<Status> waitMigration(std::chrono::milliseconds limit) {
+    auto ex = co_await asio::this_coro::executor;
+    asio::steady_timer t(ex);
+    auto deadline = Clock::now() + limit;
+    for (;;) {
+      auto q = co_await qmp_->execute("query-migrate");
+      if (!q.ok()) co_return std::move(q).error();
+      std::string status;
+      if (const auto* o = q->if_object())
+        if (const auto* st = o->if_contains("status"); st && st->is_string())
+          status = std::string(st->get_string());
+      if (status == "completed") co_return okStatus();
+      if (status == "failed" || status == "cancelled") {
+        std::string why;
+        if (const auto* o = q->if_object())
+          if (const auto* e = o->if_contains("error-desc"); e && e->is_string())
+            why = std::string(e->get_string());
+        co_return Error(Code::kFailedPrecondition, "migration " + status + ": " + why);
+      }
+      if (Clock::now() > deadline)
+        co_return Error(Code::kDeadlineExceeded,
+                        "migration still '" + status + "' at the deadline");
+      t.expires_after(1ms);
+      co_await t.async_wait(asio::as_tuple(asio::use_awaitable));
+    }
+  }
+
+  asio::awaitable<Status> saveStateImpl(const std::string& path, bool ignore_shared) {
+    auto ex = co_await asio::this_coro::executor;
+    VESSEL_CO_TRY(co_await setIgnoreShared(ignore_shared));
+    // QEMU connects to a socket of ours and streams the state into it: its
+    // seccomp sandbox forbids exec:, and 7.2 has no file: migration.
+    std::string sock_path = spec_.run_dir + "/migrate.sock";
+    ::unlink(sock_path.c_str());
+    asio::local::stream_protocol::acceptor acc(ex);
+    boost::system::error_code ec;
+    acc.open(asio::local::stream_protocol(), ec);
+    if (!ec) acc.bind(asio::local::stream_protocol::endpoint(sock_path), ec);
+    if (!ec) acc.listen(1, ec);
+    if (ec) co_return Error(Code::kInternal, "listen on " + sock_path + ": " + ec.message());
+    ScopeExit unlink_sock([&] { ::unlink(sock_path.c_str()); });
+    auto out = Fd::open(path + ".tmp", O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    if (!out.ok()) co_return std::move(out).error();
+    ScopeExit unlink_tmp([&] { ::unlink((path + ".tmp").c_str()); });
+
+    json::object args;
+    args["uri"] = "unix:" + sock_path;
+    auto r = co_await qmp_->execute("migrate", std::move(args));
+    if (!r.ok()) co_return std::move(r).error();
+    using namespace asio::experimental::awaitable_operators;
+    asio::steady_timer accept_timeout(ex, 10s);
+    auto a = co_await (acc.async_accept(asio::as_tuple(asio::use_awaitable)) ||
+                       accept_timeout.async_wait(asio::as_tuple(asio::use_awaitable)));
+    if (a.index() != 0 || std::get<0>(std::get<0>(a)))
+      co_return Error(Code::kDeadlineExceeded, "qemu did not connect to the migration socket");
+    Socket conn = std::move(std::get<1>(std::get<0>(a)));
+    std::vector<char> buf(1 << 20);
+    for (;;) {
+      auto [rec, n] =
+          co_await conn.async_read_some(asio::buffer(buf), asio::as_tuple(asio::use_awaitable));
+      if (n > 0) {
+        size_t off = 0;
+        while (off < n) {
+          ssize_t w = ::write(out->get(), buf.data() + off, n - off);
+          if (w < 0) {
+            if (errno == EINTR) continue;
+            co_return Error::fromErrno("write " + path);
+          }
+          off += static_cast<size_t>(w);
+        }
+      }
+      if (rec == asio::error::eof) break;
+      if (rec) co_return Error(Code::kUnavailable, "migration stream: " + rec.message());
+    }
+    VESSEL_CO_TRY(co_await waitMigration(std::chrono::seconds(120)));
+    if (::fsync(out->get()) != 0) co_return Error::fromErrno("fsync " + path);
+    if (::rename((path + ".tmp").c_str(), path.c_str()) != 0)
+      co_return Error::fromErrno("rename to " + path);
+    unlink_tmp.dismiss();
+    co_return okStatus();
   }
 
   void cleanup() {
@@ -182,6 +320,7 @@ asio::awaitable<Result<std::unique_ptr<Vm>>> QemuHypervisor::start(MachineSpec s
   so.argv = buildArgv(spec, paths);
   so.fds.push_back({err_fd->get(), 2});
   if (spec.tap_fd) so.fds.push_back({*spec.tap_fd, kTapChildFd});
+  if (spec.incoming_state_fd) so.fds.push_back({*spec.incoming_state_fd, kStateChildFd});
   auto child = ChildProcess::spawn(so);
   if (!child.ok()) co_return std::move(child).error().withContext(ctx);
 

@@ -1,0 +1,40 @@
+#pragma once
+// A template's manifest: what a snapshot was made from and with, and the
+// sha256 of every file in the template directory. Restoring a snapshot into
+// a different QEMU, kernel or machine shape gives a broken guest, so each of
+// these is checked before a restore (docs/snapshot-format.md).
+#include <cstdint>
+#include <map>
+#include <string>
+
+#include "base/result.h"
+
+namespace vessel::templates {
+
+constexpr int kManifestFormat = 1;
+// Names of the files in a template directory.
+constexpr const char* kRootfsFile = "rootfs.ext4";
+constexpr const char* kMemoryFile = "memory";
+constexpr const char* kStateFile = "state";
+constexpr const char* kManifestFile = "manifest.json";
+
+struct Manifest {
+  int format = kManifestFormat;
+  std::string name;
+  std::string version;    // the build spec's hash prefix: same spec, same version
+  std::string spec_hash;  // sha256 of the canonical build spec and its inputs
+  std::string qemu_version;
+  std::string kernel_sha256;
+  std::string cmdline;
+  unsigned vcpus = 1;
+  uint64_t memory_mib = 256;
+  std::string created_at;                    // RFC 3339, UTC
+  std::map<std::string, std::string> files;  // file name -> sha256 hex
+};
+
+std::string toJson(const Manifest& m);
+// Bounded and strict: unknown format, missing or mistyped fields, file
+// names with a '/' or more than 16 files are Errors. Fuzzed.
+Result<Manifest> parseManifest(std::string_view json);
+
+}  // namespace vessel::templates

@@ -1,0 +1,52 @@
+#include "templates/manifest.h"
+
+#include <gtest/gtest.h>
+
+namespace vessel::templates {
+namespace {
+
+Manifest sample() {
+  Manifest m;
+  m.name = "minimal";
+  m.version = "abc123";
+  m.spec_hash = std::string(64, 'a');
+  m.qemu_version = "QEMU 7.2";
+  m.kernel_sha256 = std::string(64, 'b');
+  m.cmdline = "init=/sbin/vessel-agent";
+  m.vcpus = 2;
+  m.memory_mib = 256;
+  m.created_at = "2026-11-30T00:00:00Z";
+  for (const char* f : {kRootfsFile, kMemoryFile, kStateFile}) m.files[f] = std::string(64, 'c');
+  return m;
+}
+
+TEST(ManifestTest, RoundTrip) {
+  auto m = parseManifest(toJson(sample()));
+  ASSERT_TRUE(m.ok()) << m.error().message();
+  EXPECT_EQ(m->name, "minimal");
+  EXPECT_EQ(m->vcpus, 2u);
+  EXPECT_EQ(m->files.size(), 3u);
+}
+
+TEST(ManifestTest, RefusesBadInput) {
+  EXPECT_FALSE(parseManifest("").ok());
+  EXPECT_FALSE(parseManifest("[]").ok());
+  Manifest m = sample();
+  m.format = 2;
+  EXPECT_EQ(parseManifest(toJson(m)).error().code(), Code::kFailedPrecondition);
+  m = sample();
+  m.files["../etc/passwd"] = std::string(64, 'd');
+  EXPECT_FALSE(parseManifest(toJson(m)).ok());
+  m = sample();
+  m.files.erase(kMemoryFile);
+  EXPECT_FALSE(parseManifest(toJson(m)).ok());
+  m = sample();
+  m.vcpus = 0;
+  EXPECT_FALSE(parseManifest(toJson(m)).ok());
+  m = sample();
+  m.files[kStateFile] = "short";
+  EXPECT_FALSE(parseManifest(toJson(m)).ok());
+}
+
+}  // namespace
+}  // namespace vessel::templates

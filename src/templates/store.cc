@@ -1,0 +1,156 @@
+#include "templates/store.h"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <filesystem>
+
+#include "base/fd.h"
+#include "base/log.h"
+#include "base/sha256.h"
+
+namespace vessel::templates {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+bool validName(const std::string& s) {
+  if (s.empty() || s.size() > 64) return false;
+  for (char c : s)
+    if (!isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_' && c != '.') return false;
+  return s[0] != '.';
+}
+
+Result<Manifest> readManifest(const std::string& dir) {
+  VESSEL_ASSIGN_OR_RETURN(std::string text, readFile(dir + "/" + kManifestFile, 64 * 1024));
+  auto m = parseManifest(text);
+  if (!m.ok()) return std::move(m).error().withContext(dir);
+  return m;
+}
+
+}  // namespace
+
+Status TemplateStore::verifyFile(const std::string& path, const std::string& want) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return Error::fromErrno("template file " + path);
+  FileStamp stamp{st.st_ino, st.st_size,
+                  static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec,
+                  static_cast<int64_t>(st.st_ctim.tv_sec) * 1000000000 + st.st_ctim.tv_nsec};
+  auto it = verified_.find(path);
+  std::string have;
+  if (it != verified_.end() && it->second.first == stamp) {
+    have = it->second.second;
+  } else {
+    VESSEL_ASSIGN_OR_RETURN(have, sha256File(path));
+    verified_[path] = {stamp, have};
+  }
+  if (have != want)
+    return Error(Code::kFailedPrecondition, "template file " + path + " is corrupt: sha256 " +
+                                                have + ", manifest says " + want);
+  return okStatus();
+}
+
+Result<std::shared_ptr<const Template>> TemplateStore::open(const std::string& name,
+                                                            const std::string& version) {
+  if (!validName(name)) return Error(Code::kInvalidArgument, "bad template name '" + name + "'");
+  std::string v = version;
+  if (v.empty()) {
+    // Newest by creation time.
+    std::string newest_at;
+    std::error_code ec;
+    for (auto& e : fs::directory_iterator(root_ + "/" + name, ec)) {
+      auto m = readManifest(e.path().string());
+      if (m.ok() && m->created_at >= newest_at) {
+        newest_at = m->created_at;
+        v = m->version;
+      }
+    }
+    if (v.empty()) return Error(Code::kNotFound, "template '" + name + "' does not exist");
+  }
+  if (!validName(v)) return Error(Code::kInvalidArgument, "bad template version '" + v + "'");
+  auto t = std::make_shared<Template>();
+  t->dir = root_ + "/" + name + "/" + v;
+  std::string ctx = "template " + name + "@" + v;
+  auto m = readManifest(t->dir);
+  if (!m.ok()) {
+    if (m.error().code() == Code::kNotFound) return Error(Code::kNotFound, ctx + " does not exist");
+    return std::move(m).error().withContext(ctx);
+  }
+  t->manifest = std::move(*m);
+  if (t->manifest.name != name || t->manifest.version != v)
+    return Error(Code::kFailedPrecondition, ctx + ": manifest names another template");
+  if (t->manifest.qemu_version != qemu_version_)
+    return Error(Code::kFailedPrecondition, ctx + ": made with '" + t->manifest.qemu_version +
+                                                "', this host runs '" + qemu_version_ +
+                                                "'; rebuild the template");
+  if (t->manifest.kernel_sha256 != kernel_sha256_)
+    return Error(Code::kFailedPrecondition,
+                 ctx + ": made with another guest kernel; rebuild the template");
+  for (const auto& [file, sha] : t->manifest.files)
+    VESSEL_TRY_CTX(verifyFile(t->path(file.c_str()), sha), ctx);
+  return std::shared_ptr<const Template>(std::move(t));
+}
+
+std::vector<Manifest> TemplateStore::list() const {
+  std::vector<Manifest> out;
+  std::error_code ec;
+  for (auto& n : fs::directory_iterator(root_, ec))
+    for (auto& v : fs::directory_iterator(n.path(), ec))
+      if (auto m = readManifest(v.path().string()); m.ok()) out.push_back(std::move(*m));
+  std::sort(out.begin(), out.end(), [](const Manifest& a, const Manifest& b) {
+    return std::tie(a.name, a.created_at) < std::tie(b.name, b.created_at);
+  });
+  return out;
+}
+
+Result<std::shared_ptr<const Template>> TemplateStore::install(const std::string& staging,
+                                                               Manifest m) {
+  if (!validName(m.name) || !validName(m.version))
+    return Error(Code::kInvalidArgument, "install template: bad name or version");
+  std::string dest = root_ + "/" + m.name + "/" + m.version;
+  std::error_code ec;
+  if (fs::exists(dest + "/" + kManifestFile, ec))
+    return Error(Code::kAlreadyExists, "template " + m.name + "@" + m.version + " exists");
+  VESSEL_TRY(writeFileAtomic(staging + "/" + kManifestFile, toJson(m), 0444));
+  fs::create_directories(root_ + "/" + m.name, ec);
+  fs::remove_all(dest, ec);
+  fs::rename(staging, dest, ec);
+  if (ec) return Error(Code::kInternal, "install template at " + dest + ": " + ec.message());
+  return open(m.name, m.version);
+}
+
+void TemplateStore::release(const std::string& id) {
+  auto it = in_use_.find(id);
+  if (it != in_use_.end() && --it->second <= 0) in_use_.erase(it);
+}
+
+bool TemplateStore::inUse(const std::string& id) const { return in_use_.count(id) > 0; }
+
+Status TemplateStore::remove(const std::string& name, const std::string& version) {
+  if (!validName(name) || !validName(version))
+    return Error(Code::kInvalidArgument, "bad template name or version");
+  if (inUse(name + "@" + version))
+    return Error(Code::kFailedPrecondition,
+                 "template " + name + "@" + version + " is in use by sandboxes");
+  std::error_code ec;
+  if (!fs::exists(root_ + "/" + name + "/" + version, ec))
+    return Error(Code::kNotFound, "template " + name + "@" + version + " does not exist");
+  fs::remove_all(root_ + "/" + name + "/" + version, ec);
+  if (ec) return Error(Code::kInternal, "remove template: " + ec.message());
+  return okStatus();
+}
+
+int TemplateStore::collectGarbage() {
+  std::map<std::string, std::string> newest;  // name -> created_at
+  auto all = list();
+  for (const auto& m : all) newest[m.name] = std::max(newest[m.name], m.created_at);
+  int removed = 0;
+  for (const auto& m : all) {
+    if (m.created_at == newest[m.name] || inUse(m.name + "@" + m.version)) continue;
+    if (remove(m.name, m.version).ok()) ++removed;
+  }
+  return removed;
+}
+
+}  // namespace vessel::templates

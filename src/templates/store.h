@@ -1,0 +1,70 @@
+#pragma once
+// TemplateStore: immutable, versioned template directories under one root,
+// <root>/<name>/<version>/{rootfs.ext4, memory, state, manifest.json}.
+// open() refuses a template whose manifest does not match this host (QEMU
+// version, guest kernel) or whose files do not match their checksums; the
+// checksum of a file is recomputed whenever its inode, size, mtime or ctime
+// change, so a corrupted file is caught before any restore from it.
+// Used from one thread (the node's io thread).
+#include <sys/types.h>
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/result.h"
+#include "templates/manifest.h"
+
+namespace vessel::templates {
+
+struct Template {
+  Manifest manifest;
+  std::string dir;
+  std::string path(const char* file) const { return dir + "/" + file; }
+  std::string id() const { return manifest.name + "@" + manifest.version; }
+};
+
+class TemplateStore {
+ public:
+  TemplateStore(std::string root, std::string qemu_version, std::string kernel_sha256)
+      : root_(std::move(root)),
+        qemu_version_(std::move(qemu_version)),
+        kernel_sha256_(std::move(kernel_sha256)) {}
+
+  const std::string& root() const { return root_; }
+  // The newest version of `name` when version is empty.
+  Result<std::shared_ptr<const Template>> open(const std::string& name,
+                                               const std::string& version = "");
+  // Every installed template's manifest (unverified; for listings).
+  std::vector<Manifest> list() const;
+  // Moves a fully written directory (all files but the manifest) into
+  // place, writing the manifest last: a crash leaves no half template.
+  Result<std::shared_ptr<const Template>> install(const std::string& staging_dir, Manifest m);
+
+  // Sandboxes hold a reference while they use a template.
+  void acquire(const std::string& template_id) { ++in_use_[template_id]; }
+  void release(const std::string& template_id);
+  bool inUse(const std::string& template_id) const;
+  // Deletes one version; refused while in use.
+  Status remove(const std::string& name, const std::string& version);
+  // Deletes every version that is neither the newest of its name nor in use.
+  int collectGarbage();
+
+ private:
+  struct FileStamp {
+    ino_t ino;
+    off_t size;
+    int64_t mtime_ns, ctime_ns;
+    bool operator==(const FileStamp&) const = default;
+  };
+  Status verifyFile(const std::string& path, const std::string& want_sha256);
+
+  std::string root_;
+  std::string qemu_version_;
+  std::string kernel_sha256_;
+  std::map<std::string, int> in_use_;
+  std::map<std::string, std::pair<FileStamp, std::string>> verified_;  // path -> stamp, sha
+};
+
+}  // namespace vessel::templates

@@ -1,0 +1,94 @@
+#include "templates/store.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "base/sha256.h"
+
+namespace vessel::templates {
+namespace {
+
+namespace fs = std::filesystem;
+
+class TemplateStoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    root_ = ::testing::TempDir() + "/tstore-" + std::to_string(::getpid());
+    fs::remove_all(root_);
+    fs::create_directories(root_);
+  }
+  void TearDown() override { fs::remove_all(root_); }
+  // A staged template with small fake files; returns its manifest.
+  Manifest stage(const std::string& staging, const std::string& version, const std::string& at) {
+    fs::create_directories(staging);
+    Manifest m;
+    m.name = "t";
+    m.version = version;
+    m.spec_hash = std::string(64, 'a');
+    m.qemu_version = "qemu-x";
+    m.kernel_sha256 = std::string(64, 'k');
+    m.created_at = at;
+    for (const char* f : {kRootfsFile, kMemoryFile, kStateFile}) {
+      std::string data = std::string(f) + version;
+      std::ofstream(staging + "/" + f) << data;
+      m.files[f] = sha256Hex(data);
+    }
+    return m;
+  }
+  std::string root_;
+};
+
+TEST_F(TemplateStoreTest, InstallOpenLatestAndCorruption) {
+  TemplateStore s(root_, "qemu-x", std::string(64, 'k'));
+  ASSERT_TRUE(s.install(root_ + "/s1", stage(root_ + "/s1", "v1", "2026-01-01")).ok());
+  ASSERT_TRUE(s.install(root_ + "/s2", stage(root_ + "/s2", "v2", "2026-02-01")).ok());
+  auto latest = s.open("t");
+  ASSERT_TRUE(latest.ok()) << latest.error().message();
+  EXPECT_EQ((*latest)->manifest.version, "v2");
+  EXPECT_EQ(s.list().size(), 2u);
+  // Corrupt the memory file: refused, naming the file.
+  {
+    std::ofstream f((*latest)->path(kMemoryFile), std::ios::app);
+    f << "x";
+  }
+  auto bad = s.open("t", "v2");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error().code(), Code::kFailedPrecondition);
+  EXPECT_NE(bad.error().message().find("corrupt"), std::string::npos);
+  EXPECT_EQ(s.open("nope").error().code(), Code::kNotFound);
+  EXPECT_FALSE(s.open("../x").ok());
+}
+
+TEST_F(TemplateStoreTest, MismatchedHostIsRefused) {
+  {
+    TemplateStore s(root_, "qemu-x", std::string(64, 'k'));
+    ASSERT_TRUE(s.install(root_ + "/s1", stage(root_ + "/s1", "v1", "2026-01-01")).ok());
+  }
+  TemplateStore other_qemu(root_, "qemu-y", std::string(64, 'k'));
+  auto r = other_qemu.open("t");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message().find("rebuild"), std::string::npos);
+  TemplateStore other_kernel(root_, "qemu-x", std::string(64, 'z'));
+  EXPECT_FALSE(other_kernel.open("t").ok());
+}
+
+TEST_F(TemplateStoreTest, InUseCannotBeRemovedAndGcKeepsNewest) {
+  TemplateStore s(root_, "qemu-x", std::string(64, 'k'));
+  ASSERT_TRUE(s.install(root_ + "/s1", stage(root_ + "/s1", "v1", "2026-01-01")).ok());
+  ASSERT_TRUE(s.install(root_ + "/s2", stage(root_ + "/s2", "v2", "2026-02-01")).ok());
+  ASSERT_TRUE(s.install(root_ + "/s3", stage(root_ + "/s3", "v3", "2026-03-01")).ok());
+  s.acquire("t@v1");
+  EXPECT_EQ(s.remove("t", "v1").error().code(), Code::kFailedPrecondition);
+  EXPECT_EQ(s.collectGarbage(), 1);  // v2 only: v1 in use, v3 newest
+  EXPECT_FALSE(s.open("t", "v2").ok());
+  s.release("t@v1");
+  EXPECT_EQ(s.collectGarbage(), 1);
+  EXPECT_TRUE(s.open("t", "v3").ok());
+  EXPECT_EQ(s.list().size(), 1u);
+}
+
+}  // namespace
+}  // namespace vessel::templates
