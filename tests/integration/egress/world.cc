@@ -72,7 +72,7 @@ EgressWorld::~EgressWorld() {
   for (auto& g : guests_) {
     if (pool_ && g->slot) pool_->release(std::move(g->slot));
     std::error_code ec;
-    fs::remove_all("/etc/netns/" + g->netns.name(), ec);
+    if (g->netns.valid()) fs::remove_all("/etc/netns/" + g->netns.name(), ec);
   }
   guests_.clear();
   pool_.reset();
@@ -222,6 +222,16 @@ Result<Guest*> EgressWorld::addGuest(const std::string& sandbox, const boost::js
   VESSEL_TRY(ipIn(g->netns, {"addr", "add", l.guest_ip + "/30", "dev", "eth0"}));
   VESSEL_TRY(ipIn(g->netns, {"link", "set", "eth0", "up"}));
   VESSEL_TRY(ipIn(g->netns, {"route", "add", "default", "via", l.gateway_ip}));
+  VESSEL_TRY(control_->setSandbox(sandbox, g->slot->sourceAddress(), policy));
+  guests_.push_back(std::move(g));
+  return guests_.back().get();
+}
+
+Result<Guest*> EgressWorld::addVmGuest(const std::string& sandbox,
+                                       const boost::json::value& policy) {
+  auto g = std::make_unique<Guest>();
+  g->sandbox = sandbox;
+  VESSEL_ASSIGN_OR_RETURN(g->slot, pool_->acquire());
   VESSEL_TRY(control_->setSandbox(sandbox, g->slot->sourceAddress(), policy));
   guests_.push_back(std::move(g));
   return guests_.back().get();

