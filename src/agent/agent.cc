@@ -107,6 +107,18 @@ void Agent::onFrame(Frame f) {
   if (f.stream == 0) {
     // HelloAck needs no action: version 1 is the only version.
     if (f.type == MsgType::kPing) ch_.send(MsgType::kPong, 0, f.payload.substr(0, 64));
+    if (f.type == MsgType::kResync) {
+      auto m = agentproto::decodeMsg<agentproto::ResyncMsg>(f.payload);
+      if (!m.ok()) return;
+      // A new host took over the channel (e.g. vesseld restarted) without
+      // the agent seeing it go: everything of the old session ends here.
+      std::fprintf(stderr, "vessel-agent: host resynchronized the channel\n");
+      procs_.detachAll();
+      files_.abortAll();
+      ch_.resetSession();
+      sendHello();
+      ch_.sendMsg(0, *m);
+    }
     return;
   }
   switch (f.type) {

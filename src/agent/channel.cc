@@ -80,6 +80,12 @@ bool Channel::flush() {
   return true;
 }
 
+void Channel::resetSession() {
+  out_.clear();
+  out_pos_ = 0;
+  credit_.clear();
+}
+
 void Channel::reset() {
   decoder_ = agentproto::FrameDecoder();
   out_.clear();

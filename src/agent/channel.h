@@ -57,6 +57,9 @@ class Channel {
   bool flush();
   // After the host went away: forget everything in flight.
   void reset();
+  // A new host session on a decoder that is still in step: drop stream
+  // state and unsent output, keep the decoder.
+  void resetSession();
 
  private:
   int fd_;

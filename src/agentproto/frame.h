@@ -37,6 +37,8 @@ enum class MsgType : uint16_t {
   kOk = 16,
   kCredit = 17,
   kCancel = 18,
+  // A reconnecting host asks for a fresh session (docs/agent-protocol.md §2).
+  kResync = 19,
   // Identity and health.
   kSetHostname = 24,
   kSetClock = 25,

@@ -12,6 +12,7 @@ std::string_view msgTypeName(MsgType t) {
     case MsgType::kOk: return "Ok";
     case MsgType::kCredit: return "Credit";
     case MsgType::kCancel: return "Cancel";
+    case MsgType::kResync: return "Resync";
     case MsgType::kSetHostname: return "SetHostname";
     case MsgType::kSetClock: return "SetClock";
     case MsgType::kAddEntropy: return "AddEntropy";
@@ -105,6 +106,7 @@ Status validatePayload(MsgType type, std::string_view p) {
       if (r->bytes == 0) return Error(Code::kProtocol, "agent credit of zero bytes");
       return okStatus();
     }
+    case MsgType::kResync: return check<ResyncMsg>(p);
     case MsgType::kSetHostname: return check<SetHostnameMsg>(p);
     case MsgType::kSetClock: return check<SetClockMsg>(p);
     case MsgType::kAddEntropy: return check<AddEntropyMsg>(p);

@@ -154,6 +154,16 @@ struct CreditMsg {
   }
 };
 
+// Stream 0 only: the host's resync request and the agent's echo of it.
+struct ResyncMsg {
+  static constexpr MsgType kType = MsgType::kResync;
+  uint64_t nonce = 0;
+  template <typename S, typename V>
+  static bool visit(S& s, V& v) {
+    return v.num(s.nonce);
+  }
+};
+
 struct SetHostnameMsg {
   static constexpr MsgType kType = MsgType::kSetHostname;
   std::string name;

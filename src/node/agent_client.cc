@@ -3,9 +3,11 @@
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
+#include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
+#include <random>
 
 #include "node/agent_client_internal.h"
 
@@ -79,6 +81,53 @@ std::shared_ptr<AgentClient> AgentClient::create(Socket channel, std::string lef
       new AgentClient(std::move(channel), std::move(leftover), std::move(name)));
   c->start();
   return c;
+}
+
+asio::awaitable<Result<std::shared_ptr<AgentClient>>> AgentClient::reconnect(
+    Socket sock, std::string name, std::chrono::steady_clock::time_point deadline) {
+  using namespace asio::experimental::awaitable_operators;
+  std::random_device rd;
+  std::vector<char> buf(64 * 1024);
+  std::string window;
+  size_t scanned = 0;
+  while (std::chrono::steady_clock::now() < deadline) {
+    uint64_t nonce = (static_cast<uint64_t>(rd()) << 32) | rd();
+    std::string sig = *agentproto::encodeMsgFrame(0, agentproto::ResyncMsg{nonce});
+    // Zeros first: they complete a frame the old host may have left half
+    // written in the agent's decoder, then parse as empty control frames
+    // (a whole number of 12-byte headers, so an in-step decoder stays in
+    // step). A decoder they leave out of step fails, resets, and the next
+    // attempt gets through.
+    constexpr size_t kHeaders = (agentproto::kMaxPayload / agentproto::kHeaderSize) + 2;
+    std::string req(kHeaders * agentproto::kHeaderSize, '\0');
+    req += sig;
+    auto [wec, wn] =
+        co_await asio::async_write(sock, asio::buffer(req), asio::as_tuple(asio::use_awaitable));
+    if (wec) co_return Error(Code::kUnavailable, name + ": reconnect: write: " + wec.message());
+    auto attempt_end =
+        std::min(deadline, std::chrono::steady_clock::now() + std::chrono::seconds(2));
+    for (;;) {
+      if (size_t pos = window.find(sig); pos != std::string::npos) {
+        auto c = create(std::move(sock), window.substr(pos + sig.size()), std::move(name));
+        co_return c;
+      }
+      // Only a tail that could begin the echo is worth keeping.
+      if (window.size() >= sig.size()) window.erase(0, window.size() - sig.size() + 1);
+      if (std::chrono::steady_clock::now() >= attempt_end) break;
+      asio::steady_timer t(sock.get_executor(), attempt_end);
+      auto r =
+          co_await (sock.async_read_some(asio::buffer(buf), asio::as_tuple(asio::use_awaitable)) ||
+                    t.async_wait(asio::as_tuple(asio::use_awaitable)));
+      if (r.index() == 1) break;  // no echo yet: ask again with a new nonce
+      auto [ec, n] = std::get<0>(r);
+      if (ec) co_return Error(Code::kUnavailable, name + ": reconnect: read: " + ec.message());
+      scanned += n;
+      if (scanned > (64u << 20))
+        co_return Error(Code::kProtocol, name + ": reconnect: no resync echo in 64 MiB");
+      window.append(buf.data(), n);
+    }
+  }
+  co_return Error(Code::kDeadlineExceeded, name + ": reconnect: the agent did not resync in time");
 }
 
 void AgentClient::start() {

@@ -169,6 +169,12 @@ class AgentClient : public std::enable_shared_from_this<AgentClient> {
   // `name` prefixes errors (the sandbox id). Starts reading immediately.
   static std::shared_ptr<AgentClient> create(Socket channel, std::string leftover,
                                              std::string name);
+  // Takes over the channel of a guest that is already running (e.g. after
+  // vesseld restarted): asks the agent for a fresh session with Resync and
+  // skips whatever the old session left in the channel until the agent's
+  // echo. Processes keep running, detached; attach() resumes them.
+  static asio::awaitable<Result<std::shared_ptr<AgentClient>>> reconnect(
+      Socket channel, std::string name, std::chrono::steady_clock::time_point deadline);
   ~AgentClient();
 
   // Fails every outstanding and later call with kUnavailable and closes the

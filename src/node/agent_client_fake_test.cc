@@ -259,6 +259,59 @@ TEST_F(FakeAgentTest, OneBadGuestDoesNotAffectAnother) {
   EXPECT_FALSE(good.client->failure());
 }
 
+TEST_F(FakeAgentTest, ReconnectSkipsStaleBytesUntilTheResyncEcho) {
+  int sv[2];
+  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+  Fd guest(sv[1]);
+  AgentClient::Socket s(io_);
+  s.assign(asio::local::stream_protocol(), sv[0]);
+  auto out = std::make_shared<std::optional<Result<std::shared_ptr<AgentClient>>>>();
+  asio::co_spawn(
+      io_,
+      store(AgentClient::reconnect(std::move(s), "re", std::chrono::steady_clock::now() + 5s), out),
+      asio::detached);
+  // The guest side sees zero padding (empty control frames), then Resync.
+  agentproto::FrameDecoder dec;
+  std::optional<uint64_t> nonce;
+  auto deadline = std::chrono::steady_clock::now() + 5s;
+  while (!nonce && std::chrono::steady_clock::now() < deadline) {
+    io_.restart();
+    io_.run_one_for(10ms);
+    char buf[65536];
+    pollfd p{guest.get(), POLLIN, 0};
+    if (::poll(&p, 1, 0) != 1) continue;
+    ssize_t n = ::read(guest.get(), buf, sizeof buf);
+    ASSERT_GT(n, 0);
+    ASSERT_TRUE(dec.feed(std::string_view(buf, static_cast<size_t>(n))).ok());
+    for (;;) {
+      auto f = dec.next();
+      ASSERT_TRUE(f.ok());
+      if (!f->has_value()) break;
+      if ((*f)->type == MsgType::kResync)
+        nonce = agentproto::decodeMsg<agentproto::ResyncMsg>((*f)->payload)->nonce;
+      else
+        EXPECT_EQ(static_cast<int>((*f)->type), 0);
+    }
+  }
+  ASSERT_TRUE(nonce.has_value());
+  // Half a frame of the old session and a spontaneous Hello come before the
+  // echo; the client must skip them, not take them for violations.
+  std::string stale = agentproto::encodeFrame(MsgType::kStdout, 3, "old output").substr(0, 9);
+  stale += agentproto::encodeFrame(MsgType::kHello, 0, agentproto::encodeHello({}));
+  std::string echo = *agentproto::encodeMsgFrame(0, agentproto::ResyncMsg{*nonce});
+  stale += echo;
+  ASSERT_EQ(::write(guest.get(), stale.data(), stale.size()), static_cast<ssize_t>(stale.size()));
+  deadline = std::chrono::steady_clock::now() + 5s;
+  while (!out->has_value() && std::chrono::steady_clock::now() < deadline) {
+    io_.restart();
+    io_.run_one_for(10ms);
+  }
+  ASSERT_TRUE(out->has_value());
+  ASSERT_TRUE((*out)->ok()) << (*out)->error().message();
+  EXPECT_FALSE((***out)->failure());
+  (***out)->close();
+}
+
 TEST_F(FakeAgentTest, CallsHonorACallersDeadline) {
   // A guest that never answers must not hang a caller that set a deadline.
   using namespace asio::experimental::awaitable_operators;

@@ -52,6 +52,7 @@ class AgentGuestTest : public ::testing::Test {
     auto m = runFor(*io_, node::bootMachine(*hv_, spec, node::Clock::now() + 60s), 90s);
     ASSERT_TRUE(m.ok()) << m.error().message();
     machine_ = new node::Machine(std::move(*m));
+    agent_socket_ = new std::string(spec.run_dir + "/agent.sock");
     client_ = new std::shared_ptr<node::AgentClient>(node::AgentClient::create(
         std::move(machine_->vm->agentChannel()), std::move(machine_->leftover), "agent-test"));
   }
@@ -59,6 +60,7 @@ class AgentGuestTest : public ::testing::Test {
     if (client_) (*client_)->close();
     if (machine_) EXPECT_TRUE(runFor(*io_, machine_->vm->stop(), 30s).ok());
     delete client_;
+    delete agent_socket_;
     delete machine_;
     delete hv_;
     delete dir_;
@@ -85,6 +87,7 @@ class AgentGuestTest : public ::testing::Test {
   static hypervisor::qemu::QemuHypervisor* hv_;
   static node::Machine* machine_;
   static std::shared_ptr<node::AgentClient>* client_;
+  static std::string* agent_socket_;
   std::shared_ptr<node::AgentClient> c_;
 };
 
@@ -93,6 +96,7 @@ testing::ScratchDir* AgentGuestTest::dir_ = nullptr;
 hypervisor::qemu::QemuHypervisor* AgentGuestTest::hv_ = nullptr;
 node::Machine* AgentGuestTest::machine_ = nullptr;
 std::shared_ptr<node::AgentClient>* AgentGuestTest::client_ = nullptr;
+std::string* AgentGuestTest::agent_socket_ = nullptr;
 
 TEST_F(AgentGuestTest, Pid1MountsAndDefaultUser) {
   auto r = sh("cat /proc/mounts");
@@ -354,6 +358,51 @@ TEST_F(AgentGuestTest, IdentityAndOrphanReaping) {
   auto z = runFor(*io_, zombies(), 60s);
   ASSERT_TRUE(z.ok());
   EXPECT_TRUE(*z) << "zombies remain";
+}
+
+TEST_F(AgentGuestTest, ReattachAfterTheHostReconnects) {
+  // What a restarted vesseld does: the old channel closes, a new connection
+  // to the VM's agent socket gets a fresh Hello, and the processes that kept
+  // running are attached again.
+  ExecSpec s;
+  s.shell = "echo before; while [ ! -e /tmp/go2 ]; do sleep 0.05; done; echo after; exit 6";
+  s.user = "root";
+  auto p = runFor(*io_, c_->exec(s));
+  ASSERT_TRUE(p.ok());
+  uint32_t pid = (*p)->pid();
+  auto ev = runFor(*io_, (*p)->next(), 20s);
+  ASSERT_TRUE(ev.ok());
+  EXPECT_EQ(ev->data, "before\n");
+  c_->close();
+  p->reset();
+  node::AgentClient::Socket sock(*io_);
+  boost::system::error_code ec;
+  sock.connect(asio::local::stream_protocol::endpoint(*agent_socket_), ec);
+  ASSERT_FALSE(ec) << ec.message();
+  auto fresh = runFor(*io_,
+                      node::AgentClient::reconnect(std::move(sock), "agent-test",
+                                                   std::chrono::steady_clock::now() + 20s),
+                      30s);
+  ASSERT_TRUE(fresh.ok()) << fresh.error().message() << "\n" << machine_->vm->diagnostics();
+  *client_ = *fresh;
+  c_ = *client_;
+  auto q = runFor(*io_, c_->attach(pid));
+  ASSERT_TRUE(q.ok()) << q.error().message();
+  ASSERT_TRUE(sh("touch /tmp/go2").ok());
+  std::string out;
+  node::ExitInfo exit;
+  for (;;) {
+    auto e = runFor(*io_, (*q)->next(), 20s);
+    ASSERT_TRUE(e.ok()) << e.error().message();
+    if (e->kind == ProcessEvent::Kind::kExit) {
+      exit = e->exit;
+      break;
+    }
+    out += e->data;
+  }
+  EXPECT_EQ(out, "after\n");
+  EXPECT_EQ(exit.code, 6);
+  EXPECT_TRUE(sh("rm /tmp/go2").ok());
 }
 
 }  // namespace

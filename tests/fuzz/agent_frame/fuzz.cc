@@ -17,6 +17,7 @@ void decodeAll(std::string_view p) {
   (void)decodeHelloAck(p);
   (void)decodeMsg<ErrorMsg>(p);
   (void)decodeMsg<CreditMsg>(p);
+  (void)decodeMsg<ResyncMsg>(p);
   (void)decodeMsg<SetHostnameMsg>(p);
   (void)decodeMsg<SetClockMsg>(p);
   (void)decodeMsg<AddEntropyMsg>(p);
