@@ -1,0 +1,429 @@
+#include "node/runtime.h"
+
+#include <fcntl.h>
+#include <sys/random.h>
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/json.hpp>
+#include <filesystem>
+#include <random>
+
+#include "base/log.h"
+#include "base/scope_exit.h"
+
+namespace vessel::node {
+
+namespace fs = std::filesystem;
+namespace json = boost::json;
+using namespace std::chrono_literals;
+
+std::string newId(const std::string& prefix) {
+  unsigned char b[6];
+  if (::getrandom(b, sizeof b, 0) != sizeof b) {
+    std::random_device rd;
+    for (auto& x : b) x = static_cast<unsigned char>(rd());
+  }
+  static const char* k = "0123456789abcdef";
+  std::string s = prefix + "-";
+  for (unsigned char x : b) {
+    s.push_back(k[x >> 4]);
+    s.push_back(k[x & 15]);
+  }
+  return s;
+}
+
+namespace {
+
+Status makeOverlay(const std::string& path, const std::string& backing, const std::string& fmt) {
+  SpawnOptions so;
+  so.argv = {"qemu-img", "create", "-q", "-f", "qcow2", "-F", fmt, "-b", backing, path};
+  VESSEL_ASSIGN_OR_RETURN(ChildProcess p, ChildProcess::spawn(so));
+  auto st = p.waitFor(30s);
+  if (!st.ok()) return std::move(st).error().withContext("qemu-img create " + path);
+  if (!st->success())
+    return Error(Code::kInternal, "qemu-img create " + path + ": " + st->describe());
+  return okStatus();
+}
+
+bool validId(const std::string& id) {
+  if (id.empty() || id.size() > 48) return false;
+  for (char c : id)
+    if (!isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_') return false;
+  return true;
+}
+
+}  // namespace
+
+Runtime::Runtime(asio::io_context& io, hypervisor::Hypervisor& hv, templates::TemplateStore& store,
+                 RuntimeOptions opts)
+    : io_(io), hv_(hv), store_(store), opts_(std::move(opts)) {
+  std::error_code ec;
+  fs::create_directories(opts_.root + "/vms", ec);
+  fs::create_directories(opts_.root + "/sandboxes", ec);
+}
+
+Runtime::~Runtime() = default;
+
+size_t Runtime::pooled(const std::string& template_id) const {
+  auto it = pools_.find(template_id);
+  return it == pools_.end() ? 0 : it->second.size();
+}
+
+asio::awaitable<Result<Runtime::Prepared>> Runtime::prepareRestore(
+    std::shared_ptr<const templates::Template> t, const std::string& state_file,
+    const std::string& base_disk, const std::string& base_format, bool template_memory) {
+  Prepared p;
+  p.vm_id = newId("vm");
+  p.vm_dir = opts_.root + "/vms/" + p.vm_id;
+  p.tmpl = t;
+  std::error_code ec;
+  fs::create_directories(p.vm_dir, ec);
+  if (ec) co_return Error(Code::kInternal, "create " + p.vm_dir + ": " + ec.message());
+  ScopeExit cleanup([&] { fs::remove_all(p.vm_dir, ec); });
+  if (base_format == "qcow2") {
+    // A sandbox's own overlay (fork): each child gets a private copy.
+    fs::copy_file(base_disk, p.vm_dir + "/disk.qcow2", ec);
+    if (ec) co_return Error(Code::kInternal, "copy disk " + base_disk + ": " + ec.message());
+  } else {
+    VESSEL_CO_TRY(makeOverlay(p.vm_dir + "/disk.qcow2", base_disk, base_format));
+  }
+  auto state = Fd::open(state_file, O_RDONLY);
+  if (!state.ok()) co_return std::move(state).error().withContext("restore " + t->id());
+
+  hypervisor::MachineSpec s;
+  s.id = p.vm_id;
+  s.vcpus = t->manifest.vcpus;
+  s.memory_mib = t->manifest.memory_mib;
+  s.accel = opts_.accel;
+  s.kernel = opts_.kernel;
+  s.cmdline = t->manifest.cmdline;
+  s.disks = {{p.vm_dir + "/disk.qcow2", false, "qcow2"}};
+  if (template_memory) {
+    // Copy-on-write view of the template's RAM: pages are shared with every
+    // other clone until written, and nothing is written back to the file.
+    s.memory_file = t->path(templates::kMemoryFile);
+    s.memory_shared = false;
+  }
+  s.incoming = true;
+  s.incoming_state_fd = state->get();
+  s.run_dir = p.vm_dir + "/run";
+  s.console_log = p.vm_dir + "/console.log";
+  auto vm = co_await hv_.start(s, Clock::now() + 30s);
+  if (!vm.ok()) co_return std::move(vm).error().withContext("restore " + t->id());
+  p.vm = std::move(*vm);
+  cleanup.dismiss();
+  co_return p;
+}
+
+asio::awaitable<Status> Runtime::applyIdentity(Sandbox& sb) {
+  auto& a = sb.agent_;
+  // Fresh entropy first: two clones of one snapshot share the guest CRNG.
+  std::string seed(64, '\0');
+  if (::getrandom(seed.data(), seed.size(), 0) != static_cast<ssize_t>(seed.size()))
+    co_return Error::fromErrno("getrandom");
+  VESSEL_CO_TRY(co_await a->addEntropy(std::move(seed)));
+  VESSEL_CO_TRY(co_await a->setClock(std::chrono::system_clock::now()));
+  VESSEL_CO_TRY(co_await a->setHostname(sb.hostname_));
+  std::vector<std::string> env = sb.env_;
+  env.push_back("VESSEL_SANDBOX_ID=" + sb.id_);
+  VESSEL_CO_TRY(co_await a->setDefaultEnv(std::move(env)));
+  co_return okStatus();
+}
+
+asio::awaitable<Status> Runtime::finishRestore(Sandbox& sb, bool ignore_shared) {
+  VESSEL_CO_TRY(co_await sb.vm_->loadState(ignore_shared));
+  VESSEL_CO_TRY(co_await sb.vm_->resumeVcpus());
+  auto m = co_await agentResync(sb.vm_->agentChannel(), Clock::now() + opts_.ready_timeout);
+  if (!m.ok()) {
+    std::string diag = sb.vm_->diagnostics();
+    std::string msg = m.error().context();
+    if (!diag.empty()) msg += "; " + diag;
+    co_return Error(m.error().code(), std::move(msg));
+  }
+  sb.agent_ =
+      AgentClient::create(std::move(sb.vm_->agentChannel()), std::move(m->leftover), sb.id_);
+  co_return co_await applyIdentity(sb);
+}
+
+Status Runtime::writeRecord(const Sandbox& sb) {
+  json::array env;
+  for (const auto& e : sb.env_) env.push_back(json::string(e));
+  json::object o;
+  o["id"] = sb.id_;
+  o["template"] = sb.template_id_;
+  o["vm_dir"] = sb.vm_dir_;
+  o["hostname"] = sb.hostname_;
+  o["env"] = std::move(env);
+  o["vcpus"] = sb.vcpus_;
+  o["memory_mib"] = sb.memory_mib_;
+  o["state"] = sb.state_ == Sandbox::State::kPaused ? "paused" : "running";
+  return writeFileAtomic(sb.dir_ + "/sandbox.json", json::serialize(o), 0600);
+}
+
+asio::awaitable<Result<std::shared_ptr<Sandbox>>> Runtime::create(std::string template_name,
+                                                                  CreateOptions opts) {
+  auto t = store_.open(template_name);
+  if (!t.ok()) co_return std::move(t).error();
+  auto sb = std::make_shared<Sandbox>();
+  sb->id_ = opts.id.empty() ? newId("sb") : opts.id;
+  if (!validId(sb->id_))
+    co_return Error(Code::kInvalidArgument, "bad sandbox id '" + sb->id_ + "'");
+  sb->dir_ = opts_.root + "/sandboxes/" + sb->id_;
+  std::error_code ec;
+  if (!fs::create_directory(sb->dir_, ec))
+    co_return Error(Code::kAlreadyExists, "sandbox " + sb->id_ + " exists");
+  ScopeExit remove_dir([&] { fs::remove_all(sb->dir_, ec); });
+  sb->template_id_ = (*t)->id();
+  sb->hostname_ = opts.hostname.empty() ? sb->id_ : opts.hostname;
+  sb->env_ = opts.env;
+  sb->vcpus_ = (*t)->manifest.vcpus;
+  sb->memory_mib_ = (*t)->manifest.memory_mib;
+  std::string ctx = "create sandbox " + sb->id_ + " from " + (*t)->id();
+
+  if (opts.cold) {
+    sb->vm_dir_ = opts_.root + "/vms/" + newId("vm");
+    fs::create_directories(sb->vm_dir_, ec);
+    ScopeExit rm_vm([&] { fs::remove_all(sb->vm_dir_, ec); });
+    VESSEL_CO_TRY(
+        makeOverlay(sb->vm_dir_ + "/disk.qcow2", (*t)->path(templates::kRootfsFile), "raw"));
+    hypervisor::MachineSpec s;
+    s.id = fs::path(sb->vm_dir_).filename().string();
+    s.vcpus = sb->vcpus_;
+    s.memory_mib = sb->memory_mib_;
+    s.accel = opts_.accel;
+    s.kernel = opts_.kernel;
+    s.cmdline = (*t)->manifest.cmdline;
+    s.disks = {{sb->vm_dir_ + "/disk.qcow2", false, "qcow2"}};
+    s.run_dir = sb->vm_dir_ + "/run";
+    s.console_log = sb->vm_dir_ + "/console.log";
+    auto m = co_await bootMachine(hv_, s, Clock::now() + opts_.ready_timeout);
+    if (!m.ok()) co_return std::move(m).error().withContext(ctx);
+    sb->vm_ = std::move(m->vm);
+    sb->agent_ =
+        AgentClient::create(std::move(sb->vm_->agentChannel()), std::move(m->leftover), sb->id_);
+    auto id = co_await applyIdentity(*sb);
+    if (!id.ok()) {
+      (void)co_await sb->vm_->stop();
+      co_return std::move(id).error().withContext(ctx);
+    }
+    rm_vm.dismiss();
+  } else {
+    Prepared p;
+    auto& pool = pools_[(*t)->id()];
+    if (!pool.empty()) {
+      p = std::move(pool.front());
+      pool.pop_front();
+    } else {
+      auto r = co_await prepareRestore(*t, (*t)->path(templates::kStateFile),
+                                       (*t)->path(templates::kRootfsFile), "raw", true);
+      if (!r.ok()) co_return std::move(r).error().withContext(ctx);
+      p = std::move(*r);
+    }
+    refillLater(template_name);
+    sb->vm_dir_ = p.vm_dir;
+    sb->vm_ = std::move(p.vm);
+    auto fin = co_await finishRestore(*sb, true);
+    if (!fin.ok()) {
+      if (sb->agent_) sb->agent_->close();
+      (void)co_await sb->vm_->stop();
+      fs::remove_all(sb->vm_dir_, ec);
+      co_return std::move(fin).error().withContext(ctx);
+    }
+  }
+  store_.acquire(sb->template_id_);
+  VESSEL_CO_TRY(writeRecord(*sb));
+  remove_dir.dismiss();
+  co_return sb;
+}
+
+void Runtime::refillLater(const std::string& template_name) {
+  if (opts_.pool_size == 0 || filling_[template_name]) return;
+  filling_[template_name] = true;
+  asio::co_spawn(
+      io_,
+      [this, template_name]() -> asio::awaitable<void> {
+        auto s = co_await fillPool(template_name);
+        filling_[template_name] = false;
+        if (!s.ok())
+          Logger("runtime").warn("pool refill for {}: {}", template_name, s.error().message());
+      },
+      asio::detached);
+}
+
+asio::awaitable<Status> Runtime::fillPool(const std::string& template_name) {
+  auto t = store_.open(template_name);
+  if (!t.ok()) co_return std::move(t).error();
+  auto& pool = pools_[(*t)->id()];
+  while (pool.size() < opts_.pool_size) {
+    auto r = co_await prepareRestore(*t, (*t)->path(templates::kStateFile),
+                                     (*t)->path(templates::kRootfsFile), "raw", true);
+    if (!r.ok()) co_return std::move(r).error();
+    pools_[(*t)->id()].push_back(std::move(*r));
+  }
+  co_return okStatus();
+}
+
+asio::awaitable<void> Runtime::drainPools() {
+  for (auto& [id, pool] : pools_) {
+    while (!pool.empty()) {
+      Prepared p = std::move(pool.front());
+      pool.pop_front();
+      (void)co_await p.vm->stop();
+      std::error_code ec;
+      fs::remove_all(p.vm_dir, ec);
+    }
+  }
+}
+
+asio::awaitable<Status> Runtime::pause(Sandbox& sb) {
+  std::string ctx = "pause sandbox " + sb.id_;
+  if (sb.state_ != Sandbox::State::kRunning)
+    co_return Error(Code::kFailedPrecondition, ctx + ": sandbox is not running");
+  auto s = co_await sb.vm_->pauseVcpus();
+  if (s.ok()) s = co_await sb.vm_->saveState(sb.dir_ + "/pause.state", false);
+  if (!s.ok()) {
+    (void)co_await sb.vm_->resumeVcpus();
+    co_return std::move(s).error().withContext(ctx);
+  }
+  sb.agent_->close();
+  sb.agent_.reset();
+  (void)co_await sb.vm_->stop();
+  sb.vm_.reset();
+  sb.state_ = Sandbox::State::kPaused;
+  VESSEL_CO_TRY(writeRecord(sb));
+  co_return okStatus();
+}
+
+asio::awaitable<Result<std::shared_ptr<Sandbox>>> Runtime::resume(const std::string& id) {
+  std::string ctx = "resume sandbox " + id;
+  if (!validId(id)) co_return Error(Code::kInvalidArgument, ctx + ": bad id");
+  std::string dir = opts_.root + "/sandboxes/" + id;
+  auto text = readFile(dir + "/sandbox.json");
+  if (!text.ok()) co_return std::move(text).error().withContext(ctx);
+  boost::system::error_code jec;
+  json::value v = json::parse(*text, jec);
+  if (jec || !v.is_object()) co_return Error(Code::kInternal, ctx + ": sandbox.json is corrupt");
+  auto& o = v.as_object();
+  auto sb = std::make_shared<Sandbox>();
+  sb->id_ = id;
+  sb->dir_ = dir;
+  try {
+    sb->vm_dir_ = std::string(o.at("vm_dir").as_string());
+    sb->template_id_ = std::string(o.at("template").as_string());
+    sb->hostname_ = std::string(o.at("hostname").as_string());
+    for (auto& e : o.at("env").as_array()) sb->env_.emplace_back(e.as_string());
+    sb->vcpus_ = static_cast<unsigned>(o.at("vcpus").to_number<uint64_t>());
+    sb->memory_mib_ = o.at("memory_mib").to_number<uint64_t>();
+    if (o.at("state").as_string() != "paused")
+      co_return Error(Code::kFailedPrecondition, ctx + ": sandbox is not paused");
+  } catch (const std::exception& e) {
+    co_return Error(Code::kInternal, ctx + ": sandbox.json: " + e.what());
+  }
+  auto at = sb->template_id_.find('@');
+  auto t = store_.open(sb->template_id_.substr(0, at), sb->template_id_.substr(at + 1));
+  if (!t.ok()) co_return std::move(t).error().withContext(ctx);
+
+  auto state = Fd::open(dir + "/pause.state", O_RDONLY);
+  if (!state.ok()) co_return std::move(state).error().withContext(ctx);
+  hypervisor::MachineSpec s;
+  s.id = fs::path(sb->vm_dir_).filename().string();
+  s.vcpus = sb->vcpus_;
+  s.memory_mib = sb->memory_mib_;
+  s.accel = opts_.accel;
+  s.kernel = opts_.kernel;
+  s.cmdline = (*t)->manifest.cmdline;
+  s.disks = {{sb->vm_dir_ + "/disk.qcow2", false, "qcow2"}};
+  s.incoming = true;
+  s.incoming_state_fd = state->get();
+  s.run_dir = sb->vm_dir_ + "/run";
+  s.console_log = sb->vm_dir_ + "/console.log";
+  auto vm = co_await hv_.start(s, Clock::now() + 30s);
+  if (!vm.ok()) co_return std::move(vm).error().withContext(ctx);
+  sb->vm_ = std::move(*vm);
+  auto fin = co_await finishRestore(*sb, false);
+  if (!fin.ok()) {
+    if (sb->agent_) sb->agent_->close();
+    (void)co_await sb->vm_->stop();
+    co_return std::move(fin).error().withContext(ctx);
+  }
+  std::error_code ec;
+  fs::remove(dir + "/pause.state", ec);
+  sb->state_ = Sandbox::State::kRunning;
+  store_.acquire(sb->template_id_);
+  VESSEL_CO_TRY(writeRecord(*sb));
+  co_return sb;
+}
+
+asio::awaitable<Result<std::vector<std::shared_ptr<Sandbox>>>> Runtime::fork(Sandbox& sb,
+                                                                             int count) {
+  std::string ctx = "fork sandbox " + sb.id_;
+  if (count < 1 || count > 64) co_return Error(Code::kInvalidArgument, ctx + ": count 1 to 64");
+  if (sb.state_ != Sandbox::State::kRunning)
+    co_return Error(Code::kFailedPrecondition, ctx + ": sandbox is not running");
+  auto at = sb.template_id_.find('@');
+  auto t = store_.open(sb.template_id_.substr(0, at), sb.template_id_.substr(at + 1));
+  if (!t.ok()) co_return std::move(t).error().withContext(ctx);
+  // A brief pause: state and disk are captured together, then the
+  // original carries on.
+  std::string snap = sb.dir_ + "/fork-" + newId("s");
+  std::error_code ec;
+  fs::create_directories(snap, ec);
+  ScopeExit rm_snap([&] { fs::remove_all(snap, ec); });
+  VESSEL_CO_TRY(co_await sb.vm_->pauseVcpus());
+  auto saved = co_await sb.vm_->saveState(snap + "/state", false);
+  if (saved.ok()) {
+    fs::copy_file(sb.vm_dir_ + "/disk.qcow2", snap + "/disk.qcow2", ec);
+    if (ec) saved = Error(Code::kInternal, "copy disk: " + ec.message());
+  }
+  auto resumed = co_await sb.vm_->resumeVcpus();
+  if (!saved.ok()) co_return std::move(saved).error().withContext(ctx);
+  if (!resumed.ok()) co_return std::move(resumed).error().withContext(ctx);
+
+  std::vector<std::shared_ptr<Sandbox>> out;
+  for (int i = 0; i < count; ++i) {
+    auto child = std::make_shared<Sandbox>();
+    child->id_ = newId("sb");
+    child->dir_ = opts_.root + "/sandboxes/" + child->id_;
+    fs::create_directories(child->dir_, ec);
+    child->template_id_ = sb.template_id_;
+    child->hostname_ = child->id_;
+    child->env_ = sb.env_;
+    child->vcpus_ = sb.vcpus_;
+    child->memory_mib_ = sb.memory_mib_;
+    // The child's disk: a private copy of the parent's overlay.
+    auto r = co_await prepareRestore(*t, snap + "/state", snap + "/disk.qcow2", "qcow2", false);
+    Status st = r.ok() ? okStatus() : Status(r.error());
+    if (r.ok()) {
+      child->vm_dir_ = r->vm_dir;
+      child->vm_ = std::move(r->vm);
+      st = co_await finishRestore(*child, false);
+    }
+    if (!st.ok()) {
+      if (child->agent_) child->agent_->close();
+      if (child->vm_) (void)co_await child->vm_->stop();
+      fs::remove_all(child->dir_, ec);
+      if (!child->vm_dir_.empty()) fs::remove_all(child->vm_dir_, ec);
+      for (auto& c : out) (void)co_await destroy(*c);
+      co_return std::move(st).error().withContext(ctx);
+    }
+    store_.acquire(child->template_id_);
+    (void)writeRecord(*child);
+    out.push_back(std::move(child));
+  }
+  co_return out;
+}
+
+asio::awaitable<Status> Runtime::destroy(Sandbox& sb) {
+  if (sb.agent_) sb.agent_->close();
+  if (sb.vm_) (void)co_await sb.vm_->stop();
+  sb.vm_.reset();
+  sb.agent_.reset();
+  std::error_code ec;
+  fs::remove_all(sb.vm_dir_, ec);
+  fs::remove_all(sb.dir_, ec);
+  store_.release(sb.template_id_);
+  co_return okStatus();
+}
+
+}  // namespace vessel::node

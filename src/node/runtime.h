@@ -1,0 +1,116 @@
+#pragma once
+// The sandbox runtime of one node: creates sandboxes by restoring a
+// template's snapshot (from a pool of QEMU processes already waiting for
+// their state), gives each a fresh identity before any user command runs,
+// and pauses, resumes, forks and destroys them. Used from one io thread.
+//
+// On disk, under RuntimeOptions::root:
+//   <root>/vms/<vm-id>/        disk.qcow2 (overlay on the template's rootfs),
+//                              console.log, run/ (QEMU sockets)
+//   <root>/sandboxes/<id>/     sandbox.json, pause.state (while paused)
+#include <boost/asio/io_context.hpp>
+#include <deque>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "hypervisor/hypervisor.h"
+#include "node/agent_client.h"
+#include "node/machine.h"
+#include "templates/store.h"
+
+namespace vessel::node {
+
+struct RuntimeOptions {
+  std::string root;
+  std::string kernel;
+  hypervisor::Accel accel = hypervisor::Accel::kTcg;
+  // QEMU processes per template kept waiting for a restore.
+  size_t pool_size = 2;
+  std::chrono::seconds ready_timeout{60};
+};
+
+struct CreateOptions {
+  std::string id;        // empty: generated
+  std::string hostname;  // empty: the id
+  std::vector<std::string> env;
+  bool cold = false;  // boot the template's disk instead of restoring its snapshot
+};
+
+class Sandbox {
+ public:
+  enum class State { kRunning, kPaused };
+  const std::string& id() const { return id_; }
+  State state() const { return state_; }
+  const std::string& templateId() const { return template_id_; }
+  // The agent of a running sandbox (null while paused).
+  const std::shared_ptr<AgentClient>& agent() const { return agent_; }
+  hypervisor::Vm* vm() const { return vm_.get(); }
+  const std::string& dir() const { return dir_; }
+  const std::string& vmDir() const { return vm_dir_; }
+
+ private:
+  friend class Runtime;
+  std::string id_, dir_, vm_dir_, template_id_, hostname_;
+  std::vector<std::string> env_;
+  unsigned vcpus_ = 1;
+  uint64_t memory_mib_ = 256;
+  State state_ = State::kRunning;
+  std::unique_ptr<hypervisor::Vm> vm_;
+  std::shared_ptr<AgentClient> agent_;
+};
+
+class Runtime {
+ public:
+  Runtime(asio::io_context& io, hypervisor::Hypervisor& hv, templates::TemplateStore& store,
+          RuntimeOptions opts);
+  ~Runtime();
+
+  asio::awaitable<Result<std::shared_ptr<Sandbox>>> create(std::string template_name,
+                                                           CreateOptions opts);
+  // Saves memory, disk and device state into the sandbox's directories and
+  // frees the VM.
+  asio::awaitable<Status> pause(Sandbox& sb);
+  // Restores a paused sandbox, also one paused by an earlier vesseld.
+  asio::awaitable<Result<std::shared_ptr<Sandbox>>> resume(const std::string& id);
+  // Snapshots a running sandbox (briefly paused) into `count` new sandboxes.
+  asio::awaitable<Result<std::vector<std::shared_ptr<Sandbox>>>> fork(Sandbox& sb, int count);
+  // Stops the VM and deletes every file of the sandbox.
+  asio::awaitable<Status> destroy(Sandbox& sb);
+
+  // Starts QEMU processes for `template_name` until the pool is full.
+  asio::awaitable<Status> fillPool(const std::string& template_name);
+  size_t pooled(const std::string& template_id) const;
+  // Stops every pooled QEMU process.
+  asio::awaitable<void> drainPools();
+  void setPoolSize(size_t n) { opts_.pool_size = n; }
+
+ private:
+  struct Prepared {
+    std::string vm_id, vm_dir;
+    std::unique_ptr<hypervisor::Vm> vm;
+    std::shared_ptr<const templates::Template> tmpl;
+  };
+  asio::awaitable<Result<Prepared>> prepareRestore(std::shared_ptr<const templates::Template> t,
+                                                   const std::string& state_file,
+                                                   const std::string& base_disk,
+                                                   const std::string& base_format,
+                                                   bool template_memory);
+  asio::awaitable<Status> finishRestore(Sandbox& sb, bool ignore_shared);
+  asio::awaitable<Status> applyIdentity(Sandbox& sb);
+  Status writeRecord(const Sandbox& sb);
+  void refillLater(const std::string& template_name);
+
+  asio::io_context& io_;
+  hypervisor::Hypervisor& hv_;
+  templates::TemplateStore& store_;
+  RuntimeOptions opts_;
+  std::map<std::string, std::deque<Prepared>> pools_;  // template id -> ready QEMUs
+  std::map<std::string, bool> filling_;
+};
+
+// A short random id with a prefix, e.g. "sb-3f9a0c1d2e4b".
+std::string newId(const std::string& prefix);
+
+}  // namespace vessel::node
