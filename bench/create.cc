@@ -1,0 +1,258 @@
+// bench/create: what a sandbox costs to create, all in one run so the
+// numbers compare: cold boot, restore without the pool, restore from the
+// pool, at concurrency 1, 8 and 32 (create-to-first-exec latency and creates
+// per second); the idle memory of 20 sandboxes from one template; pause and
+// resume of 256 MiB and 1 GiB guests.
+#include <unistd.h>
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/io_context.hpp>
+#include <filesystem>
+#include <fstream>
+
+#include "base/log.h"
+#include "base/run_blocking.h"
+#include "base/sha256.h"
+#include "bench_util.h"
+#include "hypervisor/qemu/qemu.h"
+#include "node/runtime.h"
+#include "node/template_builder.h"
+
+using namespace vessel;
+namespace asio = boost::asio;
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+struct Env {
+  asio::io_context io;
+  hypervisor::qemu::QemuHypervisor hv{{}};
+  std::unique_ptr<templates::TemplateStore> store;
+  std::string root, kernel, image, qemu_version, kernel_sha;
+};
+
+double ms(Clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
+
+std::shared_ptr<const templates::Template> build(Env& e, const std::string& name, uint64_t mib) {
+  node::BuildSpec spec;
+  spec.name = name;
+  spec.memory_mib = mib;
+  node::BuildInputs in{e.image, e.kernel, e.kernel_sha, e.qemu_version, hypervisor::Accel::kTcg,
+                       e.root + "/work"};
+  auto t = runBlocking(e.io, node::buildTemplate(e.hv, *e.store, spec, in));
+  if (!t.ok()) {
+    std::fprintf(stderr, "template build failed: %s\n", t.error().message().c_str());
+    std::exit(1);
+  }
+  return *t;
+}
+
+struct Batch {
+  std::vector<double> latency_ms;
+  double wall_ms = 0;
+  int failures = 0;
+};
+
+// `n` creates at once, each timed from its start to its first exec done.
+Batch createBatch(Env& e, node::Runtime& rt, const std::string& tmpl, int n, bool cold,
+                  std::vector<std::shared_ptr<node::Sandbox>>& out) {
+  Batch b;
+  int done = 0;
+  auto t0 = Clock::now();
+  for (int i = 0; i < n; ++i) {
+    asio::co_spawn(
+        e.io,
+        [&, cold]() -> asio::awaitable<void> {
+          auto s = Clock::now();
+          node::CreateOptions o;
+          o.cold = cold;
+          auto sb = co_await rt.create(tmpl, std::move(o));
+          if (sb.ok()) {
+            node::ExecSpec ex;
+            ex.argv = {"true"};
+            auto r = co_await (*sb)->agent()->run(ex);
+            if (r.ok()) {
+              b.latency_ms.push_back(ms(Clock::now() - s));
+              out.push_back(*sb);
+            } else {
+              ++b.failures;
+            }
+          } else {
+            std::fprintf(stderr, "create failed: %s\n", sb.error().message().c_str());
+            ++b.failures;
+          }
+          ++done;
+        },
+        asio::detached);
+  }
+  e.io.restart();
+  while (done < n) e.io.run_one_for(std::chrono::milliseconds(20));
+  b.wall_ms = ms(Clock::now() - t0);
+  e.io.restart();
+  return b;
+}
+
+void destroyAll(Env& e, node::Runtime& rt, std::vector<std::shared_ptr<node::Sandbox>>& sbs) {
+  for (auto& sb : sbs) (void)runBlocking(e.io, rt.destroy(*sb));
+  sbs.clear();
+}
+
+uint64_t pssKib(pid_t pid) {
+  std::ifstream f("/proc/" + std::to_string(pid) + "/smaps_rollup");
+  std::string k;
+  uint64_t v;
+  while (f >> k) {
+    if (k == "Pss:") {
+      f >> v;
+      return v;
+    }
+    f.ignore(1 << 12, '\n');
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main() {
+  initLogging("warn");
+  Env e;
+  e.kernel = bench::env("VESSEL_KERNEL");
+  e.image = bench::env("VESSEL_MINIMAL_IMAGE");
+  e.root = "/tmp/vessel-bench-create-" + std::to_string(::getpid());
+  fs::create_directories(e.root + "/work");
+  fs::create_directories(e.root + "/templates");
+  e.qemu_version = *hypervisor::qemu::qemuVersion("qemu-system-x86_64");
+  e.kernel_sha = *sha256File(e.kernel);
+  e.store = std::make_unique<templates::TemplateStore>(e.root + "/templates", e.qemu_version,
+                                                       e.kernel_sha);
+  std::printf("building templates (256 MiB and 1 GiB)...\n");
+  auto t256 = build(e, "bench256", 256);
+  auto t1g = build(e, "bench1g", 1024);
+
+  node::RuntimeOptions o;
+  o.root = e.root + "/rt";
+  o.kernel = e.kernel;
+  o.pool_size = 0;
+  node::Runtime rt(e.io, e.hv, *e.store, o);
+  std::vector<std::shared_ptr<node::Sandbox>> live;
+
+  boost::json::object results{{"benchmark", "create"}, {"accel", "tcg"}};
+  std::printf("\n| mode | concurrency | n | p50 ms | p99 ms | creates/s |\n|---|---|---|---|---|---|\n");
+  auto row = [&](const char* mode, int c, const Batch& b, boost::json::array& arr) {
+    auto s = bench::stats(b.latency_ms);
+    double rate = b.wall_ms > 0 ? 1000.0 * static_cast<double>(s.n) / b.wall_ms : 0;
+    std::printf("| %s | %d | %zu | %.0f | %.0f | %.1f |\n", mode, c, s.n, s.p50, s.p99, rate);
+    std::fflush(stdout);
+    boost::json::object j = bench::toJson(s);
+    j["mode"] = mode;
+    j["concurrency"] = c;
+    j["creates_per_s"] = rate;
+    j["failures"] = b.failures;
+    arr.push_back(std::move(j));
+    return s;
+  };
+  boost::json::array rows;
+  // Cold boot: 5 sequential.
+  Batch cold;
+  for (int i = 0; i < 5; ++i) {
+    auto b = createBatch(e, rt, "bench256", 1, true, live);
+    cold.latency_ms.insert(cold.latency_ms.end(), b.latency_ms.begin(), b.latency_ms.end());
+    cold.wall_ms += b.wall_ms;
+    cold.failures += b.failures;
+    destroyAll(e, rt, live);
+  }
+  auto cold_s = row("cold boot", 1, cold, rows);
+  bench::Stats pool1{};
+  for (int c : {1, 8, 32}) {
+    Batch nopool;
+    int reps = c == 1 ? 10 : 1;
+    for (int i = 0; i < reps; ++i) {
+      auto b = createBatch(e, rt, "bench256", c, false, live);
+      nopool.latency_ms.insert(nopool.latency_ms.end(), b.latency_ms.begin(), b.latency_ms.end());
+      nopool.wall_ms += b.wall_ms;
+      nopool.failures += b.failures;
+      destroyAll(e, rt, live);
+    }
+    row("restore, no pool", c, nopool, rows);
+    Batch pooled;
+    for (int i = 0; i < reps; ++i) {
+      rt.setPoolSize(static_cast<size_t>(c));
+      (void)runBlocking(e.io, rt.fillPool("bench256"));
+      rt.setPoolSize(0);  // measure the pool alone: no refill during the batch
+      auto b = createBatch(e, rt, "bench256", c, false, live);
+      pooled.latency_ms.insert(pooled.latency_ms.end(), b.latency_ms.begin(), b.latency_ms.end());
+      pooled.wall_ms += b.wall_ms;
+      pooled.failures += b.failures;
+      destroyAll(e, rt, live);
+    }
+    auto s = row("restore from pool", c, pooled, rows);
+    if (c == 1) pool1 = s;
+  }
+  results["create"] = std::move(rows);
+  double speedup = pool1.p50 > 0 ? cold_s.p50 / pool1.p50 : 0;
+  std::printf("\ncold boot p50 / pooled restore p50 (concurrency 1): %.1fx\n", speedup);
+  results["cold_over_pool_p50"] = speedup;
+
+  // Idle memory: 20 sandboxes from one template.
+  (void)createBatch(e, rt, "bench256", 20, false, live);
+  runBlocking(e.io, [&]() -> asio::awaitable<int> {  // let them settle
+    asio::steady_timer t(e.io, std::chrono::seconds(2));
+    co_await t.async_wait(asio::use_awaitable);
+    co_return 0;
+  }());
+  uint64_t pss = 0;
+  for (auto& sb : live) pss += pssKib(sb->vm()->pid());
+  double nominal = 20.0 * 256 * 1024;
+  double share = 100.0 * static_cast<double>(pss) / nominal;
+  std::printf("\nidle PSS of 20 sandboxes (256 MiB each): %.1f MiB total, %.1f MiB each, %.1f%% of nominal RAM\n",
+              static_cast<double>(pss) / 1024, static_cast<double>(pss) / 1024 / 20, share);
+  results["idle_pss_mib_total"] = static_cast<double>(pss) / 1024;
+  results["idle_pss_percent_of_nominal"] = share;
+  destroyAll(e, rt, live);
+
+  // Pause and resume, 256 MiB and 1 GiB.
+  std::printf("\n| guest RAM | pause ms | resume ms | state file MiB |\n|---|---|---|---|\n");
+  boost::json::array pr;
+  for (auto [name, mib] : {std::pair<const char*, int>{"bench256", 256}, {"bench1g", 1024}}) {
+    std::vector<double> p_ms, r_ms;
+    double state_mib = 0;
+    for (int i = 0; i < 3; ++i) {
+      auto b = createBatch(e, rt, name, 1, false, live);
+      if (live.empty()) break;
+      auto sb = live.back();
+      auto t0 = Clock::now();
+      auto ps = runBlocking(e.io, rt.pause(*sb));
+      auto t1 = Clock::now();
+      if (!ps.ok()) {
+        std::fprintf(stderr, "pause: %s\n", ps.error().message().c_str());
+        break;
+      }
+      std::error_code ec;
+      state_mib = static_cast<double>(fs::file_size(sb->dir() + "/pause.state", ec)) / (1 << 20);
+      auto r = runBlocking(e.io, rt.resume(sb->id()));
+      auto t2 = Clock::now();
+      if (!r.ok()) {
+        std::fprintf(stderr, "resume: %s\n", r.error().message().c_str());
+        break;
+      }
+      p_ms.push_back(ms(t1 - t0));
+      r_ms.push_back(ms(t2 - t1));
+      live.back() = *r;
+      destroyAll(e, rt, live);
+    }
+    auto ps = bench::stats(p_ms), rs = bench::stats(r_ms);
+    std::printf("| %d MiB | %.0f | %.0f | %.1f |\n", mib, ps.p50, rs.p50, state_mib);
+    pr.push_back({{"memory_mib", mib}, {"pause_ms", bench::toJson(ps)},
+                  {"resume_ms", bench::toJson(rs)}, {"state_mib", state_mib}});
+  }
+  results["pause_resume"] = std::move(pr);
+  runBlocking(e.io, [&]() -> asio::awaitable<int> {
+    co_await rt.drainPools();
+    co_return 0;
+  }());
+  fs::remove_all(e.root);
+  bench::writeResults("create", results);
+  return 0;
+}
