@@ -44,7 +44,9 @@ void Channel::send(MsgType type, uint32_t stream, std::string_view payload) {
     out_.erase(0, out_pos_);
     out_pos_ = 0;
   }
-  out_ += agentproto::encodeFrame(type, stream, payload);
+  std::string frame = agentproto::encodeFrame(type, stream, payload);
+  frame_lens_.push_back(frame.size());
+  out_ += frame;
 }
 
 void Channel::sendOk(uint32_t stream) {
@@ -69,6 +71,11 @@ bool Channel::flush() {
     ssize_t n = ::write(fd_, out_.data() + out_pos_, out_.size() - out_pos_);
     if (n > 0) {
       out_pos_ += static_cast<size_t>(n);
+      head_written_ += static_cast<size_t>(n);
+      while (!frame_lens_.empty() && head_written_ >= frame_lens_.front()) {
+        head_written_ -= frame_lens_.front();
+        frame_lens_.pop_front();
+      }
       continue;
     }
     if (n < 0 && errno == EINTR) continue;
@@ -77,12 +84,22 @@ bool Channel::flush() {
   }
   out_.clear();
   out_pos_ = 0;
+  frame_lens_.clear();
+  head_written_ = 0;
   return true;
 }
 
 void Channel::resetSession() {
-  out_.clear();
+  // Finish the frame that is half on the wire, drop the rest: the new host
+  // then sees whole frames only.
+  std::string rest;
+  if (head_written_ > 0 && !frame_lens_.empty())
+    rest = out_.substr(out_pos_, frame_lens_.front() - head_written_);
+  out_ = std::move(rest);
   out_pos_ = 0;
+  frame_lens_.clear();
+  if (!out_.empty()) frame_lens_.push_back(out_.size());
+  head_written_ = 0;
   credit_.clear();
 }
 
@@ -90,6 +107,8 @@ void Channel::reset() {
   decoder_ = agentproto::FrameDecoder();
   out_.clear();
   out_pos_ = 0;
+  frame_lens_.clear();
+  head_written_ = 0;
   credit_.clear();
 }
 

@@ -5,6 +5,7 @@
 // so the agent can never put more on the wire for a stream than the host
 // granted.
 #include <cstdint>
+#include <deque>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -66,6 +67,10 @@ class Channel {
   agentproto::FrameDecoder decoder_;
   std::string out_;
   size_t out_pos_ = 0;
+  // Sizes of the queued frames, oldest first, and how much of the oldest is
+  // already written: a new session must not start in the middle of a frame.
+  std::deque<size_t> frame_lens_;
+  size_t head_written_ = 0;
   std::unordered_map<uint32_t, uint64_t> credit_;
 };
 

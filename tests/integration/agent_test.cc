@@ -59,6 +59,8 @@ class AgentGuestTest : public ::testing::Test {
   static void TearDownTestSuite() {
     if (client_) (*client_)->close();
     if (machine_) EXPECT_TRUE(runFor(*io_, machine_->vm->stop(), 30s).ok());
+    // No QEMU of this binary may outlive it.
+    EXPECT_TRUE(testing::qemuProcessesFor("agt" + std::to_string(::getpid())).empty());
     delete client_;
     delete agent_socket_;
     delete machine_;
@@ -403,6 +405,49 @@ TEST_F(AgentGuestTest, ReattachAfterTheHostReconnects) {
   EXPECT_EQ(out, "after\n");
   EXPECT_EQ(exit.code, 6);
   EXPECT_TRUE(sh("rm /tmp/go2").ok());
+}
+
+TEST_F(AgentGuestTest, ReconnectInTheMiddleOfHeavyOutput) {
+  // The old session is cut while frames are half on the wire: the new one
+  // must still start cleanly, and the process is still there to attach to.
+  ExecSpec s;
+  s.argv = {"cat", "/dev/zero"};
+  auto p = runFor(*io_, c_->exec(s));
+  ASSERT_TRUE(p.ok());
+  uint32_t pid = (*p)->pid();
+  for (int i = 0; i < 20; ++i) ASSERT_TRUE(runFor(*io_, (*p)->next(), 20s).ok());
+  c_->close();
+  p->reset();
+  node::AgentClient::Socket sock(*io_);
+  boost::system::error_code ec;
+  sock.connect(asio::local::stream_protocol::endpoint(*agent_socket_), ec);
+  ASSERT_FALSE(ec) << ec.message();
+  auto fresh = runFor(*io_,
+                      node::AgentClient::reconnect(std::move(sock), "agent-test",
+                                                   std::chrono::steady_clock::now() + 20s),
+                      30s);
+  ASSERT_TRUE(fresh.ok()) << fresh.error().message();
+  *client_ = *fresh;
+  c_ = *client_;
+  auto q = runFor(*io_, c_->attach(pid));
+  ASSERT_TRUE(q.ok()) << q.error().message();
+  size_t got = 0;
+  while (got < (4u << 20)) {
+    auto e = runFor(*io_, (*q)->next(), 20s);
+    ASSERT_TRUE(e.ok()) << e.error().message();
+    ASSERT_EQ(e->kind, ProcessEvent::Kind::kStdout);
+    ASSERT_EQ(e->data.find_first_not_of('\0'), std::string::npos);
+    got += e->data.size();
+  }
+  ASSERT_TRUE(runFor(*io_, (*q)->signal(SIGKILL)).ok());
+  for (;;) {
+    auto e = runFor(*io_, (*q)->next(), 20s);
+    ASSERT_TRUE(e.ok()) << e.error().message();
+    if (e->kind == ProcessEvent::Kind::kExit) {
+      EXPECT_EQ(e->exit.signal, SIGKILL);
+      break;
+    }
+  }
 }
 
 }  // namespace
