@@ -22,10 +22,16 @@ if [ ! -f "$image" ]; then
   guest/templates/minimal/build.sh "$image" "$agent"
 fi
 
+# The built-in `minimal` template (snapshot), cached by its spec's hash.
+VESSEL_KERNEL=$kernel VESSEL_MINIMAL_IMAGE=$image \
+  "build/$preset/cmd/vessel/vessel" template build -f guest/templates/minimal/template.json \
+  --store "$cache/templates" >/dev/null
+
 cat > "build/$preset/artifacts.env" <<ENV
 VESSEL_KERNEL=$kernel
 VESSEL_MINIMAL_IMAGE=$image
 VESSEL_CACHE_DIR=$cache
+VESSEL_TEMPLATE_STORE=$cache/templates
 ENV
 echo "build: kernel $kernel" >&2
 echo "build: minimal image $image" >&2

@@ -7,6 +7,7 @@
 namespace vessel::cli {
 
 void addDebugBoot(CLI::App& debug, std::function<int()>* run);
+void addTemplate(CLI::App& app, std::function<int()>* run);
 void addDebugExec(CLI::App& debug, std::function<int()>* run);
 
 }  // namespace vessel::cli

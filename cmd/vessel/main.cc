@@ -12,6 +12,7 @@ int main(int argc, char** argv) {
   debug->require_subcommand(1);
   vessel::cli::addDebugBoot(*debug, &run);
   vessel::cli::addDebugExec(*debug, &run);
+  vessel::cli::addTemplate(app, &run);
   CLI11_PARSE(app, argc, argv);
   return run ? run() : 0;
 }

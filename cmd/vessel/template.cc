@@ -1,0 +1,118 @@
+// `vessel template build -f SPEC` and `vessel template list`. For now these
+// work on the node's template store directly (the API's template endpoints
+// come with the public API); builds are cached by the spec's hash.
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <boost/asio/io_context.hpp>
+#include <cstdio>
+#include <filesystem>
+
+#include "base/fd.h"
+#include "base/log.h"
+#include "base/run_blocking.h"
+#include "base/sha256.h"
+#include "cmd/vessel/commands.h"
+#include "hypervisor/qemu/qemu.h"
+#include "node/template_builder.h"
+
+namespace vessel::cli {
+
+namespace {
+
+struct TemplateOptions {
+  std::string spec_file, store, kernel, minimal_image, accel = "tcg";
+};
+
+std::string defaultStore() {
+  const char* c = std::getenv("VESSEL_CACHE_DIR");
+  return std::string(c && *c ? c : "/var/cache/vessel") + "/templates";
+}
+
+Result<templates::TemplateStore> openStore(const TemplateOptions& o) {
+  VESSEL_ASSIGN_OR_RETURN(std::string qv, hypervisor::qemu::qemuVersion("qemu-system-x86_64"));
+  VESSEL_ASSIGN_OR_RETURN(std::string ks, sha256File(o.kernel));
+  std::error_code ec;
+  std::filesystem::create_directories(o.store, ec);
+  return templates::TemplateStore(o.store, qv, ks);
+}
+
+int runBuild(const TemplateOptions& o) {
+  initLogging("warn");
+  auto text = readFile(o.spec_file);
+  if (!text.ok()) {
+    std::fprintf(stderr, "vessel: %s\n", text.error().message().c_str());
+    return 2;
+  }
+  auto spec = node::parseBuildSpec(*text);
+  if (!spec.ok()) {
+    std::fprintf(stderr, "vessel: %s: %s\n", o.spec_file.c_str(), spec.error().message().c_str());
+    return 2;
+  }
+  if (spec->base != "minimal") {
+    std::fprintf(stderr, "vessel: base '%s' is not available (built-in bases: minimal)\n",
+                 spec->base.c_str());
+    return 2;
+  }
+  auto store = openStore(o);
+  if (!store.ok()) {
+    std::fprintf(stderr, "vessel: %s\n", store.error().message().c_str());
+    return 1;
+  }
+  std::string work = o.store + "/.work-" + std::to_string(::getpid());
+  std::filesystem::create_directories(work);
+  node::BuildInputs in;
+  in.base_image = o.minimal_image;
+  in.kernel = o.kernel;
+  in.kernel_sha256 = *sha256File(o.kernel);
+  in.qemu_version = *hypervisor::qemu::qemuVersion("qemu-system-x86_64");
+  in.accel = o.accel == "kvm" ? hypervisor::Accel::kKvm : hypervisor::Accel::kTcg;
+  in.work_dir = work;
+  boost::asio::io_context io;
+  hypervisor::qemu::QemuHypervisor hv({});
+  bool tty = ::isatty(2);
+  auto t = runBlocking(
+      io, node::buildTemplate(hv, *store, *spec, in, [tty](const std::string& step, int pct) {
+        std::fprintf(stderr, tty ? "\r[%3d%%] %-60.60s" : "[%3d%%] %s\n", pct, step.c_str());
+      }));
+  if (tty) std::fprintf(stderr, "\n");
+  std::filesystem::remove_all(work);
+  if (!t.ok()) {
+    std::fprintf(stderr, "vessel: %s\n", t.error().message().c_str());
+    return 1;
+  }
+  std::printf("%s\n", (*t)->id().c_str());
+  return 0;
+}
+
+int runList(const TemplateOptions& o) {
+  templates::TemplateStore store(o.store, "", "");
+  std::printf("%-20s %-18s %-6s %-8s %s\n", "NAME", "VERSION", "VCPUS", "MEMORY", "CREATED");
+  for (const auto& m : store.list())
+    std::printf("%-20s %-18s %-6u %-8s %s\n", m.name.c_str(), m.version.c_str(), m.vcpus,
+                (std::to_string(m.memory_mib) + "M").c_str(), m.created_at.c_str());
+  return 0;
+}
+
+}  // namespace
+
+void addTemplate(CLI::App& app, std::function<int()>* run) {
+  auto o = std::make_shared<TemplateOptions>();
+  o->store = defaultStore();
+  auto* t = app.add_subcommand("template", "build and list templates");
+  t->require_subcommand(1);
+  auto* b = t->add_subcommand("build", "build a template from a JSON build spec (cached by hash)");
+  b->add_option("-f,--file", o->spec_file, "build spec (JSON)")->required();
+  b->add_option("--store", o->store, "template store directory")->capture_default_str();
+  b->add_option("--kernel", o->kernel, "guest kernel")->envname("VESSEL_KERNEL")->required();
+  b->add_option("--minimal-image", o->minimal_image, "the minimal base image")
+      ->envname("VESSEL_MINIMAL_IMAGE")
+      ->required();
+  b->add_option("--accel", o->accel, "tcg or kvm")->check(CLI::IsMember({"tcg", "kvm"}));
+  b->callback([o, run] { *run = [o] { return runBuild(*o); }; });
+  auto* l = t->add_subcommand("list", "list the templates in the store");
+  l->add_option("--store", o->store, "template store directory")->capture_default_str();
+  l->callback([o, run] { *run = [o] { return runList(*o); }; });
+}
+
+}  // namespace vessel::cli
