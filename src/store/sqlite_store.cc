@@ -1,5 +1,6 @@
 #include <sqlite3.h>
 
+#include <chrono>
 #include <vector>
 
 #include "store/store.h"
@@ -13,7 +14,77 @@ namespace {
 const std::vector<const char*> kMigrations = {
     // 0 -> 1
     "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);",
+    // 1 -> 2: the public API's objects.
+    "CREATE TABLE tenants (id TEXT PRIMARY KEY, name TEXT NOT NULL, created_ms INTEGER NOT NULL);"
+    "CREATE TABLE api_keys (key_sha256 TEXT PRIMARY KEY,"
+    "  tenant_id TEXT NOT NULL REFERENCES tenants(id), created_ms INTEGER NOT NULL);"
+    "CREATE TABLE sandboxes (id TEXT PRIMARY KEY, tenant_id TEXT NOT NULL REFERENCES tenants(id),"
+    "  template TEXT NOT NULL, state TEXT NOT NULL, error TEXT NOT NULL DEFAULT '',"
+    "  vcpus INTEGER NOT NULL, memory_mib INTEGER NOT NULL, metadata TEXT NOT NULL,"
+    "  created_ms INTEGER NOT NULL, updated_ms INTEGER NOT NULL);"
+    "CREATE INDEX sandboxes_tenant ON sandboxes(tenant_id, id);"
+    "CREATE TABLE operations (id TEXT PRIMARY KEY, tenant_id TEXT NOT NULL REFERENCES tenants(id),"
+    "  sandbox_id TEXT NOT NULL, kind TEXT NOT NULL, state TEXT NOT NULL,"
+    "  error_code TEXT NOT NULL DEFAULT '', error_message TEXT NOT NULL DEFAULT '',"
+    "  created_ms INTEGER NOT NULL, updated_ms INTEGER NOT NULL);"
+    "CREATE TABLE events (seq INTEGER PRIMARY KEY AUTOINCREMENT, tenant_id TEXT NOT NULL,"
+    "  operation_id TEXT NOT NULL, sandbox_id TEXT NOT NULL, type TEXT NOT NULL,"
+    "  data TEXT NOT NULL, at_ms INTEGER NOT NULL);"
+    "CREATE INDEX events_tenant ON events(tenant_id, seq);"
+    "CREATE INDEX events_operation ON events(operation_id, seq);",
 };
+
+// A prepared statement that finalizes itself; bind() takes values in order.
+class Stmt {
+ public:
+  Stmt(sqlite3* db, const char* sql) : db_(db) {
+    if (sqlite3_prepare_v2(db, sql, -1, &st_, nullptr) != SQLITE_OK) st_ = nullptr;
+  }
+  ~Stmt() { sqlite3_finalize(st_); }
+  Stmt(const Stmt&) = delete;
+  Stmt& operator=(const Stmt&) = delete;
+
+  bool ok() const { return st_ != nullptr; }
+  Stmt& bind(const std::string& v) {
+    sqlite3_bind_text(st_, ++n_, v.c_str(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
+    return *this;
+  }
+  Stmt& bind(int64_t v) {
+    sqlite3_bind_int64(st_, ++n_, v);
+    return *this;
+  }
+  // SQLITE_ROW, SQLITE_DONE or an error code.
+  int step() { return st_ ? sqlite3_step(st_) : SQLITE_ERROR; }
+  std::string text(int col) const {
+    const unsigned char* p = sqlite3_column_text(st_, col);
+    return p ? std::string(reinterpret_cast<const char*>(p),
+                           static_cast<size_t>(sqlite3_column_bytes(st_, col)))
+             : std::string();
+  }
+  int64_t integer(int col) const { return sqlite3_column_int64(st_, col); }
+
+ private:
+  sqlite3* db_;
+  sqlite3_stmt* st_ = nullptr;
+  int n_ = 0;
+};
+
+constexpr const char* kSandboxCols =
+    "id,tenant_id,template,state,error,vcpus,memory_mib,metadata,created_ms,updated_ms";
+SandboxRecord readSandbox(const Stmt& s) {
+  SandboxRecord r;
+  r.id = s.text(0);
+  r.tenant_id = s.text(1);
+  r.template_name = s.text(2);
+  r.state = s.text(3);
+  r.error = s.text(4);
+  r.vcpus = static_cast<unsigned>(s.integer(5));
+  r.memory_mib = static_cast<uint64_t>(s.integer(6));
+  r.metadata_json = s.text(7);
+  r.created_ms = s.integer(8);
+  r.updated_ms = s.integer(9);
+  return r;
+}
 
 class SqliteStore : public Store {
  public:
@@ -76,7 +147,153 @@ class SqliteStore : public Store {
     return okStatus();
   }
 
+  Status createTenant(const std::string& id, const std::string& name) override {
+    Stmt s(db_, "INSERT INTO tenants(id,name,created_ms) VALUES(?,?,?)");
+    s.bind(id).bind(name).bind(nowMs());
+    return done(s, "create tenant " + id);
+  }
+  Result<int64_t> countTenants() override {
+    Stmt s(db_, "SELECT count(*) FROM tenants");
+    if (s.step() != SQLITE_ROW) return err("count tenants");
+    return s.integer(0);
+  }
+  Status addApiKey(const std::string& tenant_id, const std::string& key_sha256) override {
+    Stmt s(db_, "INSERT INTO api_keys(key_sha256,tenant_id,created_ms) VALUES(?,?,?)");
+    s.bind(key_sha256).bind(tenant_id).bind(nowMs());
+    return done(s, "add api key for tenant " + tenant_id);
+  }
+  Result<std::optional<std::string>> tenantForKey(const std::string& key_sha256) override {
+    Stmt s(db_, "SELECT tenant_id FROM api_keys WHERE key_sha256=?");
+    s.bind(key_sha256);
+    int rc = s.step();
+    if (rc == SQLITE_ROW) return std::optional<std::string>(s.text(0));
+    if (rc != SQLITE_DONE) return err("look up api key");
+    return std::optional<std::string>();
+  }
+
+  Status insertSandbox(const SandboxRecord& r) override {
+    Stmt s(db_,
+           "INSERT INTO sandboxes(id,tenant_id,template,state,error,vcpus,memory_mib,metadata,"
+           "created_ms,updated_ms) VALUES(?,?,?,?,?,?,?,?,?,?)");
+    s.bind(r.id).bind(r.tenant_id).bind(r.template_name).bind(r.state).bind(r.error);
+    s.bind(int64_t{r.vcpus}).bind(static_cast<int64_t>(r.memory_mib)).bind(r.metadata_json);
+    s.bind(r.created_ms).bind(r.updated_ms);
+    return done(s, "insert sandbox " + r.id);
+  }
+  Status setSandboxState(const std::string& id, const std::string& state,
+                         const std::string& error) override {
+    Stmt s(db_, "UPDATE sandboxes SET state=?, error=?, updated_ms=? WHERE id=?");
+    s.bind(state).bind(error).bind(nowMs()).bind(id);
+    return done(s, "update sandbox " + id);
+  }
+  Result<std::optional<SandboxRecord>> getSandbox(const std::string& tenant_id,
+                                                  const std::string& id) override {
+    std::string sql =
+        std::string("SELECT ") + kSandboxCols + " FROM sandboxes WHERE tenant_id=? AND id=?";
+    Stmt s(db_, sql.c_str());
+    s.bind(tenant_id).bind(id);
+    int rc = s.step();
+    if (rc == SQLITE_ROW) return std::optional<SandboxRecord>(readSandbox(s));
+    if (rc != SQLITE_DONE) return err("get sandbox " + id);
+    return std::optional<SandboxRecord>();
+  }
+  Result<std::vector<SandboxRecord>> listSandboxes(const std::string& tenant_id,
+                                                   const std::string& after_id,
+                                                   int limit) override {
+    std::string sql = std::string("SELECT ") + kSandboxCols +
+                      " FROM sandboxes WHERE tenant_id=? AND id>? AND state!='deleted'"
+                      " ORDER BY id LIMIT ?";
+    Stmt s(db_, sql.c_str());
+    s.bind(tenant_id).bind(after_id).bind(int64_t{limit});
+    std::vector<SandboxRecord> out;
+    int rc;
+    while ((rc = s.step()) == SQLITE_ROW) out.push_back(readSandbox(s));
+    if (rc != SQLITE_DONE) return err("list sandboxes");
+    return out;
+  }
+
+  Status insertOperation(const OperationRecord& o) override {
+    Stmt s(db_,
+           "INSERT INTO operations(id,tenant_id,sandbox_id,kind,state,error_code,error_message,"
+           "created_ms,updated_ms) VALUES(?,?,?,?,?,?,?,?,?)");
+    s.bind(o.id).bind(o.tenant_id).bind(o.sandbox_id).bind(o.kind).bind(o.state);
+    s.bind(o.error_code).bind(o.error_message).bind(o.created_ms).bind(o.updated_ms);
+    return done(s, "insert operation " + o.id);
+  }
+  Status setOperationState(const std::string& id, const std::string& state,
+                           const std::string& error_code,
+                           const std::string& error_message) override {
+    Stmt s(db_,
+           "UPDATE operations SET state=?, error_code=?, error_message=?, updated_ms=? "
+           "WHERE id=?");
+    s.bind(state).bind(error_code).bind(error_message).bind(nowMs()).bind(id);
+    return done(s, "update operation " + id);
+  }
+  Result<std::optional<OperationRecord>> getOperation(const std::string& tenant_id,
+                                                      const std::string& id) override {
+    Stmt s(db_,
+           "SELECT id,tenant_id,sandbox_id,kind,state,error_code,error_message,created_ms,"
+           "updated_ms FROM operations WHERE tenant_id=? AND id=?");
+    s.bind(tenant_id).bind(id);
+    int rc = s.step();
+    if (rc != SQLITE_ROW) {
+      if (rc != SQLITE_DONE) return err("get operation " + id);
+      return std::optional<OperationRecord>();
+    }
+    OperationRecord o{s.text(0), s.text(1), s.text(2),    s.text(3),   s.text(4),
+                      s.text(5), s.text(6), s.integer(7), s.integer(8)};
+    return std::optional<OperationRecord>(std::move(o));
+  }
+
+  Result<int64_t> appendEvent(const EventRecord& e) override {
+    Stmt s(db_,
+           "INSERT INTO events(tenant_id,operation_id,sandbox_id,type,data,at_ms) "
+           "VALUES(?,?,?,?,?,?)");
+    s.bind(e.tenant_id).bind(e.operation_id).bind(e.sandbox_id).bind(e.type).bind(e.data_json);
+    s.bind(e.at_ms ? e.at_ms : nowMs());
+    VESSEL_TRY(done(s, "append event"));
+    return static_cast<int64_t>(sqlite3_last_insert_rowid(db_));
+  }
+  Result<std::vector<EventRecord>> listEvents(const std::string& tenant_id,
+                                              const std::string& operation_id, int64_t after_seq,
+                                              int limit) override {
+    Stmt s(db_,
+           "SELECT seq,tenant_id,operation_id,sandbox_id,type,data,at_ms FROM events "
+           "WHERE tenant_id=? AND (?='' OR operation_id=?) AND seq>? ORDER BY seq LIMIT ?");
+    s.bind(tenant_id).bind(operation_id).bind(operation_id).bind(after_seq).bind(int64_t{limit});
+    std::vector<EventRecord> out;
+    int rc;
+    while ((rc = s.step()) == SQLITE_ROW)
+      out.push_back(
+          {s.integer(0), s.text(1), s.text(2), s.text(3), s.text(4), s.text(5), s.integer(6)});
+    if (rc != SQLITE_DONE) return err("list events");
+    return out;
+  }
+
+  Result<int> failInFlight(const std::string& reason) override {
+    Stmt s(db_,
+           "UPDATE sandboxes SET state='failed', error=?, updated_ms=? "
+           "WHERE state NOT IN ('paused','deleted','failed')");
+    s.bind(reason).bind(nowMs());
+    VESSEL_TRY(done(s, "fail sandboxes in flight"));
+    int n = sqlite3_changes(db_);
+    Stmt o(db_,
+           "UPDATE operations SET state='failed', error_code='unavailable', error_message=?, "
+           "updated_ms=? WHERE state IN ('pending','running')");
+    o.bind(reason).bind(nowMs());
+    VESSEL_TRY(done(o, "fail operations in flight"));
+    return n;
+  }
+
  private:
+  Status done(Stmt& s, const std::string& what) {
+    if (!s.ok()) return err("prepare " + what);
+    int rc = s.step();
+    if (rc == SQLITE_CONSTRAINT)
+      return Error(Code::kAlreadyExists, "sqlite: " + what + ": " + sqlite3_errmsg(db_));
+    if (rc != SQLITE_DONE) return err(what);
+    return okStatus();
+  }
   Error err(const std::string& what) const {
     return Error(Code::kUnavailable, "sqlite: " + what + ": " + sqlite3_errmsg(db_));
   }
@@ -103,6 +320,12 @@ class SqliteStore : public Store {
 };
 
 }  // namespace
+
+int64_t nowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
 
 Result<std::unique_ptr<Store>> openSqlite(const std::string& path) {
   sqlite3* db = nullptr;

@@ -2,13 +2,42 @@
 // The durable store behind vesseld. One interface, two engines: SQLite
 // (embedded, single node, the default) and PostgreSQL (many nodes, later).
 // Schema changes are numbered migrations applied in order at open.
+//
+// Every query about a tenant's objects takes the tenant id: isolation is
+// enforced here, in the WHERE clause, not by callers remembering to check.
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "base/result.h"
 
 namespace vessel::store {
+
+struct SandboxRecord {
+  std::string id, tenant_id, template_name;
+  std::string state;  // ops::SandboxState name
+  std::string error;  // why it failed, when it did
+  unsigned vcpus = 1;
+  uint64_t memory_mib = 256;
+  std::string metadata_json = "{}";
+  int64_t created_ms = 0, updated_ms = 0;
+};
+
+struct OperationRecord {
+  std::string id, tenant_id, sandbox_id, kind;
+  std::string state;  // pending, running, done, failed
+  std::string error_code, error_message;
+  int64_t created_ms = 0, updated_ms = 0;
+};
+
+struct EventRecord {
+  int64_t seq = 0;  // global, increasing: the SSE event id
+  std::string tenant_id, operation_id, sandbox_id, type;
+  std::string data_json = "{}";
+  int64_t at_ms = 0;
+};
 
 class Store {
  public:
@@ -18,7 +47,46 @@ class Store {
   // Small key/value facts about this deployment (instance id, ...).
   virtual Result<std::optional<std::string>> getMeta(const std::string& key) = 0;
   virtual Status setMeta(const std::string& key, const std::string& value) = 0;
+
+  // Tenants and their API keys (only the SHA-256 of a key is stored).
+  virtual Status createTenant(const std::string& id, const std::string& name) = 0;
+  virtual Result<int64_t> countTenants() = 0;
+  virtual Status addApiKey(const std::string& tenant_id, const std::string& key_sha256) = 0;
+  virtual Result<std::optional<std::string>> tenantForKey(const std::string& key_sha256) = 0;
+
+  virtual Status insertSandbox(const SandboxRecord& s) = 0;
+  virtual Status setSandboxState(const std::string& id, const std::string& state,
+                                 const std::string& error) = 0;
+  virtual Result<std::optional<SandboxRecord>> getSandbox(const std::string& tenant_id,
+                                                          const std::string& id) = 0;
+  // Sandboxes of a tenant ordered by id, those after `after_id`, at most `limit`.
+  virtual Result<std::vector<SandboxRecord>> listSandboxes(const std::string& tenant_id,
+                                                           const std::string& after_id,
+                                                           int limit) = 0;
+
+  virtual Status insertOperation(const OperationRecord& o) = 0;
+  virtual Status setOperationState(const std::string& id, const std::string& state,
+                                   const std::string& error_code,
+                                   const std::string& error_message) = 0;
+  virtual Result<std::optional<OperationRecord>> getOperation(const std::string& tenant_id,
+                                                              const std::string& id) = 0;
+
+  // Appends an event and returns its sequence number.
+  virtual Result<int64_t> appendEvent(const EventRecord& e) = 0;
+  // A tenant's events after `after_seq`, oldest first; only one operation's
+  // when `operation_id` is not empty.
+  virtual Result<std::vector<EventRecord>> listEvents(const std::string& tenant_id,
+                                                      const std::string& operation_id,
+                                                      int64_t after_seq, int limit) = 0;
+
+  // At start-up: no VM survives a vesseld restart yet, so every sandbox not
+  // paused, deleted or failed becomes failed, and every unfinished operation
+  // failed, with `reason`. Returns how many sandboxes changed.
+  virtual Result<int> failInFlight(const std::string& reason) = 0;
 };
+
+// Milliseconds since the Unix epoch (the store's timestamps).
+int64_t nowMs();
 
 // Opens (creating if needed) the SQLite database at `path` in WAL mode and
 // migrates it to the newest schema. Refuses a database whose schema is newer

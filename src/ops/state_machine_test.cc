@@ -1,0 +1,39 @@
+#include "ops/state_machine.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+namespace vessel::ops {
+namespace {
+
+TEST(StateMachineTest, LegalRequestsMoveThroughTheirStates) {
+  auto t = transition(SandboxState::kRunning, Action::kPause);
+  ASSERT_TRUE(t.ok());
+  EXPECT_EQ(t->during, SandboxState::kPausing);
+  EXPECT_EQ(t->done, SandboxState::kPaused);
+  EXPECT_TRUE(transition(SandboxState::kPaused, Action::kResume).ok());
+  EXPECT_TRUE(transition(SandboxState::kFailed, Action::kDelete).ok());
+}
+
+TEST(StateMachineTest, IllegalRequestsNameTheCurrentState) {
+  auto t = transition(SandboxState::kRunning, Action::kResume);
+  ASSERT_FALSE(t.ok());
+  EXPECT_EQ(t.error().code(), Code::kFailedPrecondition);
+  EXPECT_THAT(t.error().message(), ::testing::HasSubstr("running"));
+  // Nothing may happen to a sandbox while another operation changes it.
+  for (auto s : {SandboxState::kCreating, SandboxState::kPausing, SandboxState::kResuming,
+                 SandboxState::kDeleting, SandboxState::kDeleted})
+    for (auto a : {Action::kPause, Action::kResume, Action::kDelete})
+      EXPECT_FALSE(transition(s, a).ok()) << stateName(s) << " " << actionName(a);
+}
+
+TEST(StateMachineTest, NamesRoundTrip) {
+  for (int i = 0; i <= static_cast<int>(SandboxState::kFailed); ++i) {
+    auto s = static_cast<SandboxState>(i);
+    EXPECT_EQ(parseState(stateName(s)), s);
+  }
+  EXPECT_FALSE(parseState("bogus").has_value());
+}
+
+}  // namespace
+}  // namespace vessel::ops
