@@ -1,7 +1,7 @@
 // One guest TCP connection: classify the first bytes, decide, resolve, dial,
 // then splice (TLS without a credential, opaque full-mode flows), relay with
 // a per-request Host check (plaintext HTTP), or terminate and inject
-// (credentialed TLS, credentials/terminate.cc).
+// (credentialed or inspected TLS, terminate.cc).
 #include <netinet/in.h>
 
 #include <boost/asio/as_tuple.hpp>
@@ -210,7 +210,7 @@ asio::awaitable<void> Gateway::handleConn(tcp::socket guest) {
   auto handle = std::make_shared<ConnHandle>();
   handle->name = f.name;
   handle->port = f.port;
-  handle->credentialed = terminate_tls;
+  handle->terminated = terminate_tls;
   tcp::socket* g = &guest;
   tcp::socket* u = &*up;
   handle->reset = [g, u] {
@@ -284,27 +284,32 @@ asio::awaitable<void> Gateway::splice(tcp::socket& a, tcp::socket& b) {
 
 asio::awaitable<void> Gateway::pump(tcp::socket& from, tcp::socket& to) {
   boost::system::error_code ec;
-  for (;;) {
+  bool failed = false;
+  while (!failed) {
     auto [wait_ec] = co_await from.async_wait(tcp::socket::wait_read, kTok);
     if (wait_ec) break;
-    size_t n = from.read_some(asio::buffer(relay_buf_), ec);
-    if (ec == asio::error::would_block) continue;
-    if (ec == asio::error::eof || (!ec && n == 0)) {
-      to.shutdown(tcp::socket::shutdown_send, ec);  // pass the half-close on
-      co_return;
-    }
-    if (ec) break;
-    size_t w = to.write_some(asio::buffer(relay_buf_.data(), n), ec);
-    if (ec == asio::error::would_block) {
-      w = 0;
-      ec = {};
-    }
-    if (ec) break;
-    if (w < n) {
-      // Only a slow receiver costs per-connection memory, and only this much.
-      std::string rest(relay_buf_.data() + w, n - w);
-      auto [wec, wn] = co_await asio::async_write(to, asio::buffer(rest), kTok);
-      if (wec) break;
+    // Drain what is readable before waiting again (bounded, so one busy flow
+    // cannot starve the others on this thread).
+    for (int burst = 0; burst < 16 && !failed; ++burst) {
+      size_t n = from.read_some(asio::buffer(relay_buf_), ec);
+      if (ec == asio::error::would_block) break;
+      if (ec == asio::error::eof || (!ec && n == 0)) {
+        to.shutdown(tcp::socket::shutdown_send, ec);  // pass the half-close on
+        co_return;
+      }
+      size_t w = ec ? 0 : to.write_some(asio::buffer(relay_buf_.data(), n), ec);
+      if (ec == asio::error::would_block) {
+        w = 0;
+        ec = {};
+      }
+      failed = static_cast<bool>(ec);
+      if (!failed && w < n) {
+        // Only a slow receiver costs per-connection memory, and only this much.
+        std::string rest(relay_buf_.data() + w, n - w);
+        auto [wec, wn] = co_await asio::async_write(to, asio::buffer(rest), kTok);
+        failed = static_cast<bool>(wec);
+        break;
+      }
     }
   }
   // An error on either side ends both directions.

@@ -84,7 +84,7 @@ void Registry::enforce(Sandbox& sb) {
         p.mode == policy::Mode::kFull
             ? true
             : (!c->name.empty() && p.allows(c->name, c->port) &&
-               (!c->credentialed || p.credentialFor(c->name) != nullptr || p.inspects(c->name)));
+               (!c->terminated || p.credentialFor(c->name) != nullptr || p.inspects(c->name)));
     if (!still) {
       record({"tcp", sb.id, c->name, "", c->port, false, "policy-changed"});
       if (c->reset) c->reset();

@@ -22,7 +22,7 @@ namespace vessel::gateway {
 struct ConnHandle {
   std::string name;  // pinned, normalized ("" for full-mode IP flows)
   uint16_t port = 0;
-  bool credentialed = false;
+  bool terminated = false;  // TLS terminated (credential or inspect)
   // Resets both sides (RST); set by the connection, called on policy change.
   std::function<void()> reset;
 };
