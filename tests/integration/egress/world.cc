@@ -75,6 +75,8 @@ EgressWorld::~EgressWorld() {
     if (g->netns.valid()) fs::remove_all("/etc/netns/" + g->netns.name(), ec);
   }
   guests_.clear();
+  // Only removes the directory if no other namespace has a file there.
+  ::rmdir("/etc/netns");
   pool_.reset();
   inet_.destroy();
   gw_.destroy();
