@@ -5,17 +5,26 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
 #include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/json.hpp>
+#include <cstdio>
 #include <filesystem>
 #include <random>
 
+#include "api/auth.h"
+#include "api/control_plane.h"
 #include "api/http_server.h"
 #include "base/fd.h"
 #include "base/log.h"
 #include "base/run_blocking.h"
+#include "base/sha256.h"
 #include "hypervisor/qemu/qemu.h"
 #include "node/accel.h"
+#include "node/runtime.h"
+#include "node/template_builder.h"
 #include "store/store.h"
 
 namespace vessel::api {
@@ -64,6 +73,18 @@ Status runDaemon(Config cfg) {
   std::string instance_id = store->getMeta("instance_id")->value_or("");
   log.info("state dir {} (store {} schema v{}, instance {})", cfg.state_dir, store->engine(),
            store->schemaVersion(), instance_id);
+  VESSEL_ASSIGN_OR_RETURN(std::string dev_key, ensureDevTenant(*store, cfg.state_dir));
+  if (!dev_key.empty()) {
+    // Shown once: only its hash is stored. The file keeps it for `make up`.
+    std::printf(
+        "vesseld: development tenant 'dev' created; API key (also in %s/dev-api-key):\n%s\n",
+        cfg.state_dir.c_str(), dev_key.c_str());
+    std::fflush(stdout);
+  }
+  // Running VMs do not survive a restart yet: say so in their records
+  // rather than leaving them "running" or their operations pending forever.
+  VESSEL_ASSIGN_OR_RETURN(int lost, store->failInFlight("vesseld restarted; the VM was lost"));
+  if (lost > 0) log.warn("{} sandbox(es) from before the restart marked failed", lost);
 
   VESSEL_ASSIGN_OR_RETURN(std::string qemu_version, hypervisor::qemu::qemuVersion(cfg.qemu_binary));
   asio::io_context io;
@@ -81,7 +102,31 @@ Status runDaemon(Config cfg) {
   log.info("hypervisor qemu ({}), acceleration {}: {}", qemu_version,
            hypervisor::accelName(accel->accel), accel->reason);
 
+  // The `minimal` template, built once per (image, kernel, QEMU) and cached.
+  VESSEL_ASSIGN_OR_RETURN(std::string kernel_sha, sha256File(cfg.kernel));
+  std::string template_root = cfg.cache_dir + "/templates";
+  fs::create_directories(template_root, ec);
+  templates::TemplateStore templates(template_root, qemu_version, kernel_sha);
+  node::BuildSpec spec;
+  spec.name = "minimal";
+  node::BuildInputs in{cfg.minimal_image, cfg.kernel,   kernel_sha,
+                       qemu_version,      accel->accel, run_root + "/template-build"};
+  fs::remove_all(in.work_dir, ec);
+  fs::create_directories(in.work_dir, ec);
+  auto built = runBlocking(io, node::buildTemplate(hv, templates, spec, in));
+  if (!built.ok()) return std::move(built).error().withContext("build template minimal");
+  log.info("template {} ready", (*built)->id());
+
+  node::RuntimeOptions ro;
+  ro.root = cfg.state_dir + "/runtime";
+  ro.kernel = cfg.kernel;
+  ro.accel = accel->accel;
+  ro.pool_size = 0;  // TODO(issue 5): a pool per template once quotas bound it
+  node::Runtime runtime(io, hv, templates, ro);
+  ControlPlane control(io, *store, runtime, templates);
+
   HttpServer server(io);
+  control.install(server);
   server.route(http::verb::get, "/healthz", [&](const Request& req) -> asio::awaitable<Response> {
     json::object o{{"status", "ok"},
                    {"version", VESSEL_VERSION},
@@ -101,10 +146,22 @@ Status runDaemon(Config cfg) {
   log.info("listening on http://{}:{}", cfg.listen_addr.host, server.port());
 
   asio::signal_set signals(io, SIGINT, SIGTERM);
+  asio::steady_timer deadline(io);
   signals.async_wait([&](auto, int sig) {
     log.info("signal {}: shutting down", sig);
     server.close();
-    io.stop();
+    // Stopping VMs is bounded; so is the whole shutdown.
+    deadline.expires_after(std::chrono::seconds(30));
+    deadline.async_wait([&](auto ec) {
+      if (!ec) io.stop();
+    });
+    asio::co_spawn(
+        io,
+        [&]() -> asio::awaitable<void> {
+          co_await control.shutdown();
+          io.stop();
+        },
+        asio::detached);
   });
   io.run();
   log.info("stopped");

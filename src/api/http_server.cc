@@ -26,6 +26,7 @@ http::status statusForCode(Code c) {
     case Code::kUnavailable: return http::status::service_unavailable;
     case Code::kProtocol: return http::status::bad_gateway;
     case Code::kPermissionDenied: return http::status::forbidden;
+    case Code::kUnauthenticated: return http::status::unauthorized;
     case Code::kInternal: return http::status::internal_server_error;
   }
   return http::status::internal_server_error;
@@ -42,7 +43,12 @@ Response jsonResponse(const Request& req, http::status status, std::string body)
 }
 
 Response errorResponse(const Request& req, const Error& e) {
+  return errorResponse(req, e, boost::json::object{});
+}
+
+Response errorResponse(const Request& req, const Error& e, const boost::json::object& details) {
   boost::json::object o{{"code", std::string(codeName(e.code()))}, {"message", e.message()}};
+  if (!details.empty()) o["details"] = details;
   return jsonResponse(req, statusForCode(e.code()), boost::json::serialize(o));
 }
 
@@ -105,7 +111,9 @@ asio::awaitable<void> HttpServer::serve(tcp::socket sock) {
       break;
     }
     Request req = parser.release();
-    Response res = co_await dispatch(req);
+    std::optional<Response> out = co_await dispatch(req, stream);
+    if (!out) break;  // the handler wrote (and ended) the response itself
+    Response& res = *out;
     auto [wec, wn] = co_await http::async_write(stream, res, asio::as_tuple(asio::use_awaitable));
     if (wec || !res.keep_alive()) break;
   }
@@ -113,11 +121,14 @@ asio::awaitable<void> HttpServer::serve(tcp::socket sock) {
   stream.socket().shutdown(tcp::socket::shutdown_send, ec);
 }
 
-asio::awaitable<Response> HttpServer::dispatch(const Request& req) {
+asio::awaitable<std::optional<Response>> HttpServer::dispatch(const Request& req,
+                                                              beast::tcp_stream& stream) {
   std::string path(req.target());
   if (auto q = path.find('?'); q != std::string::npos) path.resize(q);
   auto it = routes_.find({req.method(), path});
   if (it != routes_.end()) co_return co_await it->second(req);
+  for (auto& [prefix, h] : prefix_routes_)
+    if (path.compare(0, prefix.size(), prefix) == 0) co_return co_await h(req, stream);
   for (auto& [key, h] : routes_)
     if (key.second == path)
       co_return errorResponse(req, Error(Code::kInvalidArgument, "method not allowed"));

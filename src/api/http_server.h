@@ -2,13 +2,18 @@
 // A small HTTP/1.1 server on Boost.Beast with C++20 coroutines: one
 // coroutine per connection, keep-alive, and hard limits on header and body
 // sizes and on idle time, since every caller is untrusted. Routes map a
-// method and exact path to a handler; richer routing comes with the API.
+// method and exact path to a handler; a prefix route takes every path under
+// its prefix (the API parses ids out of it) and may write the response to
+// the stream itself, as Server-Sent Events do.
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/http.hpp>
+#include <boost/json/object.hpp>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -23,6 +28,10 @@ namespace http = boost::beast::http;
 using Request = http::request<http::string_body>;
 using Response = http::response<http::string_body>;
 using Handler = std::function<asio::awaitable<Response>(const Request&)>;
+// Returns the response to write, or nullopt when it wrote to the stream
+// itself (then the connection closes afterwards).
+using StreamHandler = std::function<asio::awaitable<std::optional<Response>>(
+    const Request&, boost::beast::tcp_stream&)>;
 
 struct ServerLimits {
   size_t max_header_bytes = 16 * 1024;
@@ -34,6 +43,8 @@ struct ServerLimits {
 Response jsonResponse(const Request& req, http::status status, std::string body);
 // {"code": ..., "message": ...} with the status that goes with `code`.
 Response errorResponse(const Request& req, const Error& e);
+// The same with a `details` object (e.g. the current state behind a 409).
+Response errorResponse(const Request& req, const Error& e, const boost::json::object& details);
 // The one place an error Code becomes an HTTP status.
 http::status statusForCode(Code c);
 
@@ -43,6 +54,10 @@ class HttpServer {
   void route(http::verb method, std::string path, Handler h) {
     routes_[{method, std::move(path)}] = std::move(h);
   }
+  // Every path starting with `prefix` that no exact route takes, any method.
+  void routePrefix(std::string prefix, StreamHandler h) {
+    prefix_routes_.emplace_back(std::move(prefix), std::move(h));
+  }
   // Binds (port 0 picks a free port) and starts accepting.
   Status listen(const HostPort& addr);
   uint16_t port() const { return port_; }
@@ -51,11 +66,13 @@ class HttpServer {
  private:
   asio::awaitable<void> acceptLoop();
   asio::awaitable<void> serve(asio::ip::tcp::socket sock);
-  asio::awaitable<Response> dispatch(const Request& req);
+  asio::awaitable<std::optional<Response>> dispatch(const Request& req,
+                                                    boost::beast::tcp_stream& stream);
 
   asio::io_context& io_;
   ServerLimits limits_;
   std::map<std::pair<http::verb, std::string>, Handler> routes_;
+  std::vector<std::pair<std::string, StreamHandler>> prefix_routes_;
   std::unique_ptr<asio::ip::tcp::acceptor> acceptor_;
   uint16_t port_ = 0;
 };

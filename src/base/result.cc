@@ -17,6 +17,7 @@ std::string_view codeName(Code c) {
     case Code::kUnavailable: return "unavailable";
     case Code::kProtocol: return "protocol";
     case Code::kPermissionDenied: return "permission_denied";
+    case Code::kUnauthenticated: return "unauthenticated";
     case Code::kInternal: return "internal";
   }
   return "unknown";

@@ -22,6 +22,7 @@ enum class Code {
   kUnavailable,         // a peer (QEMU, guest, store) went away or refused
   kProtocol,            // a peer sent bytes we could not accept
   kPermissionDenied,    // not allowed
+  kUnauthenticated,     // the caller did not prove who it is (no or bad credentials)
   kInternal,            // a bug or an unexpected system failure
 };
 

@@ -78,8 +78,9 @@ Daemon start(const std::string& state_dir, const std::string& cache_dir, const s
 }
 
 std::optional<boost::json::value> waitHealthy(Daemon& d) {
-  // Bounded: the KVM probe has a 5 s deadline; the verdict may be cached.
-  for (int i = 0; i < 300; ++i) {
+  // Bounded: the KVM probe has a 5 s deadline (the verdict may be cached)
+  // and the first start builds the minimal template (one guest boot).
+  for (int i = 0; i < 4000; ++i) {
     if (auto body = get(d.port, "/healthz")) return boost::json::parse(*body);
     if (d.proc.tryWait()) return std::nullopt;
     std::this_thread::sleep_for(50ms);

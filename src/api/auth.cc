@@ -1,0 +1,57 @@
+#include "api/auth.h"
+
+#include <fcntl.h>
+#include <openssl/rand.h>
+#include <unistd.h>
+
+#include "base/fd.h"
+#include "base/sha256.h"
+
+namespace vessel::api {
+
+Result<std::string> newApiKey() {
+  unsigned char b[32];
+  if (RAND_bytes(b, sizeof b) != 1) return Error(Code::kInternal, "new api key: RAND_bytes");
+  static const char* k = "0123456789abcdef";
+  std::string s = "vsk_";
+  for (unsigned char x : b) {
+    s.push_back(k[x >> 4]);
+    s.push_back(k[x & 15]);
+  }
+  return s;
+}
+
+Result<std::string> authenticate(const Request& req, store::Store& store) {
+  Error denied(Code::kUnauthenticated, "missing or invalid API key");
+  auto it = req.find(http::field::authorization);
+  if (it == req.end()) return denied;
+  std::string_view v = it->value();
+  constexpr std::string_view kBearer = "Bearer ";
+  if (v.size() <= kBearer.size() || v.substr(0, kBearer.size()) != kBearer || v.size() > 512)
+    return denied;
+  std::string_view key = v.substr(kBearer.size());
+  auto tenant = store.tenantForKey(sha256Hex(key));
+  if (!tenant.ok()) return std::move(tenant).error().withContext("authenticate");
+  if (!tenant->has_value()) return denied;
+  return **tenant;
+}
+
+Result<std::string> ensureDevTenant(store::Store& store, const std::string& state_dir) {
+  VESSEL_ASSIGN_OR_RETURN(int64_t n, store.countTenants());
+  if (n > 0) return std::string();
+  VESSEL_ASSIGN_OR_RETURN(std::string key, newApiKey());
+  std::string path = state_dir + "/dev-api-key";
+  // Written before the tenant exists: a crash in between leaves a file that
+  // the next start replaces, never a tenant whose only key nobody has.
+  ::unlink(path.c_str());
+  VESSEL_ASSIGN_OR_RETURN(Fd fd, Fd::open(path, O_WRONLY | O_CREAT | O_EXCL, 0600));
+  std::string line = key + "\n";
+  if (::write(fd.get(), line.data(), line.size()) != static_cast<ssize_t>(line.size()))
+    return Error::fromErrno("write " + path);
+  if (::fsync(fd.get()) != 0) return Error::fromErrno("fsync " + path);
+  VESSEL_TRY(store.createTenant("dev", "development"));
+  VESSEL_TRY(store.addApiKey("dev", sha256Hex(key)));
+  return key;
+}
+
+}  // namespace vessel::api

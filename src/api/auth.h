@@ -1,0 +1,23 @@
+#pragma once
+// API keys: `Authorization: Bearer <key>`. A key is 32 random bytes shown to
+// its owner once; the store keeps only its SHA-256, so a leaked database
+// does not leak keys.
+#include <string>
+
+#include "api/http_server.h"
+#include "store/store.h"
+
+namespace vessel::api {
+
+// A fresh key, "vsk_" + 64 hex digits.
+Result<std::string> newApiKey();
+// The tenant a request's bearer key belongs to, or kUnauthenticated: a
+// missing, malformed or unknown key is always the same error.
+Result<std::string> authenticate(const Request& req, store::Store& store);
+
+// On the first start (no tenant at all) creates the tenant "dev" with one
+// key, writes it to <state_dir>/dev-api-key (0600) and returns it; returns
+// an empty string when tenants already exist.
+Result<std::string> ensureDevTenant(store::Store& store, const std::string& state_dir);
+
+}  // namespace vessel::api

@@ -1,0 +1,332 @@
+#include "api/control_plane.h"
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/json.hpp>
+#include <ctime>
+
+#include "api/auth.h"
+#include "api/resources.h"
+#include "base/log.h"
+
+namespace vessel::api {
+
+namespace json = boost::json;
+using ops::Action;
+using ops::OpState;
+using ops::SandboxState;
+
+namespace {
+
+const Logger& log() {
+  static const Logger l("api");
+  return l;
+}
+
+// "/a/b:c" -> {"a", "b:c"}; empty segments are kept so "//" is rejected.
+std::vector<std::string> splitPath(std::string_view path) {
+  std::vector<std::string> out;
+  size_t i = 1;
+  while (i <= path.size()) {
+    size_t j = path.find('/', i);
+    if (j == std::string_view::npos) j = path.size();
+    out.emplace_back(path.substr(i, j - i));
+    i = j + 1;
+  }
+  return out;
+}
+
+Response accepted(const Request& req, const store::SandboxRecord& sb,
+                  const store::OperationRecord& op) {
+  json::object o{{"sandbox", sandboxJson(sb)}, {"operation", operationJson(op)}};
+  return jsonResponse(req, http::status::accepted, json::serialize(o));
+}
+
+}  // namespace
+
+ControlPlane::ControlPlane(asio::io_context& io, store::Store& store, node::Runtime& runtime,
+                           templates::TemplateStore& templates)
+    : io_(io), store_(store), runtime_(runtime), templates_(templates) {}
+
+ControlPlane::~ControlPlane() {
+  for (auto* t : *waiters_) t->cancel();
+}
+
+void ControlPlane::install(HttpServer& server) {
+  server.routePrefix("/v1/", [this](const Request& req, boost::beast::tcp_stream& stream) {
+    return handle(req, stream);
+  });
+}
+
+asio::awaitable<void> ControlPlane::shutdown() {
+  auto live = std::move(live_);
+  live_.clear();
+  for (auto& [id, sb] : live) {
+    if (sb->state() != node::Sandbox::State::kRunning) continue;
+    (void)co_await runtime_.destroy(*sb);
+    if (auto s = store_.setSandboxState(id, "failed", "vesseld stopped; the VM was stopped");
+        !s.ok())
+      log().error("sandbox {}: {}", id, s.error().message());
+  }
+}
+
+asio::awaitable<std::optional<Response>> ControlPlane::handle(const Request& req,
+                                                              boost::beast::tcp_stream& stream) {
+  auto tenant = authenticate(req, store_);
+  if (!tenant.ok()) co_return errorResponse(req, tenant.error());
+  std::string path(req.target());
+  if (auto q = path.find('?'); q != std::string::npos) path.resize(q);
+  auto seg = splitPath(path);  // seg[0] == "v1"
+  auto method = req.method();
+  auto notAllowed = [&] {
+    return errorResponse(req, Error(Code::kInvalidArgument, "method not allowed on " + path));
+  };
+
+  if (seg.size() == 2 && seg[1] == "sandboxes") {
+    if (method == http::verb::post) co_return createSandbox(req, *tenant);
+    if (method == http::verb::get) co_return listSandboxes(req, *tenant);
+    co_return notAllowed();
+  }
+  if (seg.size() == 3 && seg[1] == "sandboxes") {
+    std::string id = seg[2], verb;
+    if (auto c = id.find(':'); c != std::string::npos) {
+      verb = id.substr(c + 1);
+      id.resize(c);
+    }
+    if (!validId(id)) co_return errorResponse(req, Error(Code::kInvalidArgument, "bad sandbox id"));
+    if (verb.empty()) {
+      if (method == http::verb::get) co_return getSandbox(req, *tenant, id);
+      if (method == http::verb::delete_) co_return requestAction(req, *tenant, id, Action::kDelete);
+      co_return notAllowed();
+    }
+    if (method != http::verb::post) co_return notAllowed();
+    if (verb == "pause") co_return requestAction(req, *tenant, id, Action::kPause);
+    if (verb == "resume") co_return requestAction(req, *tenant, id, Action::kResume);
+    co_return errorResponse(req, Error(Code::kNotFound, "no such sandbox method: " + verb));
+  }
+  if (seg.size() >= 3 && seg.size() <= 4 && seg[1] == "operations") {
+    if (!validId(seg[2]))
+      co_return errorResponse(req, Error(Code::kInvalidArgument, "bad operation id"));
+    if (method != http::verb::get) co_return notAllowed();
+    if (seg.size() == 3) co_return getOperation(req, *tenant, seg[2]);
+    if (seg[3] == "events") co_return co_await streamEvents(req, stream, *tenant, seg[2]);
+  }
+  if (seg.size() == 2 && seg[1] == "events") {
+    if (method != http::verb::get) co_return notAllowed();
+    co_return co_await streamEvents(req, stream, *tenant, "");
+  }
+  co_return errorResponse(req, Error(Code::kNotFound, "no such endpoint: " + path));
+}
+
+Response ControlPlane::createSandbox(const Request& req, const std::string& tenant) {
+  auto in = parseCreateRequest(req.body());
+  if (!in.ok()) return errorResponse(req, in.error());
+  auto t = templates_.open(in->template_name);
+  if (!t.ok()) {
+    if (t.error().code() == Code::kNotFound)
+      return errorResponse(
+          req, Error(Code::kNotFound, "template '" + in->template_name + "' does not exist"));
+    log().error("open template {}: {}", in->template_name, t.error().message());
+    return errorResponse(
+        req, Error(Code::kUnavailable, "template '" + in->template_name + "' is not usable"));
+  }
+  const auto& m = (*t)->manifest;
+  // A restore keeps the snapshot's machine: asking for another shape is an
+  // error, not something silently ignored.
+  if ((in->vcpus && *in->vcpus != m.vcpus) || (in->memory_mib && *in->memory_mib != m.memory_mib))
+    return errorResponse(
+        req, Error(Code::kInvalidArgument, "template '" + in->template_name + "' has " +
+                                               std::to_string(m.vcpus) + " vCPUs and " +
+                                               std::to_string(m.memory_mib) +
+                                               " MiB; restoring it " + "cannot change them"));
+
+  store::SandboxRecord sb;
+  sb.id = node::newId("sb");
+  sb.tenant_id = tenant;
+  sb.template_name = in->template_name;
+  sb.state = std::string(ops::stateName(SandboxState::kCreating));
+  sb.vcpus = m.vcpus;
+  sb.memory_mib = m.memory_mib;
+  sb.metadata_json = json::serialize(in->metadata);
+  sb.created_ms = sb.updated_ms = store::nowMs();
+  if (auto s = store_.insertSandbox(sb); !s.ok()) return errorResponse(req, s.error());
+  auto op = newOperation(tenant, sb.id, "create");
+  if (!op.ok()) {
+    (void)store_.setSandboxState(sb.id, "failed", op.error().message());
+    return errorResponse(req, op.error());
+  }
+  node::CreateOptions opts;
+  opts.id = sb.id;
+  opts.env = in->env;
+  asio::co_spawn(io_, runCreate(*op, in->template_name, std::move(opts)), asio::detached);
+  return accepted(req, sb, *op);
+}
+
+Response ControlPlane::getSandbox(const Request& req, const std::string& tenant,
+                                  const std::string& id) {
+  auto sb = store_.getSandbox(tenant, id);
+  if (!sb.ok()) return errorResponse(req, sb.error());
+  // Another tenant's sandbox is as absent as one that never existed.
+  if (!sb->has_value() || (*sb)->state == "deleted")
+    return errorResponse(req, Error(Code::kNotFound, "sandbox " + id + " does not exist"));
+  return jsonResponse(req, http::status::ok, json::serialize(sandboxJson(**sb)));
+}
+
+Response ControlPlane::listSandboxes(const Request& req, const std::string& tenant) {
+  auto q = parseListQuery(req.target());
+  if (!q.ok()) return errorResponse(req, q.error());
+  auto list = store_.listSandboxes(tenant, q->page_token, q->page_size + 1);
+  if (!list.ok()) return errorResponse(req, list.error());
+  json::array items;
+  std::string next;
+  for (size_t i = 0; i < list->size(); ++i) {
+    if (i == static_cast<size_t>(q->page_size)) {
+      next = (*list)[i - 1].id;
+      break;
+    }
+    items.push_back(sandboxJson((*list)[i]));
+  }
+  json::object o{{"sandboxes", std::move(items)}, {"next_page_token", next}};
+  return jsonResponse(req, http::status::ok, json::serialize(o));
+}
+
+Response ControlPlane::requestAction(const Request& req, const std::string& tenant,
+                                     const std::string& id, Action action) {
+  auto sb = store_.getSandbox(tenant, id);
+  if (!sb.ok()) return errorResponse(req, sb.error());
+  if (!sb->has_value() || (*sb)->state == "deleted")
+    return errorResponse(req, Error(Code::kNotFound, "sandbox " + id + " does not exist"));
+  auto state = ops::parseState((*sb)->state);
+  if (!state) return errorResponse(req, Error(Code::kInternal, "sandbox " + id + ": bad state"));
+  auto t = ops::transition(*state, action);
+  if (!t.ok()) {
+    json::object details{{"state", (*sb)->state}};
+    return errorResponse(req, Error(t.error().code(), "sandbox " + id + ": " + t.error().context()),
+                         details);
+  }
+  auto op = newOperation(tenant, id, std::string(ops::actionName(action)));
+  if (!op.ok()) return errorResponse(req, op.error());
+  setSandbox(*op, t->during, "");
+  auto now = store_.getSandbox(tenant, id);
+  if (now.ok() && now->has_value()) **sb = **now;
+  asio::co_spawn(io_, runAction(*op, *t), asio::detached);
+  return accepted(req, **sb, *op);
+}
+
+Response ControlPlane::getOperation(const Request& req, const std::string& tenant,
+                                    const std::string& id) {
+  auto op = store_.getOperation(tenant, id);
+  if (!op.ok()) return errorResponse(req, op.error());
+  if (!op->has_value())
+    return errorResponse(req, Error(Code::kNotFound, "operation " + id + " does not exist"));
+  return jsonResponse(req, http::status::ok, json::serialize(operationJson(**op)));
+}
+
+Result<store::OperationRecord> ControlPlane::newOperation(const std::string& tenant,
+                                                          const std::string& sandbox_id,
+                                                          const std::string& kind) {
+  store::OperationRecord op;
+  op.id = node::newId("op");
+  op.tenant_id = tenant;
+  op.sandbox_id = sandbox_id;
+  op.kind = kind;
+  op.state = std::string(ops::opStateName(OpState::kPending));
+  op.created_ms = op.updated_ms = store::nowMs();
+  VESSEL_TRY(store_.insertOperation(op));
+  publish({0, tenant, op.id, sandbox_id, "operation.pending", json::serialize(operationJson(op))});
+  return op;
+}
+
+void ControlPlane::setOperation(store::OperationRecord& op, OpState state, const Error* error) {
+  op.state = std::string(ops::opStateName(state));
+  op.error_code = error ? std::string(codeName(error->code())) : "";
+  op.error_message = error ? error->message() : "";
+  op.updated_ms = store::nowMs();
+  if (auto s = store_.setOperationState(op.id, op.state, op.error_code, op.error_message); !s.ok())
+    log().error("operation {}: {}", op.id, s.error().message());
+  publish({0, op.tenant_id, op.id, op.sandbox_id, "operation." + op.state,
+           json::serialize(operationJson(op))});
+}
+
+void ControlPlane::setSandbox(const store::OperationRecord& op, SandboxState state,
+                              const std::string& error) {
+  std::string name(ops::stateName(state));
+  if (auto s = store_.setSandboxState(op.sandbox_id, name, error); !s.ok())
+    log().error("sandbox {}: {}", op.sandbox_id, s.error().message());
+  json::object data{{"id", op.sandbox_id}, {"state", name}};
+  if (!error.empty()) data["error"] = error;
+  publish({0, op.tenant_id, op.id, op.sandbox_id, "sandbox.state", json::serialize(data)});
+}
+
+void ControlPlane::publish(store::EventRecord e) {
+  e.at_ms = store::nowMs();
+  if (auto s = store_.appendEvent(e); !s.ok()) {
+    log().error("event {} of {}: {}", e.type, e.operation_id, s.error().message());
+    return;
+  }
+  for (auto* t : *waiters_) t->cancel();
+}
+
+asio::awaitable<void> ControlPlane::runCreate(store::OperationRecord op, std::string template_name,
+                                              node::CreateOptions opts) {
+  setOperation(op, OpState::kRunning, nullptr);
+  auto sb = co_await runtime_.create(std::move(template_name), std::move(opts));
+  if (!sb.ok()) {
+    log().forSandbox(op.sandbox_id).warn("create failed: {}", sb.error().message());
+    setSandbox(op, SandboxState::kFailed, sb.error().message());
+    setOperation(op, OpState::kFailed, &sb.error());
+    co_return;
+  }
+  live_[op.sandbox_id] = *sb;
+  setSandbox(op, SandboxState::kRunning, "");
+  setOperation(op, OpState::kDone, nullptr);
+}
+
+asio::awaitable<void> ControlPlane::runAction(store::OperationRecord op, ops::Transition t) {
+  setOperation(op, OpState::kRunning, nullptr);
+  Status s = co_await doAction(op.sandbox_id, t);
+  if (!s.ok()) {
+    log()
+        .forSandbox(op.sandbox_id)
+        .warn("{} failed: {}", ops::actionName(t.action), s.error().message());
+    // A failed pause or resume leaves the sandbox as it was; a failed
+    // delete leaves nothing usable.
+    SandboxState back = t.action == Action::kDelete ? SandboxState::kFailed : t.from;
+    setSandbox(op, back, back == SandboxState::kFailed ? s.error().message() : "");
+    setOperation(op, OpState::kFailed, &s.error());
+    co_return;
+  }
+  setSandbox(op, t.done, "");
+  setOperation(op, OpState::kDone, nullptr);
+}
+
+asio::awaitable<Status> ControlPlane::doAction(const std::string& id, ops::Transition t) {
+  auto it = live_.find(id);
+  std::shared_ptr<node::Sandbox> sb = it == live_.end() ? nullptr : it->second;
+  switch (t.action) {
+    case Action::kPause:
+      if (!sb) co_return Error(Code::kUnavailable, "sandbox " + id + " has no VM on this node");
+      co_return co_await runtime_.pause(*sb);
+    case Action::kResume: {
+      auto r = co_await runtime_.resume(id);
+      if (!r.ok()) co_return std::move(r).error();
+      live_[id] = *r;
+      co_return okStatus();
+    }
+    case Action::kDelete: {
+      if (!sb && t.from == SandboxState::kPaused) {
+        // Paused by an earlier vesseld: bring it back to release everything
+        // it holds the one way the runtime knows.
+        auto r = co_await runtime_.resume(id);
+        if (!r.ok()) co_return std::move(r).error();
+        sb = *r;
+      }
+      live_.erase(id);
+      if (sb) co_return co_await runtime_.destroy(*sb);
+      co_return okStatus();
+    }
+  }
+  co_return Error(Code::kInternal, "unknown action");
+}
+
+}  // namespace vessel::api

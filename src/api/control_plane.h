@@ -1,0 +1,69 @@
+#pragma once
+// The control plane of the public API (api/openapi.yaml): sandboxes and
+// their lifecycle operations, operation polling and Server-Sent Events.
+// Every request is authenticated to a tenant, every store query is scoped
+// to it, and every lifecycle change is an operation whose state is stored
+// before the request is answered and which runs afterwards on the io thread.
+#include <boost/asio/steady_timer.hpp>
+#include <map>
+#include <memory>
+#include <set>
+
+#include "api/http_server.h"
+#include "node/runtime.h"
+#include "ops/state_machine.h"
+#include "store/store.h"
+#include "templates/store.h"
+
+namespace vessel::api {
+
+class ControlPlane {
+ public:
+  ControlPlane(asio::io_context& io, store::Store& store, node::Runtime& runtime,
+               templates::TemplateStore& templates);
+  ~ControlPlane();
+  // Serves everything under /v1/.
+  void install(HttpServer& server);
+  // Stops every running VM (they cannot be re-adopted yet) and records
+  // their sandboxes as failed; paused sandboxes stay resumable.
+  asio::awaitable<void> shutdown();
+
+ private:
+  // Streams waiting for new events; shared with their coroutines, which
+  // may outlive this object when the io_context is torn down.
+  using Waiters = std::set<asio::steady_timer*>;
+
+  asio::awaitable<std::optional<Response>> handle(const Request& req,
+                                                  boost::beast::tcp_stream& stream);
+  Response createSandbox(const Request& req, const std::string& tenant);
+  Response getSandbox(const Request& req, const std::string& tenant, const std::string& id);
+  Response listSandboxes(const Request& req, const std::string& tenant);
+  Response requestAction(const Request& req, const std::string& tenant, const std::string& id,
+                         ops::Action action);
+  Response getOperation(const Request& req, const std::string& tenant, const std::string& id);
+  asio::awaitable<std::optional<Response>> streamEvents(const Request& req,
+                                                        boost::beast::tcp_stream& stream,
+                                                        std::string tenant, std::string op_id);
+
+  // Operation bookkeeping: store the new state, then publish its event.
+  Result<store::OperationRecord> newOperation(const std::string& tenant,
+                                              const std::string& sandbox_id,
+                                              const std::string& kind);
+  void setOperation(store::OperationRecord& op, ops::OpState state, const Error* error);
+  void setSandbox(const store::OperationRecord& op, ops::SandboxState state,
+                  const std::string& error);
+  void publish(store::EventRecord e);
+  asio::awaitable<void> runCreate(store::OperationRecord op, std::string template_name,
+                                  node::CreateOptions opts);
+  asio::awaitable<void> runAction(store::OperationRecord op, ops::Transition t);
+  asio::awaitable<Status> doAction(const std::string& id, ops::Transition t);
+
+  asio::io_context& io_;
+  store::Store& store_;
+  node::Runtime& runtime_;
+  templates::TemplateStore& templates_;
+  std::shared_ptr<Waiters> waiters_ = std::make_shared<Waiters>();
+  std::map<std::string, std::shared_ptr<node::Sandbox>> live_;  // sandbox id -> its VM
+};
+
+}  // namespace vessel::api

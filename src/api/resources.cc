@@ -1,0 +1,156 @@
+#include "api/resources.h"
+
+#include <boost/json.hpp>
+#include <charconv>
+#include <ctime>
+
+namespace vessel::api {
+
+namespace json = boost::json;
+
+namespace {
+
+constexpr size_t kMaxEnv = 64, kMaxMetadata = 32, kMaxKey = 63, kMaxValue = 1024;
+
+Error bad(const std::string& what) { return Error(Code::kInvalidArgument, what); }
+
+bool envKey(std::string_view k) {
+  if (k.empty() || k.size() > kMaxKey || (k[0] >= '0' && k[0] <= '9')) return false;
+  for (char c : k)
+    if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_'))
+      return false;
+  return true;
+}
+
+Result<int64_t> intField(const json::value& v, const char* name, int64_t lo, int64_t hi) {
+  if (!v.is_int64() && !v.is_uint64()) return bad(std::string(name) + " must be an integer");
+  if (v.is_uint64() && v.as_uint64() > static_cast<uint64_t>(hi))
+    return bad(std::string(name) + " is out of range");
+  int64_t x = v.is_int64() ? v.as_int64() : static_cast<int64_t>(v.as_uint64());
+  if (x < lo || x > hi)
+    return bad(std::string(name) + " must be between " + std::to_string(lo) + " and " +
+               std::to_string(hi));
+  return x;
+}
+
+}  // namespace
+
+bool validId(std::string_view id) {
+  if (id.empty() || id.size() > 64) return false;
+  for (char c : id)
+    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-')) return false;
+  return true;
+}
+
+Result<CreateRequest> parseCreateRequest(std::string_view body) {
+  CreateRequest r;
+  if (body.find_first_not_of(" \t\r\n") == std::string_view::npos) return r;
+  json::parse_options po;
+  po.max_depth = 8;
+  boost::system::error_code ec;
+  json::value v = json::parse(body, ec, {}, po);
+  if (ec) return bad("body is not valid JSON: " + ec.message());
+  if (!v.is_object()) return bad("body must be a JSON object");
+  for (const auto& [k, f] : v.as_object()) {
+    if (k == "template") {
+      if (!f.is_string() || f.as_string().empty() || f.as_string().size() > 64)
+        return bad("template must be a non-empty string of at most 64 characters");
+      r.template_name = std::string(f.as_string());
+    } else if (k == "vcpus") {
+      VESSEL_ASSIGN_OR_RETURN(int64_t n, intField(f, "vcpus", 1, 64));
+      r.vcpus = static_cast<unsigned>(n);
+    } else if (k == "memory_mib") {
+      VESSEL_ASSIGN_OR_RETURN(int64_t n, intField(f, "memory_mib", 64, 1 << 20));
+      r.memory_mib = static_cast<uint64_t>(n);
+    } else if (k == "env") {
+      if (!f.is_object()) return bad("env must be an object of strings");
+      if (f.as_object().size() > kMaxEnv) return bad("env has too many entries");
+      for (const auto& [ek, ev] : f.as_object()) {
+        if (!envKey(ek)) return bad("env: bad variable name '" + std::string(ek) + "'");
+        if (!ev.is_string() || ev.as_string().size() > kMaxValue)
+          return bad("env." + std::string(ek) + " must be a string of at most 1024 bytes");
+        r.env.push_back(std::string(ek) + "=" + std::string(ev.as_string()));
+      }
+    } else if (k == "metadata") {
+      if (!f.is_object()) return bad("metadata must be an object of strings");
+      if (f.as_object().size() > kMaxMetadata) return bad("metadata has too many entries");
+      for (const auto& [mk, mv] : f.as_object()) {
+        if (mk.empty() || mk.size() > kMaxKey) return bad("metadata: bad key");
+        if (!mv.is_string() || mv.as_string().size() > kMaxValue)
+          return bad("metadata." + std::string(mk) + " must be a string of at most 1024 bytes");
+      }
+      r.metadata = f.as_object();
+    } else {
+      return bad("unknown field '" + std::string(k) + "'");
+    }
+  }
+  return r;
+}
+
+Result<ListQuery> parseListQuery(std::string_view target) {
+  ListQuery q;
+  auto qm = target.find('?');
+  if (qm == std::string_view::npos) return q;
+  std::string_view rest = target.substr(qm + 1);
+  while (!rest.empty()) {
+    auto amp = rest.find('&');
+    std::string_view kv = rest.substr(0, amp);
+    rest = amp == std::string_view::npos ? std::string_view() : rest.substr(amp + 1);
+    if (kv.empty()) continue;
+    auto eq = kv.find('=');
+    std::string_view k = kv.substr(0, eq);
+    std::string_view v = eq == std::string_view::npos ? std::string_view() : kv.substr(eq + 1);
+    if (k == "page_size") {
+      int n = 0;
+      auto [p, e] = std::from_chars(v.data(), v.data() + v.size(), n);
+      if (e != std::errc() || p != v.data() + v.size() || n < 1 || n > 100)
+        return bad("page_size must be an integer between 1 and 100");
+      q.page_size = n;
+    } else if (k == "page_token") {
+      if (!v.empty() && !validId(v)) return bad("bad page_token");
+      q.page_token = std::string(v);
+    } else {
+      return bad("unknown query parameter '" + std::string(k) + "'");
+    }
+  }
+  return q;
+}
+
+std::string rfc3339(int64_t ms) {
+  std::time_t secs = static_cast<std::time_t>(ms / 1000);
+  std::tm tm{};
+  gmtime_r(&secs, &tm);
+  char buf[40];
+  size_t n = std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
+  std::snprintf(buf + n, sizeof buf - n, ".%03dZ", static_cast<int>(ms % 1000));
+  return buf;
+}
+
+json::object sandboxJson(const store::SandboxRecord& s) {
+  boost::system::error_code ec;
+  json::value md = json::parse(s.metadata_json, ec);
+  json::object o{{"id", s.id},
+                 {"template", s.template_name},
+                 {"state", s.state},
+                 {"vcpus", s.vcpus},
+                 {"memory_mib", s.memory_mib},
+                 {"metadata", ec || !md.is_object() ? json::object() : md.as_object()},
+                 {"created_at", rfc3339(s.created_ms)},
+                 {"updated_at", rfc3339(s.updated_ms)}};
+  if (!s.error.empty()) o["error"] = s.error;
+  return o;
+}
+
+json::object operationJson(const store::OperationRecord& op) {
+  json::object o{{"id", op.id},
+                 {"kind", op.kind},
+                 {"sandbox_id", op.sandbox_id},
+                 {"state", op.state},
+                 {"created_at", rfc3339(op.created_ms)},
+                 {"updated_at", rfc3339(op.updated_ms)}};
+  if (!op.error_code.empty())
+    o["error"] = json::object{{"code", op.error_code}, {"message", op.error_message}};
+  return o;
+}
+
+}  // namespace vessel::api

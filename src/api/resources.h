@@ -1,0 +1,41 @@
+#pragma once
+// The API's resources at the edge: request bodies and queries parsed once
+// into typed structs (or an InvalidArgument error naming the field), and
+// store records rendered as the JSON of api/openapi.yaml.
+#include <boost/json/object.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/result.h"
+#include "store/store.h"
+
+namespace vessel::api {
+
+// Ids we mint look like "sb-0123456789ab"; anything else is refused before
+// it reaches the store or a path.
+bool validId(std::string_view id);
+
+struct CreateRequest {
+  std::string template_name = "minimal";
+  std::optional<unsigned> vcpus;
+  std::optional<uint64_t> memory_mib;
+  std::vector<std::string> env;  // KEY=VALUE
+  boost::json::object metadata;  // string -> string
+};
+// An empty body means every default. Unknown fields are errors.
+Result<CreateRequest> parseCreateRequest(std::string_view body);
+
+struct ListQuery {
+  int page_size = 50;
+  std::string page_token;  // the last id of the previous page
+};
+Result<ListQuery> parseListQuery(std::string_view target);
+
+// Milliseconds since the epoch as RFC 3339 UTC, "2026-11-30T06:40:00.123Z".
+std::string rfc3339(int64_t ms);
+boost::json::object sandboxJson(const store::SandboxRecord& s);
+boost::json::object operationJson(const store::OperationRecord& o);
+
+}  // namespace vessel::api

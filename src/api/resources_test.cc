@@ -1,0 +1,57 @@
+#include "api/resources.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+namespace vessel::api {
+namespace {
+
+using ::testing::HasSubstr;
+
+TEST(ResourcesTest, CreateRequestDefaultsAndFields) {
+  auto r = parseCreateRequest("");
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->template_name, "minimal");
+  r = parseCreateRequest(
+      R"({"template":"t1","vcpus":2,"memory_mib":512,"env":{"A_1":"x"},"metadata":{"k":"v"}})");
+  ASSERT_TRUE(r.ok()) << r.error().message();
+  EXPECT_EQ(r->template_name, "t1");
+  EXPECT_EQ(r->vcpus, 2u);
+  EXPECT_EQ(r->memory_mib, 512u);
+  EXPECT_THAT(r->env, ::testing::ElementsAre("A_1=x"));
+  EXPECT_EQ(r->metadata.at("k"), "v");
+}
+
+TEST(ResourcesTest, CreateRequestRejectsBadInputNamingTheField) {
+  for (const char* body :
+       {"{", "[]", "null", R"({"x":1})", R"({"template":""})", R"({"vcpus":0})", R"({"vcpus":-1})",
+        R"({"vcpus":1.5})", R"({"memory_mib":18446744073709551615})", R"({"env":{"A=B":"x"}})",
+        R"({"env":{"A":1}})", R"({"metadata":[]})", R"({"metadata":{"k":{"nested":"x"}}})",
+        "[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]]]"}) {
+    auto r = parseCreateRequest(body);
+    ASSERT_FALSE(r.ok()) << body;
+    EXPECT_EQ(r.error().code(), Code::kInvalidArgument) << body;
+  }
+  EXPECT_THAT(parseCreateRequest(R"({"vcpus":"2"})").error().message(), HasSubstr("vcpus"));
+}
+
+TEST(ResourcesTest, ListQuery) {
+  auto q = parseListQuery("/v1/sandboxes?page_size=7&page_token=sb-1");
+  ASSERT_TRUE(q.ok());
+  EXPECT_EQ(q->page_size, 7);
+  EXPECT_EQ(q->page_token, "sb-1");
+  EXPECT_EQ(parseListQuery("/v1/sandboxes")->page_size, 50);
+  for (const char* t : {"/x?page_size=0", "/x?page_size=101", "/x?page_size=3x",
+                        "/x?page_token=../etc", "/x?other=1"})
+    EXPECT_FALSE(parseListQuery(t).ok()) << t;
+}
+
+TEST(ResourcesTest, IdsAndTimes) {
+  EXPECT_TRUE(validId("sb-0123456789ab"));
+  for (const char* id : {"", "SB-1", "a/b", "..", "a b", "sb_1"}) EXPECT_FALSE(validId(id)) << id;
+  EXPECT_EQ(rfc3339(0), "1970-01-01T00:00:00.000Z");
+  EXPECT_EQ(rfc3339(1764484800123), "2025-11-30T06:40:00.123Z");
+}
+
+}  // namespace
+}  // namespace vessel::api

@@ -1,0 +1,107 @@
+// Server-Sent Events for operations: GET /v1/operations/{id}/events ends
+// after the operation's last event; GET /v1/events follows every event of
+// the tenant until the client goes away. Both replay what the client missed
+// when it reconnects with Last-Event-ID (events are stored, ids increase).
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/write.hpp>
+#include <charconv>
+
+#include "api/control_plane.h"
+#include "base/scope_exit.h"
+
+namespace vessel::api {
+
+namespace beast = boost::beast;
+using namespace std::chrono_literals;
+
+namespace {
+
+constexpr int kBatch = 100;
+constexpr auto kKeepalive = 15s;     // a comment line, so proxies and clients see a live stream
+constexpr auto kWriteTimeout = 30s;  // a client that stops reading is dropped
+
+bool terminalType(const std::string& type) {
+  return type == "operation.done" || type == "operation.failed";
+}
+
+}  // namespace
+
+asio::awaitable<std::optional<Response>> ControlPlane::streamEvents(const Request& req,
+                                                                    beast::tcp_stream& stream,
+                                                                    std::string tenant,
+                                                                    std::string op_id) {
+  int64_t after = 0;
+  if (auto it = req.find("Last-Event-ID"); it != req.end()) {
+    std::string_view v = it->value();
+    auto [p, e] = std::from_chars(v.data(), v.data() + v.size(), after);
+    if (e != std::errc() || p != v.data() + v.size() || after < 0)
+      co_return errorResponse(req, Error(Code::kInvalidArgument, "bad Last-Event-ID"));
+  }
+  if (!op_id.empty()) {
+    auto op = store_.getOperation(tenant, op_id);
+    if (!op.ok()) co_return errorResponse(req, op.error());
+    if (!op->has_value())
+      co_return errorResponse(req,
+                              Error(Code::kNotFound, "operation " + op_id + " does not exist"));
+  }
+
+  // No length and no chunking: the body is the rest of the connection.
+  http::response<http::empty_body> head{http::status::ok, req.version()};
+  head.set(http::field::content_type, "text/event-stream");
+  head.set(http::field::cache_control, "no-cache");
+  head.set(http::field::server, "vessel");
+  head.keep_alive(false);
+  http::response_serializer<http::empty_body> sr(head);
+  stream.expires_after(kWriteTimeout);
+  auto [hec, hn] =
+      co_await http::async_write_header(stream, sr, asio::as_tuple(asio::use_awaitable));
+  if (hec) co_return std::nullopt;
+
+  auto waiters = waiters_;  // outlives this object if the io_context is torn down first
+  for (;;) {
+    // The operation's state is read before its events: once it is final,
+    // every event it will ever have is already stored.
+    bool finished = false;
+    if (!op_id.empty()) {
+      auto op = store_.getOperation(tenant, op_id);
+      if (!op.ok() || !op->has_value()) break;
+      finished = (*op)->state == "done" || (*op)->state == "failed";
+    }
+    auto events = store_.listEvents(tenant, op_id, after, kBatch);
+    if (!events.ok()) break;
+    std::string out;
+    bool ended = false;
+    for (const auto& e : *events) {
+      out +=
+          "id: " + std::to_string(e.seq) + "\nevent: " + e.type + "\ndata: " + e.data_json + "\n\n";
+      after = e.seq;
+      if (!op_id.empty() && terminalType(e.type)) ended = true;
+    }
+    if (!out.empty()) {
+      stream.expires_after(kWriteTimeout);
+      auto [ec, n] = co_await asio::async_write(stream, asio::buffer(out),
+                                                asio::as_tuple(asio::use_awaitable));
+      if (ec) break;
+      if (ended) break;
+      continue;
+    }
+    if (finished) break;
+    asio::steady_timer timer(io_, kKeepalive);
+    waiters->insert(&timer);
+    ScopeExit unregister([&] { waiters->erase(&timer); });
+    auto [ec] = co_await timer.async_wait(asio::as_tuple(asio::use_awaitable));
+    if (!ec) {
+      static const std::string kPing = ": keepalive\n\n";
+      stream.expires_after(kWriteTimeout);
+      auto [wec, n] = co_await asio::async_write(stream, asio::buffer(kPing),
+                                                 asio::as_tuple(asio::use_awaitable));
+      if (wec) break;
+    }
+  }
+  boost::system::error_code ec;
+  stream.socket().shutdown(asio::ip::tcp::socket::shutdown_send, ec);
+  co_return std::nullopt;
+}
+
+}  // namespace vessel::api

@@ -1,0 +1,394 @@
+// The public API end to end: a real vesseld, real HTTP, real guests. One
+// daemon (and one template build) for the whole binary; each test boots at
+// most one sandbox. A second tenant is added straight into the daemon's
+// store, as `vessel tenant create` will.
+#include <fcntl.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/json.hpp>
+#include <fstream>
+#include <thread>
+
+#include "base/child_process.h"
+#include "base/sha256.h"
+#include "guest_env.h"
+#include "store/store.h"
+
+namespace vessel {
+namespace {
+
+namespace asio = boost::asio;
+namespace json = boost::json;
+using namespace std::chrono_literals;
+using ::testing::HasSubstr;
+using testing::ScratchDir;
+
+struct Reply {
+  int status = 0;
+  std::string head, body;
+  json::value js() const {
+    boost::system::error_code ec;
+    auto v = json::parse(body, ec);
+    return ec ? json::value() : v;
+  }
+};
+
+struct SseEvent {
+  int64_t id = 0;
+  std::string type;
+  json::value data;
+};
+
+struct Shared {
+  ScratchDir dir;
+  ChildProcess proc;
+  uint16_t port = 0;
+  std::string log, key, key2;
+};
+Shared* g = nullptr;
+
+// One request on its own connection; reads until the server closes or
+// `enough` says the body holds what the caller wants. Every read is
+// bounded by SO_RCVTIMEO, so a hung server fails the test instead.
+Reply call(const std::string& method, const std::string& target, const std::string& body = "",
+           const std::string& key = "-", std::vector<std::string> headers = {},
+           const std::function<bool(const std::string&)>& enough = nullptr) {
+  asio::io_context io;
+  asio::ip::tcp::socket s(io);
+  boost::system::error_code ec;
+  s.connect({asio::ip::make_address("127.0.0.1"), g->port}, ec);
+  if (ec) return {};
+  timeval tv{120, 0};
+  ::setsockopt(s.native_handle(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  std::string req = method + " " + target + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n";
+  std::string k = key == "-" ? g->key : key;
+  if (!k.empty()) req += "Authorization: Bearer " + k + "\r\n";
+  for (auto& h : headers) req += h + "\r\n";
+  if (!body.empty() || method == "POST")
+    req +=
+        "Content-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) + "\r\n";
+  req += "\r\n" + body;
+  asio::write(s, asio::buffer(req), ec);
+  std::string all;
+  char buf[8192];
+  for (;;) {
+    ssize_t n = ::read(s.native_handle(), buf, sizeof buf);
+    if (n <= 0) break;
+    all.append(buf, static_cast<size_t>(n));
+    auto hdr = all.find("\r\n\r\n");
+    if (enough && hdr != std::string::npos && enough(all.substr(hdr + 4))) break;
+  }
+  Reply r;
+  auto hdr = all.find("\r\n\r\n");
+  if (all.size() < 12 || hdr == std::string::npos) return r;
+  r.status = std::stoi(all.substr(9, 3));
+  r.head = all.substr(0, hdr);
+  r.body = all.substr(hdr + 4);
+  return r;
+}
+
+std::vector<SseEvent> parseSse(const std::string& body) {
+  std::vector<SseEvent> out;
+  size_t pos = 0;
+  for (;;) {
+    auto end = body.find("\n\n", pos);
+    if (end == std::string::npos) break;
+    std::string block = body.substr(pos, end - pos);
+    pos = end + 2;
+    SseEvent e;
+    bool any = false;
+    size_t lp = 0;
+    while (lp < block.size()) {
+      auto nl = block.find('\n', lp);
+      std::string line = block.substr(lp, nl == std::string::npos ? std::string::npos : nl - lp);
+      lp = nl == std::string::npos ? block.size() : nl + 1;
+      if (line.rfind("id: ", 0) == 0) e.id = std::stoll(line.substr(4)), any = true;
+      if (line.rfind("event: ", 0) == 0) e.type = line.substr(7);
+      if (line.rfind("data: ", 0) == 0) e.data = json::parse(line.substr(6));
+    }
+    if (any) out.push_back(std::move(e));
+  }
+  return out;
+}
+
+// Follows an operation's events to its end (the server closes the stream).
+std::vector<SseEvent> opEvents(const std::string& op, int64_t after = 0,
+                               const std::string& key = "-") {
+  std::vector<std::string> h;
+  if (after) h.push_back("Last-Event-ID: " + std::to_string(after));
+  Reply r = call("GET", "/v1/operations/" + op + "/events", "", key, h);
+  EXPECT_EQ(r.status, 200) << r.body;
+  EXPECT_THAT(r.head, HasSubstr("text/event-stream"));
+  return parseSse(r.body);
+}
+
+std::string str(const json::value& v, const char* k) {
+  if (!v.is_object() || !v.as_object().contains(k) || !v.at(k).is_string()) return "<missing>";
+  return std::string(v.at(k).as_string());
+}
+
+// Waits for an operation through its event stream and returns its final state.
+std::string finish(const std::string& op, const std::string& key = "-") {
+  auto ev = opEvents(op, 0, key);
+  if (ev.empty()) return "<no events>";
+  EXPECT_THAT(ev.back().type, ::testing::AnyOf("operation.done", "operation.failed"));
+  return str(ev.back().data, "state");
+}
+
+class ApiTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    g = new Shared;
+    std::string state = g->dir.path() + "/state", cache = g->dir.path() + "/cache";
+    {
+      asio::io_context io;
+      asio::ip::tcp::acceptor a(io, {asio::ip::make_address("127.0.0.1"), 0});
+      g->port = a.local_endpoint().port();
+    }
+    g->log = g->dir.path() + "/vesseld.log";
+    auto out = Fd::open(g->log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    ASSERT_TRUE(out.ok());
+    SpawnOptions so;
+    so.argv = {VESSELD_PATH,
+               "--state-dir",
+               state,
+               "--cache-dir",
+               cache,
+               "--listen",
+               "127.0.0.1:" + std::to_string(g->port),
+               "--accel",
+               "tcg",
+               "--kernel",
+               testing::kernelPath(),
+               "--minimal-image",
+               testing::minimalImage()};
+    so.fds = {{out->get(), 1}, {out->get(), 2}};
+    so.die_with_parent = true;
+    auto p = ChildProcess::spawn(so);
+    ASSERT_TRUE(p.ok()) << p.error().message();
+    g->proc = std::move(*p);
+    // Bounded: the first start builds the minimal template (one guest boot).
+    bool up = false;
+    for (int i = 0; i < 3000 && !up; ++i) {
+      up = call("GET", "/healthz", "", "").status == 200;
+      if (!up && g->proc.tryWait()) break;
+      if (!up) std::this_thread::sleep_for(100ms);
+    }
+    ASSERT_TRUE(up) << "vesseld did not come up; log:\n" << readLog();
+    std::ifstream kf(state + "/dev-api-key");
+    std::getline(kf, g->key);
+    ASSERT_THAT(g->key, ::testing::StartsWith("vsk_"));
+    struct stat st {};
+    ASSERT_EQ(::stat((state + "/dev-api-key").c_str(), &st), 0);
+    EXPECT_EQ(st.st_mode & 0777, 0600u);
+    EXPECT_THAT(readLog(), HasSubstr(g->key)) << "the key is printed once at first start";
+    // A second tenant, added beside the running daemon (WAL allows it).
+    auto db = store::openSqlite(state + "/vessel.db");
+    ASSERT_TRUE(db.ok()) << db.error().message();
+    g->key2 = "vsk_second-tenant-key";
+    ASSERT_TRUE((*db)->createTenant("t2", "second").ok());
+    ASSERT_TRUE((*db)->addApiKey("t2", sha256Hex(g->key2)).ok());
+  }
+  static void TearDownTestSuite() {
+    if (g && g->proc.running()) {
+      auto e = g->proc.terminate(40s);
+      EXPECT_TRUE(e.exited && e.code == 0) << e.describe() << "\n" << readLog();
+    }
+    EXPECT_THAT(testing::qemuProcessesFor("vm-"), ::testing::IsEmpty());
+    delete g;
+    g = nullptr;
+  }
+  void SetUp() override { ASSERT_TRUE(g && !g->key.empty()) << "vesseld did not start"; }
+  static std::string readLog() {
+    std::ifstream f(g->log);
+    return std::string(std::istreambuf_iterator<char>(f), {});
+  }
+  // POST /v1/sandboxes, checked; returns {sandbox id, operation id}.
+  std::pair<std::string, std::string> create(const std::string& body = "{}") {
+    Reply r = call("POST", "/v1/sandboxes", body);
+    EXPECT_EQ(r.status, 202) << r.body;
+    auto v = r.js();
+    if (!v.is_object()) return {};
+    EXPECT_EQ(str(v.at("sandbox"), "state"), "creating");
+    EXPECT_EQ(str(v.at("operation"), "kind"), "create");
+    return {str(v.at("sandbox"), "id"), str(v.at("operation"), "id")};
+  }
+  std::string state(const std::string& id) {
+    return str(call("GET", "/v1/sandboxes/" + id).js(), "state");
+  }
+  void destroy(const std::string& id) {
+    Reply d = call("DELETE", "/v1/sandboxes/" + id);
+    ASSERT_EQ(d.status, 202) << d.body;
+    EXPECT_EQ(finish(str(d.js().at("operation"), "id")), "done");
+    EXPECT_EQ(call("GET", "/v1/sandboxes/" + id).status, 404);
+  }
+};
+
+TEST_F(ApiTest, LifeOfASandbox) {
+  auto [id, op] = create(R"({"template":"minimal","metadata":{"owner":"ci"},"env":{"A":"1"}})");
+  ASSERT_FALSE(id.empty());
+  EXPECT_EQ(finish(op), "done") << readLog();
+  Reply got = call("GET", "/v1/sandboxes/" + id);
+  ASSERT_EQ(got.status, 200);
+  auto sb = got.js();
+  EXPECT_EQ(str(sb, "state"), "running");
+  EXPECT_EQ(str(sb, "template"), "minimal");
+  EXPECT_EQ(str(sb.at("metadata"), "owner"), "ci");
+  EXPECT_EQ(str(call("GET", "/v1/operations/" + op).js(), "state"), "done");
+  EXPECT_THAT(call("GET", "/v1/sandboxes").body, HasSubstr(id));
+
+  // Illegal in this state: 409 naming the state.
+  Reply bad = call("POST", "/v1/sandboxes/" + id + ":resume");
+  EXPECT_EQ(bad.status, 409);
+  EXPECT_EQ(str(bad.js(), "code"), "failed_precondition");
+  EXPECT_EQ(str(bad.js().at("details"), "state"), "running");
+
+  Reply p = call("POST", "/v1/sandboxes/" + id + ":pause");
+  ASSERT_EQ(p.status, 202) << p.body;
+  EXPECT_EQ(str(p.js().at("sandbox"), "state"), "pausing");
+  EXPECT_EQ(finish(str(p.js().at("operation"), "id")), "done") << readLog();
+  EXPECT_EQ(state(id), "paused");
+  EXPECT_EQ(call("POST", "/v1/sandboxes/" + id + ":pause").status, 409);
+
+  Reply r = call("POST", "/v1/sandboxes/" + id + ":resume");
+  ASSERT_EQ(r.status, 202) << r.body;
+  EXPECT_EQ(finish(str(r.js().at("operation"), "id")), "done") << readLog();
+  EXPECT_EQ(state(id), "running");
+  destroy(id);
+  EXPECT_THAT(call("GET", "/v1/sandboxes").body, ::testing::Not(HasSubstr(id)));
+}
+
+TEST_F(ApiTest, TenantsSeeOnlyTheirOwn) {
+  auto [id, op] = create();
+  ASSERT_FALSE(id.empty());
+  // The second tenant cannot see or touch it, and cannot tell it exists.
+  EXPECT_EQ(call("GET", "/v1/sandboxes/" + id, "", g->key2).status, 404);
+  EXPECT_EQ(call("DELETE", "/v1/sandboxes/" + id, "", g->key2).status, 404);
+  EXPECT_EQ(call("POST", "/v1/sandboxes/" + id + ":pause", "", g->key2).status, 404);
+  EXPECT_EQ(call("GET", "/v1/operations/" + op, "", g->key2).status, 404);
+  EXPECT_EQ(call("GET", "/v1/operations/" + op + "/events", "", g->key2).status, 404);
+  EXPECT_THAT(call("GET", "/v1/sandboxes", "", g->key2).body, ::testing::Not(HasSubstr(id)));
+  EXPECT_EQ(finish(op), "done") << readLog();
+  // Its global stream holds none of the first tenant's events: a marker
+  // event of its own, stored after all of them, is the first thing it sees.
+  auto db = store::openSqlite(g->dir.path() + "/state/vessel.db");
+  ASSERT_TRUE(db.ok());
+  store::EventRecord marker{0, "t2", "op-marker", "sb-marker", "test.marker"};
+  ASSERT_TRUE((*db)->appendEvent(marker).ok());
+  Reply ev = call("GET", "/v1/events", "", g->key2, {},
+                  [](const std::string& b) { return b.find("test.marker") != std::string::npos; });
+  EXPECT_EQ(ev.status, 200);
+  auto seen = parseSse(ev.body);
+  ASSERT_EQ(seen.size(), 1u) << ev.body;
+  EXPECT_EQ(seen[0].type, "test.marker");
+  destroy(id);
+}
+
+TEST_F(ApiTest, EventsComeInOrderAndResumeFromLastEventId) {
+  auto [id, op] = create();
+  ASSERT_FALSE(id.empty());
+  auto all = opEvents(op);
+  ASSERT_GE(all.size(), 4u);
+  std::vector<std::string> types;
+  for (size_t i = 0; i < all.size(); ++i) {
+    types.push_back(all[i].type);
+    if (i) EXPECT_LT(all[i - 1].id, all[i].id);
+  }
+  EXPECT_THAT(types, ::testing::ElementsAre("operation.pending", "operation.running",
+                                            "sandbox.state", "operation.done"));
+  EXPECT_EQ(str(all[2].data, "state"), "running");
+  // Resuming after the first event replays exactly the rest.
+  auto rest = opEvents(op, all[0].id);
+  ASSERT_EQ(rest.size(), all.size() - 1);
+  for (size_t i = 0; i < rest.size(); ++i) EXPECT_EQ(rest[i].id, all[i + 1].id);
+  // The global stream has the same events, in the same order, and resumes too.
+  size_t want = all.size() - 1;
+  Reply g1 = call("GET", "/v1/events", "", "-", {"Last-Event-ID: " + std::to_string(all[0].id)},
+                  [&](const std::string& b) { return parseSse(b).size() >= want; });
+  auto global = parseSse(g1.body);
+  ASSERT_GE(global.size(), want);
+  for (size_t i = 0; i < want; ++i) EXPECT_EQ(global[i].id, all[i + 1].id);
+  // A delete's events arrive live on a stream opened before it.
+  Reply d = call("DELETE", "/v1/sandboxes/" + id);
+  ASSERT_EQ(d.status, 202);
+  std::string dop = str(d.js().at("operation"), "id");
+  auto dev = opEvents(dop);
+  ASSERT_FALSE(dev.empty());
+  EXPECT_EQ(dev.back().type, "operation.done");
+  EXPECT_GT(dev.front().id, all.back().id);
+}
+
+TEST_F(ApiTest, BadInputGetsAJsonErrorWithTheRightStatus) {
+  struct Case {
+    std::string method, target, body, key;
+    int status;
+    std::string code;
+  };
+  std::vector<Case> cases = {
+      {"GET", "/v1/sandboxes", "", "", 401, "unauthenticated"},
+      {"GET", "/v1/sandboxes", "", "vsk_wrong", 401, "unauthenticated"},
+      {"POST", "/v1/sandboxes", "{not json", "-", 400, "invalid_argument"},
+      {"POST", "/v1/sandboxes", "[1,2]", "-", 400, "invalid_argument"},
+      {"POST", "/v1/sandboxes", R"({"template":5})", "-", 400, "invalid_argument"},
+      {"POST", "/v1/sandboxes", R"({"vcpus":"two"})", "-", 400, "invalid_argument"},
+      {"POST", "/v1/sandboxes", R"({"vcpus":7})", "-", 400, "invalid_argument"},
+      {"POST", "/v1/sandboxes", R"({"bogus":1})", "-", 400, "invalid_argument"},
+      {"POST", "/v1/sandboxes", R"({"env":{"1BAD":"x"}})", "-", 400, "invalid_argument"},
+      {"POST", "/v1/sandboxes", R"({"template":"nope"})", "-", 404, "not_found"},
+      {"GET", "/v1/sandboxes/..%2Fetc", "", "-", 400, "invalid_argument"},
+      {"GET", "/v1/sandboxes/sb-000000000000", "", "-", 404, "not_found"},
+      {"POST", "/v1/sandboxes/sb-000000000000:pause", "", "-", 404, "not_found"},
+      {"POST", "/v1/sandboxes/sb-000000000000:explode", "", "-", 404, "not_found"},
+      {"GET", "/v1/sandboxes?page_size=0", "", "-", 400, "invalid_argument"},
+      {"GET", "/v1/sandboxes?colour=red", "", "-", 400, "invalid_argument"},
+      {"GET", "/v1/operations/op-000000000000", "", "-", 404, "not_found"},
+      {"GET", "/v1/nothing", "", "-", 404, "not_found"},
+  };
+  for (const auto& c : cases) {
+    Reply r = call(c.method, c.target, c.body, c.key);
+    EXPECT_EQ(r.status, c.status) << c.method << " " << c.target << ": " << r.body;
+    EXPECT_EQ(str(r.js(), "code"), c.code) << c.method << " " << c.target;
+    EXPECT_NE(str(r.js(), "message"), "<missing>") << c.target;
+  }
+  Reply bad_id = call("GET", "/v1/events", "", "-", {"Last-Event-ID: abc"});
+  EXPECT_EQ(bad_id.status, 400);
+  // The daemon is still serving and nothing was created by any of it.
+  EXPECT_EQ(call("GET", "/healthz", "", "").status, 200);
+  EXPECT_THAT(testing::qemuProcessesFor("vm-"), ::testing::IsEmpty());
+}
+
+TEST_F(ApiTest, ListPagesThroughEverySandboxOnce) {
+  // Records of a third tenant, written beside the daemon: paging needs no guests.
+  auto db = store::openSqlite(g->dir.path() + "/state/vessel.db");
+  ASSERT_TRUE(db.ok());
+  std::string key3 = "vsk_third-tenant-key";
+  ASSERT_TRUE((*db)->createTenant("t3", "third").ok());
+  ASSERT_TRUE((*db)->addApiKey("t3", sha256Hex(key3)).ok());
+  for (const char* id : {"sb-p1", "sb-p2", "sb-p3"}) {
+    store::SandboxRecord r{id, "t3", "minimal", "failed", "test"};
+    ASSERT_TRUE((*db)->insertSandbox(r).ok());
+  }
+  std::vector<std::string> seen;
+  std::string token;
+  for (int page = 0; page < 5; ++page) {
+    Reply r = call("GET", "/v1/sandboxes?page_size=2&page_token=" + token, "", key3);
+    ASSERT_EQ(r.status, 200) << r.body;
+    auto v = r.js();
+    EXPECT_LE(v.at("sandboxes").as_array().size(), 2u);
+    for (auto& s : v.at("sandboxes").as_array()) seen.push_back(str(s, "id"));
+    token = str(v, "next_page_token");
+    if (token.empty()) break;
+  }
+  EXPECT_THAT(seen, ::testing::ElementsAre("sb-p1", "sb-p2", "sb-p3"));
+  EXPECT_EQ(str(call("GET", "/v1/sandboxes/sb-p2", "", key3).js(), "error"), "test");
+}
+
+}  // namespace
+}  // namespace vessel
