@@ -146,42 +146,14 @@ class ApiTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     g = new Shared;
-    std::string state = g->dir.path() + "/state", cache = g->dir.path() + "/cache";
+    std::string state = g->dir.path() + "/state";
     {
       asio::io_context io;
       asio::ip::tcp::acceptor a(io, {asio::ip::make_address("127.0.0.1"), 0});
       g->port = a.local_endpoint().port();
     }
     g->log = g->dir.path() + "/vesseld.log";
-    auto out = Fd::open(g->log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    ASSERT_TRUE(out.ok());
-    SpawnOptions so;
-    so.argv = {VESSELD_PATH,
-               "--state-dir",
-               state,
-               "--cache-dir",
-               cache,
-               "--listen",
-               "127.0.0.1:" + std::to_string(g->port),
-               "--accel",
-               "tcg",
-               "--kernel",
-               testing::kernelPath(),
-               "--minimal-image",
-               testing::minimalImage()};
-    so.fds = {{out->get(), 1}, {out->get(), 2}};
-    so.die_with_parent = true;
-    auto p = ChildProcess::spawn(so);
-    ASSERT_TRUE(p.ok()) << p.error().message();
-    g->proc = std::move(*p);
-    // Bounded: the first start builds the minimal template (one guest boot).
-    bool up = false;
-    for (int i = 0; i < 3000 && !up; ++i) {
-      up = call("GET", "/healthz", "", "").status == 200;
-      if (!up && g->proc.tryWait()) break;
-      if (!up) std::this_thread::sleep_for(100ms);
-    }
-    ASSERT_TRUE(up) << "vesseld did not come up; log:\n" << readLog();
+    ASSERT_TRUE(startDaemon()) << "vesseld did not come up; log:\n" << readLog();
     std::ifstream kf(state + "/dev-api-key");
     std::getline(kf, g->key);
     ASSERT_THAT(g->key, ::testing::StartsWith("vsk_"));
@@ -206,6 +178,38 @@ class ApiTest : public ::testing::Test {
     g = nullptr;
   }
   void SetUp() override { ASSERT_TRUE(g && !g->key.empty()) << "vesseld did not start"; }
+  // Starts vesseld on the shared state dir and port (appending to its log)
+  // and waits, bounded, until it serves; the first start builds the
+  // minimal template (one guest boot).
+  static bool startDaemon() {
+    auto out = Fd::open(g->log, O_WRONLY | O_CREAT | O_APPEND, 0600);
+    if (!out.ok()) return false;
+    SpawnOptions so;
+    so.argv = {VESSELD_PATH,
+               "--state-dir",
+               g->dir.path() + "/state",
+               "--cache-dir",
+               g->dir.path() + "/cache",
+               "--listen",
+               "127.0.0.1:" + std::to_string(g->port),
+               "--accel",
+               "tcg",
+               "--kernel",
+               testing::kernelPath(),
+               "--minimal-image",
+               testing::minimalImage()};
+    so.fds = {{out->get(), 1}, {out->get(), 2}};
+    so.die_with_parent = true;
+    auto p = ChildProcess::spawn(so);
+    if (!p.ok()) return false;
+    g->proc = std::move(*p);
+    for (int i = 0; i < 3000; ++i) {
+      if (call("GET", "/healthz", "", "").status == 200) return true;
+      if (g->proc.tryWait()) return false;
+      std::this_thread::sleep_for(100ms);
+    }
+    return false;
+  }
   static std::string readLog() {
     std::ifstream f(g->log);
     return std::string(std::istreambuf_iterator<char>(f), {});
@@ -299,7 +303,9 @@ TEST_F(ApiTest, EventsComeInOrderAndResumeFromLastEventId) {
   std::vector<std::string> types;
   for (size_t i = 0; i < all.size(); ++i) {
     types.push_back(all[i].type);
-    if (i) EXPECT_LT(all[i - 1].id, all[i].id);
+    if (i) {
+      EXPECT_LT(all[i - 1].id, all[i].id);
+    }
   }
   EXPECT_THAT(types, ::testing::ElementsAre("operation.pending", "operation.running",
                                             "sandbox.state", "operation.done"));
@@ -362,6 +368,36 @@ TEST_F(ApiTest, BadInputGetsAJsonErrorWithTheRightStatus) {
   // The daemon is still serving and nothing was created by any of it.
   EXPECT_EQ(call("GET", "/healthz", "", "").status, 200);
   EXPECT_THAT(testing::qemuProcessesFor("vm-"), ::testing::IsEmpty());
+}
+
+TEST_F(ApiTest, RestartKeepsPausedSandboxesAndFailsTheRest) {
+  auto [running, op1] = create();
+  auto [paused, op2] = create();
+  ASSERT_EQ(finish(op1), "done");
+  ASSERT_EQ(finish(op2), "done");
+  Reply p = call("POST", "/v1/sandboxes/" + paused + ":pause");
+  ASSERT_EQ(p.status, 202);
+  ASSERT_EQ(finish(str(p.js().at("operation"), "id")), "done");
+
+  auto e = g->proc.terminate(40s);
+  ASSERT_TRUE(e.exited && e.code == 0) << e.describe() << "\n" << readLog();
+  EXPECT_THAT(testing::qemuProcessesFor("vm-"), ::testing::IsEmpty());
+  ASSERT_TRUE(startDaemon()) << readLog();
+
+  // A VM that did not survive is reported as failed with a reason, and can
+  // be deleted; the paused one resumes as if nothing happened.
+  auto gone = call("GET", "/v1/sandboxes/" + running).js();
+  EXPECT_EQ(str(gone, "state"), "failed");
+  EXPECT_THAT(str(gone, "error"), HasSubstr("vesseld"));
+  EXPECT_EQ(state(paused), "paused");
+  std::string log = readLog();
+  EXPECT_EQ(log.find(g->key), log.rfind(g->key)) << "the dev key is printed only at first start";
+  Reply r = call("POST", "/v1/sandboxes/" + paused + ":resume");
+  ASSERT_EQ(r.status, 202) << r.body;
+  EXPECT_EQ(finish(str(r.js().at("operation"), "id")), "done") << readLog();
+  EXPECT_EQ(state(paused), "running");
+  destroy(running);
+  destroy(paused);
 }
 
 TEST_F(ApiTest, ListPagesThroughEverySandboxOnce) {
