@@ -16,20 +16,31 @@ kernel=$(guest/kernel/build.sh)
 agent=build/$preset/src/agent/vessel-agent
 key=$( { cat guest/templates/minimal/build.sh "$agent"; dpkg-query -W -f='${Version}' busybox-static; } \
   | sha256sum | cut -c1-16)
-image=$cache/templates/minimal/$key/rootfs.ext4
+image=$cache/images/minimal/$key/rootfs.ext4
 if [ ! -f "$image" ]; then
   echo "build: minimal template image (key $key)" >&2
   guest/templates/minimal/build.sh "$image" "$agent"
 fi
 
-# The built-in `minimal` template (snapshot), cached by its spec's hash.
+deb_key=$( { cat guest/templates/debian/build.sh "$agent"; } | sha256sum | cut -c1-16)
+debian=$cache/images/debian/$deb_key/rootfs.ext4
+if [ ! -f "$debian" ]; then
+  echo "build: debian template image (key $deb_key)" >&2
+  guest/templates/debian/build.sh "$debian" "$agent"
+fi
+
+# The built-in templates (snapshots), cached by their spec's hash.
 VESSEL_KERNEL=$kernel VESSEL_MINIMAL_IMAGE=$image \
   "build/$preset/cmd/vessel/vessel" template build -f guest/templates/minimal/template.json \
+  --store "$cache/templates" >/dev/null
+VESSEL_KERNEL=$kernel VESSEL_MINIMAL_IMAGE=$image VESSEL_DEBIAN_IMAGE=$debian \
+  "build/$preset/cmd/vessel/vessel" template build -f guest/templates/debian/template.json \
   --store "$cache/templates" >/dev/null
 
 cat > "build/$preset/artifacts.env" <<ENV
 VESSEL_KERNEL=$kernel
 VESSEL_MINIMAL_IMAGE=$image
+VESSEL_DEBIAN_IMAGE=$debian
 VESSEL_CACHE_DIR=$cache
 VESSEL_TEMPLATE_STORE=$cache/templates
 ENV

@@ -49,10 +49,20 @@ int runBuild(const TemplateOptions& o) {
     std::fprintf(stderr, "vessel: %s: %s\n", o.spec_file.c_str(), spec.error().message().c_str());
     return 2;
   }
+  // Built-in bases are images setup built: minimal from --minimal-image,
+  // any other NAME from $VESSEL_<NAME>_IMAGE (e.g. VESSEL_DEBIAN_IMAGE).
+  std::string base_image = o.minimal_image;
   if (spec->base != "minimal") {
-    std::fprintf(stderr, "vessel: base '%s' is not available (built-in bases: minimal)\n",
-                 spec->base.c_str());
-    return 2;
+    std::string var = "VESSEL_";
+    for (char c : spec->base) var += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    var += "_IMAGE";
+    const char* v = std::getenv(var.c_str());
+    if (!v || !*v) {
+      std::fprintf(stderr, "vessel: base '%s' is not available (set %s)\n", spec->base.c_str(),
+                   var.c_str());
+      return 2;
+    }
+    base_image = v;
   }
   auto store = openStore(o);
   if (!store.ok()) {
@@ -62,7 +72,7 @@ int runBuild(const TemplateOptions& o) {
   std::string work = o.store + "/.work-" + std::to_string(::getpid());
   std::filesystem::create_directories(work);
   node::BuildInputs in;
-  in.base_image = o.minimal_image;
+  in.base_image = base_image;
   in.kernel = o.kernel;
   in.kernel_sha256 = *sha256File(o.kernel);
   in.qemu_version = *hypervisor::qemu::qemuVersion("qemu-system-x86_64");

@@ -6,9 +6,7 @@
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
-#include <random>
 
-#include "agentproto/messages.h"
 #include "base/log.h"
 
 namespace vessel::node {
@@ -50,72 +48,6 @@ asio::awaitable<Result<Machine>> agentHandshake(hypervisor::Socket& channel) {
     m.leftover = dec.takeBuffered();
     co_return m;
   }
-}
-
-namespace {
-
-asio::awaitable<Result<Machine>> resyncLoop(hypervisor::Socket& channel, uint64_t nonce) {
-  std::string req = agentproto::encodeFrame(MsgType::kResync, 0,
-                                            *agentproto::encodeMsg(agentproto::ResyncMsg{nonce}));
-  auto [wec, wn] =
-      co_await asio::async_write(channel, asio::buffer(req), asio::as_tuple(asio::use_awaitable));
-  if (wec) co_return Error(Code::kUnavailable, "agent resync: write: " + wec.message());
-  agentproto::FrameDecoder dec;
-  std::optional<agentproto::Hello> hello;
-  char buf[16384];
-  // Frames of the old session may still be in flight; a guest that sends
-  // more than this before answering is not resynchronising.
-  size_t budget = 4 << 20;
-  for (;;) {
-    auto [ec, n] =
-        co_await channel.async_read_some(asio::buffer(buf), asio::as_tuple(asio::use_awaitable));
-    if (ec)
-      co_return Error(Code::kUnavailable, "agent channel closed during resync: " + ec.message());
-    if (n > budget) co_return Error(Code::kProtocol, "agent resync: too much data before the echo");
-    budget -= n;
-    VESSEL_CO_TRY(dec.feed(std::string_view(buf, n)));
-    for (;;) {
-      auto f = dec.next();
-      if (!f.ok()) co_return std::move(f).error().withContext("agent resync");
-      if (!f->has_value()) break;
-      agentproto::Frame& frame = **f;
-      if (frame.stream != 0) continue;  // the old session's streams
-      if (frame.type == MsgType::kHello) {
-        auto h = agentproto::decodeHello(frame.payload);
-        if (!h.ok()) co_return std::move(h).error();
-        hello = std::move(*h);
-      } else if (frame.type == MsgType::kResync && hello) {
-        auto m = agentproto::decodeMsg<agentproto::ResyncMsg>(frame.payload);
-        if (!m.ok()) co_return std::move(m).error();
-        if (m->nonce != nonce) continue;
-        std::string ack = agentproto::encodeFrame(
-            MsgType::kHelloAck, 0, agentproto::encodeHelloAck({agentproto::kProtocolVersion}));
-        auto [aec, an] = co_await asio::async_write(channel, asio::buffer(ack),
-                                                    asio::as_tuple(asio::use_awaitable));
-        if (aec) co_return Error(Code::kUnavailable, "agent resync: write ack: " + aec.message());
-        Machine mach;
-        mach.hello = std::move(*hello);
-        mach.leftover = dec.takeBuffered();
-        co_return mach;
-      }
-    }
-  }
-}
-
-}  // namespace
-
-asio::awaitable<Result<Machine>> agentResync(hypervisor::Socket& channel,
-                                             Clock::time_point deadline) {
-  using namespace asio::experimental::awaitable_operators;
-  uint64_t nonce = 0;
-  std::random_device rd;
-  nonce = (static_cast<uint64_t>(rd()) << 32) | rd();
-  asio::steady_timer timer(co_await asio::this_coro::executor, deadline);
-  auto r = co_await (resyncLoop(channel, nonce) ||
-                     timer.async_wait(asio::as_tuple(asio::use_awaitable)));
-  if (r.index() == 1)
-    co_return Error(Code::kDeadlineExceeded, "agent did not answer resync before the deadline");
-  co_return std::move(std::get<0>(r));
 }
 
 asio::awaitable<Result<Machine>> bootMachine(hypervisor::Hypervisor& hv,

@@ -29,11 +29,4 @@ asio::awaitable<Result<Machine>> bootMachine(hypervisor::Hypervisor& hv,
 // answers HelloAck. Public for tests with a fake guest.
 asio::awaitable<Result<Machine>> agentHandshake(hypervisor::Socket& channel);
 
-// After a restore the guest's agent still believes in the session it had
-// when the snapshot was taken. Sends Resync with a fresh nonce, skips what
-// the old session left in flight (bounded), waits for the agent's new Hello
-// and the echo of the nonce, and answers HelloAck.
-asio::awaitable<Result<Machine>> agentResync(hypervisor::Socket& channel,
-                                             Clock::time_point deadline);
-
 }  // namespace vessel::node

@@ -134,15 +134,17 @@ asio::awaitable<Status> Runtime::applyIdentity(Sandbox& sb) {
 asio::awaitable<Status> Runtime::finishRestore(Sandbox& sb, bool ignore_shared) {
   VESSEL_CO_TRY(co_await sb.vm_->loadState(ignore_shared));
   VESSEL_CO_TRY(co_await sb.vm_->resumeVcpus());
-  auto m = co_await agentResync(sb.vm_->agentChannel(), Clock::now() + opts_.ready_timeout);
-  if (!m.ok()) {
+  // The agent still believes in the session it had at snapshot time:
+  // reconnect() resynchronises it (docs/agent-protocol.md, Resync).
+  auto c = co_await AgentClient::reconnect(std::move(sb.vm_->agentChannel()), sb.id_,
+                                           Clock::now() + opts_.ready_timeout);
+  if (!c.ok()) {
     std::string diag = sb.vm_->diagnostics();
-    std::string msg = m.error().context();
+    std::string msg = c.error().context();
     if (!diag.empty()) msg += "; " + diag;
-    co_return Error(m.error().code(), std::move(msg));
+    co_return Error(c.error().code(), std::move(msg));
   }
-  sb.agent_ =
-      AgentClient::create(std::move(sb.vm_->agentChannel()), std::move(m->leftover), sb.id_);
+  sb.agent_ = std::move(*c);
   co_return co_await applyIdentity(sb);
 }
 
