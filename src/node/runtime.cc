@@ -70,6 +70,22 @@ size_t Runtime::pooled(const std::string& template_id) const {
   return it == pools_.end() ? 0 : it->second.size();
 }
 
+hypervisor::MachineSpec Runtime::machineSpec(const std::string& vm_dir, unsigned vcpus,
+                                             uint64_t memory_mib,
+                                             const std::string& cmdline) const {
+  hypervisor::MachineSpec s;
+  s.id = fs::path(vm_dir).filename().string();
+  s.vcpus = vcpus;
+  s.memory_mib = memory_mib;
+  s.accel = opts_.accel;
+  s.kernel = opts_.kernel;
+  s.cmdline = cmdline;
+  s.disks = {{vm_dir + "/disk.qcow2", false, "qcow2"}};
+  s.run_dir = vm_dir + "/run";
+  s.console_log = vm_dir + "/console.log";
+  return s;
+}
+
 asio::awaitable<Result<Runtime::Prepared>> Runtime::prepareRestore(
     std::shared_ptr<const templates::Template> t, const std::string& state_file,
     const std::string& base_disk, const std::string& base_format, bool template_memory) {
@@ -91,14 +107,8 @@ asio::awaitable<Result<Runtime::Prepared>> Runtime::prepareRestore(
   auto state = Fd::open(state_file, O_RDONLY);
   if (!state.ok()) co_return std::move(state).error().withContext("restore " + t->id());
 
-  hypervisor::MachineSpec s;
-  s.id = p.vm_id;
-  s.vcpus = t->manifest.vcpus;
-  s.memory_mib = t->manifest.memory_mib;
-  s.accel = opts_.accel;
-  s.kernel = opts_.kernel;
-  s.cmdline = t->manifest.cmdline;
-  s.disks = {{p.vm_dir + "/disk.qcow2", false, "qcow2"}};
+  hypervisor::MachineSpec s =
+      machineSpec(p.vm_dir, t->manifest.vcpus, t->manifest.memory_mib, t->manifest.cmdline);
   if (template_memory) {
     // Copy-on-write view of the template's RAM: pages are shared with every
     // other clone until written, and nothing is written back to the file.
@@ -107,8 +117,6 @@ asio::awaitable<Result<Runtime::Prepared>> Runtime::prepareRestore(
   }
   s.incoming = true;
   s.incoming_state_fd = state->get();
-  s.run_dir = p.vm_dir + "/run";
-  s.console_log = p.vm_dir + "/console.log";
   auto vm = co_await hv_.start(s, Clock::now() + 30s);
   if (!vm.ok()) co_return std::move(vm).error().withContext("restore " + t->id());
   p.vm = std::move(*vm);
@@ -189,16 +197,8 @@ asio::awaitable<Result<std::shared_ptr<Sandbox>>> Runtime::create(std::string te
     ScopeExit rm_vm([&] { fs::remove_all(sb->vm_dir_, ec); });
     VESSEL_CO_TRY(
         makeOverlay(sb->vm_dir_ + "/disk.qcow2", (*t)->path(templates::kRootfsFile), "raw"));
-    hypervisor::MachineSpec s;
-    s.id = fs::path(sb->vm_dir_).filename().string();
-    s.vcpus = sb->vcpus_;
-    s.memory_mib = sb->memory_mib_;
-    s.accel = opts_.accel;
-    s.kernel = opts_.kernel;
-    s.cmdline = (*t)->manifest.cmdline;
-    s.disks = {{sb->vm_dir_ + "/disk.qcow2", false, "qcow2"}};
-    s.run_dir = sb->vm_dir_ + "/run";
-    s.console_log = sb->vm_dir_ + "/console.log";
+    hypervisor::MachineSpec s =
+        machineSpec(sb->vm_dir_, sb->vcpus_, sb->memory_mib_, (*t)->manifest.cmdline);
     auto m = co_await bootMachine(hv_, s, Clock::now() + opts_.ready_timeout);
     if (!m.ok()) co_return std::move(m).error().withContext(ctx);
     sb->vm_ = std::move(m->vm);
@@ -328,18 +328,10 @@ asio::awaitable<Result<std::shared_ptr<Sandbox>>> Runtime::resume(const std::str
 
   auto state = Fd::open(dir + "/pause.state", O_RDONLY);
   if (!state.ok()) co_return std::move(state).error().withContext(ctx);
-  hypervisor::MachineSpec s;
-  s.id = fs::path(sb->vm_dir_).filename().string();
-  s.vcpus = sb->vcpus_;
-  s.memory_mib = sb->memory_mib_;
-  s.accel = opts_.accel;
-  s.kernel = opts_.kernel;
-  s.cmdline = (*t)->manifest.cmdline;
-  s.disks = {{sb->vm_dir_ + "/disk.qcow2", false, "qcow2"}};
+  hypervisor::MachineSpec s =
+      machineSpec(sb->vm_dir_, sb->vcpus_, sb->memory_mib_, (*t)->manifest.cmdline);
   s.incoming = true;
   s.incoming_state_fd = state->get();
-  s.run_dir = sb->vm_dir_ + "/run";
-  s.console_log = sb->vm_dir_ + "/console.log";
   auto vm = co_await hv_.start(s, Clock::now() + 30s);
   if (!vm.ok()) co_return std::move(vm).error().withContext(ctx);
   sb->vm_ = std::move(*vm);

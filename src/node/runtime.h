@@ -97,6 +97,9 @@ class Runtime {
                                                    const std::string& base_disk,
                                                    const std::string& base_format,
                                                    bool template_memory);
+  // The spec every sandbox VM shares: its overlay, sockets and console in vm_dir.
+  hypervisor::MachineSpec machineSpec(const std::string& vm_dir, unsigned vcpus,
+                                      uint64_t memory_mib, const std::string& cmdline) const;
   asio::awaitable<Status> finishRestore(Sandbox& sb, bool ignore_shared);
   asio::awaitable<Status> applyIdentity(Sandbox& sb);
   Status writeRecord(const Sandbox& sb);
