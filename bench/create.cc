@@ -39,8 +39,8 @@ std::shared_ptr<const templates::Template> build(Env& e, const std::string& name
   node::BuildSpec spec;
   spec.name = name;
   spec.memory_mib = mib;
-  node::BuildInputs in{e.image, e.kernel, e.kernel_sha, e.qemu_version, hypervisor::Accel::kTcg,
-                       e.root + "/work"};
+  node::BuildInputs in{
+      e.image, e.kernel, e.kernel_sha, e.qemu_version, hypervisor::Accel::kTcg, e.root + "/work"};
   auto t = runBlocking(e.io, node::buildTemplate(e.hv, *e.store, spec, in));
   if (!t.ok()) {
     std::fprintf(stderr, "template build failed: %s\n", t.error().message().c_str());
@@ -139,7 +139,8 @@ int main() {
   std::vector<std::shared_ptr<node::Sandbox>> live;
 
   boost::json::object results{{"benchmark", "create"}, {"accel", "tcg"}};
-  std::printf("\n| mode | concurrency | n | p50 ms | p99 ms | creates/s |\n|---|---|---|---|---|---|\n");
+  std::printf(
+      "\n| mode | concurrency | n | p50 ms | p99 ms | creates/s |\n|---|---|---|---|---|---|\n");
   auto row = [&](const char* mode, int c, const Batch& b, boost::json::array& arr) {
     auto s = bench::stats(b.latency_ms);
     double rate = b.wall_ms > 0 ? 1000.0 * static_cast<double>(s.n) / b.wall_ms : 0;
@@ -206,8 +207,10 @@ int main() {
   for (auto& sb : live) pss += pssKib(sb->vm()->pid());
   double nominal = 20.0 * 256 * 1024;
   double share = 100.0 * static_cast<double>(pss) / nominal;
-  std::printf("\nidle PSS of 20 sandboxes (256 MiB each): %.1f MiB total, %.1f MiB each, %.1f%% of nominal RAM\n",
-              static_cast<double>(pss) / 1024, static_cast<double>(pss) / 1024 / 20, share);
+  std::printf(
+      "\nidle PSS of 20 sandboxes (256 MiB each): %.1f MiB total, %.1f MiB each, %.1f%% of nominal "
+      "RAM\n",
+      static_cast<double>(pss) / 1024, static_cast<double>(pss) / 1024 / 20, share);
   results["idle_pss_mib_total"] = static_cast<double>(pss) / 1024;
   results["idle_pss_percent_of_nominal"] = share;
   destroyAll(e, rt, live);
@@ -244,8 +247,10 @@ int main() {
     }
     auto ps = bench::stats(p_ms), rs = bench::stats(r_ms);
     std::printf("| %d MiB | %.0f | %.0f | %.1f |\n", mib, ps.p50, rs.p50, state_mib);
-    pr.push_back({{"memory_mib", mib}, {"pause_ms", bench::toJson(ps)},
-                  {"resume_ms", bench::toJson(rs)}, {"state_mib", state_mib}});
+    pr.push_back({{"memory_mib", mib},
+                  {"pause_ms", bench::toJson(ps)},
+                  {"resume_ms", bench::toJson(rs)},
+                  {"state_mib", state_mib}});
   }
   results["pause_resume"] = std::move(pr);
   runBlocking(e.io, [&]() -> asio::awaitable<int> {
