@@ -4,7 +4,7 @@
 set -euo pipefail
 VESSEL_APT_PACKAGES=(
   # build
-  build-essential cmake ninja-build pkg-config clang clang-format clang-tidy libclang-rt-14-dev
+  build-essential cmake ninja-build ccache pkg-config clang clang-format clang-tidy libclang-rt-14-dev
   # libraries
   libboost1.81-dev libboost-json1.81-dev libcli11-dev libspdlog-dev libfmt-dev libsqlite3-dev
   sqlite3 libssl-dev libgtest-dev libgmock-dev libbenchmark-dev libseccomp-dev libcap-ng-dev
