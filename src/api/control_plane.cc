@@ -58,6 +58,29 @@ void ControlPlane::install(HttpServer& server) {
   });
 }
 
+void ControlPlane::setMetrics(metrics::Registry& r) {
+  op_latency_ = &r.histogram("vessel_operation_duration_seconds",
+                             "Time from an operation's request to its end, by kind and outcome",
+                             {"kind", "state"});
+  op_errors_ = &r.counter("vessel_operation_errors_total",
+                          "Failed operations, by kind and error code", {"kind", "code"});
+  r.addCollector([this](metrics::SampleWriter& w) {
+    w.family("vessel_sandboxes", "Sandboxes in each state, every tenant together", "gauge");
+    auto by = store_.countSandboxesByState();
+    if (!by.ok()) return;
+    // Every state appears, 0 included, so a rate or alert never sees a gap.
+    for (auto st : {SandboxState::kCreating, SandboxState::kRunning, SandboxState::kPausing,
+                    SandboxState::kPaused, SandboxState::kResuming, SandboxState::kDeleting,
+                    SandboxState::kDeleted, SandboxState::kFailed}) {
+      std::string name(ops::stateName(st));
+      int64_t n = 0;
+      for (auto& [k, v] : *by)
+        if (k == name) n = v;
+      w.sample("vessel_sandboxes", {"state"}, {name}, static_cast<double>(n));
+    }
+  });
+}
+
 asio::awaitable<void> ControlPlane::shutdown() {
   auto live = std::move(live_);
   live_.clear();
@@ -246,6 +269,11 @@ void ControlPlane::setOperation(store::OperationRecord& op, OpState state, const
     log().error("operation {}: {}", op.id, s.error().message());
   publish({0, op.tenant_id, op.id, op.sandbox_id, "operation." + op.state,
            json::serialize(operationJson(op))});
+  if (op_latency_ && (state == OpState::kDone || state == OpState::kFailed)) {
+    op_latency_->with({op.kind, op.state})
+        .observe(static_cast<double>(op.updated_ms - op.created_ms) / 1000.0);
+    if (error) op_errors_->with({op.kind, op.error_code}).inc();
+  }
 }
 
 void ControlPlane::setSandbox(const store::OperationRecord& op, SandboxState state,

@@ -10,6 +10,7 @@
 #include <set>
 
 #include "api/http_server.h"
+#include "metrics/registry.h"
 #include "node/runtime.h"
 #include "ops/state_machine.h"
 #include "store/store.h"
@@ -24,6 +25,9 @@ class ControlPlane {
   ~ControlPlane();
   // Serves everything under /v1/.
   void install(HttpServer& server);
+  // Operation latencies and failures, and sandboxes by state at scrape
+  // time, go to `r` (which must outlive this object).
+  void setMetrics(metrics::Registry& r);
   // Stops every running VM (they cannot be re-adopted yet) and records
   // their sandboxes as failed; paused sandboxes stay resumable.
   asio::awaitable<void> shutdown();
@@ -64,6 +68,8 @@ class ControlPlane {
   templates::TemplateStore& templates_;
   std::shared_ptr<Waiters> waiters_ = std::make_shared<Waiters>();
   std::map<std::string, std::shared_ptr<node::Sandbox>> live_;  // sandbox id -> its VM
+  metrics::Family<metrics::Histogram>* op_latency_ = nullptr;
+  metrics::Family<metrics::Counter>* op_errors_ = nullptr;
 };
 
 }  // namespace vessel::api

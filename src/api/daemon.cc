@@ -22,6 +22,7 @@
 #include "base/run_blocking.h"
 #include "base/sha256.h"
 #include "hypervisor/qemu/qemu.h"
+#include "metrics/registry.h"
 #include "node/accel.h"
 #include "node/runtime.h"
 #include "node/template_builder.h"
@@ -124,9 +125,22 @@ Status runDaemon(Config cfg) {
   ro.pool_size = 0;  // TODO(issue 5): a pool per template once quotas bound it
   node::Runtime runtime(io, hv, templates, ro);
   ControlPlane control(io, *store, runtime, templates);
+  metrics::Registry metrics;
+  control.setMetrics(metrics);
 
   HttpServer server(io);
+  server.setMetrics(metrics);
   control.install(server);
+  // Unauthenticated like /healthz: aggregate numbers only (no ids, no
+  // tenant names), on the control listener, which is loopback by default.
+  server.route(http::verb::get, "/metrics", [&](const Request& req) -> asio::awaitable<Response> {
+    Response res{http::status::ok, req.version()};
+    res.set(http::field::content_type, metrics::kContentType);
+    res.keep_alive(req.keep_alive());
+    res.body() = metrics.render();
+    res.prepare_payload();
+    co_return res;
+  });
   server.route(http::verb::get, "/healthz", [&](const Request& req) -> asio::awaitable<Response> {
     json::object o{{"status", "ok"},
                    {"version", VESSEL_VERSION},

@@ -52,6 +52,15 @@ Response errorResponse(const Request& req, const Error& e, const boost::json::ob
   return jsonResponse(req, statusForCode(e.code()), boost::json::serialize(o));
 }
 
+void HttpServer::setMetrics(metrics::Registry& r) {
+  requests_ = &r.counter("vessel_http_requests_total",
+                         "HTTP requests answered, by method and status", {"method", "status"});
+  errors_ = &r.counter("vessel_api_errors_total", "JSON error responses, by error code", {"code"});
+  latency_ = &r.histogram("vessel_http_request_duration_seconds",
+                          "Time from a request read to its response written (SSE: to its end)",
+                          {"method"});
+}
+
 Status HttpServer::listen(const HostPort& addr) {
   boost::system::error_code ec;
   auto ip = asio::ip::make_address(addr.host, ec);
@@ -107,18 +116,47 @@ asio::awaitable<void> HttpServer::serve(tcp::socket sock) {
         res.result(ec == http::error::body_limit ? http::status::payload_too_large
                                                  : http::status::request_header_fields_too_large);
       res.keep_alive(false);
+      count("-", res, std::chrono::steady_clock::now());
       co_await http::async_write(stream, res, asio::as_tuple(asio::use_awaitable));
       break;
     }
     Request req = parser.release();
+    auto started = std::chrono::steady_clock::now();
     std::optional<Response> out = co_await dispatch(req, stream);
-    if (!out) break;  // the handler wrote (and ended) the response itself
+    std::string method(req.method_string());
+    if (!out) {
+      // The handler wrote (and ended) the response itself: an event stream.
+      Response sse{http::status::ok, req.version()};
+      count(method, sse, started);
+      break;
+    }
     Response& res = *out;
+    count(method, res, started);
     auto [wec, wn] = co_await http::async_write(stream, res, asio::as_tuple(asio::use_awaitable));
     if (wec || !res.keep_alive()) break;
   }
   boost::system::error_code ec;
   stream.socket().shutdown(tcp::socket::shutdown_send, ec);
+}
+
+void HttpServer::count(const std::string& method, const Response& res,
+                       std::chrono::steady_clock::time_point started) {
+  if (!requests_) return;
+  // Methods are a closed set for the label; anything odd is "other".
+  static const char* kKnown[] = {"GET", "POST", "PUT", "DELETE", "PATCH", "HEAD", "OPTIONS", "-"};
+  std::string m = "other";
+  for (const char* k : kKnown)
+    if (method == k) m = k;
+  requests_->with({m, std::to_string(res.result_int())}).inc();
+  latency_->with({m}).observe(
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
+  if (res.result_int() >= 400 && res.body().size() < 64 * 1024) {
+    boost::system::error_code ec;
+    auto v = boost::json::parse(res.body(), ec);
+    if (!ec && v.is_object())
+      if (const auto* c = v.as_object().if_contains("code"); c && c->is_string())
+        errors_->with({std::string(c->as_string())}).inc();
+  }
 }
 
 asio::awaitable<std::optional<Response>> HttpServer::dispatch(const Request& req,

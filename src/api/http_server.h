@@ -19,6 +19,7 @@
 
 #include "base/config.h"
 #include "base/result.h"
+#include "metrics/registry.h"
 
 namespace vessel::api {
 
@@ -58,6 +59,9 @@ class HttpServer {
   void routePrefix(std::string prefix, StreamHandler h) {
     prefix_routes_.emplace_back(std::move(prefix), std::move(h));
   }
+  // Counts requests (by method and status), their latency and error
+  // responses (by code) in `r`, which must outlive the server.
+  void setMetrics(metrics::Registry& r);
   // Binds (port 0 picks a free port) and starts accepting.
   Status listen(const HostPort& addr);
   uint16_t port() const { return port_; }
@@ -68,6 +72,8 @@ class HttpServer {
   asio::awaitable<void> serve(asio::ip::tcp::socket sock);
   asio::awaitable<std::optional<Response>> dispatch(const Request& req,
                                                     boost::beast::tcp_stream& stream);
+  void count(const std::string& method, const Response& res,
+             std::chrono::steady_clock::time_point started);
 
   asio::io_context& io_;
   ServerLimits limits_;
@@ -75,6 +81,9 @@ class HttpServer {
   std::vector<std::pair<std::string, StreamHandler>> prefix_routes_;
   std::unique_ptr<asio::ip::tcp::acceptor> acceptor_;
   uint16_t port_ = 0;
+  metrics::Family<metrics::Counter>* requests_ = nullptr;
+  metrics::Family<metrics::Counter>* errors_ = nullptr;
+  metrics::Family<metrics::Histogram>* latency_ = nullptr;
 };
 
 }  // namespace vessel::api

@@ -1,6 +1,7 @@
 #include <sqlite3.h>
 
 #include <chrono>
+#include <set>
 #include <vector>
 
 #include "store/store.h"
@@ -9,29 +10,44 @@ namespace vessel::store {
 
 namespace {
 
-// Migration N takes the schema from version N to N+1. Never edit one that
-// has shipped; append a new one.
-const std::vector<const char*> kMigrations = {
-    // 0 -> 1
-    "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);",
-    // 1 -> 2: the public API's objects.
-    "CREATE TABLE tenants (id TEXT PRIMARY KEY, name TEXT NOT NULL, created_ms INTEGER NOT NULL);"
-    "CREATE TABLE api_keys (key_sha256 TEXT PRIMARY KEY,"
-    "  tenant_id TEXT NOT NULL REFERENCES tenants(id), created_ms INTEGER NOT NULL);"
-    "CREATE TABLE sandboxes (id TEXT PRIMARY KEY, tenant_id TEXT NOT NULL REFERENCES tenants(id),"
-    "  template TEXT NOT NULL, state TEXT NOT NULL, error TEXT NOT NULL DEFAULT '',"
-    "  vcpus INTEGER NOT NULL, memory_mib INTEGER NOT NULL, metadata TEXT NOT NULL,"
-    "  created_ms INTEGER NOT NULL, updated_ms INTEGER NOT NULL);"
-    "CREATE INDEX sandboxes_tenant ON sandboxes(tenant_id, id);"
-    "CREATE TABLE operations (id TEXT PRIMARY KEY, tenant_id TEXT NOT NULL REFERENCES tenants(id),"
-    "  sandbox_id TEXT NOT NULL, kind TEXT NOT NULL, state TEXT NOT NULL,"
-    "  error_code TEXT NOT NULL DEFAULT '', error_message TEXT NOT NULL DEFAULT '',"
-    "  created_ms INTEGER NOT NULL, updated_ms INTEGER NOT NULL);"
-    "CREATE TABLE events (seq INTEGER PRIMARY KEY AUTOINCREMENT, tenant_id TEXT NOT NULL,"
-    "  operation_id TEXT NOT NULL, sandbox_id TEXT NOT NULL, type TEXT NOT NULL,"
-    "  data TEXT NOT NULL, at_ms INTEGER NOT NULL);"
-    "CREATE INDEX events_tenant ON events(tenant_id, seq);"
-    "CREATE INDEX events_operation ON events(operation_id, seq);",
+// Numbered migrations, applied in number order, each once; which ones a
+// database has is recorded in schema_migrations. Numbers are handed out to
+// work in progress ahead of time and may land out of order, so a gap is
+// normal and a later-landing lower number is still applied. Never edit one
+// that has shipped; add a new number.
+struct Migration {
+  int number;
+  const char* sql;
+};
+const std::vector<Migration> kMigrations = {
+    {1, "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);"},
+    // The public API's objects.
+    {2,
+     "CREATE TABLE tenants (id TEXT PRIMARY KEY, name TEXT NOT NULL, created_ms INTEGER NOT NULL);"
+     "CREATE TABLE api_keys (key_sha256 TEXT PRIMARY KEY,"
+     "  tenant_id TEXT NOT NULL REFERENCES tenants(id), created_ms INTEGER NOT NULL);"
+     "CREATE TABLE sandboxes (id TEXT PRIMARY KEY, tenant_id TEXT NOT NULL REFERENCES tenants(id),"
+     "  template TEXT NOT NULL, state TEXT NOT NULL, error TEXT NOT NULL DEFAULT '',"
+     "  vcpus INTEGER NOT NULL, memory_mib INTEGER NOT NULL, metadata TEXT NOT NULL,"
+     "  created_ms INTEGER NOT NULL, updated_ms INTEGER NOT NULL);"
+     "CREATE INDEX sandboxes_tenant ON sandboxes(tenant_id, id);"
+     "CREATE TABLE operations (id TEXT PRIMARY KEY, tenant_id TEXT NOT NULL REFERENCES tenants(id),"
+     "  sandbox_id TEXT NOT NULL, kind TEXT NOT NULL, state TEXT NOT NULL,"
+     "  error_code TEXT NOT NULL DEFAULT '', error_message TEXT NOT NULL DEFAULT '',"
+     "  created_ms INTEGER NOT NULL, updated_ms INTEGER NOT NULL);"
+     "CREATE TABLE events (seq INTEGER PRIMARY KEY AUTOINCREMENT, tenant_id TEXT NOT NULL,"
+     "  operation_id TEXT NOT NULL, sandbox_id TEXT NOT NULL, type TEXT NOT NULL,"
+     "  data TEXT NOT NULL, at_ms INTEGER NOT NULL);"
+     "CREATE INDEX events_tenant ON events(tenant_id, seq);"
+     "CREATE INDEX events_operation ON events(operation_id, seq);"},
+    // Lifetimes and quotas (NULL limits: the deployment's defaults).
+    {4,
+     "ALTER TABLE tenants ADD COLUMN max_sandboxes INTEGER;"
+     "ALTER TABLE tenants ADD COLUMN max_memory_mib INTEGER;"
+     "ALTER TABLE sandboxes ADD COLUMN idle_timeout_s INTEGER NOT NULL DEFAULT 0;"
+     "ALTER TABLE sandboxes ADD COLUMN expires_ms INTEGER NOT NULL DEFAULT 0;"
+     "ALTER TABLE sandboxes ADD COLUMN last_active_ms INTEGER NOT NULL DEFAULT 0;"
+     "CREATE INDEX sandboxes_state ON sandboxes(state);"},
 };
 
 // A prepared statement that finalizes itself; bind() takes values in order.
@@ -62,6 +78,14 @@ class Stmt {
              : std::string();
   }
   int64_t integer(int col) const { return sqlite3_column_int64(st_, col); }
+  bool isNull(int col) const { return sqlite3_column_type(st_, col) == SQLITE_NULL; }
+  Stmt& bindOpt(const std::optional<int64_t>& v) {
+    if (v)
+      sqlite3_bind_int64(st_, ++n_, *v);
+    else
+      sqlite3_bind_null(st_, ++n_);
+    return *this;
+  }
 
  private:
   sqlite3* db_;
@@ -70,7 +94,8 @@ class Stmt {
 };
 
 constexpr const char* kSandboxCols =
-    "id,tenant_id,template,state,error,vcpus,memory_mib,metadata,created_ms,updated_ms";
+    "id,tenant_id,template,state,error,vcpus,memory_mib,metadata,created_ms,updated_ms,"
+    "idle_timeout_s,expires_ms,last_active_ms";
 SandboxRecord readSandbox(const Stmt& s) {
   SandboxRecord r;
   r.id = s.text(0);
@@ -83,7 +108,26 @@ SandboxRecord readSandbox(const Stmt& s) {
   r.metadata_json = s.text(7);
   r.created_ms = s.integer(8);
   r.updated_ms = s.integer(9);
+  r.idle_timeout_s = s.integer(10);
+  r.expires_ms = s.integer(11);
+  r.last_active_ms = s.integer(12);
   return r;
+}
+
+constexpr const char* kOperationCols =
+    "id,tenant_id,sandbox_id,kind,state,error_code,error_message,created_ms,updated_ms";
+OperationRecord readOperation(const Stmt& s) {
+  OperationRecord o;
+  o.id = s.text(0);
+  o.tenant_id = s.text(1);
+  o.sandbox_id = s.text(2);
+  o.kind = s.text(3);
+  o.state = s.text(4);
+  o.error_code = s.text(5);
+  o.error_message = s.text(6);
+  o.created_ms = s.integer(7);
+  o.updated_ms = s.integer(8);
+  return o;
 }
 
 class SqliteStore : public Store {
@@ -99,21 +143,67 @@ class SqliteStore : public Store {
     VESSEL_TRY(exec("PRAGMA synchronous=NORMAL;"));
     VESSEL_TRY(exec("PRAGMA foreign_keys=ON;"));
     sqlite3_busy_timeout(db_, 5000);
-    VESSEL_ASSIGN_OR_RETURN(version_, userVersion());
-    if (version_ > static_cast<int>(kMigrations.size()))
-      return Error(Code::kFailedPrecondition, "database schema version " +
-                                                  std::to_string(version_) +
-                                                  " is newer than this vesseld knows (" +
-                                                  std::to_string(kMigrations.size()) + ")");
-    while (version_ < static_cast<int>(kMigrations.size())) {
-      std::string sql = std::string("BEGIN IMMEDIATE;") + kMigrations[version_] +
-                        "PRAGMA user_version=" + std::to_string(version_ + 1) + ";COMMIT;";
-      if (auto s = exec(sql.c_str()); !s.ok()) {
-        (void)exec("ROLLBACK;");
-        return std::move(s).error().withContext("migration " + std::to_string(version_));
-      }
-      ++version_;
+    VESSEL_TRY(migrate());
+    return okStatus();
+  }
+
+  Status migrate() {
+    int max_known = kMigrations.back().number;
+    VESSEL_ASSIGN_OR_RETURN(int legacy, userVersion());
+    VESSEL_TRY(exec("BEGIN IMMEDIATE;"));
+    auto rollback = [&](Error e) {
+      (void)exec("ROLLBACK;");
+      return e;
+    };
+    bool had_table = false;
+    {
+      Stmt t(db_, "SELECT 1 FROM sqlite_master WHERE type='table' AND name='schema_migrations'");
+      had_table = t.step() == SQLITE_ROW;
     }
+    if (!had_table) {
+      if (legacy > max_known)
+        return rollback(Error(Code::kFailedPrecondition, "database schema version " +
+                                                             std::to_string(legacy) +
+                                                             " is newer than this vesseld knows (" +
+                                                             std::to_string(max_known) + ")"));
+      // Databases from before numbered migrations counted them in
+      // user_version, which then meant "1..N applied".
+      if (auto s = exec("CREATE TABLE schema_migrations (number INTEGER PRIMARY KEY,"
+                        " applied_ms INTEGER NOT NULL);");
+          !s.ok())
+        return rollback(std::move(s).error());
+      for (int n = 1; n <= legacy; ++n) {
+        Stmt ins(db_, "INSERT INTO schema_migrations(number, applied_ms) VALUES(?,?)");
+        ins.bind(int64_t{n}).bind(nowMs());
+        if (auto s = done(ins, "record migration"); !s.ok()) return rollback(std::move(s).error());
+      }
+    }
+    std::set<int> applied;
+    {
+      Stmt q(db_, "SELECT number FROM schema_migrations");
+      while (q.step() == SQLITE_ROW) applied.insert(static_cast<int>(q.integer(0)));
+    }
+    for (int n : applied) {
+      bool known = false;
+      for (const auto& m : kMigrations) known = known || m.number == n;
+      if (!known)
+        return rollback(Error(Code::kFailedPrecondition,
+                              "database has migration " + std::to_string(n) +
+                                  ", which this vesseld does not know: it is newer"));
+    }
+    for (const auto& m : kMigrations) {
+      if (applied.count(m.number)) continue;
+      Stmt ins(db_, "INSERT INTO schema_migrations(number, applied_ms) VALUES(?,?)");
+      ins.bind(int64_t{m.number}).bind(nowMs());
+      Status s = exec(m.sql);
+      if (s.ok()) s = done(ins, "record migration");
+      if (!s.ok())
+        return rollback(std::move(s).error().withContext("migration " + std::to_string(m.number)));
+      applied.insert(m.number);
+    }
+    version_ = *applied.rbegin();
+    std::string uv = "PRAGMA user_version=" + std::to_string(version_) + ";COMMIT;";
+    if (auto s = exec(uv.c_str()); !s.ok()) return rollback(std::move(s).error());
     return okStatus();
   }
 
@@ -174,10 +264,12 @@ class SqliteStore : public Store {
   Status insertSandbox(const SandboxRecord& r) override {
     Stmt s(db_,
            "INSERT INTO sandboxes(id,tenant_id,template,state,error,vcpus,memory_mib,metadata,"
-           "created_ms,updated_ms) VALUES(?,?,?,?,?,?,?,?,?,?)");
+           "created_ms,updated_ms,idle_timeout_s,expires_ms,last_active_ms) "
+           "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?)");
     s.bind(r.id).bind(r.tenant_id).bind(r.template_name).bind(r.state).bind(r.error);
     s.bind(int64_t{r.vcpus}).bind(static_cast<int64_t>(r.memory_mib)).bind(r.metadata_json);
     s.bind(r.created_ms).bind(r.updated_ms);
+    s.bind(r.idle_timeout_s).bind(r.expires_ms).bind(r.last_active_ms);
     return done(s, "insert sandbox " + r.id);
   }
   Status setSandboxState(const std::string& id, const std::string& state,
@@ -231,18 +323,91 @@ class SqliteStore : public Store {
   }
   Result<std::optional<OperationRecord>> getOperation(const std::string& tenant_id,
                                                       const std::string& id) override {
-    Stmt s(db_,
-           "SELECT id,tenant_id,sandbox_id,kind,state,error_code,error_message,created_ms,"
-           "updated_ms FROM operations WHERE tenant_id=? AND id=?");
+    std::string sql =
+        std::string("SELECT ") + kOperationCols + " FROM operations WHERE tenant_id=? AND id=?";
+    Stmt s(db_, sql.c_str());
     s.bind(tenant_id).bind(id);
     int rc = s.step();
     if (rc != SQLITE_ROW) {
       if (rc != SQLITE_DONE) return err("get operation " + id);
       return std::optional<OperationRecord>();
     }
-    OperationRecord o{s.text(0), s.text(1), s.text(2),    s.text(3),   s.text(4),
-                      s.text(5), s.text(6), s.integer(7), s.integer(8)};
-    return std::optional<OperationRecord>(std::move(o));
+    return std::optional<OperationRecord>(readOperation(s));
+  }
+
+  Status setTenantLimits(const std::string& tenant_id, const TenantLimits& l) override {
+    Stmt s(db_, "UPDATE tenants SET max_sandboxes=?, max_memory_mib=? WHERE id=?");
+    s.bindOpt(l.max_sandboxes).bindOpt(l.max_memory_mib).bind(tenant_id);
+    VESSEL_TRY(done(s, "set limits of tenant " + tenant_id));
+    if (sqlite3_changes(db_) == 0)
+      return Error(Code::kNotFound, "tenant " + tenant_id + " does not exist");
+    return okStatus();
+  }
+  Result<TenantLimits> tenantLimits(const std::string& tenant_id) override {
+    Stmt s(db_, "SELECT max_sandboxes, max_memory_mib FROM tenants WHERE id=?");
+    s.bind(tenant_id);
+    int rc = s.step();
+    if (rc != SQLITE_ROW) {
+      if (rc != SQLITE_DONE) return err("get limits of tenant " + tenant_id);
+      return Error(Code::kNotFound, "tenant " + tenant_id + " does not exist");
+    }
+    TenantLimits l;
+    if (!s.isNull(0)) l.max_sandboxes = s.integer(0);
+    if (!s.isNull(1)) l.max_memory_mib = s.integer(1);
+    return l;
+  }
+  Result<TenantUsage> tenantUsage(const std::string& tenant_id) override {
+    Stmt s(db_,
+           "SELECT count(*), coalesce(sum(CASE WHEN state!='paused' THEN memory_mib ELSE 0 END),0)"
+           " FROM sandboxes WHERE tenant_id=? AND state NOT IN ('deleted','failed')");
+    s.bind(tenant_id);
+    if (s.step() != SQLITE_ROW) return err("usage of tenant " + tenant_id);
+    return TenantUsage{s.integer(0), s.integer(1)};
+  }
+
+  Status setSandboxLifetime(const std::string& id, int64_t idle_timeout_s,
+                            int64_t expires_ms) override {
+    Stmt s(db_, "UPDATE sandboxes SET idle_timeout_s=?, expires_ms=?, updated_ms=? WHERE id=?");
+    s.bind(idle_timeout_s).bind(expires_ms).bind(nowMs()).bind(id);
+    return done(s, "set lifetime of sandbox " + id);
+  }
+  Status touchSandbox(const std::string& id, int64_t at_ms) override {
+    Stmt s(db_, "UPDATE sandboxes SET last_active_ms=max(last_active_ms,?) WHERE id=?");
+    s.bind(at_ms).bind(id);
+    return done(s, "touch sandbox " + id);
+  }
+  Result<std::vector<SandboxRecord>> listExpired(int64_t now_ms, int limit) override {
+    std::string sql = std::string("SELECT ") + kSandboxCols +
+                      " FROM sandboxes WHERE state!='deleted' AND ("
+                      "(expires_ms>0 AND expires_ms<=?) OR (state='running' AND idle_timeout_s>0"
+                      " AND last_active_ms+idle_timeout_s*1000<=?)) ORDER BY id LIMIT ?";
+    Stmt s(db_, sql.c_str());
+    s.bind(now_ms).bind(now_ms).bind(int64_t{limit});
+    return collect(s, "list expired sandboxes");
+  }
+  Result<std::vector<SandboxRecord>> listLiveSandboxes() override {
+    std::string sql = std::string("SELECT ") + kSandboxCols +
+                      " FROM sandboxes WHERE state NOT IN ('deleted','failed') ORDER BY id";
+    Stmt s(db_, sql.c_str());
+    return collect(s, "list live sandboxes");
+  }
+  Result<std::vector<OperationRecord>> listUnfinishedOperations() override {
+    std::string sql = std::string("SELECT ") + kOperationCols +
+                      " FROM operations WHERE state IN ('pending','running') ORDER BY created_ms";
+    Stmt s(db_, sql.c_str());
+    std::vector<OperationRecord> out;
+    int rc;
+    while ((rc = s.step()) == SQLITE_ROW) out.push_back(readOperation(s));
+    if (rc != SQLITE_DONE) return err("list unfinished operations");
+    return out;
+  }
+  Result<std::vector<std::pair<std::string, int64_t>>> countSandboxesByState() override {
+    Stmt s(db_, "SELECT state, count(*) FROM sandboxes GROUP BY state ORDER BY state");
+    std::vector<std::pair<std::string, int64_t>> out;
+    int rc;
+    while ((rc = s.step()) == SQLITE_ROW) out.emplace_back(s.text(0), s.integer(1));
+    if (rc != SQLITE_DONE) return err("count sandboxes");
+    return out;
   }
 
   Result<int64_t> appendEvent(const EventRecord& e) override {
@@ -286,6 +451,13 @@ class SqliteStore : public Store {
   }
 
  private:
+  Result<std::vector<SandboxRecord>> collect(Stmt& s, const std::string& what) {
+    std::vector<SandboxRecord> out;
+    int rc;
+    while ((rc = s.step()) == SQLITE_ROW) out.push_back(readSandbox(s));
+    if (rc != SQLITE_DONE) return err(what);
+    return out;
+  }
   Status done(Stmt& s, const std::string& what) {
     if (!s.ok()) return err("prepare " + what);
     int rc = s.step();

@@ -19,7 +19,7 @@ TEST_F(SqliteStoreTest, MigratesAndPersists) {
   {
     auto s = openSqlite(path_);
     ASSERT_TRUE(s.ok()) << s.error().message();
-    EXPECT_EQ((*s)->schemaVersion(), 2);
+    EXPECT_EQ((*s)->schemaVersion(), 4);
     ASSERT_TRUE((*s)->setMeta("instance_id", "abc").ok());
     ASSERT_TRUE((*s)->setMeta("instance_id", "def").ok());
   }
@@ -108,6 +108,93 @@ TEST_F(SqliteStoreTest, FailInFlightLeavesPausedSandboxes) {
 TEST_F(SqliteStoreTest, UnopenablePathIsAnError) {
   auto s = openSqlite("/nonexistent-dir/x.db");
   EXPECT_FALSE(s.ok());
+}
+
+TEST_F(SqliteStoreTest, LegacyVersionedDatabaseGetsTheMissingMigrations) {
+  {
+    // A database from before numbered migrations: 1 and 2 applied, counted
+    // in user_version.
+    sqlite3* db;
+    ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
+    sqlite3_exec(db,
+                 "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);"
+                 "CREATE TABLE tenants (id TEXT PRIMARY KEY, name TEXT NOT NULL,"
+                 " created_ms INTEGER NOT NULL);"
+                 "INSERT INTO tenants VALUES('t1','one',1);"
+                 "CREATE TABLE sandboxes (id TEXT PRIMARY KEY, tenant_id TEXT NOT NULL,"
+                 " template TEXT NOT NULL, state TEXT NOT NULL, error TEXT NOT NULL DEFAULT '',"
+                 " vcpus INTEGER NOT NULL, memory_mib INTEGER NOT NULL, metadata TEXT NOT NULL,"
+                 " created_ms INTEGER NOT NULL, updated_ms INTEGER NOT NULL);"
+                 "CREATE TABLE operations (id TEXT PRIMARY KEY, tenant_id TEXT NOT NULL,"
+                 " sandbox_id TEXT NOT NULL, kind TEXT NOT NULL, state TEXT NOT NULL,"
+                 " error_code TEXT NOT NULL DEFAULT '', error_message TEXT NOT NULL DEFAULT '',"
+                 " created_ms INTEGER NOT NULL, updated_ms INTEGER NOT NULL);"
+                 "PRAGMA user_version=2",
+                 nullptr, nullptr, nullptr);
+    sqlite3_close(db);
+  }
+  auto s = openSqlite(path_);
+  ASSERT_TRUE(s.ok()) << s.error().message();
+  EXPECT_EQ((*s)->schemaVersion(), 4);
+  auto l = (*s)->tenantLimits("t1");
+  ASSERT_TRUE(l.ok()) << l.error().message();
+  EXPECT_FALSE(l->max_sandboxes.has_value());
+}
+
+TEST_F(SqliteStoreTest, RefusesAMigrationItDoesNotKnow) {
+  { ASSERT_TRUE(openSqlite(path_).ok()); }
+  {
+    sqlite3* db;
+    ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
+    sqlite3_exec(db, "INSERT INTO schema_migrations VALUES(77, 0)", nullptr, nullptr, nullptr);
+    sqlite3_close(db);
+  }
+  auto s = openSqlite(path_);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.error().code(), Code::kFailedPrecondition);
+}
+
+TEST_F(SqliteStoreTest, LimitsUsageAndExpiry) {
+  auto s = openSqlite(path_);
+  ASSERT_TRUE(s.ok()) << s.error().message();
+  Store& st = **s;
+  ASSERT_TRUE(st.createTenant("t1", "one").ok());
+  ASSERT_TRUE(st.setTenantLimits("t1", {3, 1024}).ok());
+  EXPECT_EQ(st.tenantLimits("t1")->max_sandboxes.value_or(0), 3);
+  EXPECT_EQ(st.tenantLimits("t1")->max_memory_mib.value_or(0), 1024);
+  EXPECT_EQ(st.setTenantLimits("nope", {}).error().code(), Code::kNotFound);
+
+  SandboxRecord run{"sb-run", "t1", "minimal", "running", "", 1, 256};
+  run.idle_timeout_s = 10;
+  run.last_active_ms = 1000;
+  SandboxRecord paused{"sb-paused", "t1", "minimal", "paused", "", 1, 512};
+  paused.idle_timeout_s = 10;
+  paused.expires_ms = 50000;
+  SandboxRecord failed{"sb-failed", "t1", "minimal", "failed", "x", 1, 128};
+  for (auto* r : {&run, &paused, &failed}) ASSERT_TRUE(st.insertSandbox(*r).ok());
+  auto u = st.tenantUsage("t1");
+  ASSERT_TRUE(u.ok());
+  EXPECT_EQ(u->sandboxes, 2);
+  EXPECT_EQ(u->memory_mib, 256);
+
+  // Idle applies to running sandboxes only; the hard deadline to any.
+  EXPECT_TRUE(st.listExpired(10999, 10)->empty());
+  auto e = st.listExpired(11000, 10);
+  ASSERT_EQ(e->size(), 1u);
+  EXPECT_EQ((*e)[0].id, "sb-run");
+  ASSERT_TRUE(st.touchSandbox("sb-run", 20000).ok());
+  ASSERT_TRUE(st.touchSandbox("sb-run", 5000).ok());  // never moves back
+  EXPECT_TRUE(st.listExpired(29999, 10)->empty());
+  e = st.listExpired(50000, 10);
+  ASSERT_EQ(e->size(), 2u);
+  EXPECT_EQ((*e)[0].id, "sb-paused");
+  ASSERT_TRUE(st.setSandboxLifetime("sb-paused", 10, 0).ok());
+  EXPECT_EQ(st.listExpired(50000, 10)->size(), 1u);
+
+  EXPECT_EQ(st.listLiveSandboxes()->size(), 2u);
+  auto by = st.countSandboxesByState();
+  ASSERT_TRUE(by.ok());
+  EXPECT_EQ(by->size(), 3u);
 }
 
 }  // namespace

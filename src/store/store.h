@@ -23,6 +23,9 @@ struct SandboxRecord {
   uint64_t memory_mib = 256;
   std::string metadata_json = "{}";
   int64_t created_ms = 0, updated_ms = 0;
+  // Lifetime: ended after idle_timeout_s without activity while running
+  // (0: never), and at expires_ms whatever its state (0: never).
+  int64_t idle_timeout_s = 0, expires_ms = 0, last_active_ms = 0;
 };
 
 struct OperationRecord {
@@ -30,6 +33,16 @@ struct OperationRecord {
   std::string state;  // pending, running, done, failed
   std::string error_code, error_message;
   int64_t created_ms = 0, updated_ms = 0;
+};
+
+// Per-tenant limits; unset: the deployment's default.
+struct TenantLimits {
+  std::optional<int64_t> max_sandboxes, max_memory_mib;
+};
+// What counts against them: sandboxes not deleted or failed, and the
+// memory of those holding a VM (not paused).
+struct TenantUsage {
+  int64_t sandboxes = 0, memory_mib = 0;
 };
 
 struct EventRecord {
@@ -78,6 +91,25 @@ class Store {
   virtual Result<std::vector<EventRecord>> listEvents(const std::string& tenant_id,
                                                       const std::string& operation_id,
                                                       int64_t after_seq, int limit) = 0;
+
+  virtual Status setTenantLimits(const std::string& tenant_id, const TenantLimits& l) = 0;
+  virtual Result<TenantLimits> tenantLimits(const std::string& tenant_id) = 0;
+  virtual Result<TenantUsage> tenantUsage(const std::string& tenant_id) = 0;
+
+  // Lifetimes: a new idle timeout and hard deadline, and activity.
+  virtual Status setSandboxLifetime(const std::string& id, int64_t idle_timeout_s,
+                                    int64_t expires_ms) = 0;
+  virtual Status touchSandbox(const std::string& id, int64_t at_ms) = 0;
+  // Sandboxes of every tenant past their hard deadline (any state but
+  // deleted), or running and idle past their timeout, at `now_ms`.
+  virtual Result<std::vector<SandboxRecord>> listExpired(int64_t now_ms, int limit) = 0;
+
+  // Recovery after a restart: sandboxes of every tenant that are neither
+  // deleted nor failed, and operations still pending or running.
+  virtual Result<std::vector<SandboxRecord>> listLiveSandboxes() = 0;
+  virtual Result<std::vector<OperationRecord>> listUnfinishedOperations() = 0;
+  // Metrics: how many sandboxes are in each state, every tenant together.
+  virtual Result<std::vector<std::pair<std::string, int64_t>>> countSandboxesByState() = 0;
 
   // At start-up: no VM survives a vesseld restart yet, so every sandbox not
   // paused, deleted or failed becomes failed, and every unfinished operation
