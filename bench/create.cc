@@ -10,6 +10,7 @@
 #include <boost/asio/io_context.hpp>
 #include <filesystem>
 #include <fstream>
+#include <map>
 
 #include "base/log.h"
 #include "base/run_blocking.h"
@@ -115,7 +116,67 @@ uint64_t pssKib(pid_t pid) {
 
 }  // namespace
 
-int main() {
+// `bench_create --profile N`: N pooled creates one at a time, with the
+// time of each phase (runtime phases plus the first exec), to see where a
+// restore spends its time.
+int profile(Env& e, int n) {
+  node::RuntimeOptions o;
+  o.root = e.root + "/rt";
+  o.kernel = e.kernel;
+  o.pool_size = 1;
+  node::Runtime rt(e.io, e.hv, *e.store, o);
+  std::map<std::string, std::vector<double>> phases;
+  std::vector<std::string> order;
+  for (int i = 0; i < n; ++i) {
+    (void)runBlocking(e.io, rt.fillPool("bench256"));
+    std::vector<std::shared_ptr<node::Sandbox>> live;
+    auto t0 = Clock::now();
+    auto sb = runBlocking(e.io, rt.create("bench256", node::CreateOptions{}));
+    if (!sb.ok()) {
+      std::fprintf(stderr, "create: %s\n", sb.error().message().c_str());
+      return 1;
+    }
+    auto t1 = Clock::now();
+    node::ExecSpec ex;
+    ex.argv = {"true"};
+    auto r = runBlocking(e.io, (*sb)->agent()->run(ex));
+    auto t2 = Clock::now();
+    if (!r.ok()) {
+      std::fprintf(stderr, "exec: %s\n", r.error().message().c_str());
+      return 1;
+    }
+    for (const char* name : {"second exec", "third exec"}) {
+      auto a = Clock::now();
+      auto r2 = runBlocking(e.io, (*sb)->agent()->run(ex));
+      if (!r2.ok()) return 1;
+      phases[name].push_back(ms(Clock::now() - a));
+    }
+    for (auto& [name, v] : (*sb)->phases()) {
+      if (!phases.count(name)) order.push_back(name);
+      phases[name].push_back(v);
+    }
+    phases["create total"].push_back(ms(t1 - t0));
+    phases["first exec"].push_back(ms(t2 - t1));
+    live.push_back(*sb);
+    destroyAll(e, rt, live);
+  }
+  order.push_back("create total");
+  order.push_back("first exec");
+  order.push_back("second exec");
+  order.push_back("third exec");
+  std::printf("\n| phase | n | p50 ms | p99 ms |\n|---|---|---|---|\n");
+  for (auto& name : order) {
+    auto s = bench::stats(phases[name]);
+    std::printf("| %s | %zu | %.1f | %.1f |\n", name.c_str(), s.n, s.p50, s.p99);
+  }
+  runBlocking(e.io, [&]() -> asio::awaitable<int> {
+    co_await rt.drainPools();
+    co_return 0;
+  }());
+  return 0;
+}
+
+int main(int argc, char** argv) {
   initLogging("warn");
   Env e;
   e.kernel = bench::env("VESSEL_KERNEL");
@@ -129,6 +190,11 @@ int main() {
                                                        e.kernel_sha);
   std::printf("building templates (256 MiB and 1 GiB)...\n");
   auto t256 = build(e, "bench256", 256);
+  if (argc == 3 && std::string(argv[1]) == "--profile") {
+    int rc = profile(e, std::atoi(argv[2]));
+    fs::remove_all(e.root);
+    return rc;
+  }
   auto t1g = build(e, "bench1g", 1024);
 
   node::RuntimeOptions o;
@@ -165,7 +231,8 @@ int main() {
     destroyAll(e, rt, live);
   }
   auto cold_s = row("cold boot", 1, cold, rows);
-  bench::Stats pool1{};
+  bench::Stats pool1{}, warm1{};
+  rt.setPoolMode(node::RuntimeOptions::PoolMode::kIncoming);
   for (int c : {1, 8, 32}) {
     Batch nopool;
     int reps = c == 1 ? 10 : 1;
@@ -188,15 +255,40 @@ int main() {
       pooled.failures += b.failures;
       destroyAll(e, rt, live);
     }
-    auto s = row("restore from pool", c, pooled, rows);
+    auto s = row("restore from pool (-incoming defer)", c, pooled, rows);
     if (c == 1) pool1 = s;
+    rt.setPoolMode(node::RuntimeOptions::PoolMode::kWarm);
+    Batch warm;
+    for (int i = 0; i < reps; ++i) {
+      rt.setPoolSize(static_cast<size_t>(c));
+      (void)runBlocking(e.io, rt.fillPool("bench256"));
+      rt.setPoolSize(0);
+      auto b = createBatch(e, rt, "bench256", c, false, live);
+      warm.latency_ms.insert(warm.latency_ms.end(), b.latency_ms.begin(), b.latency_ms.end());
+      warm.wall_ms += b.wall_ms;
+      warm.failures += b.failures;
+      destroyAll(e, rt, live);
+    }
+    auto w = row("warm pool (restored ahead)", c, warm, rows);
+    if (c == 1) warm1 = w;
+    rt.setPoolMode(node::RuntimeOptions::PoolMode::kIncoming);
   }
   results["create"] = std::move(rows);
   double speedup = pool1.p50 > 0 ? cold_s.p50 / pool1.p50 : 0;
-  std::printf("\ncold boot p50 / pooled restore p50 (concurrency 1): %.1fx\n", speedup);
+  double warm_speedup = warm1.p50 > 0 ? cold_s.p50 / warm1.p50 : 0;
+  std::printf(
+      "\ncold boot p50 / pooled restore p50 (concurrency 1): %.1fx (incoming pool), %.1fx "
+      "(warm pool)\n",
+      speedup, warm_speedup);
   results["cold_over_pool_p50"] = speedup;
+  results["cold_over_warm_pool_p50"] = warm_speedup;
 
-  // Idle memory: 20 sandboxes from one template.
+  // Idle memory: 20 sandboxes from one template, created as vesseld does
+  // by default (from the warm pool).
+  rt.setPoolMode(node::RuntimeOptions::PoolMode::kWarm);
+  rt.setPoolSize(20);
+  (void)runBlocking(e.io, rt.fillPool("bench256"));
+  rt.setPoolSize(0);
   (void)createBatch(e, rt, "bench256", 20, false, live);
   runBlocking(e.io, [&]() -> asio::awaitable<int> {  // let them settle
     asio::steady_timer t(e.io, std::chrono::seconds(2));

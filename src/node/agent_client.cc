@@ -84,7 +84,7 @@ std::shared_ptr<AgentClient> AgentClient::create(Socket channel, std::string lef
 }
 
 asio::awaitable<Result<std::shared_ptr<AgentClient>>> AgentClient::reconnect(
-    Socket sock, std::string name, std::chrono::steady_clock::time_point deadline) {
+    Socket sock, std::string name, std::chrono::steady_clock::time_point deadline, bool in_step) {
   using namespace asio::experimental::awaitable_operators;
   std::random_device rd;
   std::vector<char> buf(64 * 1024);
@@ -99,7 +99,8 @@ asio::awaitable<Result<std::shared_ptr<AgentClient>>> AgentClient::reconnect(
     // step). A decoder they leave out of step fails, resets, and the next
     // attempt gets through.
     constexpr size_t kHeaders = (agentproto::kMaxPayload / agentproto::kHeaderSize) + 2;
-    std::string req(kHeaders * agentproto::kHeaderSize, '\0');
+    std::string req(in_step ? 0 : kHeaders * agentproto::kHeaderSize, '\0');
+    in_step = false;
     req += sig;
     auto [wec, wn] =
         co_await asio::async_write(sock, asio::buffer(req), asio::as_tuple(asio::use_awaitable));

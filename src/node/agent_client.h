@@ -173,10 +173,18 @@ class AgentClient : public std::enable_shared_from_this<AgentClient> {
   // vesseld restarted): asks the agent for a fresh session with Resync and
   // skips whatever the old session left in the channel until the agent's
   // echo. Processes keep running, detached; attach() resumes them.
+  // `in_step`: the caller knows the agent's decoder sits on a frame
+  // boundary (a template snapshot is taken with the channel idle), so the
+  // first attempt skips the 256 KiB of zeros that realign it otherwise;
+  // retries still send them.
   static asio::awaitable<Result<std::shared_ptr<AgentClient>>> reconnect(
-      Socket channel, std::string name, std::chrono::steady_clock::time_point deadline);
+      Socket channel, std::string name, std::chrono::steady_clock::time_point deadline,
+      bool in_step = false);
   ~AgentClient();
 
+  // The name errors are prefixed with: a pooled VM's client is renamed to
+  // the sandbox that claims it.
+  void setName(std::string name) { name_ = std::move(name); }
   // Fails every outstanding and later call with kUnavailable and closes the
   // channel; the guest sees the host disconnect.
   void close();

@@ -5,10 +5,12 @@
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
+#include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/json.hpp>
 #include <filesystem>
 #include <random>
 
+#include "base/child_process_async.h"
 #include "base/log.h"
 #include "base/scope_exit.h"
 
@@ -35,15 +37,19 @@ std::string newId(const std::string& prefix) {
 
 namespace {
 
-Status makeOverlay(const std::string& path, const std::string& backing, const std::string& fmt) {
+// Waits for qemu-img without blocking the io thread (other sandboxes' I/O
+// and the API run on it).
+asio::awaitable<Status> makeOverlay(std::string path, std::string backing, std::string fmt) {
   SpawnOptions so;
   so.argv = {"qemu-img", "create", "-q", "-f", "qcow2", "-F", fmt, "-b", backing, path};
-  VESSEL_ASSIGN_OR_RETURN(ChildProcess p, ChildProcess::spawn(so));
-  auto st = p.waitFor(30s);
-  if (!st.ok()) return std::move(st).error().withContext("qemu-img create " + path);
+  auto p = ChildProcess::spawn(so);
+  if (!p.ok()) co_return std::move(p).error().withContext("qemu-img create " + path);
+  const std::chrono::milliseconds limit = 30s;
+  auto st = co_await waitAsync(*p, limit);
+  if (!st.ok()) co_return std::move(st).error().withContext("qemu-img create " + path);
   if (!st->success())
-    return Error(Code::kInternal, "qemu-img create " + path + ": " + st->describe());
-  return okStatus();
+    co_return Error(Code::kInternal, "qemu-img create " + path + ": " + st->describe());
+  co_return okStatus();
 }
 
 bool validId(const std::string& id) {
@@ -68,6 +74,13 @@ Runtime::~Runtime() = default;
 size_t Runtime::pooled(const std::string& template_id) const {
   auto it = pools_.find(template_id);
   return it == pools_.end() ? 0 : it->second.size();
+}
+
+std::vector<pid_t> Runtime::pooledPids(const std::string& template_id) const {
+  std::vector<pid_t> out;
+  if (auto it = pools_.find(template_id); it != pools_.end())
+    for (const auto& p : it->second) out.push_back(p.vm->pid());
+  return out;
 }
 
 hypervisor::MachineSpec Runtime::machineSpec(const std::string& vm_dir, unsigned vcpus,
@@ -102,7 +115,7 @@ asio::awaitable<Result<Runtime::Prepared>> Runtime::prepareRestore(
     fs::copy_file(base_disk, p.vm_dir + "/disk.qcow2", ec);
     if (ec) co_return Error(Code::kInternal, "copy disk " + base_disk + ": " + ec.message());
   } else {
-    VESSEL_CO_TRY(makeOverlay(p.vm_dir + "/disk.qcow2", base_disk, base_format));
+    VESSEL_CO_TRY(co_await makeOverlay(p.vm_dir + "/disk.qcow2", base_disk, base_format));
   }
   auto state = Fd::open(state_file, O_RDONLY);
   if (!state.ok()) co_return std::move(state).error().withContext("restore " + t->id());
@@ -130,30 +143,96 @@ asio::awaitable<Status> Runtime::applyIdentity(Sandbox& sb) {
   std::string seed(64, '\0');
   if (::getrandom(seed.data(), seed.size(), 0) != static_cast<ssize_t>(seed.size()))
     co_return Error::fromErrno("getrandom");
-  VESSEL_CO_TRY(co_await a->addEntropy(std::move(seed)));
-  VESSEL_CO_TRY(co_await a->setClock(std::chrono::system_clock::now()));
-  VESSEL_CO_TRY(co_await a->setHostname(sb.hostname_));
   std::vector<std::string> env = sb.env_;
   env.push_back("VESSEL_SANDBOX_ID=" + sb.id_);
-  VESSEL_CO_TRY(co_await a->setDefaultEnv(std::move(env)));
+  std::string hostname = sb.hostname_;
+  auto now = std::chrono::system_clock::now();
+  // All four in flight at once: one round trip instead of four. The agent
+  // handles them in the order sent, entropy first, and the sandbox is not
+  // handed to anyone before every one of them has succeeded.
+  using namespace asio::experimental::awaitable_operators;
+  auto [e, c, h, v] =
+      co_await (a->addEntropy(std::move(seed)) && a->setClock(now) &&
+                a->setHostname(std::move(hostname)) && a->setDefaultEnv(std::move(env)));
+  for (Status* st : {&e, &c, &h, &v})
+    if (!st->ok()) co_return std::move(*st).error().withContext("identity of " + sb.id_);
   co_return okStatus();
 }
 
-asio::awaitable<Status> Runtime::finishRestore(Sandbox& sb, bool ignore_shared) {
-  VESSEL_CO_TRY(co_await sb.vm_->loadState(ignore_shared));
-  VESSEL_CO_TRY(co_await sb.vm_->resumeVcpus());
+namespace {
+// Records the time since the last mark as phase `name`.
+class PhaseClock {
+ public:
+  explicit PhaseClock(std::vector<std::pair<std::string, double>>& out) : out_(out) {}
+  void mark(const char* name) {
+    auto now = Clock::now();
+    out_.emplace_back(name, std::chrono::duration<double, std::milli>(now - last_).count());
+    last_ = now;
+  }
+
+ private:
+  std::vector<std::pair<std::string, double>>& out_;
+  Clock::time_point last_ = Clock::now();
+};
+}  // namespace
+
+asio::awaitable<Result<std::shared_ptr<AgentClient>>> Runtime::restoreVm(
+    hypervisor::Vm& vm, bool from_template, std::string name,
+    std::vector<std::pair<std::string, double>>& phases) {
+  PhaseClock pc(phases);
+  VESSEL_CO_TRY(co_await vm.loadState(from_template));
+  pc.mark("load_state");
+  VESSEL_CO_TRY(co_await vm.resumeVcpus());
+  pc.mark("cont");
   // The agent still believes in the session it had at snapshot time:
-  // reconnect() resynchronises it (docs/agent-protocol.md, Resync).
-  auto c = co_await AgentClient::reconnect(std::move(sb.vm_->agentChannel()), sb.id_,
-                                           Clock::now() + opts_.ready_timeout);
+  // reconnect() resynchronises it (docs/agent-protocol.md, Resync). A
+  // template snapshot is taken with the channel idle, so its agent's
+  // decoder is known to be in step; a paused or forked one may not be.
+  auto c = co_await AgentClient::reconnect(std::move(vm.agentChannel()), name,
+                                           Clock::now() + opts_.ready_timeout, from_template);
   if (!c.ok()) {
-    std::string diag = sb.vm_->diagnostics();
+    std::string diag = vm.diagnostics();
     std::string msg = c.error().context();
     if (!diag.empty()) msg += "; " + diag;
     co_return Error(c.error().code(), std::move(msg));
   }
+  pc.mark("agent_reconnect");
+  co_return std::move(*c);
+}
+
+asio::awaitable<Status> Runtime::finishRestore(Sandbox& sb, bool ignore_shared) {
+  auto c = co_await restoreVm(*sb.vm_, ignore_shared, sb.id_, sb.phases_ms_);
+  if (!c.ok()) co_return std::move(c).error();
   sb.agent_ = std::move(*c);
-  co_return co_await applyIdentity(sb);
+  PhaseClock pc(sb.phases_ms_);
+  auto id = co_await applyIdentity(sb);
+  pc.mark("identity");
+  co_return id;
+}
+
+asio::awaitable<Status> Runtime::warm(Prepared& p) {
+  std::vector<std::pair<std::string, double>> phases;
+  auto c = co_await restoreVm(*p.vm, true, p.vm_id, phases);
+  if (!c.ok()) co_return std::move(c).error().withContext("warm " + p.vm_id);
+  // One command through the agent's exec path (fork, exec, wait, exit
+  // report): the guest code a sandbox's first command runs is translated
+  // now rather than then. No user code runs before the identity is set.
+  // As the template's default user: that is the path a first command takes.
+  ExecSpec ex;
+  ex.argv = {"true"};
+  auto r = co_await (*c)->run(std::move(ex));
+  if (!r.ok()) co_return std::move(r).error().withContext("warm " + p.vm_id);
+  if (!r->exit.exited || r->exit.code != 0)
+    co_return Error(Code::kInternal, "warm " + p.vm_id + ": `true` failed in the guest");
+  p.agent = std::move(*c);
+  co_return okStatus();
+}
+
+asio::awaitable<void> Runtime::discard(Prepared p) {
+  if (p.agent) p.agent->close();
+  if (p.vm) (void)co_await p.vm->stop();
+  std::error_code ec;
+  fs::remove_all(p.vm_dir, ec);
 }
 
 Status Runtime::writeRecord(const Sandbox& sb) {
@@ -173,9 +252,12 @@ Status Runtime::writeRecord(const Sandbox& sb) {
 
 asio::awaitable<Result<std::shared_ptr<Sandbox>>> Runtime::create(std::string template_name,
                                                                   CreateOptions opts) {
+  auto t0 = Clock::now();
   auto t = store_.open(template_name);
   if (!t.ok()) co_return std::move(t).error();
   auto sb = std::make_shared<Sandbox>();
+  sb->phases_ms_.emplace_back("open_template",
+                              std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
   sb->id_ = opts.id.empty() ? newId("sb") : opts.id;
   if (!validId(sb->id_))
     co_return Error(Code::kInvalidArgument, "bad sandbox id '" + sb->id_ + "'");
@@ -195,8 +277,8 @@ asio::awaitable<Result<std::shared_ptr<Sandbox>>> Runtime::create(std::string te
     sb->vm_dir_ = opts_.root + "/vms/" + newId("vm");
     fs::create_directories(sb->vm_dir_, ec);
     ScopeExit rm_vm([&] { fs::remove_all(sb->vm_dir_, ec); });
-    VESSEL_CO_TRY(
-        makeOverlay(sb->vm_dir_ + "/disk.qcow2", (*t)->path(templates::kRootfsFile), "raw"));
+    VESSEL_CO_TRY(co_await makeOverlay(sb->vm_dir_ + "/disk.qcow2",
+                                       (*t)->path(templates::kRootfsFile), "raw"));
     hypervisor::MachineSpec s =
         machineSpec(sb->vm_dir_, sb->vcpus_, sb->memory_mib_, (*t)->manifest.cmdline);
     auto m = co_await bootMachine(hv_, s, Clock::now() + opts_.ready_timeout);
@@ -211,30 +293,57 @@ asio::awaitable<Result<std::shared_ptr<Sandbox>>> Runtime::create(std::string te
     }
     rm_vm.dismiss();
   } else {
-    Prepared p;
     auto& pool = pools_[(*t)->id()];
-    if (!pool.empty()) {
-      p = std::move(pool.front());
-      pool.pop_front();
-    } else {
-      auto r = co_await prepareRestore(*t, (*t)->path(templates::kStateFile),
-                                       (*t)->path(templates::kRootfsFile), "raw", true);
-      if (!r.ok()) co_return std::move(r).error().withContext(ctx);
-      p = std::move(*r);
-    }
-    refillLater(template_name);
-    sb->vm_dir_ = p.vm_dir;
-    sb->vm_ = std::move(p.vm);
-    auto fin = co_await finishRestore(*sb, true);
-    if (!fin.ok()) {
+    // A warm VM that died while it waited (it is only found out now) is
+    // discarded and the create goes on with the next one.
+    for (int attempt = 0;; ++attempt) {
+      Prepared p;
+      PhaseClock pc(sb->phases_ms_);
+      if (!pool.empty()) {
+        p = std::move(pool.front());
+        pool.pop_front();
+        pc.mark("from_pool");
+      } else {
+        auto r = co_await prepareRestore(*t, (*t)->path(templates::kStateFile),
+                                         (*t)->path(templates::kRootfsFile), "raw", true);
+        if (!r.ok()) co_return std::move(r).error().withContext(ctx);
+        p = std::move(*r);
+        pc.mark("start_qemu");
+      }
+      bool was_warm = p.agent != nullptr;
+      sb->vm_dir_ = p.vm_dir;
+      sb->vm_ = std::move(p.vm);
+      Status fin = okStatus();
+      if (was_warm) {
+        sb->agent_ = std::move(p.agent);
+        sb->agent_->setName(sb->id_);
+        fin = co_await applyIdentity(*sb);
+        pc.mark("identity");
+      } else {
+        fin = co_await finishRestore(*sb, true);
+      }
+      if (fin.ok()) break;
       if (sb->agent_) sb->agent_->close();
+      sb->agent_.reset();
       (void)co_await sb->vm_->stop();
+      sb->vm_.reset();
       fs::remove_all(sb->vm_dir_, ec);
-      co_return std::move(fin).error().withContext(ctx);
+      if (!was_warm || attempt >= 2) {
+        refillLater(template_name);
+        co_return std::move(fin).error().withContext(ctx);
+      }
+      Logger("runtime", sb->id_)
+          .warn("pooled VM {} failed, trying another: {}", p.vm_id, fin.error().message());
     }
+    // Refilled after the create, not during it: on a loaded node the new
+    // QEMU would compete for the CPU with the restore a caller waits for.
+    refillLater(template_name);
   }
   store_.acquire(sb->template_id_);
+  auto t1 = Clock::now();
   VESSEL_CO_TRY(writeRecord(*sb));
+  sb->phases_ms_.emplace_back("write_record",
+                              std::chrono::duration<double, std::milli>(Clock::now() - t1).count());
   remove_dir.dismiss();
   co_return sb;
 }
@@ -261,6 +370,12 @@ asio::awaitable<Status> Runtime::fillPool(const std::string& template_name) {
     auto r = co_await prepareRestore(*t, (*t)->path(templates::kStateFile),
                                      (*t)->path(templates::kRootfsFile), "raw", true);
     if (!r.ok()) co_return std::move(r).error();
+    if (opts_.pool_mode == RuntimeOptions::PoolMode::kWarm) {
+      if (auto w = co_await warm(*r); !w.ok()) {
+        co_await discard(std::move(*r));
+        co_return std::move(w).error();
+      }
+    }
     pools_[(*t)->id()].push_back(std::move(*r));
   }
   co_return okStatus();
@@ -271,9 +386,7 @@ asio::awaitable<void> Runtime::drainPools() {
     while (!pool.empty()) {
       Prepared p = std::move(pool.front());
       pool.pop_front();
-      (void)co_await p.vm->stop();
-      std::error_code ec;
-      fs::remove_all(p.vm_dir, ec);
+      co_await discard(std::move(p));
     }
   }
 }

@@ -26,8 +26,18 @@ struct RuntimeOptions {
   std::string root;
   std::string kernel;
   hypervisor::Accel accel = hypervisor::Accel::kTcg;
-  // QEMU processes per template kept waiting for a restore.
+  // VMs per template kept ready for creates.
   size_t pool_size = 2;
+  // How far a pooled VM is taken before a create claims it.
+  //  kWarm: restored, running, its agent reconnected and one command run;
+  //    a create only gives the guest its identity. Under TCG a fresh QEMU
+  //    translates every guest instruction the first time it runs, so the
+  //    first tens of milliseconds of guest time after a restore cost
+  //    hundreds of wall-clock ones; the warm pool pays them before the
+  //    create. A warm VM costs its idle memory while it waits.
+  //  kIncoming: QEMU waits in -incoming defer; a create pays the restore.
+  enum class PoolMode { kWarm, kIncoming };
+  PoolMode pool_mode = PoolMode::kWarm;
   std::chrono::seconds ready_timeout{60};
 };
 
@@ -49,6 +59,9 @@ class Sandbox {
   hypervisor::Vm* vm() const { return vm_.get(); }
   const std::string& dir() const { return dir_; }
   const std::string& vmDir() const { return vm_dir_; }
+  // How long each phase of this sandbox's last create or resume took, in
+  // order (for logs and bench/create's breakdown).
+  const std::vector<std::pair<std::string, double>>& phases() const { return phases_ms_; }
 
  private:
   friend class Runtime;
@@ -59,6 +72,7 @@ class Sandbox {
   State state_ = State::kRunning;
   std::unique_ptr<hypervisor::Vm> vm_;
   std::shared_ptr<AgentClient> agent_;
+  std::vector<std::pair<std::string, double>> phases_ms_;
 };
 
 class Runtime {
@@ -82,15 +96,20 @@ class Runtime {
   // Starts QEMU processes for `template_name` until the pool is full.
   asio::awaitable<Status> fillPool(const std::string& template_name);
   size_t pooled(const std::string& template_id) const;
+  // The QEMU processes pooled for a template (diagnostics and tests).
+  std::vector<pid_t> pooledPids(const std::string& template_id) const;
   // Stops every pooled QEMU process.
   asio::awaitable<void> drainPools();
   void setPoolSize(size_t n) { opts_.pool_size = n; }
+  // Applies to VMs pooled from now on.
+  void setPoolMode(RuntimeOptions::PoolMode m) { opts_.pool_mode = m; }
 
  private:
   struct Prepared {
     std::string vm_id, vm_dir;
     std::unique_ptr<hypervisor::Vm> vm;
     std::shared_ptr<const templates::Template> tmpl;
+    std::shared_ptr<AgentClient> agent;  // set once warm (restored and running)
   };
   asio::awaitable<Result<Prepared>> prepareRestore(std::shared_ptr<const templates::Template> t,
                                                    const std::string& state_file,
@@ -100,7 +119,16 @@ class Runtime {
   // The spec every sandbox VM shares: its overlay, sockets and console in vm_dir.
   hypervisor::MachineSpec machineSpec(const std::string& vm_dir, unsigned vcpus,
                                       uint64_t memory_mib, const std::string& cmdline) const;
+  // Loads the state a VM was started for, runs it and takes over its agent.
+  // `from_template`: the state is a template's (RAM shared with the template
+  // file, agent channel idle at the snapshot) rather than a sandbox's own.
+  asio::awaitable<Result<std::shared_ptr<AgentClient>>> restoreVm(
+      hypervisor::Vm& vm, bool from_template, std::string name,
+      std::vector<std::pair<std::string, double>>& phases);
+  // Takes a pooled VM as far as PoolMode::kWarm says.
+  asio::awaitable<Status> warm(Prepared& p);
   asio::awaitable<Status> finishRestore(Sandbox& sb, bool ignore_shared);
+  asio::awaitable<void> discard(Prepared p);
   asio::awaitable<Status> applyIdentity(Sandbox& sb);
   Status writeRecord(const Sandbox& sb);
   void refillLater(const std::string& template_name);

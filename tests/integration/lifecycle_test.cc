@@ -3,6 +3,7 @@
 // forked. Every test ends with no QEMU process of its own left.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <signal.h>
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
@@ -232,6 +233,34 @@ TEST_F(LifecycleTest, PoolIsUsedAndRefilled) {
   for (int i = 0; i < 300 && rt_->pooled(g->tmpl->id()) < 2; ++i) g->io.run_one_for(50ms);
   g->io.restart();
   EXPECT_EQ(rt_->pooled(g->tmpl->id()), 2u);
+}
+
+// The default pool holds VMs restored ahead of time (PoolMode::kWarm): the
+// identity a create gives must still be each sandbox's own, and a pooled VM
+// that died while it waited must be replaced, not handed out.
+TEST_F(LifecycleTest, WarmPoolGivesFreshIdentityAndSkipsADeadVm) {
+  rt_->setPoolMode(node::RuntimeOptions::PoolMode::kWarm);
+  rt_->setPoolSize(3);
+  ASSERT_TRUE(runBlocking(g->io, rt_->fillPool("lc")).ok());
+  auto pids = rt_->pooledPids(g->tmpl->id());
+  ASSERT_EQ(pids.size(), 3u);
+  rt_->setPoolSize(0);  // no refill: the next creates take exactly these VMs
+  ASSERT_EQ(::kill(pids[0], SIGKILL), 0);
+  auto a = create(), b = create();
+  ASSERT_TRUE(a && b);
+  EXPECT_EQ(rt_->pooled(g->tmpl->id()), 0u) << "the dead VM was not taken out of the pool";
+  EXPECT_NE(a->vm()->pid(), pids[0]);
+  EXPECT_NE(b->vm()->pid(), pids[0]);
+  EXPECT_EQ(sh(*a, "hostname"), a->id() + "\n");
+  EXPECT_EQ(sh(*b, "echo $VESSEL_SANDBOX_ID"), b->id() + "\n");
+  std::string ra = sh(*a, "head -c 32 /dev/urandom | od -An -tx1");
+  std::string rb = sh(*b, "head -c 32 /dev/urandom | od -An -tx1");
+  EXPECT_NE(ra, rb) << "two warm clones share /dev/urandom output";
+  long guest = std::stol(sh(*b, "date +%s"));
+  long host = std::chrono::duration_cast<std::chrono::seconds>(
+                  std::chrono::system_clock::now().time_since_epoch())
+                  .count();
+  EXPECT_LT(std::labs(guest - host), 10) << "guest clock " << guest << " host " << host;
 }
 
 TEST_F(LifecycleTest, CorruptMemoryFileAndMismatchedManifestAreRefused) {

@@ -17,6 +17,7 @@
 #include <boost/json.hpp>
 #include <filesystem>
 
+#include "base/child_process_async.h"
 #include "base/log.h"
 #include "base/scope_exit.h"
 #include "hypervisor/qemu/argv.h"
@@ -142,14 +143,18 @@ class QemuVm : public Vm {
 
   asio::awaitable<Status> stop() override {
     if (stopped_) co_return okStatus();
-    auto ex = co_await asio::this_coro::executor;
     // 1. Ask QEMU to quit over QMP.
     if (!child_.tryWait() && !qmp_->failed()) (void)co_await qmp_->execute("quit", {}, 1s);
     // 2., 3. SIGTERM, then SIGKILL, each after a bounded wait.
-    if (!co_await exitedWithin(ex, 2s)) {
+    // (Named results: g++ 12 miscompiles co_await on a temporary inside
+    // a condition.)
+    const std::chrono::milliseconds grace = 2s;
+    auto quit = co_await waitAsync(child_, grace);
+    if (!quit.ok()) {
       log_.warn("qemu did not quit over QMP; sending SIGTERM");
       (void)child_.signal(SIGTERM);
-      if (!co_await exitedWithin(ex, 2s)) {
+      auto term = co_await waitAsync(child_, grace);
+      if (!term.ok()) {
         log_.warn("qemu ignored SIGTERM; sending SIGKILL");
         (void)child_.signal(SIGKILL);
         (void)child_.waitFor(5s);
@@ -160,18 +165,6 @@ class QemuVm : public Vm {
   }
 
  private:
-  asio::awaitable<bool> exitedWithin(asio::any_io_executor ex, std::chrono::milliseconds d) {
-    using namespace asio::experimental::awaitable_operators;
-    if (child_.tryWait()) co_return true;
-    asio::posix::stream_descriptor pidfd(ex, ::dup(child_.pidfd()));
-    asio::steady_timer timer(ex, d);
-    // Whichever completes first cancels the other.
-    co_await (pidfd.async_wait(asio::posix::stream_descriptor::wait_read,
-                               asio::as_tuple(asio::use_awaitable)) ||
-              timer.async_wait(asio::as_tuple(asio::use_awaitable)));
-    co_return child_.tryWait().has_value();
-  }
-
   asio::awaitable<Status> setIgnoreShared(bool on) {
     json::object cap;
     cap["capability"] = "x-ignore-shared";
