@@ -133,9 +133,9 @@ Family<Histogram>& Registry::histogram(const std::string& name, const std::strin
   std::lock_guard<std::mutex> l(mu_);
   auto& f = histograms_[name];
   if (!f)
-    f = std::make_unique<Family<Histogram>>(
-        name, help, std::move(label_names),
-        [bounds] { return std::make_unique<Histogram>(bounds); });
+    f = std::make_unique<Family<Histogram>>(name, help, std::move(label_names), [bounds] {
+      return std::make_unique<Histogram>(bounds);
+    });
   return *f;
 }
 
@@ -157,8 +157,9 @@ std::string Registry::render() const {
     }
     for (const auto& [name, f] : gauges_) {
       w.family(name, f->help(), "gauge");
-      f->forEach(
-          [&](const Labels& ls, const Gauge& g) { w.sample(name, f->labelNames(), ls, g.value()); });
+      f->forEach([&](const Labels& ls, const Gauge& g) {
+        w.sample(name, f->labelNames(), ls, g.value());
+      });
     }
     for (const auto& [name, f] : histograms_) {
       w.family(name, f->help(), "histogram");

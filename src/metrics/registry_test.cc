@@ -52,7 +52,8 @@ TEST(Registry, CollectorsAddScrapeTimeSamples) {
   });
   std::string out = r.render();
   EXPECT_EQ(calls, 1);
-  EXPECT_THAT(out, HasSubstr("# TYPE vessel_sandboxes gauge\nvessel_sandboxes{state=\"running\"} 2\n"));
+  EXPECT_THAT(out,
+              HasSubstr("# TYPE vessel_sandboxes gauge\nvessel_sandboxes{state=\"running\"} 2\n"));
 }
 
 }  // namespace
