@@ -13,6 +13,7 @@
 #include "base/child_process_async.h"
 #include "base/log.h"
 #include "base/scope_exit.h"
+#include "base/sha256.h"
 
 namespace vessel::node {
 
@@ -519,6 +520,111 @@ asio::awaitable<Result<std::vector<std::shared_ptr<Sandbox>>>> Runtime::fork(San
     out.push_back(std::move(child));
   }
   co_return out;
+}
+
+asio::awaitable<Result<std::shared_ptr<const templates::Template>>> Runtime::forkToTemplate(
+    Sandbox& sb, std::string name) {
+  std::string ctx = "fork sandbox " + sb.id_ + " into template " + name;
+  if (sb.state_ != Sandbox::State::kRunning)
+    co_return Error(Code::kFailedPrecondition, ctx + ": sandbox is not running");
+  auto at = sb.template_id_.find('@');
+  auto parent = store_.open(sb.template_id_.substr(0, at), sb.template_id_.substr(at + 1));
+  if (!parent.ok()) co_return std::move(parent).error().withContext(ctx);
+  std::string version = newId("f").substr(2) + newId("f").substr(2).substr(0, 4);
+  std::string staging = store_.root() + "/.staging-" + name + "-" + version;
+  std::error_code ec;
+  fs::create_directories(staging, ec);
+  if (ec) co_return Error(Code::kInternal, ctx + ": create " + staging + ": " + ec.message());
+  ScopeExit rm_staging([&] { fs::remove_all(staging, ec); });
+
+  // 1. The sandbox's full state (its RAM is a private copy-on-write view
+  //    of its own template's file, so it travels in the stream) and its
+  //    disk, captured together while it is paused.
+  VESSEL_CO_TRY(co_await sb.vm_->pauseVcpus());
+  auto saved = co_await sb.vm_->saveState(staging + "/full.state", false);
+  if (saved.ok()) {
+    fs::copy_file(sb.vm_dir_ + "/disk.qcow2", staging + "/overlay.qcow2", ec);
+    if (ec) saved = Error(Code::kInternal, "copy disk: " + ec.message());
+  }
+  auto resumed = co_await sb.vm_->resumeVcpus();
+  if (!saved.ok()) co_return std::move(saved).error().withContext(ctx);
+  if (!resumed.ok()) co_return std::move(resumed).error().withContext(ctx);
+
+  // 2. The disk flattened into a raw base image of its own.
+  {
+    SpawnOptions so;
+    so.argv = {"qemu-img",
+               "convert",
+               "-q",
+               "-O",
+               "raw",
+               staging + "/overlay.qcow2",
+               staging + "/" + templates::kRootfsFile};
+    auto p = ChildProcess::spawn(so);
+    if (!p.ok()) co_return std::move(p).error().withContext(ctx);
+    const std::chrono::milliseconds limit = 600s;
+    auto st = co_await waitAsync(*p, limit);
+    if (!st.ok()) co_return std::move(st).error().withContext(ctx + ": qemu-img convert");
+    if (!st->success())
+      co_return Error(Code::kInternal, ctx + ": qemu-img convert: " + st->describe());
+    fs::remove(staging + "/overlay.qcow2", ec);
+  }
+
+  // 3. The state loaded, never run, into a QEMU whose RAM is a shared
+  //    mapping of the new template's memory file, and saved again without
+  //    the RAM: the layout every template has (docs/snapshot-format.md).
+  {
+    auto full = Fd::open(staging + "/full.state", O_RDONLY);
+    if (!full.ok()) co_return std::move(full).error().withContext(ctx);
+    std::string vm_dir = opts_.root + "/vms/" + newId("vm");
+    fs::create_directories(vm_dir, ec);
+    ScopeExit rm_vm([&] { fs::remove_all(vm_dir, ec); });
+    hypervisor::MachineSpec s =
+        machineSpec(vm_dir, sb.vcpus_, sb.memory_mib_, (*parent)->manifest.cmdline);
+    s.disks = {{staging + "/" + templates::kRootfsFile, false, "raw"}};
+    s.memory_file = staging + "/" + templates::kMemoryFile;
+    s.memory_shared = true;
+    s.incoming = true;
+    s.incoming_state_fd = full->get();
+    auto vm = co_await hv_.start(s, Clock::now() + 30s);
+    if (!vm.ok()) co_return std::move(vm).error().withContext(ctx);
+    auto st = co_await (*vm)->loadState(false);
+    if (st.ok()) st = co_await (*vm)->saveState(staging + "/" + templates::kStateFile, true);
+    (void)co_await (*vm)->stop();
+    if (!st.ok()) co_return std::move(st).error().withContext(ctx);
+    fs::remove(staging + "/full.state", ec);
+  }
+
+  // 4. The manifest. The version is random: a fork is not reproducible
+  //    from a spec, so its hash names its origin instead.
+  templates::Manifest man;
+  man.name = name;
+  man.version = version;
+  man.qemu_version = (*parent)->manifest.qemu_version;
+  man.kernel_sha256 = (*parent)->manifest.kernel_sha256;
+  man.cmdline = (*parent)->manifest.cmdline;
+  man.vcpus = sb.vcpus_;
+  man.memory_mib = sb.memory_mib_;
+  {
+    auto now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+    char buf[32];
+    std::tm tm{};
+    gmtime_r(&now, &tm);
+    std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    man.created_at = buf;
+  }
+  for (const char* f : {templates::kRootfsFile, templates::kMemoryFile, templates::kStateFile}) {
+    auto sha = sha256File(staging + "/" + f);
+    if (!sha.ok()) co_return std::move(sha).error().withContext(ctx);
+    man.files[f] = *sha;
+  }
+  man.spec_hash = sha256Hex("fork\n" + sb.template_id_ + "\n" + sb.id_ + "\n" + man.created_at +
+                            "\n" + man.files[templates::kStateFile]);
+  auto t = store_.install(staging, std::move(man));
+  if (!t.ok()) co_return std::move(t).error().withContext(ctx);
+  rm_staging.dismiss();
+  Logger("runtime", sb.id_).info("forked into template {}", (*t)->id());
+  co_return t;
 }
 
 asio::awaitable<Status> Runtime::destroy(Sandbox& sb) {

@@ -90,6 +90,12 @@ class Runtime {
   asio::awaitable<Result<std::shared_ptr<Sandbox>>> resume(const std::string& id);
   // Snapshots a running sandbox (briefly paused) into `count` new sandboxes.
   asio::awaitable<Result<std::vector<std::shared_ptr<Sandbox>>>> fork(Sandbox& sb, int count);
+  // Snapshots a running sandbox (briefly paused) into a new template named
+  // `name`, whose creates start from the sandbox's memory, processes and
+  // disk as they were. The new version is installed in the template store;
+  // the original carries on.
+  asio::awaitable<Result<std::shared_ptr<const templates::Template>>> forkToTemplate(
+      Sandbox& sb, std::string name);
   // Stops the VM and deletes every file of the sandbox.
   asio::awaitable<Status> destroy(Sandbox& sb);
 

@@ -58,7 +58,10 @@ hypervisor::MachineSpec minimalSpec(const std::string& id, const ScratchDir& dir
   return s;
 }
 
-std::vector<int> qemuProcessesFor(const std::string& prefix) {
+namespace {
+// Every process whose NUL-separated command line satisfies `match`.
+template <class Match>
+std::vector<int> processesWhere(Match match) {
   std::vector<int> pids;
   DIR* d = ::opendir("/proc");
   if (!d) return pids;
@@ -66,12 +69,22 @@ std::vector<int> qemuProcessesFor(const std::string& prefix) {
     int pid = ::atoi(e->d_name);
     if (pid <= 0) continue;
     auto cmd = readFile(std::string("/proc/") + e->d_name + "/cmdline", 1 << 20);
-    if (!cmd.ok()) continue;
-    std::string needle = std::string("-name") + '\0' + "vessel-" + prefix;
-    if (cmd->find(needle) != std::string::npos) pids.push_back(pid);
+    if (cmd.ok() && match(*cmd)) pids.push_back(pid);
   }
   ::closedir(d);
   return pids;
+}
+}  // namespace
+
+std::vector<int> qemuProcessesFor(const std::string& prefix) {
+  std::string needle = std::string("-name") + '\0' + "vessel-" + prefix;
+  return processesWhere([&](const std::string& cmd) { return cmd.find(needle) != cmd.npos; });
+}
+
+std::vector<int> qemuProcessesUsing(const std::string& path) {
+  return processesWhere([&](const std::string& cmd) {
+    return cmd.rfind("qemu-system", 0) == 0 && cmd.find(path) != cmd.npos;
+  });
 }
 
 }  // namespace vessel::testing

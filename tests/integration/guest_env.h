@@ -36,5 +36,9 @@ hypervisor::MachineSpec minimalSpec(const std::string& id, const ScratchDir& dir
 // Pids of live processes whose command line names QEMU machine `vessel-<id>`
 // for any id starting with `prefix`.
 std::vector<int> qemuProcessesFor(const std::string& prefix);
+// QEMU processes whose command line mentions `path` (a test's own scratch
+// or state directory): unlike a name prefix, this does not see the VMs of
+// tests running at the same time (ctest -j).
+std::vector<int> qemuProcessesUsing(const std::string& path);
 
 }  // namespace vessel::testing

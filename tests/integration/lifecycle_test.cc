@@ -79,7 +79,7 @@ class LifecycleTest : public ::testing::Test {
       co_await rt_->drainPools();
       co_return 0;
     }());
-    EXPECT_THAT(testing::qemuProcessesFor("vm-"), ::testing::IsEmpty());
+    EXPECT_THAT(testing::qemuProcessesUsing(dir_.path()), ::testing::IsEmpty());
     EXPECT_TRUE(fs::is_empty(dir_.path() + "/vms")) << "vm dirs left behind";
   }
   std::shared_ptr<node::Sandbox> create(node::CreateOptions o = {}) {
@@ -233,6 +233,36 @@ TEST_F(LifecycleTest, PoolIsUsedAndRefilled) {
   for (int i = 0; i < 300 && rt_->pooled(g->tmpl->id()) < 2; ++i) g->io.run_one_for(50ms);
   g->io.restart();
   EXPECT_EQ(rt_->pooled(g->tmpl->id()), 2u);
+}
+
+TEST_F(LifecycleTest, ForkIntoANewTemplate) {
+  auto a = create();
+  ASSERT_TRUE(a);
+  sh(*a, "echo from-parent > /home/user/forked.txt && sync");
+  node::ExecSpec e;
+  e.shell = "sleep 100000";
+  auto p = runBlocking(g->io, a->agent()->exec(e));
+  ASSERT_TRUE(p.ok()) << p.error().message();
+  (*p)->detach();
+  auto t = runBlocking(g->io, rt_->forkToTemplate(*a, "lc-fork"));
+  ASSERT_TRUE(t.ok()) << t.error().message();
+  EXPECT_EQ((*t)->manifest.name, "lc-fork");
+  EXPECT_EQ((*t)->manifest.memory_mib, g->tmpl->manifest.memory_mib);
+  // The original carries on.
+  EXPECT_EQ(sh(*a, "echo still-here"), "still-here\n");
+  // A create from the new template starts where the parent was, with an
+  // identity of its own; its changes do not reach the parent.
+  auto c = runBlocking(g->io, rt_->create("lc-fork", node::CreateOptions{}));
+  ASSERT_TRUE(c.ok()) << c.error().message();
+  live_.push_back(*c);
+  EXPECT_EQ(sh(**c, "cat /home/user/forked.txt"), "from-parent\n");
+  EXPECT_THAT(sh(**c, "ps"), HasSubstr("sleep 100000"));
+  EXPECT_EQ(sh(**c, "hostname"), (*c)->id() + "\n");
+  sh(**c, "echo child > /home/user/forked.txt && sync");
+  EXPECT_EQ(sh(*a, "cat /home/user/forked.txt"), "from-parent\n");
+  // The template is verified like any other, and in use while `c` runs.
+  EXPECT_TRUE(g->store->inUse((*t)->id()));
+  EXPECT_TRUE(g->store->open("lc-fork", (*t)->manifest.version).ok());
 }
 
 // The default pool holds VMs restored ahead of time (PoolMode::kWarm): the
