@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <sstream>
 
 #include "base/log.h"
 #include "base/run_blocking.h"
@@ -98,6 +99,39 @@ Batch createBatch(Env& e, node::Runtime& rt, const std::string& tmpl, int n, boo
 void destroyAll(Env& e, node::Runtime& rt, std::vector<std::shared_ptr<node::Sandbox>>& sbs) {
   for (auto& sb : sbs) (void)runBlocking(e.io, rt.destroy(*sb));
   sbs.clear();
+}
+
+// Where a VM's PSS goes: TCG's translated-code buffer (the one anonymous
+// rwx mapping; KVM has none), its guest RAM (pages written since the
+// restore, private copies of the template's memory file), and the rest
+// (QEMU's heap, binary and libraries).
+struct PssParts {
+  uint64_t tcg_code = 0, guest_ram = 0, other = 0;
+};
+
+PssParts pssParts(pid_t pid, const std::string& memory_file) {
+  PssParts out;
+  std::ifstream f("/proc/" + std::to_string(pid) + "/smaps");
+  std::string line;
+  uint64_t* bucket = &out.other;
+  while (std::getline(f, line)) {
+    if (line.empty()) continue;
+    // Mapping header: "start-end perms offset dev inode [path]".
+    if (std::isxdigit(static_cast<unsigned char>(line[0])) && line.find('-') < line.find(' ')) {
+      std::istringstream h(line);
+      std::string range, perms, off, dev, inode, path;
+      h >> range >> perms >> off >> dev >> inode >> path;
+      if (path == memory_file)
+        bucket = &out.guest_ram;
+      else if (path.empty() && perms == "rwxp")
+        bucket = &out.tcg_code;
+      else
+        bucket = &out.other;
+      continue;
+    }
+    if (line.rfind("Pss:", 0) == 0) *bucket += std::stoull(line.substr(4));
+  }
+  return out;
 }
 
 uint64_t pssKib(pid_t pid) {
@@ -296,13 +330,30 @@ int main(int argc, char** argv) {
     co_return 0;
   }());
   uint64_t pss = 0;
-  for (auto& sb : live) pss += pssKib(sb->vm()->pid());
+  PssParts parts;
+  for (auto& sb : live) {
+    pss += pssKib(sb->vm()->pid());
+    auto p = pssParts(sb->vm()->pid(), t256->path(templates::kMemoryFile));
+    parts.tcg_code += p.tcg_code;
+    parts.guest_ram += p.guest_ram;
+    parts.other += p.other;
+  }
   double nominal = 20.0 * 256 * 1024;
   double share = 100.0 * static_cast<double>(pss) / nominal;
   std::printf(
       "\nidle PSS of 20 sandboxes (256 MiB each): %.1f MiB total, %.1f MiB each, %.1f%% of nominal "
       "RAM\n",
       static_cast<double>(pss) / 1024, static_cast<double>(pss) / 1024 / 20, share);
+  auto each = [](uint64_t kib) { return static_cast<double>(kib) / 1024 / 20; };
+  std::printf(
+      "  per sandbox: TCG translated code %.1f MiB, guest RAM written since restore %.1f MiB, "
+      "QEMU heap/binary/libraries %.1f MiB\n",
+      each(parts.tcg_code), each(parts.guest_ram), each(parts.other));
+  std::printf("  without the TCG code buffer (absent under KVM): %.1f%% of nominal RAM\n",
+              100.0 * static_cast<double>(pss - parts.tcg_code) / nominal);
+  results["idle_pss_mib_each_tcg_code"] = each(parts.tcg_code);
+  results["idle_pss_mib_each_guest_ram"] = each(parts.guest_ram);
+  results["idle_pss_mib_each_other"] = each(parts.other);
   results["idle_pss_mib_total"] = static_cast<double>(pss) / 1024;
   results["idle_pss_percent_of_nominal"] = share;
   destroyAll(e, rt, live);
