@@ -12,6 +12,11 @@ int main(int argc, char** argv) {
   std::string accel = "auto";
   CLI::App app{"vesseld: runs Vessel sandboxes and serves the Vessel API"};
   app.add_option("--listen", cfg.listen, "API listener (IPv4:port)")->capture_default_str();
+  app.add_option("--data-listen", cfg.data_listen,
+                 "data plane listener (IPv4:port; session tokens only)")
+      ->capture_default_str();
+  app.add_option("--data-url", cfg.data_url,
+                 "data plane URL handed to clients (default http://<data-listen>)");
   app.add_option("--state-dir", cfg.state_dir, "state directory (store, sandboxes, sockets)")
       ->envname("VESSEL_STATE_DIR")
       ->capture_default_str();

@@ -58,6 +58,12 @@ void ControlPlane::install(HttpServer& server) {
   });
 }
 
+std::shared_ptr<node::AgentClient> ControlPlane::agentOf(const std::string& sandbox_id) {
+  auto it = live_.find(sandbox_id);
+  if (it == live_.end() || it->second->state() != node::Sandbox::State::kRunning) return nullptr;
+  return it->second->agent();
+}
+
 void ControlPlane::setMetrics(metrics::Registry& r) {
   op_latency_ = &r.histogram("vessel_operation_duration_seconds",
                              "Time from an operation's request to its end, by kind and outcome",
@@ -126,6 +132,12 @@ asio::awaitable<std::optional<Response>> ControlPlane::handle(const Request& req
     if (verb == "pause") co_return requestAction(req, *tenant, id, Action::kPause);
     if (verb == "resume") co_return requestAction(req, *tenant, id, Action::kResume);
     co_return errorResponse(req, Error(Code::kNotFound, "no such sandbox method: " + verb));
+  }
+  if (seg.size() == 4 && seg[1] == "sandboxes" && seg[3] == "sessions" && sessions_) {
+    if (!validId(seg[2]))
+      co_return errorResponse(req, Error(Code::kInvalidArgument, "bad sandbox id"));
+    if (method != http::verb::post) co_return notAllowed();
+    co_return sessions_->create(req, *tenant, seg[2]);
   }
   if (seg.size() >= 3 && seg.size() <= 4 && seg[1] == "operations") {
     if (!validId(seg[2]))
@@ -281,6 +293,11 @@ void ControlPlane::setSandbox(const store::OperationRecord& op, SandboxState sta
   std::string name(ops::stateName(state));
   if (auto s = store_.setSandboxState(op.sandbox_id, name, error); !s.ok())
     log().error("sandbox {}: {}", op.sandbox_id, s.error().message());
+  // Its data-plane sessions end with it.
+  if (state == SandboxState::kDeleting || state == SandboxState::kDeleted ||
+      state == SandboxState::kFailed)
+    if (auto n = store_.revokeSessions(op.sandbox_id); !n.ok())
+      log().error("sandbox {}: revoke sessions: {}", op.sandbox_id, n.error().message());
   json::object data{{"id", op.sandbox_id}, {"state", name}};
   if (!error.empty()) data["error"] = error;
   publish({0, op.tenant_id, op.id, op.sandbox_id, "sandbox.state", json::serialize(data)});

@@ -11,6 +11,8 @@
 
 #include "api/http_server.h"
 #include "metrics/registry.h"
+#include "api/live_sandboxes.h"
+#include "api/sessions.h"
 #include "node/runtime.h"
 #include "ops/state_machine.h"
 #include "store/store.h"
@@ -18,11 +20,14 @@
 
 namespace vessel::api {
 
-class ControlPlane {
+class ControlPlane : public LiveSandboxes {
  public:
   ControlPlane(asio::io_context& io, store::Store& store, node::Runtime& runtime,
                templates::TemplateStore& templates);
-  ~ControlPlane();
+  ~ControlPlane() override;
+  // Serves POST /v1/sandboxes/{id}/sessions through `sessions`.
+  void setSessions(Sessions* sessions) { sessions_ = sessions; }
+  std::shared_ptr<node::AgentClient> agentOf(const std::string& sandbox_id) override;
   // Serves everything under /v1/.
   void install(HttpServer& server);
   // Operation latencies and failures, and sandboxes by state at scrape
@@ -70,6 +75,7 @@ class ControlPlane {
   std::map<std::string, std::shared_ptr<node::Sandbox>> live_;  // sandbox id -> its VM
   metrics::Family<metrics::Histogram>* op_latency_ = nullptr;
   metrics::Family<metrics::Counter>* op_errors_ = nullptr;
+  Sessions* sessions_ = nullptr;
 };
 
 }  // namespace vessel::api

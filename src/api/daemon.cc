@@ -16,6 +16,7 @@
 
 #include "api/auth.h"
 #include "api/control_plane.h"
+#include "api/data_plane.h"
 #include "api/http_server.h"
 #include "base/fd.h"
 #include "base/log.h"
@@ -127,6 +128,13 @@ Status runDaemon(Config cfg) {
   ControlPlane control(io, *store, runtime, templates);
   metrics::Registry metrics;
   control.setMetrics(metrics);
+  SessionOptions session_opts;
+  session_opts.data_url = cfg.data_url;
+  Sessions sessions(*store, session_opts);
+  control.setSessions(&sessions);
+  DataPlane data(io, sessions, control);
+  HttpServer data_server(io);
+  data.install(data_server);
 
   HttpServer server(io);
   server.setMetrics(metrics);
@@ -158,12 +166,16 @@ Status runDaemon(Config cfg) {
   });
   VESSEL_TRY(server.listen(cfg.listen_addr));
   log.info("listening on http://{}:{}", cfg.listen_addr.host, server.port());
+  VESSEL_TRY(data_server.listen(cfg.data_listen_addr));
+  log.info("data plane on http://{}:{} (clients are told {})", cfg.data_listen_addr.host,
+           data_server.port(), cfg.data_url);
 
   asio::signal_set signals(io, SIGINT, SIGTERM);
   asio::steady_timer deadline(io);
   signals.async_wait([&](auto, int sig) {
     log.info("signal {}: shutting down", sig);
     server.close();
+    data_server.close();
     // Stopping VMs is bounded; so is the whole shutdown.
     deadline.expires_after(std::chrono::seconds(30));
     deadline.async_wait([&](auto ec) {

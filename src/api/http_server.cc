@@ -4,7 +4,9 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/write.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/core/string.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
 #include <boost/json.hpp>
 
@@ -93,37 +95,118 @@ asio::awaitable<void> HttpServer::acceptLoop() {
   }
 }
 
+namespace {
+
+Response readError(const boost::system::error_code& ec) {
+  // A malformed or oversized request gets an answer, then the connection closes.
+  Request dummy;
+  dummy.version(11);
+  bool limit = ec == http::error::body_limit || ec == http::error::header_limit;
+  Response res =
+      errorResponse(dummy, Error(limit ? Code::kResourceExhausted : Code::kInvalidArgument,
+                                 "bad request: " + ec.message()));
+  if (limit)
+    res.result(ec == http::error::body_limit ? http::status::payload_too_large
+                                             : http::status::request_header_fields_too_large);
+  res.keep_alive(false);
+  return res;
+}
+
+std::string pathOf(std::string_view target) {
+  std::string path(target);
+  if (auto q = path.find('?'); q != std::string::npos) path.resize(q);
+  return path;
+}
+
+}  // namespace
+
+asio::awaitable<Result<std::optional<std::string>>> BodyReader::next() {
+  if (parser_.is_done()) co_return std::optional<std::string>();
+  if (!continued_) {
+    continued_ = true;
+    auto it = parser_.get().find(http::field::expect);
+    if (it != parser_.get().end() && beast::iequals(it->value(), "100-continue")) {
+      static const std::string k100 = "HTTP/1.1 100 Continue\r\n\r\n";
+      auto [ec, n] = co_await asio::async_write(stream_, asio::buffer(k100),
+                                                asio::as_tuple(asio::use_awaitable));
+      if (ec) co_return Error(Code::kUnavailable, "upload: " + ec.message());
+    }
+  }
+  constexpr size_t kChunk = 256 * 1024;
+  chunk_.resize(kChunk);
+  parser_.get().body().data = chunk_.data();
+  parser_.get().body().size = chunk_.size();
+  auto [ec, n] =
+      co_await http::async_read(stream_, buf_, parser_, asio::as_tuple(asio::use_awaitable));
+  if (ec == http::error::need_buffer) ec = {};
+  if (ec) co_return Error(Code::kUnavailable, "upload: read body: " + ec.message());
+  size_t got = chunk_.size() - parser_.get().body().size;
+  received_ += got;
+  if (received_ > limit_)
+    co_return Error(Code::kResourceExhausted,
+                    "upload: body larger than " + std::to_string(limit_) + " bytes");
+  chunk_.resize(got);
+  co_return std::optional<std::string>(std::move(chunk_));
+}
+
 asio::awaitable<void> HttpServer::serve(tcp::socket sock) {
   beast::tcp_stream stream(std::move(sock));
   beast::flat_buffer buf;
   for (;;) {
-    http::request_parser<http::string_body> parser;
-    parser.header_limit(static_cast<uint32_t>(limits_.max_header_bytes));
-    parser.body_limit(limits_.max_body_bytes);
+    // The head first: an upload route streams its body, every other route
+    // gets it whole, bounded.
+    http::request_parser<http::empty_body> head;
+    head.header_limit(static_cast<uint32_t>(limits_.max_header_bytes));
+    head.body_limit(boost::none);  // checked below, per route
     stream.expires_after(limits_.idle_timeout);
     auto [ec, n] =
-        co_await http::async_read(stream, buf, parser, asio::as_tuple(asio::use_awaitable));
+        co_await http::async_read_header(stream, buf, head, asio::as_tuple(asio::use_awaitable));
     if (ec == http::error::end_of_stream || ec == beast::error::timeout) break;
     if (ec) {
-      // A malformed or oversized request gets an answer, then the connection closes.
-      Request dummy;
-      dummy.version(11);
-      Code code = (ec == http::error::body_limit || ec == http::error::header_limit)
-                      ? Code::kResourceExhausted
-                      : Code::kInvalidArgument;
-      Response res = errorResponse(dummy, Error(code, "bad request: " + ec.message()));
-      if (ec == http::error::body_limit || ec == http::error::header_limit)
-        res.result(ec == http::error::body_limit ? http::status::payload_too_large
-                                                 : http::status::request_header_fields_too_large);
-      res.keep_alive(false);
+      Response res = readError(ec);
       count("-", res, std::chrono::steady_clock::now());
       co_await http::async_write(stream, res, asio::as_tuple(asio::use_awaitable));
       break;
     }
-    Request req = parser.release();
     auto started = std::chrono::steady_clock::now();
+    std::string method(head.get().method_string());
+    auto up = uploads_.find({head.get().method(), pathOf(head.get().target())});
+    if (up != uploads_.end()) {
+      http::request_parser<http::buffer_body> parser(std::move(head));
+      parser.body_limit(boost::none);  // BodyReader enforces the route's limit
+      Request req;
+      req.base() = parser.get().base();
+      BodyReader body(stream, buf, parser, up->second.first);
+      stream.expires_never();
+      Response res = co_await up->second.second(req, body);
+      // A body the handler left unread cannot be skipped safely: close.
+      if (!body.done()) res.keep_alive(false);
+      count(method, res, started);
+      stream.expires_after(limits_.idle_timeout);
+      auto [wec, wn] = co_await http::async_write(stream, res, asio::as_tuple(asio::use_awaitable));
+      if (wec || !res.keep_alive()) break;
+      continue;
+    }
+    // A declared length is judged now; a chunked body as it arrives.
+    if (head.content_length() && *head.content_length() > limits_.max_body_bytes) {
+      Response res = readError(http::error::body_limit);
+      count("-", res, started);
+      co_await http::async_write(stream, res, asio::as_tuple(asio::use_awaitable));
+      break;
+    }
+    http::request_parser<http::string_body> parser(std::move(head));
+    parser.body_limit(limits_.max_body_bytes);
+    auto [bec, bn] =
+        co_await http::async_read(stream, buf, parser, asio::as_tuple(asio::use_awaitable));
+    if (bec == beast::error::timeout) break;
+    if (bec) {
+      Response res = readError(bec);
+      count("-", res, started);
+      co_await http::async_write(stream, res, asio::as_tuple(asio::use_awaitable));
+      break;
+    }
+    Request req = parser.release();
     std::optional<Response> out = co_await dispatch(req, stream);
-    std::string method(req.method_string());
     if (!out) {
       // The handler wrote (and ended) the response itself: an event stream.
       Response sse{http::status::ok, req.version()};
@@ -137,26 +220,6 @@ asio::awaitable<void> HttpServer::serve(tcp::socket sock) {
   }
   boost::system::error_code ec;
   stream.socket().shutdown(tcp::socket::shutdown_send, ec);
-}
-
-void HttpServer::count(const std::string& method, const Response& res,
-                       std::chrono::steady_clock::time_point started) {
-  if (!requests_) return;
-  // Methods are a closed set for the label; anything odd is "other".
-  static const char* kKnown[] = {"GET", "POST", "PUT", "DELETE", "PATCH", "HEAD", "OPTIONS", "-"};
-  std::string m = "other";
-  for (const char* k : kKnown)
-    if (method == k) m = k;
-  requests_->with({m, std::to_string(res.result_int())}).inc();
-  latency_->with({m}).observe(
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
-  if (res.result_int() >= 400 && res.body().size() < 64 * 1024) {
-    boost::system::error_code ec;
-    auto v = boost::json::parse(res.body(), ec);
-    if (!ec && v.is_object())
-      if (const auto* c = v.as_object().if_contains("code"); c && c->is_string())
-        errors_->with({std::string(c->as_string())}).inc();
-  }
 }
 
 asio::awaitable<std::optional<Response>> HttpServer::dispatch(const Request& req,

@@ -8,6 +8,7 @@
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/json/object.hpp>
@@ -34,6 +35,32 @@ using Handler = std::function<asio::awaitable<Response>(const Request&)>;
 using StreamHandler = std::function<asio::awaitable<std::optional<Response>>(
     const Request&, boost::beast::tcp_stream&)>;
 
+// The body of a request whose route streams it (uploads): read in chunks
+// as the handler consumes them, never whole. A client that sent
+// `Expect: 100-continue` is told to go on only when the handler first reads.
+class BodyReader {
+ public:
+  BodyReader(boost::beast::tcp_stream& stream, boost::beast::flat_buffer& buf,
+             http::request_parser<http::buffer_body>& parser, uint64_t limit)
+      : stream_(stream), buf_(buf), parser_(parser), limit_(limit) {}
+  // The next chunk, or nullopt at the end of the body. More than the
+  // route's limit is kResourceExhausted; a broken connection kUnavailable.
+  asio::awaitable<Result<std::optional<std::string>>> next();
+  bool done() const { return parser_.is_done(); }
+  uint64_t received() const { return received_; }
+
+ private:
+  boost::beast::tcp_stream& stream_;
+  boost::beast::flat_buffer& buf_;
+  http::request_parser<http::buffer_body>& parser_;
+  uint64_t limit_;
+  uint64_t received_ = 0;
+  bool continued_ = false;
+  std::string chunk_;
+};
+// `req` carries the head only (its body is empty).
+using UploadHandler = std::function<asio::awaitable<Response>(const Request& req, BodyReader&)>;
+
 struct ServerLimits {
   size_t max_header_bytes = 16 * 1024;
   size_t max_body_bytes = 1 << 20;
@@ -54,6 +81,11 @@ class HttpServer {
   HttpServer(asio::io_context& io, ServerLimits limits = {}) : io_(io), limits_(limits) {}
   void route(http::verb method, std::string path, Handler h) {
     routes_[{method, std::move(path)}] = std::move(h);
+  }
+  // A method and exact path whose body the handler streams, up to
+  // `max_body` bytes (the server's max_body_bytes does not apply).
+  void routeUpload(http::verb method, std::string path, uint64_t max_body, UploadHandler h) {
+    uploads_[{method, std::move(path)}] = {max_body, std::move(h)};
   }
   // Every path starting with `prefix` that no exact route takes, any method.
   void routePrefix(std::string prefix, StreamHandler h) {
@@ -79,6 +111,7 @@ class HttpServer {
   ServerLimits limits_;
   std::map<std::pair<http::verb, std::string>, Handler> routes_;
   std::vector<std::pair<std::string, StreamHandler>> prefix_routes_;
+  std::map<std::pair<http::verb, std::string>, std::pair<uint64_t, UploadHandler>> uploads_;
   std::unique_ptr<asio::ip::tcp::acceptor> acceptor_;
   uint16_t port_ = 0;
   metrics::Family<metrics::Counter>* requests_ = nullptr;

@@ -57,6 +57,12 @@ Status Config::validate() {
   auto hp = parseHostPort(listen);
   if (!hp.ok()) return std::move(hp).error().withContext("--listen");
   listen_addr = *hp;
+  auto dp = parseHostPort(data_listen);
+  if (!dp.ok()) return std::move(dp).error().withContext("--data-listen");
+  data_listen_addr = *dp;
+  if (data_url.empty()) data_url = "http://" + data_listen;
+  if (data_url.rfind("http://", 0) != 0 && data_url.rfind("https://", 0) != 0)
+    return Error(Code::kInvalidArgument, "--data-url must start with http:// or https://");
   if (state_dir.empty() || state_dir[0] != '/')
     return Error(Code::kInvalidArgument,
                  "state dir must be an absolute path, not '" + state_dir + "'");

@@ -22,6 +22,10 @@ Result<HostPort> parseHostPort(std::string_view s);
 
 struct Config {
   std::string listen = "127.0.0.1:8080";
+  // The data plane (session tokens only: exec, files, watch).
+  std::string data_listen = "127.0.0.1:8081";
+  // The data plane's URL as clients reach it; empty: http://<data_listen>.
+  std::string data_url;
   std::string state_dir = "/var/lib/vessel";
   std::string cache_dir = "/var/cache/vessel";
   std::string hypervisor = "qemu";
@@ -33,6 +37,7 @@ struct Config {
 
   // Filled by validate(): the parsed listener.
   HostPort listen_addr;
+  HostPort data_listen_addr;
 
   // Checks every field (paths exist, enums known, listener parses).
   Status validate();

@@ -38,6 +38,10 @@ TEST(ConfigTest, ValidateNamesTheBadField) {
   c.state_dir = "/tmp/x";
   EXPECT_TRUE(c.validate().ok());
   EXPECT_EQ(c.listen_addr.port, 8080);
+  EXPECT_EQ(c.data_listen_addr.port, 8081);
+  EXPECT_EQ(c.data_url, "http://127.0.0.1:8081");
+  c.data_listen = "nohost";
+  EXPECT_FALSE(c.validate().ok());
 }
 
 }  // namespace

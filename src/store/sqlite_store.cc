@@ -40,6 +40,14 @@ const std::vector<Migration> kMigrations = {
      "  data TEXT NOT NULL, at_ms INTEGER NOT NULL);"
      "CREATE INDEX events_tenant ON events(tenant_id, seq);"
      "CREATE INDEX events_operation ON events(operation_id, seq);"},
+    // Data-plane sessions (token hashes bound to a sandbox and tenant).
+    {3,
+     "CREATE TABLE sessions (token_sha256 TEXT PRIMARY KEY,"
+     "  tenant_id TEXT NOT NULL REFERENCES tenants(id),"
+     "  sandbox_id TEXT NOT NULL REFERENCES sandboxes(id),"
+     "  created_ms INTEGER NOT NULL, expires_ms INTEGER NOT NULL);"
+     "CREATE INDEX sessions_sandbox ON sessions(sandbox_id);"
+     "CREATE INDEX sessions_expiry ON sessions(expires_ms);"},
     // Lifetimes and quotas (NULL limits: the deployment's defaults).
     {4,
      "ALTER TABLE tenants ADD COLUMN max_sandboxes INTEGER;"
@@ -433,6 +441,39 @@ class SqliteStore : public Store {
           {s.integer(0), s.text(1), s.text(2), s.text(3), s.text(4), s.text(5), s.integer(6)});
     if (rc != SQLITE_DONE) return err("list events");
     return out;
+  }
+
+  Status insertSession(const SessionRecord& r) override {
+    Stmt s(db_,
+           "INSERT INTO sessions(token_sha256,tenant_id,sandbox_id,created_ms,expires_ms) "
+           "VALUES(?,?,?,?,?)");
+    s.bind(r.token_sha256).bind(r.tenant_id).bind(r.sandbox_id).bind(r.created_ms);
+    s.bind(r.expires_ms);
+    return done(s, "insert session for sandbox " + r.sandbox_id);
+  }
+  Result<std::optional<SessionRecord>> sessionForToken(const std::string& token_sha256) override {
+    Stmt s(db_,
+           "SELECT token_sha256,tenant_id,sandbox_id,created_ms,expires_ms FROM sessions "
+           "WHERE token_sha256=?");
+    s.bind(token_sha256);
+    int rc = s.step();
+    if (rc == SQLITE_ROW)
+      return std::optional<SessionRecord>(
+          SessionRecord{s.text(0), s.text(1), s.text(2), s.integer(3), s.integer(4)});
+    if (rc != SQLITE_DONE) return err("look up session");
+    return std::optional<SessionRecord>();
+  }
+  Result<int> revokeSessions(const std::string& sandbox_id) override {
+    Stmt s(db_, "DELETE FROM sessions WHERE sandbox_id=?");
+    s.bind(sandbox_id);
+    VESSEL_TRY(done(s, "revoke sessions of sandbox " + sandbox_id));
+    return sqlite3_changes(db_);
+  }
+  Result<int> deleteExpiredSessions(int64_t now_ms) override {
+    Stmt s(db_, "DELETE FROM sessions WHERE expires_ms<?");
+    s.bind(now_ms);
+    VESSEL_TRY(done(s, "delete expired sessions"));
+    return sqlite3_changes(db_);
   }
 
   Result<int> failInFlight(const std::string& reason) override {

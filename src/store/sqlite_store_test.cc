@@ -105,6 +105,34 @@ TEST_F(SqliteStoreTest, FailInFlightLeavesPausedSandboxes) {
   EXPECT_EQ((*st.getOperation("t1", "op-1"))->state, "failed");
 }
 
+TEST_F(SqliteStoreTest, SessionsAreFoundByHashRevokedAndExpired) {
+  auto s = openSqlite(path_);
+  ASSERT_TRUE(s.ok());
+  Store& st = **s;
+  ASSERT_TRUE(st.createTenant("t1", "one").ok());
+  SandboxRecord a{"sb-a", "t1", "minimal", "running"};
+  SandboxRecord b{"sb-b", "t1", "minimal", "running"};
+  ASSERT_TRUE(st.insertSandbox(a).ok());
+  ASSERT_TRUE(st.insertSandbox(b).ok());
+  ASSERT_TRUE(st.insertSession({"h1", "t1", "sb-a", 1, 1000}).ok());
+  ASSERT_TRUE(st.insertSession({"h2", "t1", "sb-a", 1, 5000}).ok());
+  ASSERT_TRUE(st.insertSession({"h3", "t1", "sb-b", 1, 500}).ok());
+  EXPECT_EQ(st.insertSession({"h1", "t1", "sb-b", 1, 1000}).error().code(), Code::kAlreadyExists);
+  // A session must name a sandbox and tenant that exist.
+  EXPECT_FALSE(st.insertSession({"h9", "t1", "sb-none", 1, 1000}).ok());
+  auto got = st.sessionForToken("h1");
+  ASSERT_TRUE(got.ok() && got->has_value());
+  EXPECT_EQ((*got)->sandbox_id, "sb-a");
+  EXPECT_EQ((*got)->tenant_id, "t1");
+  EXPECT_EQ((*got)->expires_ms, 1000);
+  EXPECT_FALSE(st.sessionForToken("nope")->has_value());
+  EXPECT_EQ(st.deleteExpiredSessions(600).value_or(-1), 1);
+  EXPECT_FALSE(st.sessionForToken("h3")->has_value());
+  EXPECT_EQ(st.revokeSessions("sb-a").value_or(-1), 2);
+  EXPECT_FALSE(st.sessionForToken("h1")->has_value());
+  EXPECT_FALSE(st.sessionForToken("h2")->has_value());
+}
+
 TEST_F(SqliteStoreTest, UnopenablePathIsAnError) {
   auto s = openSqlite("/nonexistent-dir/x.db");
   EXPECT_FALSE(s.ok());

@@ -52,6 +52,13 @@ struct EventRecord {
   int64_t at_ms = 0;
 };
 
+// A data-plane session: a short-lived bearer token (only its SHA-256 is
+// stored) that reaches one sandbox of one tenant.
+struct SessionRecord {
+  std::string token_sha256, tenant_id, sandbox_id;
+  int64_t created_ms = 0, expires_ms = 0;
+};
+
 class Store {
  public:
   virtual ~Store() = default;
@@ -110,6 +117,15 @@ class Store {
   virtual Result<std::vector<OperationRecord>> listUnfinishedOperations() = 0;
   // Metrics: how many sandboxes are in each state, every tenant together.
   virtual Result<std::vector<std::pair<std::string, int64_t>>> countSandboxesByState() = 0;
+
+  // Data-plane sessions. A token's session is returned even when expired, so
+  // the caller can say so; it is gone once revoked.
+  virtual Status insertSession(const SessionRecord& s) = 0;
+  virtual Result<std::optional<SessionRecord>> sessionForToken(const std::string& token_sha256) = 0;
+  // Revokes every session of a sandbox (it ended); returns how many.
+  virtual Result<int> revokeSessions(const std::string& sandbox_id) = 0;
+  // Forgets sessions that expired before `now_ms`; returns how many.
+  virtual Result<int> deleteExpiredSessions(int64_t now_ms) = 0;
 
   // At start-up: no VM survives a vesseld restart yet, so every sandbox not
   // paused, deleted or failed becomes failed, and every unfinished operation

@@ -1,0 +1,121 @@
+#include "api/sessions.h"
+
+#include <openssl/rand.h>
+
+#include <boost/json.hpp>
+
+#include "api/resources.h"
+#include "base/log.h"
+#include "base/sha256.h"
+
+namespace vessel::api {
+
+namespace json = boost::json;
+
+namespace {
+
+const Logger& log() {
+  static const Logger l("sessions");
+  return l;
+}
+
+Error bad(const std::string& what) { return Error(Code::kInvalidArgument, what); }
+
+}  // namespace
+
+Result<SessionRequest> parseSessionRequest(std::string_view body, const SessionOptions& opts) {
+  SessionRequest r;
+  if (body.find_first_not_of(" \t\r\n") == std::string_view::npos) return r;
+  json::parse_options po;
+  po.max_depth = 4;
+  boost::system::error_code ec;
+  json::value v = json::parse(body, ec, {}, po);
+  if (ec) return bad("body is not valid JSON: " + ec.message());
+  if (!v.is_object()) return bad("body must be a JSON object");
+  for (const auto& [k, f] : v.as_object()) {
+    if (k != "ttl_seconds") return bad("unknown field '" + std::string(k) + "'");
+    int64_t max = opts.max_ttl.count();
+    if (!f.is_int64() || f.as_int64() < 1 || f.as_int64() > max)
+      return bad("ttl_seconds must be an integer between 1 and " + std::to_string(max));
+    r.ttl = std::chrono::seconds(f.as_int64());
+  }
+  return r;
+}
+
+Result<std::string> newSessionToken() {
+  unsigned char b[32];
+  if (RAND_bytes(b, sizeof b) != 1) return Error(Code::kInternal, "new session token: RAND_bytes");
+  static const char* k = "0123456789abcdef";
+  std::string s = "vst_";
+  for (unsigned char x : b) {
+    s.push_back(k[x >> 4]);
+    s.push_back(k[x & 15]);
+  }
+  return s;
+}
+
+Response Sessions::create(const Request& req, const std::string& tenant,
+                          const std::string& sandbox_id) {
+  auto in = parseSessionRequest(req.body(), opts_);
+  if (!in.ok()) return errorResponse(req, in.error());
+  auto sb = store_.getSandbox(tenant, sandbox_id);
+  if (!sb.ok()) return errorResponse(req, sb.error());
+  if (!sb->has_value() || (*sb)->state == "deleted")
+    return errorResponse(req, Error(Code::kNotFound, "sandbox " + sandbox_id + " does not exist"));
+  if ((*sb)->state != "running") {
+    json::object details{{"state", (*sb)->state}};
+    return errorResponse(req,
+                         Error(Code::kFailedPrecondition,
+                               "sandbox " + sandbox_id + " is " + (*sb)->state + ", not running"),
+                         details);
+  }
+  // Expired sessions are forgotten lazily, here, rather than by a timer.
+  if (auto n = store_.deleteExpiredSessions(store::nowMs()); !n.ok())
+    log().warn("forget expired sessions: {}", n.error().message());
+  auto token = newSessionToken();
+  if (!token.ok()) return errorResponse(req, token.error());
+  store::SessionRecord rec;
+  rec.token_sha256 = sha256Hex(*token);
+  rec.tenant_id = tenant;
+  rec.sandbox_id = sandbox_id;
+  rec.created_ms = store::nowMs();
+  auto ttl = in->ttl.count() > 0 ? in->ttl : opts_.default_ttl;
+  rec.expires_ms = rec.created_ms + ttl.count() * 1000;
+  if (auto s = store_.insertSession(rec); !s.ok()) return errorResponse(req, s.error());
+  json::object o{{"data_url", opts_.data_url},
+                 {"token", *token},
+                 {"sandbox_id", sandbox_id},
+                 {"expires_at", rfc3339(rec.expires_ms)}};
+  return jsonResponse(req, http::status::created, json::serialize(o));
+}
+
+Result<Sessions::Bound> Sessions::authenticate(const Request& req, std::string* state) {
+  Error denied(Code::kUnauthenticated, "missing or invalid session token");
+  auto it = req.find(http::field::authorization);
+  if (it == req.end()) return denied;
+  std::string_view v = it->value();
+  constexpr std::string_view kBearer = "Bearer ";
+  if (v.size() <= kBearer.size() || v.substr(0, kBearer.size()) != kBearer || v.size() > 512)
+    return denied;
+  auto s = store_.sessionForToken(sha256Hex(v.substr(kBearer.size())));
+  if (!s.ok()) return std::move(s).error().withContext("authenticate session");
+  if (!s->has_value()) return denied;
+  const store::SessionRecord& rec = **s;
+  if (rec.expires_ms <= store::nowMs())
+    return Error(Code::kUnauthenticated, "session token expired at " + rfc3339(rec.expires_ms));
+  // Scoped by the session's own tenant: a token never reaches a sandbox its
+  // tenant does not own, whatever the sessions table says.
+  auto sb = store_.getSandbox(rec.tenant_id, rec.sandbox_id);
+  if (!sb.ok()) return std::move(sb).error().withContext("authenticate session");
+  if (!sb->has_value() || (*sb)->state == "deleted" || (*sb)->state == "deleting" ||
+      (*sb)->state == "failed")
+    return Error(Code::kUnauthenticated, "session revoked: its sandbox has ended");
+  if ((*sb)->state != "running") {
+    if (state) *state = (*sb)->state;
+    return Error(Code::kFailedPrecondition,
+                 "sandbox " + rec.sandbox_id + " is " + (*sb)->state + ", not running");
+  }
+  return Bound{rec.tenant_id, rec.sandbox_id};
+}
+
+}  // namespace vessel::api

@@ -1,0 +1,184 @@
+#include "http_client.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <openssl/evp.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+namespace vessel::testing {
+
+namespace json = boost::json;
+
+json::value Reply::js() const {
+  boost::system::error_code ec;
+  auto v = json::parse(body, ec);
+  return ec ? json::value() : v;
+}
+
+std::string Reply::header(const std::string& name) const {
+  size_t pos = 0;
+  while ((pos = head.find("\r\n", pos)) != std::string::npos) {
+    pos += 2;
+    auto colon = head.find(':', pos);
+    auto eol = head.find("\r\n", pos);
+    if (colon == std::string::npos || (eol != std::string::npos && colon > eol)) continue;
+    if (colon - pos == name.size() &&
+        ::strncasecmp(head.data() + pos, name.data(), name.size()) == 0) {
+      auto v = head.substr(colon + 1, (eol == std::string::npos ? head.size() : eol) - colon - 1);
+      while (!v.empty() && v.front() == ' ') v.erase(0, 1);
+      return v;
+    }
+  }
+  return "";
+}
+
+std::unique_ptr<HttpStream> HttpStream::open(uint16_t port, const Request& req) {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return nullptr;
+  std::unique_ptr<HttpStream> s(new HttpStream(fd));
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(port);
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) return nullptr;
+  timeval tv{120, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+  std::string r =
+      req.method + " " + req.target + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n";
+  if (!req.bearer.empty()) r += "Authorization: Bearer " + req.bearer + "\r\n";
+  for (const auto& h : req.headers) r += h + "\r\n";
+  if (!req.body.empty() || req.method == "POST" || req.method == "PUT") {
+    if (req.json) r += "Content-Type: application/json\r\n";
+    r += "Content-Length: " + std::to_string(req.body.size()) + "\r\n";
+  }
+  r += "\r\n";
+  r += req.body;
+  size_t off = 0;
+  while (off < r.size()) {
+    ssize_t n = ::send(fd, r.data() + off, r.size() - off, MSG_NOSIGNAL);
+    if (n <= 0) break;  // the server may answer (e.g. 413) before reading everything
+    off += static_cast<size_t>(n);
+  }
+  return s;
+}
+
+HttpStream::~HttpStream() { close(); }
+
+void HttpStream::close() {
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = -1;
+}
+
+void HttpStream::parseHead() {
+  auto hdr = raw_.find("\r\n\r\n");
+  if (hdr == std::string::npos || raw_.size() < 12) return;
+  // Skip interim responses (100 Continue).
+  if (raw_.compare(9, 3, "100") == 0) {
+    raw_.erase(0, hdr + 4);
+    return parseHead();
+  }
+  reply_.status = std::stoi(raw_.substr(9, 3));
+  reply_.head = raw_.substr(0, hdr);
+  reply_.body = raw_.substr(hdr + 4);
+}
+
+bool HttpStream::readUntil(const std::function<bool(const std::string&)>& enough) {
+  char buf[65536];
+  for (;;) {
+    parseHead();
+    if (reply_.status && enough && enough(reply_.body)) return true;
+    if (fd_ < 0) return false;
+    ssize_t n = ::read(fd_, buf, sizeof buf);
+    if (n <= 0) {
+      parseHead();
+      return reply_.status && enough && enough(reply_.body);
+    }
+    raw_.append(buf, static_cast<size_t>(n));
+  }
+}
+
+void HttpStream::readAll() {
+  readUntil([](const std::string&) { return false; });
+}
+
+Reply call(uint16_t port, const Request& req) {
+  auto s = HttpStream::open(port, req);
+  if (!s) return {};
+  s->readAll();
+  return s->reply();
+}
+
+std::vector<SseEvent> parseSse(const std::string& body) {
+  std::vector<SseEvent> out;
+  size_t pos = 0;
+  for (;;) {
+    auto end = body.find("\n\n", pos);
+    if (end == std::string::npos) break;
+    std::string block = body.substr(pos, end - pos);
+    pos = end + 2;
+    SseEvent e;
+    size_t lp = 0;
+    while (lp < block.size()) {
+      auto nl = block.find('\n', lp);
+      std::string line = block.substr(lp, nl == std::string::npos ? std::string::npos : nl - lp);
+      lp = nl == std::string::npos ? block.size() : nl + 1;
+      if (line.rfind("id: ", 0) == 0) e.id = std::stoll(line.substr(4));
+      if (line.rfind("event: ", 0) == 0) e.type = line.substr(7);
+      if (line.rfind("data: ", 0) == 0) {
+        boost::system::error_code ec;
+        e.data = json::parse(line.substr(6), ec);
+      }
+    }
+    if (!e.type.empty()) out.push_back(std::move(e));
+  }
+  return out;
+}
+
+std::optional<std::string> dechunk(const std::string& body) {
+  std::string out;
+  size_t pos = 0;
+  for (;;) {
+    auto eol = body.find("\r\n", pos);
+    if (eol == std::string::npos) return std::nullopt;
+    size_t n = std::stoul(body.substr(pos, eol - pos), nullptr, 16);
+    pos = eol + 2;
+    if (n == 0) return out;
+    if (pos + n + 2 > body.size()) return std::nullopt;
+    out.append(body, pos, n);
+    pos += n + 2;
+  }
+}
+
+std::string unbase64(const std::string& s) {
+  std::string out(s.size() / 4 * 3 + 3, '\0');
+  int n =
+      EVP_DecodeBlock(reinterpret_cast<unsigned char*>(out.data()),
+                      reinterpret_cast<const unsigned char*>(s.data()), static_cast<int>(s.size()));
+  if (n < 0) return "<bad base64>";
+  size_t pad = 0;
+  if (!s.empty() && s.back() == '=') pad = (s.size() > 1 && s[s.size() - 2] == '=') ? 2 : 1;
+  out.resize(static_cast<size_t>(n) - pad);
+  return out;
+}
+
+std::string str(const json::value& v, const char* k) {
+  if (!v.is_object() || !v.as_object().contains(k) || !v.at(k).is_string()) return "<missing>";
+  return std::string(v.at(k).as_string());
+}
+
+uint16_t freePort() {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  socklen_t len = sizeof a;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  ::close(fd);
+  return ntohs(a.sin_port);
+}
+
+}  // namespace vessel::testing

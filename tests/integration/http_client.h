@@ -1,0 +1,73 @@
+#pragma once
+// A small blocking HTTP/1.1 client for the integration tests that talk to a
+// real vesseld: one request per connection, every read bounded by a socket
+// timeout so a hung server fails the test instead of hanging it. Streams
+// (SSE, chunked downloads) can be read incrementally while other requests
+// go out on other connections.
+#include <boost/json.hpp>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace vessel::testing {
+
+struct Reply {
+  int status = 0;
+  std::string head, body;
+  boost::json::value js() const;
+  // The value of a response header (case-insensitive name), or "".
+  std::string header(const std::string& name) const;
+};
+
+struct SseEvent {
+  int64_t id = 0;
+  std::string type;
+  boost::json::value data;
+};
+
+struct Request {
+  std::string method = "GET", target = "/";
+  std::string body;
+  std::string bearer;  // empty: no Authorization header
+  std::vector<std::string> headers;
+  bool json = true;  // Content-Type: application/json when there is a body
+};
+
+// One connection carrying one request; read() accumulates the response.
+class HttpStream {
+ public:
+  static std::unique_ptr<HttpStream> open(uint16_t port, const Request& req);
+  ~HttpStream();
+  // Reads until `enough(body so far)` holds once the head is in, or the
+  // server closes (then returns false unless `enough` holds).
+  bool readUntil(const std::function<bool(const std::string&)>& enough);
+  // Reads everything until the server closes.
+  void readAll();
+  const Reply& reply() const { return reply_; }
+  // Closes the connection (the client going away).
+  void close();
+
+ private:
+  explicit HttpStream(int fd) : fd_(fd) {}
+  void parseHead();
+  int fd_ = -1;
+  std::string raw_;
+  Reply reply_;
+};
+
+Reply call(uint16_t port, const Request& req);
+
+// The SSE events in `body`, complete ones only.
+std::vector<SseEvent> parseSse(const std::string& body);
+// The payload of a chunked body, or nullopt if it is not complete (no last chunk).
+std::optional<std::string> dechunk(const std::string& body);
+// Base64 decoding (exec output).
+std::string unbase64(const std::string& s);
+std::string str(const boost::json::value& v, const char* key);
+
+// A port that was free a moment ago (bind port 0, close).
+uint16_t freePort();
+
+}  // namespace vessel::testing
