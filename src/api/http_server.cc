@@ -222,6 +222,26 @@ asio::awaitable<void> HttpServer::serve(tcp::socket sock) {
   stream.socket().shutdown(tcp::socket::shutdown_send, ec);
 }
 
+void HttpServer::count(const std::string& method, const Response& res,
+                       std::chrono::steady_clock::time_point started) {
+  if (!requests_) return;
+  // Methods are a closed set for the label; anything odd is "other".
+  static const char* kKnown[] = {"GET", "POST", "PUT", "DELETE", "PATCH", "HEAD", "OPTIONS", "-"};
+  std::string m = "other";
+  for (const char* k : kKnown)
+    if (method == k) m = k;
+  requests_->with({m, std::to_string(res.result_int())}).inc();
+  latency_->with({m}).observe(
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
+  if (res.result_int() >= 400 && res.body().size() < 64 * 1024) {
+    boost::system::error_code ec;
+    auto v = boost::json::parse(res.body(), ec);
+    if (!ec && v.is_object())
+      if (const auto* c = v.as_object().if_contains("code"); c && c->is_string())
+        errors_->with({std::string(c->as_string())}).inc();
+  }
+}
+
 asio::awaitable<std::optional<Response>> HttpServer::dispatch(const Request& req,
                                                               beast::tcp_stream& stream) {
   std::string path(req.target());
