@@ -10,9 +10,9 @@
 #include <set>
 
 #include "api/http_server.h"
-#include "metrics/registry.h"
 #include "api/live_sandboxes.h"
 #include "api/sessions.h"
+#include "metrics/registry.h"
 #include "node/runtime.h"
 #include "ops/state_machine.h"
 #include "store/store.h"
