@@ -60,7 +60,7 @@ class DataPlaneTest : public ::testing::Test {
       auto e = d_.proc.terminate(40s);
       EXPECT_TRUE(e.exited && e.code == 0) << e.describe() << "\n" << readLog();
     }
-    EXPECT_THAT(testing::qemuProcessesFor("vm-"), ::testing::IsEmpty());
+    EXPECT_THAT(testing::qemuProcessesUsing(d_.dir.path()), ::testing::IsEmpty());
   }
   bool start() {
     auto out = Fd::open(d_.log, O_WRONLY | O_CREAT | O_APPEND, 0600);
