@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # Starts vesseld in the foreground with the artifacts the build produced.
 # State dir: $VESSEL_STATE_DIR or /var/lib/vessel; more flags: $VESSEL_ARGS.
+# Egress (docs/gateway.md) reads its settings from the environment too, so
+# they pass straight through: VESSEL_EGRESS_UPSTREAM_NETNS, VESSEL_EGRESS_RESOLVER,
+# VESSEL_EGRESS_CA_BUNDLE, VESSEL_EGRESS_GATEWAY_NETNS; a file with VESSEL_CONFIG.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 preset=${PRESET:-release}

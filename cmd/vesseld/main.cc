@@ -30,6 +30,26 @@ int main(int argc, char** argv) {
   app.add_option("--minimal-image", cfg.minimal_image, "root filesystem of the minimal template")
       ->envname("VESSEL_MINIMAL_IMAGE");
   app.add_option("--log-level", cfg.log_level, "debug, info, warn or error")->capture_default_str();
+  app.add_flag("--egress,!--no-egress", cfg.egress,
+               "run vessel-gateway and give sandboxes network slots (default on)");
+  app.add_option("--gateway-binary", cfg.gateway_binary, "vessel-gateway (default: next to vesseld)")
+      ->envname("VESSEL_GATEWAY_BINARY");
+  app.add_option("--egress-gateway-netns", cfg.egress_gateway_netns,
+                 "namespace the gateway listens in (default: a private one)")
+      ->envname("VESSEL_EGRESS_GATEWAY_NETNS");
+  app.add_option("--egress-upstream-netns", cfg.egress_upstream_netns,
+                 "network namespace (name or path) the gateway resolves and connects from")
+      ->envname("VESSEL_EGRESS_UPSTREAM_NETNS");
+  app.add_option("--egress-resolver", cfg.egress_resolver, "trusted upstream resolver IP[:PORT]")
+      ->envname("VESSEL_EGRESS_RESOLVER");
+  app.add_option("--egress-ca-bundle", cfg.egress_ca_bundle,
+                 "CA bundle the gateway verifies upstreams against")
+      ->envname("VESSEL_EGRESS_CA_BUNDLE");
+  app.add_flag("--debug-exec", cfg.debug_exec,
+               "serve POST /debug/sandboxes/{id}/exec (a stopgap until sessions exist)");
+  // Every long option above may also come from a TOML/INI file
+  // (`egress-resolver = "192.0.2.53"`); flags win over the file.
+  app.set_config("--config", "", "configuration file (TOML or INI)")->envname("VESSEL_CONFIG");
   CLI11_PARSE(app, argc, argv);
 
   auto mode = vessel::parseAccelMode(accel);

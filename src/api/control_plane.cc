@@ -45,8 +45,8 @@ Response accepted(const Request& req, const store::SandboxRecord& sb,
 }  // namespace
 
 ControlPlane::ControlPlane(asio::io_context& io, store::Store& store, node::Runtime& runtime,
-                           templates::TemplateStore& templates)
-    : io_(io), store_(store), runtime_(runtime), templates_(templates) {}
+                           templates::TemplateStore& templates, NetworkApi* network)
+    : io_(io), store_(store), runtime_(runtime), templates_(templates), network_(network) {}
 
 ControlPlane::~ControlPlane() {
   for (auto* t : *waiters_) t->cancel();
@@ -92,11 +92,20 @@ asio::awaitable<void> ControlPlane::shutdown() {
   live_.clear();
   for (auto& [id, sb] : live) {
     if (sb->state() != node::Sandbox::State::kRunning) continue;
+    if (network_) network_->detach(id);
     (void)co_await runtime_.destroy(*sb);
     if (auto s = store_.setSandboxState(id, "failed", "vesseld stopped; the VM was stopped");
         !s.ok())
       log().error("sandbox {}: {}", id, s.error().message());
   }
+}
+
+std::shared_ptr<node::Sandbox> ControlPlane::liveSandbox(const std::string& tenant,
+                                                        const std::string& id) {
+  auto rec = store_.getSandbox(tenant, id);
+  if (!rec.ok() || !rec->has_value()) return nullptr;  // another tenant's is absent
+  auto it = live_.find(id);
+  return it == live_.end() ? nullptr : it->second;
 }
 
 asio::awaitable<std::optional<Response>> ControlPlane::handle(const Request& req,
@@ -107,6 +116,8 @@ asio::awaitable<std::optional<Response>> ControlPlane::handle(const Request& req
   if (auto q = path.find('?'); q != std::string::npos) path.resize(q);
   auto seg = splitPath(path);  // seg[0] == "v1"
   auto method = req.method();
+  if (network_)
+    if (auto r = network_->handle(req, *tenant, seg)) co_return std::move(*r);
   auto notAllowed = [&] {
     return errorResponse(req, Error(Code::kInvalidArgument, "method not allowed on " + path));
   };
@@ -177,6 +188,12 @@ Response ControlPlane::createSandbox(const Request& req, const std::string& tena
 
   store::SandboxRecord sb;
   sb.id = node::newId("sb");
+  node::GuestNetwork guest_net;
+  if (network_) {
+    auto g = network_->prepare(tenant, sb.id, in->network.value_or(network_->defaults()));
+    if (!g.ok()) return errorResponse(req, g.error());
+    guest_net = std::move(*g);
+  }
   sb.tenant_id = tenant;
   sb.template_name = in->template_name;
   sb.state = std::string(ops::stateName(SandboxState::kCreating));
@@ -193,6 +210,7 @@ Response ControlPlane::createSandbox(const Request& req, const std::string& tena
   node::CreateOptions opts;
   opts.id = sb.id;
   opts.env = in->env;
+  opts.network = std::move(guest_net);
   asio::co_spawn(io_, runCreate(*op, in->template_name, std::move(opts)), asio::detached);
   return accepted(req, sb, *op);
 }
@@ -322,6 +340,17 @@ asio::awaitable<void> ControlPlane::runCreate(store::OperationRecord op, std::st
     setOperation(op, OpState::kFailed, &sb.error());
     co_return;
   }
+  if (network_) {
+    if (auto s = network_->attach(op.tenant_id, **sb); !s.ok()) {
+      // No gateway registration, no sandbox: it must not run with a network
+      // other than the one asked for.
+      (void)co_await runtime_.destroy(**sb);
+      log().forSandbox(op.sandbox_id).warn("create failed: {}", s.error().message());
+      setSandbox(op, SandboxState::kFailed, s.error().message());
+      setOperation(op, OpState::kFailed, &s.error());
+      co_return;
+    }
+  }
   live_[op.sandbox_id] = *sb;
   setSandbox(op, SandboxState::kRunning, "");
   setOperation(op, OpState::kDone, nullptr);
@@ -329,7 +358,7 @@ asio::awaitable<void> ControlPlane::runCreate(store::OperationRecord op, std::st
 
 asio::awaitable<void> ControlPlane::runAction(store::OperationRecord op, ops::Transition t) {
   setOperation(op, OpState::kRunning, nullptr);
-  Status s = co_await doAction(op.sandbox_id, t);
+  Status s = co_await doAction(op.tenant_id, op.sandbox_id, t);
   if (!s.ok()) {
     log()
         .forSandbox(op.sandbox_id)
@@ -345,16 +374,31 @@ asio::awaitable<void> ControlPlane::runAction(store::OperationRecord op, ops::Tr
   setOperation(op, OpState::kDone, nullptr);
 }
 
-asio::awaitable<Status> ControlPlane::doAction(const std::string& id, ops::Transition t) {
+asio::awaitable<Status> ControlPlane::doAction(const std::string& tenant, const std::string& id,
+                                              ops::Transition t) {
   auto it = live_.find(id);
   std::shared_ptr<node::Sandbox> sb = it == live_.end() ? nullptr : it->second;
   switch (t.action) {
-    case Action::kPause:
+    case Action::kPause: {
       if (!sb) co_return Error(Code::kUnavailable, "sandbox " + id + " has no VM on this node");
-      co_return co_await runtime_.pause(*sb);
+      // The gateway forgets the slot before it is released.
+      if (network_) network_->detach(id);
+      auto s = co_await runtime_.pause(*sb);
+      if (!s.ok() && network_ && sb->state() == node::Sandbox::State::kRunning) {
+        if (auto a = network_->attach(tenant, *sb); !a.ok())
+          log().forSandbox(id).error("re-attach after failed pause: {}", a.error().message());
+      }
+      co_return s;
+    }
     case Action::kResume: {
       auto r = co_await runtime_.resume(id);
       if (!r.ok()) co_return std::move(r).error();
+      if (network_) {
+        if (auto a = network_->attach(tenant, **r); !a.ok()) {
+          (void)co_await runtime_.pause(**r);
+          co_return a;
+        }
+      }
       live_[id] = *r;
       co_return okStatus();
     }
@@ -367,6 +411,7 @@ asio::awaitable<Status> ControlPlane::doAction(const std::string& id, ops::Trans
         sb = *r;
       }
       live_.erase(id);
+      if (network_) network_->detach(id);
       if (sb) co_return co_await runtime_.destroy(*sb);
       co_return okStatus();
     }

@@ -12,6 +12,7 @@
 #include "api/http_server.h"
 #include "api/live_sandboxes.h"
 #include "api/sessions.h"
+#include "api/network_api.h"
 #include "metrics/registry.h"
 #include "node/runtime.h"
 #include "ops/state_machine.h"
@@ -22,8 +23,9 @@ namespace vessel::api {
 
 class ControlPlane : public LiveSandboxes {
  public:
+  // network: the egress endpoints and hooks (null: sandboxes get no network).
   ControlPlane(asio::io_context& io, store::Store& store, node::Runtime& runtime,
-               templates::TemplateStore& templates);
+               templates::TemplateStore& templates, NetworkApi* network = nullptr);
   ~ControlPlane() override;
   // Serves POST /v1/sandboxes/{id}/sessions through `sessions`.
   void setSessions(Sessions* sessions) { sessions_ = sessions; }
@@ -36,6 +38,8 @@ class ControlPlane : public LiveSandboxes {
   // Stops every running VM (they cannot be re-adopted yet) and records
   // their sandboxes as failed; paused sandboxes stay resumable.
   asio::awaitable<void> shutdown();
+  // The running sandbox `id` of `tenant` on this node, or null.
+  std::shared_ptr<node::Sandbox> liveSandbox(const std::string& tenant, const std::string& id);
 
  private:
   // Streams waiting for new events; shared with their coroutines, which
@@ -65,12 +69,14 @@ class ControlPlane : public LiveSandboxes {
   asio::awaitable<void> runCreate(store::OperationRecord op, std::string template_name,
                                   node::CreateOptions opts);
   asio::awaitable<void> runAction(store::OperationRecord op, ops::Transition t);
-  asio::awaitable<Status> doAction(const std::string& id, ops::Transition t);
+  asio::awaitable<Status> doAction(const std::string& tenant, const std::string& id,
+                                   ops::Transition t);
 
   asio::io_context& io_;
   store::Store& store_;
   node::Runtime& runtime_;
   templates::TemplateStore& templates_;
+  NetworkApi* network_;
   std::shared_ptr<Waiters> waiters_ = std::make_shared<Waiters>();
   std::map<std::string, std::shared_ptr<node::Sandbox>> live_;  // sandbox id -> its VM
   metrics::Family<metrics::Histogram>* op_latency_ = nullptr;

@@ -10,6 +10,7 @@
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/json.hpp>
+#include <cctype>
 #include <cstdio>
 #include <filesystem>
 #include <random>
@@ -17,6 +18,8 @@
 #include "api/auth.h"
 #include "api/control_plane.h"
 #include "api/data_plane.h"
+#include "api/debug_api.h"
+#include "api/network_api.h"
 #include "api/http_server.h"
 #include "base/fd.h"
 #include "base/log.h"
@@ -25,6 +28,7 @@
 #include "hypervisor/qemu/qemu.h"
 #include "metrics/registry.h"
 #include "node/accel.h"
+#include "node/network/egress.h"
 #include "node/runtime.h"
 #include "node/template_builder.h"
 #include "store/store.h"
@@ -61,6 +65,64 @@ std::string randomId() {
   static const char* k = "0123456789abcdef";
   for (int i = 0; i < 16; ++i) s.push_back(k[rd() & 15]);
   return s;
+}
+
+// vessel-gateway: the flag, else next to vesseld (installed or in the build
+// tree), else PATH.
+std::string gatewayBinary(const Config& cfg) {
+  if (!cfg.gateway_binary.empty()) return cfg.gateway_binary;
+  std::error_code ec;
+  fs::path self = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    for (auto p : {self.parent_path() / "vessel-gateway",
+                   self.parent_path().parent_path() / "vessel-gateway" / "vessel-gateway"})
+      if (fs::exists(p, ec)) return p.string();
+  }
+  return "vessel-gateway";
+}
+
+// The gateway's "stats" counters as metrics: "tcp_deny_policy" becomes
+// vessel_gateway_events_total{kind="tcp",verdict="deny",reason="policy"}.
+void gatewayMetrics(node::network::Egress& egress, metrics::SampleWriter& w) {
+  w.family("vessel_gateway_up", "Whether vessel-gateway is running (it is restarted if not).",
+           "gauge");
+  w.sample("vessel_gateway_up", {}, {}, egress.healthy() ? 1 : 0);
+  auto st = egress.stats();
+  if (!st.ok()) return;
+  auto number = [](const json::value& v) -> double {
+    if (v.is_uint64()) return static_cast<double>(v.as_uint64());
+    if (v.is_int64()) return static_cast<double>(v.as_int64());
+    return 0;
+  };
+  w.family("vessel_gateway_events_total",
+           "Egress flows (kind tcp) and DNS queries (kind dns) by verdict and reason.", "counter");
+  std::vector<std::pair<std::string, double>> other;
+  if (auto* c = st->if_contains("counters"); c && c->is_object()) {
+    for (const auto& [k, v] : c->as_object()) {
+      std::string key(k);
+      auto a = key.find('_');
+      auto b = a == std::string::npos ? a : key.find('_', a + 1);
+      std::string kind = key.substr(0, a);
+      if ((kind == "tcp" || kind == "dns") && a != std::string::npos) {
+        if (b == std::string::npos) continue;  // per-verdict sums: implied by the reasons
+        w.sample("vessel_gateway_events_total", {"kind", "verdict", "reason"},
+                 {kind, key.substr(a + 1, b - a - 1), key.substr(b + 1)}, number(v));
+      } else {
+        other.emplace_back(key, number(v));
+      }
+    }
+  }
+  for (const auto& [key, n] : other) {
+    std::string name = "vessel_gateway_";
+    for (char ch : key) name.push_back(std::isalnum(static_cast<unsigned char>(ch)) ? ch : '_');
+    name += "_total";
+    w.family(name, "vessel-gateway counter " + key + ".", "counter");
+    w.sample(name, {}, {}, n);
+  }
+  if (auto* c = st->if_contains("connections")) {
+    w.family("vessel_gateway_connections", "Open connections through the gateway.", "gauge");
+    w.sample("vessel_gateway_connections", {}, {}, number(*c));
+  }
 }
 
 }  // namespace
@@ -119,13 +181,36 @@ Status runDaemon(Config cfg) {
   if (!built.ok()) return std::move(built).error().withContext("build template minimal");
   log.info("template {} ready", (*built)->id());
 
+  // Egress: the gateway and its slots. Names derive from the state dir so
+  // two vesselds on one host never share a namespace.
+  std::unique_ptr<node::network::Egress> egress;
+  if (cfg.egress) {
+    node::network::EgressOptions eo;
+    eo.gateway_binary = gatewayBinary(cfg);
+    eo.state_dir = cfg.state_dir + "/gateway";
+    eo.gateway_netns = cfg.egress_gateway_netns;
+    eo.upstream_netns = cfg.egress_upstream_netns;
+    eo.resolver = cfg.egress_resolver;
+    eo.ca_bundle = cfg.egress_ca_bundle;
+    eo.log_level = cfg.log_level;
+    std::string h = sha256Hex(cfg.state_dir);
+    eo.layout.prefix = "v" + h.substr(0, 4);
+    auto e = node::network::Egress::start(io, eo);
+    if (!e.ok()) return std::move(e).error().withContext("egress");
+    egress = std::move(*e);
+  } else {
+    log.warn("egress disabled (--no-egress): sandboxes have no network");
+  }
+  NetworkApi network(*store, egress.get());
+
   node::RuntimeOptions ro;
   ro.root = cfg.state_dir + "/runtime";
   ro.kernel = cfg.kernel;
   ro.accel = accel->accel;
   ro.pool_size = 0;  // TODO(issue 5): a pool per template once quotas bound it
+  if (egress) ro.slots = &egress->slots();
   node::Runtime runtime(io, hv, templates, ro);
-  ControlPlane control(io, *store, runtime, templates);
+  ControlPlane control(io, *store, runtime, templates, &network);
   metrics::Registry metrics;
   control.setMetrics(metrics);
   SessionOptions session_opts;
@@ -135,10 +220,15 @@ Status runDaemon(Config cfg) {
   DataPlane data(io, sessions, control);
   HttpServer data_server(io);
   data.install(data_server);
+  if (egress) {
+    // The gateway's counters, read over its control socket at scrape time.
+    metrics.addCollector([&egress](metrics::SampleWriter& w) { gatewayMetrics(*egress, w); });
+  }
 
   HttpServer server(io);
   server.setMetrics(metrics);
   control.install(server);
+  if (cfg.debug_exec) installDebugExec(server, *store, control);
   // Unauthenticated like /healthz: aggregate numbers only (no ids, no
   // tenant names), on the control listener, which is loopback by default.
   server.route(http::verb::get, "/metrics", [&](const Request& req) -> asio::awaitable<Response> {
@@ -162,7 +252,18 @@ Status runDaemon(Config cfg) {
                     cfg.accel == AccelMode::kAuto && accel->accel == hypervisor::Accel::kTcg},
                    {"store", std::string(store->engine())},
                    {"state_dir", cfg.state_dir}};
-    co_return jsonResponse(req, http::status::ok, json::serialize(o));
+    // A dead gateway that could not be restarted makes the node unhealthy:
+    // its sandboxes have no network.
+    bool ok = true;
+    if (egress) {
+      o["gateway"] = egress->health();
+      ok = egress->healthy();
+    } else {
+      o["gateway"] = json::object{{"enabled", false}};
+    }
+    if (!ok) o["status"] = "unhealthy";
+    co_return jsonResponse(req, ok ? http::status::ok : http::status::service_unavailable,
+                           json::serialize(o));
   });
   VESSEL_TRY(server.listen(cfg.listen_addr));
   log.info("listening on http://{}:{}", cfg.listen_addr.host, server.port());
@@ -185,6 +286,7 @@ Status runDaemon(Config cfg) {
         io,
         [&]() -> asio::awaitable<void> {
           co_await control.shutdown();
+          if (egress) egress->stop();
           io.stop();
         },
         asio::detached);

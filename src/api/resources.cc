@@ -51,6 +51,13 @@ Result<CreateRequest> parseCreateRequest(std::string_view body) {
   json::value v = json::parse(body, ec, {}, po);
   if (ec) return bad("body is not valid JSON: " + ec.message());
   if (!v.is_object()) return bad("body must be a JSON object");
+  const json::value* net = v.as_object().if_contains("network");
+  const json::value* creds = v.as_object().if_contains("credentials");
+  if (net || creds) {
+    // Credentials without a network object: the default mode (full).
+    json::value none_given = json::object();
+    VESSEL_ASSIGN_OR_RETURN(r.network, parseNetworkSettings(net ? *net : none_given, creds));
+  }
   for (const auto& [k, f] : v.as_object()) {
     if (k == "template") {
       if (!f.is_string() || f.as_string().empty() || f.as_string().size() > 64)
@@ -80,6 +87,8 @@ Result<CreateRequest> parseCreateRequest(std::string_view body) {
           return bad("metadata." + std::string(mk) + " must be a string of at most 1024 bytes");
       }
       r.metadata = f.as_object();
+    } else if (k == "network" || k == "credentials") {
+      // parsed above
     } else {
       return bad("unknown field '" + std::string(k) + "'");
     }

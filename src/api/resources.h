@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "api/network_settings.h"
 #include "base/result.h"
 #include "store/store.h"
 
@@ -23,6 +24,8 @@ struct CreateRequest {
   std::optional<uint64_t> memory_mib;
   std::vector<std::string> env;  // KEY=VALUE
   boost::json::object metadata;  // string -> string
+  // `network` and/or `credentials` given: the egress settings (else the node's defaults).
+  std::optional<NetworkSettings> network;
 };
 // An empty body means every default. Unknown fields are errors.
 Result<CreateRequest> parseCreateRequest(std::string_view body);

@@ -35,6 +35,35 @@ TEST(ResourcesTest, CreateRequestRejectsBadInputNamingTheField) {
   EXPECT_THAT(parseCreateRequest(R"({"vcpus":"2"})").error().message(), HasSubstr("vcpus"));
 }
 
+TEST(ResourcesTest, CreateRequestNetwork) {
+  auto r = parseCreateRequest(R"({})");
+  ASSERT_TRUE(r.ok());
+  EXPECT_FALSE(r->network.has_value());  // the node's default
+  r = parseCreateRequest(
+      R"({"network":{"mode":"allowlist","allow":["a.test","*.b.test:8443"]},"credentials":["gh"]})");
+  ASSERT_TRUE(r.ok()) << r.error().message();
+  EXPECT_EQ(r->network->mode, "allowlist");
+  EXPECT_THAT(r->network->allow, ::testing::ElementsAre("a.test", "*.b.test:8443"));
+  EXPECT_THAT(r->network->credentials, ::testing::ElementsAre("gh"));
+  r = parseCreateRequest(R"({"network":{"allow":["a.test"]}})");
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->network->mode, "allowlist");
+  r = parseCreateRequest(R"({"network":{"mode":"none"}})");
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->network->mode, "none");
+  for (const char* body :
+       {R"({"network":"full"})", R"({"network":{"mode":"open"}})",
+        R"({"network":{"mode":"full","allow":["a.test"]}})",
+        R"({"network":{"allow":["127.0.0.1"]}})", R"({"network":{"allow":["a b"]}})",
+        R"({"network":{"allow":["*.test"]}})", R"({"network":{"allow":["a.test:0"]}})",
+        R"({"network":{"mode":"none","x":1}})", R"({"credentials":"gh"})",
+        R"({"credentials":["a/b"]})"}) {
+    auto bad = parseCreateRequest(body);
+    ASSERT_FALSE(bad.ok()) << body;
+    EXPECT_EQ(bad.error().code(), Code::kInvalidArgument) << body;
+  }
+}
+
 TEST(ResourcesTest, ListQuery) {
   auto q = parseListQuery("/v1/sandboxes?page_size=7&page_token=sb-1");
   ASSERT_TRUE(q.ok());

@@ -74,6 +74,14 @@ Status Config::validate() {
                  "hypervisor '" + hypervisor + "' is not supported (supported: qemu)");
   VESSEL_TRY(requireFile("kernel", kernel));
   VESSEL_TRY(requireFile("minimal image", minimal_image));
+  if (!egress_resolver.empty()) {
+    std::string r = egress_resolver.find(':') == std::string::npos ? egress_resolver + ":53"
+                                                                    : egress_resolver;
+    auto hp = parseHostPort(r);
+    if (!hp.ok()) return std::move(hp).error().withContext("--egress-resolver");
+  }
+  if (!egress_ca_bundle.empty()) VESSEL_TRY(requireFile("egress CA bundle", egress_ca_bundle));
+  if (!gateway_binary.empty()) VESSEL_TRY(requireFile("gateway binary", gateway_binary));
   if (log_level != "debug" && log_level != "info" && log_level != "warn" && log_level != "error")
     return Error(Code::kInvalidArgument, "log level must be debug, info, warn or error");
   return okStatus();

@@ -35,6 +35,16 @@ struct Config {
   std::string minimal_image;  // root filesystem of the `minimal` template
   std::string log_level = "info";
 
+  // Egress (docs/gateway.md): vesseld runs vessel-gateway and gives every
+  // sandbox a network slot. Off: sandboxes have a NIC connected to nothing.
+  bool egress = true;
+  std::string gateway_binary;         // "" = next to vesseld, else PATH
+  std::string egress_gateway_netns;   // "" = a private namespace vesseld makes
+  std::string egress_upstream_netns;  // "" = vesseld's own namespace
+  std::string egress_resolver;        // IP[:PORT]; "" = first nameserver of /etc/resolv.conf
+  std::string egress_ca_bundle;       // "" = the gateway's default system bundle
+  bool debug_exec = false;            // POST /debug/sandboxes/{id}/exec (tests, until sessions)
+
   // Filled by validate(): the parsed listener.
   HostPort listen_addr;
   HostPort data_listen_addr;

@@ -44,6 +44,10 @@ struct MachineSpec {
   // An open tap fd (in whatever netns it was created); the backend passes it
   // to the VMM. Unset: the machine has no network device.
   std::optional<int> tap_fd;
+  // A virtio-net device even without a tap (then connected to nothing): a
+  // snapshot keeps its device set, so every VM restored from a template
+  // needs the NIC the template was built with, network or not.
+  bool network_device = false;
   std::string guest_mac = "06:00:ac:10:00:02";
   // Directory for the VMM's sockets; created by start(), removed by stop().
   std::string run_dir;

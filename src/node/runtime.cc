@@ -38,6 +38,9 @@ std::string newId(const std::string& prefix) {
 
 namespace {
 
+constexpr const char* kGuestCaCert = "/etc/vessel/egress-ca.crt";
+constexpr const char* kGuestCaBundle = "/etc/vessel/ca-bundle.crt";
+
 // Waits for qemu-img without blocking the io thread (other sandboxes' I/O
 // and the API run on it).
 asio::awaitable<Status> makeOverlay(std::string path, std::string backing, std::string fmt) {
@@ -123,6 +126,7 @@ asio::awaitable<Result<Runtime::Prepared>> Runtime::prepareRestore(
 
   hypervisor::MachineSpec s =
       machineSpec(p.vm_dir, t->manifest.vcpus, t->manifest.memory_mib, t->manifest.cmdline);
+  VESSEL_CO_TRY(attachNetwork(s, t->manifest, p.slot));
   if (template_memory) {
     // Copy-on-write view of the template's RAM: pages are shared with every
     // other clone until written, and nothing is written back to the file.
@@ -132,7 +136,10 @@ asio::awaitable<Result<Runtime::Prepared>> Runtime::prepareRestore(
   s.incoming = true;
   s.incoming_state_fd = state->get();
   auto vm = co_await hv_.start(s, Clock::now() + 30s);
-  if (!vm.ok()) co_return std::move(vm).error().withContext("restore " + t->id());
+  if (!vm.ok()) {
+    releaseSlot(p.slot);
+    co_return std::move(vm).error().withContext("restore " + t->id());
+  }
   p.vm = std::move(*vm);
   cleanup.dismiss();
   co_return p;
@@ -146,6 +153,12 @@ asio::awaitable<Status> Runtime::applyIdentity(Sandbox& sb) {
     co_return Error::fromErrno("getrandom");
   std::vector<std::string> env = sb.env_;
   env.push_back("VESSEL_SANDBOX_ID=" + sb.id_);
+  if (!sb.net_.ca_pem.empty()) {
+    // Where TLS clients look when told by environment (docs/gateway.md).
+    for (const char* k : {"SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE"})
+      env.push_back(std::string(k) + "=" + kGuestCaBundle);
+    env.push_back(std::string("NODE_EXTRA_CA_CERTS=") + kGuestCaCert);
+  }
   std::string hostname = sb.hostname_;
   auto now = std::chrono::system_clock::now();
   // All four in flight at once: one round trip instead of four. The agent
@@ -157,6 +170,60 @@ asio::awaitable<Status> Runtime::applyIdentity(Sandbox& sb) {
                 a->setHostname(std::move(hostname)) && a->setDefaultEnv(std::move(env)));
   for (Status* st : {&e, &c, &h, &v})
     if (!st->ok()) co_return std::move(*st).error().withContext("identity of " + sb.id_);
+  co_return co_await configureGuestNetwork(sb);
+}
+
+Status Runtime::attachNetwork(hypervisor::MachineSpec& s, const templates::Manifest& m,
+                              std::unique_ptr<network::Slot>& slot) {
+  if (!m.network) return okStatus();  // an old template: restoring it must not add a device
+  s.network_device = true;
+  if (!opts_.slots) return okStatus();
+  auto sl = opts_.slots->acquire();
+  if (!sl.ok()) return std::move(sl).error().withContext("network slot");
+  slot = std::move(*sl);
+  s.tap_fd = slot->tapFd();
+  return okStatus();
+}
+
+void Runtime::releaseSlot(std::unique_ptr<network::Slot>& slot) {
+  if (slot && opts_.slots) opts_.slots->release(std::move(slot));
+  slot.reset();
+}
+
+asio::awaitable<Status> Runtime::configureGuestNetwork(Sandbox& sb) {
+  // One round trip: the address, route and resolver when the sandbox may
+  // reach out (the same in every slot, so this is idempotent across
+  // pause/resume and forks), and the egress CA in the trust store.
+  std::string script = "set -e\n";
+  ExecSpec e;
+  e.user = "root";
+  e.timeout = 20s;
+  if (sb.net_.route) {
+    if (!sb.slot_)
+      co_return Error(Code::kFailedPrecondition,
+                      "sandbox " + sb.id_ + " has no network slot (template without a NIC?)");
+    const auto& l = opts_.slots->layout();
+    // flush + add rather than `addr replace`, which busybox's ip lacks.
+    script += "ip link set eth0 up\nip addr flush dev eth0\nip addr add " + l.guest_ip +
+              "/30 dev eth0\nip route replace default via " + l.gateway_ip +
+              "\nprintf 'nameserver " + l.gateway_ip + "\\n' > /etc/resolv.conf\n";
+  }
+  if (!sb.net_.ca_pem.empty()) {
+    e.env.push_back("VESSEL_CA_PEM=" + sb.net_.ca_pem);
+    script += std::string("mkdir -p /etc/vessel\nprintf '%s\\n' \"$VESSEL_CA_PEM\" > ") +
+              kGuestCaCert +
+              "\nsys=/etc/ssl/certs/ca-certificates.crt\n"
+              "if [ -f $sys ]; then\n"
+              "  grep -q 'Vessel egress' $sys 2>/dev/null || cat " +
+              kGuestCaCert + " >> $sys\n  cat $sys > " + kGuestCaBundle +
+              "\nelse cp " + kGuestCaCert + " " + kGuestCaBundle + "; fi\n";
+  }
+  if (script == "set -e\n") co_return okStatus();
+  e.shell = script;
+  auto r = co_await sb.agent_->run(std::move(e));
+  if (!r.ok()) co_return std::move(r).error().withContext("guest network setup");
+  if (!r->exit.exited || r->exit.code != 0)
+    co_return Error(Code::kInternal, "guest network setup failed: " + r->err);
   co_return okStatus();
 }
 
@@ -232,6 +299,7 @@ asio::awaitable<Status> Runtime::warm(Prepared& p) {
 asio::awaitable<void> Runtime::discard(Prepared p) {
   if (p.agent) p.agent->close();
   if (p.vm) (void)co_await p.vm->stop();
+  releaseSlot(p.slot);
   std::error_code ec;
   fs::remove_all(p.vm_dir, ec);
 }
@@ -245,6 +313,7 @@ Status Runtime::writeRecord(const Sandbox& sb) {
   o["vm_dir"] = sb.vm_dir_;
   o["hostname"] = sb.hostname_;
   o["env"] = std::move(env);
+  o["network"] = json::object{{"route", sb.net_.route}, {"ca_pem", sb.net_.ca_pem}};
   o["vcpus"] = sb.vcpus_;
   o["memory_mib"] = sb.memory_mib_;
   o["state"] = sb.state_ == Sandbox::State::kPaused ? "paused" : "running";
@@ -270,6 +339,7 @@ asio::awaitable<Result<std::shared_ptr<Sandbox>>> Runtime::create(std::string te
   sb->template_id_ = (*t)->id();
   sb->hostname_ = opts.hostname.empty() ? sb->id_ : opts.hostname;
   sb->env_ = opts.env;
+  sb->net_ = opts.network;
   sb->vcpus_ = (*t)->manifest.vcpus;
   sb->memory_mib_ = (*t)->manifest.memory_mib;
   std::string ctx = "create sandbox " + sb->id_ + " from " + (*t)->id();
@@ -282,14 +352,20 @@ asio::awaitable<Result<std::shared_ptr<Sandbox>>> Runtime::create(std::string te
                                        (*t)->path(templates::kRootfsFile), "raw"));
     hypervisor::MachineSpec s =
         machineSpec(sb->vm_dir_, sb->vcpus_, sb->memory_mib_, (*t)->manifest.cmdline);
+    if (auto n = attachNetwork(s, (*t)->manifest, sb->slot_); !n.ok())
+      co_return std::move(n).error().withContext(ctx);
     auto m = co_await bootMachine(hv_, s, Clock::now() + opts_.ready_timeout);
-    if (!m.ok()) co_return std::move(m).error().withContext(ctx);
+    if (!m.ok()) {
+      releaseSlot(sb->slot_);
+      co_return std::move(m).error().withContext(ctx);
+    }
     sb->vm_ = std::move(m->vm);
     sb->agent_ =
         AgentClient::create(std::move(sb->vm_->agentChannel()), std::move(m->leftover), sb->id_);
     auto id = co_await applyIdentity(*sb);
     if (!id.ok()) {
       (void)co_await sb->vm_->stop();
+      releaseSlot(sb->slot_);
       co_return std::move(id).error().withContext(ctx);
     }
     rm_vm.dismiss();
@@ -314,6 +390,7 @@ asio::awaitable<Result<std::shared_ptr<Sandbox>>> Runtime::create(std::string te
       bool was_warm = p.agent != nullptr;
       sb->vm_dir_ = p.vm_dir;
       sb->vm_ = std::move(p.vm);
+      sb->slot_ = std::move(p.slot);
       Status fin = okStatus();
       if (was_warm) {
         sb->agent_ = std::move(p.agent);
@@ -328,6 +405,7 @@ asio::awaitable<Result<std::shared_ptr<Sandbox>>> Runtime::create(std::string te
       sb->agent_.reset();
       (void)co_await sb->vm_->stop();
       sb->vm_.reset();
+      releaseSlot(sb->slot_);
       fs::remove_all(sb->vm_dir_, ec);
       if (!was_warm || attempt >= 2) {
         refillLater(template_name);
@@ -406,6 +484,7 @@ asio::awaitable<Status> Runtime::pause(Sandbox& sb) {
   sb.agent_.reset();
   (void)co_await sb.vm_->stop();
   sb.vm_.reset();
+  releaseSlot(sb.slot_);  // resume takes a fresh one
   sb.state_ = Sandbox::State::kPaused;
   VESSEL_CO_TRY(writeRecord(sb));
   co_return okStatus();
@@ -429,6 +508,10 @@ asio::awaitable<Result<std::shared_ptr<Sandbox>>> Runtime::resume(const std::str
     sb->template_id_ = std::string(o.at("template").as_string());
     sb->hostname_ = std::string(o.at("hostname").as_string());
     for (auto& e : o.at("env").as_array()) sb->env_.emplace_back(e.as_string());
+    if (auto* n = o.if_contains("network")) {
+      sb->net_.route = n->at("route").as_bool();
+      sb->net_.ca_pem = std::string(n->at("ca_pem").as_string());
+    }
     sb->vcpus_ = static_cast<unsigned>(o.at("vcpus").to_number<uint64_t>());
     sb->memory_mib_ = o.at("memory_mib").to_number<uint64_t>();
     if (o.at("state").as_string() != "paused")
@@ -446,13 +529,19 @@ asio::awaitable<Result<std::shared_ptr<Sandbox>>> Runtime::resume(const std::str
       machineSpec(sb->vm_dir_, sb->vcpus_, sb->memory_mib_, (*t)->manifest.cmdline);
   s.incoming = true;
   s.incoming_state_fd = state->get();
+  if (auto n = attachNetwork(s, (*t)->manifest, sb->slot_); !n.ok())
+    co_return std::move(n).error().withContext(ctx);
   auto vm = co_await hv_.start(s, Clock::now() + 30s);
-  if (!vm.ok()) co_return std::move(vm).error().withContext(ctx);
+  if (!vm.ok()) {
+    releaseSlot(sb->slot_);
+    co_return std::move(vm).error().withContext(ctx);
+  }
   sb->vm_ = std::move(*vm);
   auto fin = co_await finishRestore(*sb, false);
   if (!fin.ok()) {
     if (sb->agent_) sb->agent_->close();
     (void)co_await sb->vm_->stop();
+    releaseSlot(sb->slot_);
     co_return std::move(fin).error().withContext(ctx);
   }
   std::error_code ec;
@@ -497,6 +586,7 @@ asio::awaitable<Result<std::vector<std::shared_ptr<Sandbox>>>> Runtime::fork(San
     child->template_id_ = sb.template_id_;
     child->hostname_ = child->id_;
     child->env_ = sb.env_;
+    child->net_ = sb.net_;
     child->vcpus_ = sb.vcpus_;
     child->memory_mib_ = sb.memory_mib_;
     // The child's disk: a private copy of the parent's overlay.
@@ -505,11 +595,13 @@ asio::awaitable<Result<std::vector<std::shared_ptr<Sandbox>>>> Runtime::fork(San
     if (r.ok()) {
       child->vm_dir_ = r->vm_dir;
       child->vm_ = std::move(r->vm);
+      child->slot_ = std::move(r->slot);
       st = co_await finishRestore(*child, false);
     }
     if (!st.ok()) {
       if (child->agent_) child->agent_->close();
       if (child->vm_) (void)co_await child->vm_->stop();
+      releaseSlot(child->slot_);
       fs::remove_all(child->dir_, ec);
       if (!child->vm_dir_.empty()) fs::remove_all(child->vm_dir_, ec);
       for (auto& c : out) (void)co_await destroy(*c);
@@ -632,6 +724,7 @@ asio::awaitable<Status> Runtime::destroy(Sandbox& sb) {
   if (sb.vm_) (void)co_await sb.vm_->stop();
   sb.vm_.reset();
   sb.agent_.reset();
+  releaseSlot(sb.slot_);
   std::error_code ec;
   fs::remove_all(sb.vm_dir_, ec);
   fs::remove_all(sb.dir_, ec);

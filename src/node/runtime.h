@@ -18,6 +18,7 @@
 #include "hypervisor/hypervisor.h"
 #include "node/agent_client.h"
 #include "node/machine.h"
+#include "node/network/slot.h"
 #include "templates/store.h"
 
 namespace vessel::node {
@@ -39,6 +40,15 @@ struct RuntimeOptions {
   enum class PoolMode { kWarm, kIncoming };
   PoolMode pool_mode = PoolMode::kWarm;
   std::chrono::seconds ready_timeout{60};
+  // Network slots for sandbox NICs (owned by the caller). Null: a VM's NIC
+  // (templates have one) is connected to nothing.
+  network::SlotPool* slots = nullptr;
+};
+
+// How a sandbox's guest is set up on its slot after every restore.
+struct GuestNetwork {
+  bool route = false;  // eth0 up with the slot's guest address, default route and DNS
+  std::string ca_pem;  // the egress CA, added to the guest's trust store (+ env variables)
 };
 
 struct CreateOptions {
@@ -46,6 +56,7 @@ struct CreateOptions {
   std::string hostname;  // empty: the id
   std::vector<std::string> env;
   bool cold = false;  // boot the template's disk instead of restoring its snapshot
+  GuestNetwork network;
 };
 
 class Sandbox {
@@ -62,11 +73,15 @@ class Sandbox {
   // How long each phase of this sandbox's last create or resume took, in
   // order (for logs and bench/create's breakdown).
   const std::vector<std::pair<std::string, double>>& phases() const { return phases_ms_; }
+  // Its network slot while it has a VM with a tap (null otherwise).
+  const network::Slot* slot() const { return slot_.get(); }
 
  private:
   friend class Runtime;
   std::string id_, dir_, vm_dir_, template_id_, hostname_;
   std::vector<std::string> env_;
+  GuestNetwork net_;
+  std::unique_ptr<network::Slot> slot_;
   unsigned vcpus_ = 1;
   uint64_t memory_mib_ = 256;
   State state_ = State::kRunning;
@@ -116,6 +131,7 @@ class Runtime {
     std::unique_ptr<hypervisor::Vm> vm;
     std::shared_ptr<const templates::Template> tmpl;
     std::shared_ptr<AgentClient> agent;  // set once warm (restored and running)
+    std::unique_ptr<network::Slot> slot;
   };
   asio::awaitable<Result<Prepared>> prepareRestore(std::shared_ptr<const templates::Template> t,
                                                    const std::string& state_file,
@@ -136,6 +152,11 @@ class Runtime {
   asio::awaitable<Status> finishRestore(Sandbox& sb, bool ignore_shared);
   asio::awaitable<void> discard(Prepared p);
   asio::awaitable<Status> applyIdentity(Sandbox& sb);
+  // Gives a VM of template `m` its NIC: a slot's tap when there are slots.
+  Status attachNetwork(hypervisor::MachineSpec& s, const templates::Manifest& m,
+                       std::unique_ptr<network::Slot>& slot);
+  void releaseSlot(std::unique_ptr<network::Slot>& slot);
+  asio::awaitable<Status> configureGuestNetwork(Sandbox& sb);
   Status writeRecord(const Sandbox& sb);
   void refillLater(const std::string& template_name);
 

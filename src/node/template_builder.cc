@@ -202,8 +202,9 @@ asio::awaitable<Result<std::shared_ptr<const templates::Template>>> buildTemplat
   progress("hash inputs", 0);
   auto base_sha = sha256File(in.base_image);
   if (!base_sha.ok()) co_return std::move(base_sha).error().withContext(ctx + ": base image");
+  // "nic": templates carry a virtio-net device (older ones did not).
   std::string hash = sha256Hex(canonicalSpec(spec) + "\n" + *base_sha + "\n" + in.kernel_sha256 +
-                               "\n" + in.qemu_version);
+                               "\n" + in.qemu_version + "\nnic");
   std::string version = hash.substr(0, 16);
   if (auto cached = store.open(spec.name, version); cached.ok()) {
     progress("cached", 100);
@@ -230,6 +231,7 @@ asio::awaitable<Result<std::shared_ptr<const templates::Template>>> buildTemplat
   m.disks = {{staging + "/" + templates::kRootfsFile, false, "raw"}};
   m.memory_file = staging + "/" + templates::kMemoryFile;
   m.memory_shared = true;  // guest RAM lands in the template's memory file
+  m.network_device = true;  // unconnected while building; sandboxes get their slot's tap
   m.run_dir = in.work_dir + "/" + m.id;
   m.console_log = in.work_dir + "/" + m.id + ".console.log";
   ScopeExit rm_console([&] { fs::remove(m.console_log, ec); });
@@ -260,6 +262,7 @@ asio::awaitable<Result<std::shared_ptr<const templates::Template>>> buildTemplat
   man.cmdline = m.cmdline;
   man.vcpus = spec.vcpus;
   man.memory_mib = spec.memory_mib;
+  man.network = true;
   man.created_at = nowRfc3339();
   for (const char* f : {templates::kRootfsFile, templates::kMemoryFile, templates::kStateFile}) {
     auto sha = sha256File(staging + "/" + f);

@@ -56,6 +56,12 @@ const std::vector<Migration> kMigrations = {
      "ALTER TABLE sandboxes ADD COLUMN expires_ms INTEGER NOT NULL DEFAULT 0;"
      "ALTER TABLE sandboxes ADD COLUMN last_active_ms INTEGER NOT NULL DEFAULT 0;"
      "CREATE INDEX sandboxes_state ON sandboxes(state);"},
+    // Egress: credentials (secrets, per tenant) and each sandbox's network settings.
+    {5,
+     "CREATE TABLE credentials (tenant_id TEXT NOT NULL REFERENCES tenants(id),"
+     "  name TEXT NOT NULL, hosts TEXT NOT NULL, header TEXT NOT NULL, value TEXT NOT NULL,"
+     "  created_ms INTEGER NOT NULL, PRIMARY KEY (tenant_id, name));"
+     "CREATE TABLE sandbox_network (sandbox_id TEXT PRIMARY KEY, settings TEXT NOT NULL);"},
 };
 
 // A prepared statement that finalizes itself; bind() takes values in order.
@@ -267,6 +273,65 @@ class SqliteStore : public Store {
     if (rc == SQLITE_ROW) return std::optional<std::string>(s.text(0));
     if (rc != SQLITE_DONE) return err("look up api key");
     return std::optional<std::string>();
+  }
+
+  Status putCredential(const CredentialRecord& c) override {
+    Stmt s(db_,
+           "INSERT OR REPLACE INTO credentials(tenant_id,name,hosts,header,value,created_ms)"
+           " VALUES(?,?,?,?,?,?)");
+    s.bind(c.tenant_id).bind(c.name).bind(c.hosts_json).bind(c.header).bind(c.value);
+    s.bind(c.created_ms);
+    return done(s, "put credential " + c.name);
+  }
+  static CredentialRecord readCredential(const Stmt& s) {
+    CredentialRecord c;
+    c.tenant_id = s.text(0);
+    c.name = s.text(1);
+    c.hosts_json = s.text(2);
+    c.header = s.text(3);
+    c.value = s.text(4);
+    c.created_ms = s.integer(5);
+    return c;
+  }
+  Result<std::vector<CredentialRecord>> listCredentials(const std::string& tenant_id) override {
+    Stmt s(db_,
+           "SELECT tenant_id,name,hosts,header,value,created_ms FROM credentials"
+           " WHERE tenant_id=? ORDER BY name");
+    s.bind(tenant_id);
+    std::vector<CredentialRecord> out;
+    int rc;
+    while ((rc = s.step()) == SQLITE_ROW) out.push_back(readCredential(s));
+    if (rc != SQLITE_DONE) return err("list credentials");
+    return out;
+  }
+  Result<std::optional<CredentialRecord>> getCredential(const std::string& tenant_id,
+                                                        const std::string& name) override {
+    Stmt s(db_,
+           "SELECT tenant_id,name,hosts,header,value,created_ms FROM credentials"
+           " WHERE tenant_id=? AND name=?");
+    s.bind(tenant_id).bind(name);
+    int rc = s.step();
+    if (rc == SQLITE_ROW) return std::optional<CredentialRecord>(readCredential(s));
+    if (rc != SQLITE_DONE) return err("get credential " + name);
+    return std::optional<CredentialRecord>();
+  }
+  Status deleteCredential(const std::string& tenant_id, const std::string& name) override {
+    Stmt s(db_, "DELETE FROM credentials WHERE tenant_id=? AND name=?");
+    s.bind(tenant_id).bind(name);
+    return done(s, "delete credential " + name);
+  }
+  Status setSandboxNetwork(const std::string& sandbox_id, const std::string& json) override {
+    Stmt s(db_, "INSERT OR REPLACE INTO sandbox_network(sandbox_id,settings) VALUES(?,?)");
+    s.bind(sandbox_id).bind(json);
+    return done(s, "set network of " + sandbox_id);
+  }
+  Result<std::string> getSandboxNetwork(const std::string& sandbox_id) override {
+    Stmt s(db_, "SELECT settings FROM sandbox_network WHERE sandbox_id=?");
+    s.bind(sandbox_id);
+    int rc = s.step();
+    if (rc == SQLITE_ROW) return s.text(0);
+    if (rc != SQLITE_DONE) return err("get network of " + sandbox_id);
+    return std::string();
   }
 
   Status insertSandbox(const SandboxRecord& r) override {

@@ -19,7 +19,7 @@ TEST_F(SqliteStoreTest, MigratesAndPersists) {
   {
     auto s = openSqlite(path_);
     ASSERT_TRUE(s.ok()) << s.error().message();
-    EXPECT_EQ((*s)->schemaVersion(), 4);
+    EXPECT_EQ((*s)->schemaVersion(), 5);
     ASSERT_TRUE((*s)->setMeta("instance_id", "abc").ok());
     ASSERT_TRUE((*s)->setMeta("instance_id", "def").ok());
   }
@@ -163,7 +163,7 @@ TEST_F(SqliteStoreTest, LegacyVersionedDatabaseGetsTheMissingMigrations) {
   }
   auto s = openSqlite(path_);
   ASSERT_TRUE(s.ok()) << s.error().message();
-  EXPECT_EQ((*s)->schemaVersion(), 4);
+  EXPECT_EQ((*s)->schemaVersion(), 5);
   auto l = (*s)->tenantLimits("t1");
   ASSERT_TRUE(l.ok()) << l.error().message();
   EXPECT_FALSE(l->max_sandboxes.has_value());
@@ -223,6 +223,29 @@ TEST_F(SqliteStoreTest, LimitsUsageAndExpiry) {
   auto by = st.countSandboxesByState();
   ASSERT_TRUE(by.ok());
   EXPECT_EQ(by->size(), 3u);
+}
+
+TEST_F(SqliteStoreTest, CredentialsAndSandboxNetwork) {
+  auto s = openSqlite(path_);
+  ASSERT_TRUE(s.ok());
+  ASSERT_TRUE((*s)->createTenant("t1", "one").ok());
+  ASSERT_TRUE((*s)->createTenant("t2", "two").ok());
+  CredentialRecord c{"t1", "gh", R"(["api.a.test"])", "Authorization", "Bearer x", 1};
+  ASSERT_TRUE((*s)->putCredential(c).ok());
+  c.value = "Bearer y";  // a second put replaces
+  ASSERT_TRUE((*s)->putCredential(c).ok());
+  auto got = (*s)->getCredential("t1", "gh");
+  ASSERT_TRUE(got.ok() && got->has_value());
+  EXPECT_EQ((*got)->value, "Bearer y");
+  EXPECT_FALSE((*s)->getCredential("t2", "gh")->has_value());  // tenant-scoped
+  EXPECT_EQ((*s)->listCredentials("t1")->size(), 1u);
+  EXPECT_TRUE((*s)->listCredentials("t2")->empty());
+  ASSERT_TRUE((*s)->deleteCredential("t1", "gh").ok());
+  EXPECT_FALSE((*s)->getCredential("t1", "gh")->has_value());
+
+  EXPECT_EQ((*s)->getSandboxNetwork("sb-1").value_or("x"), "");
+  ASSERT_TRUE((*s)->setSandboxNetwork("sb-1", R"({"mode":"none"})").ok());
+  EXPECT_EQ((*s)->getSandboxNetwork("sb-1").value_or(""), R"({"mode":"none"})");
 }
 
 }  // namespace

@@ -45,6 +45,15 @@ struct TenantUsage {
   int64_t sandboxes = 0, memory_mib = 0;
 };
 
+// A secret the egress gateway injects as a header for `hosts` (docs/gateway.md).
+struct CredentialRecord {
+  std::string tenant_id, name;
+  std::string hosts_json = "[]";  // array of exact host names
+  std::string header;             // e.g. "Authorization"
+  std::string value;              // the secret header value; never returned by the API
+  int64_t created_ms = 0;
+};
+
 struct EventRecord {
   int64_t seq = 0;  // global, increasing: the SSE event id
   std::string tenant_id, operation_id, sandbox_id, type;
@@ -126,6 +135,17 @@ class Store {
   virtual Result<int> revokeSessions(const std::string& sandbox_id) = 0;
   // Forgets sessions that expired before `now_ms`; returns how many.
   virtual Result<int> deleteExpiredSessions(int64_t now_ms) = 0;
+
+  // Egress: credentials by (tenant, name), replaced on a second put.
+  virtual Status putCredential(const CredentialRecord& c) = 0;
+  virtual Result<std::vector<CredentialRecord>> listCredentials(const std::string& tenant_id) = 0;
+  virtual Result<std::optional<CredentialRecord>> getCredential(const std::string& tenant_id,
+                                                                const std::string& name) = 0;
+  virtual Status deleteCredential(const std::string& tenant_id, const std::string& name) = 0;
+  // A sandbox's network settings (the API's `network` object plus its
+  // credential names, as JSON); "" when it has none stored.
+  virtual Status setSandboxNetwork(const std::string& sandbox_id, const std::string& json) = 0;
+  virtual Result<std::string> getSandboxNetwork(const std::string& sandbox_id) = 0;
 
   // At start-up: no VM survives a vesseld restart yet, so every sandbox not
   // paused, deleted or failed becomes failed, and every unfinished operation

@@ -19,6 +19,7 @@ std::string toJson(const Manifest& m) {
   o["cmdline"] = m.cmdline;
   o["vcpus"] = m.vcpus;
   o["memory_mib"] = m.memory_mib;
+  o["network"] = m.network;
   o["created_at"] = m.created_at;
   o["files"] = std::move(files);
   return json::serialize(o);
@@ -70,6 +71,10 @@ Result<Manifest> parseManifest(std::string_view text) {
   if (vcpus == 0 || vcpus > 64 || m.memory_mib == 0 || m.memory_mib > (1 << 20))
     return Error(Code::kInvalidArgument, "manifest: machine shape out of range");
   m.vcpus = static_cast<unsigned>(vcpus);
+  if (const json::value* n = o->if_contains("network")) {
+    if (!n->is_bool()) return Error(Code::kInvalidArgument, "manifest: network must be a boolean");
+    m.network = n->get_bool();
+  }
   const json::value* f = o->if_contains("files");
   if (!f || !f->is_object()) return Error(Code::kInvalidArgument, "manifest: files missing");
   if (f->get_object().size() > 16) return Error(Code::kInvalidArgument, "manifest: too many files");

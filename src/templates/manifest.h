@@ -28,6 +28,9 @@ struct Manifest {
   std::string cmdline;
   unsigned vcpus = 1;
   uint64_t memory_mib = 256;
+  // Built with a virtio-net device (its VMs must have one too). Absent in
+  // older manifests: false.
+  bool network = false;
   std::string created_at;                    // RFC 3339, UTC
   std::map<std::string, std::string> files;  // file name -> sha256 hex
 };

@@ -56,8 +56,12 @@ std::vector<std::string> buildArgv(const MachineSpec& s, const QemuPaths& p) {
     if (d.read_only) drive += ",readonly=on";
     a.insert(a.end(), {"-drive", drive, "-device", "virtio-blk-device,drive=" + id});
   }
-  if (s.tap_fd) {
-    a.insert(a.end(), {"-netdev", "tap,id=net0,fd=" + std::to_string(kTapChildFd), "-device",
+  if (s.tap_fd || s.network_device) {
+    // Without a tap the NIC's backend is a hub port with no other port:
+    // frames go nowhere.
+    std::string netdev = s.tap_fd ? "tap,id=net0,fd=" + std::to_string(kTapChildFd)
+                                  : std::string("hubport,id=net0,hubid=0");
+    a.insert(a.end(), {"-netdev", netdev, "-device",
                        "virtio-net-device,netdev=net0,mac=" + s.guest_mac});
   }
   if (s.incoming) a.insert(a.end(), {"-incoming", "defer"});

@@ -54,6 +54,14 @@ TEST(QemuArgvTest, MicrovmWithVirtioMmioOnly) {
   EXPECT_THAT(a, Not(Contains("-netdev")));
 }
 
+TEST(QemuArgvTest, NetworkDeviceWithoutTapIsConnectedToNothing) {
+  MachineSpec s = spec();
+  s.network_device = true;
+  auto a = buildArgv(s, {"qemu", "/q", "/c", "/a"});
+  EXPECT_EQ(after(a, "-netdev"), "hubport,id=net0,hubid=0");
+  EXPECT_THAT(a, Contains(HasSubstr("virtio-net-device,netdev=net0")));
+}
+
 TEST(QemuArgvTest, KvmTapMemoryFileAndIncoming) {
   MachineSpec s = spec();
   s.accel = Accel::kKvm;

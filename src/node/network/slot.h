@@ -95,6 +95,9 @@ class SlotPool {
   // Creates tap slots until ready_target are waiting.
   Status refill();
   size_t ready() const { return ready_.size(); }
+  // Slots that exist: the ready ones and those handed out.
+  size_t total() const { return in_use_.size(); }
+  size_t target() const { return target_; }
   const NetworkLayout& layout() const { return layout_; }
 
  private:

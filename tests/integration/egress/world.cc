@@ -49,7 +49,8 @@ boost::json::value noneMode(uint64_t g) {
   return boost::json::object{{"generation", g}, {"mode", "none"}};
 }
 
-Result<std::unique_ptr<EgressWorld>> EgressWorld::create(std::vector<std::string> gateway_args) {
+Result<std::unique_ptr<EgressWorld>> EgressWorld::create(std::vector<std::string> gateway_args,
+                                                         bool start_gateway) {
   std::unique_ptr<EgressWorld> w(new EgressWorld());
   w->gateway_args_ = std::move(gateway_args);
   // Unique per world, short enough for interface names ("v12345h0").
@@ -61,7 +62,7 @@ Result<std::unique_ptr<EgressWorld>> EgressWorld::create(std::vector<std::string
   VESSEL_TRY_CTX(w->makeCertificates(), "test certificates");
   VESSEL_TRY_CTX(w->buildNetwork(), "fake internet network");
   VESSEL_TRY_CTX(w->startFakeInternet(), "fake internet servers");
-  VESSEL_TRY_CTX(w->startGateway(), "gateway");
+  if (start_gateway) VESSEL_TRY_CTX(w->startGateway(), "gateway");
   return w;
 }
 

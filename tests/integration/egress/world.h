@@ -41,7 +41,11 @@ struct Guest {
 class EgressWorld {
  public:
   // gateway_args: extra flags for vessel-gateway (e.g. a longer classify timeout).
-  static Result<std::unique_ptr<EgressWorld>> create(std::vector<std::string> gateway_args = {});
+  // start_gateway false: no gateway and no slots here; the test runs one
+  // that is started by something else (vesseld) in gwNetns(), with
+  // upNetns(), kResolver and testCa() as its --egress-* flags.
+  static Result<std::unique_ptr<EgressWorld>> create(std::vector<std::string> gateway_args = {},
+                                                     bool start_gateway = true);
   ~EgressWorld();
 
   // A sandbox with its own slot and a namespace playing its root guest.
@@ -80,6 +84,7 @@ class EgressWorld {
   Result<Fd> socketIn(const std::string& netns_path, int type);
   // The gateway's upstream namespace: the direct path to the fake internet.
   std::string upNetnsPath() const { return up_.path(); }
+  const std::string& upNetns() const { return up_.name(); }
 
  private:
   EgressWorld() = default;

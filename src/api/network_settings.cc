@@ -1,0 +1,78 @@
+#include "api/network_settings.h"
+
+#include <boost/json.hpp>
+
+#include "gateway/policy/policy.h"
+
+namespace vessel::api {
+
+namespace json = boost::json;
+
+namespace {
+
+constexpr size_t kMaxRules = 256, kMaxCredentials = 16;
+
+Error bad(const std::string& what) { return Error(Code::kInvalidArgument, what); }
+
+}  // namespace
+
+bool credentialName(std::string_view n) {
+  if (n.empty() || n.size() > 63) return false;
+  for (char c : n)
+    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
+          c == '_' || c == '.'))
+      return false;
+  return true;
+}
+
+Result<NetworkSettings> parseNetworkSettings(const json::value& network,
+                                             const json::value* credentials) {
+  NetworkSettings s;
+  if (!network.is_object()) return bad("network must be an object");
+  bool has_mode = false;
+  for (const auto& [k, v] : network.as_object()) {
+    if (k == "mode") {
+      if (!v.is_string() || (v.as_string() != "none" && v.as_string() != "allowlist" &&
+                             v.as_string() != "full"))
+        return bad("network.mode must be none, allowlist or full");
+      s.mode = std::string(v.as_string());
+      has_mode = true;
+    } else if (k == "allow") {
+      if (!v.is_array() || v.as_array().size() > kMaxRules)
+        return bad("network.allow must be an array of at most 256 names");
+      for (const auto& r : v.as_array()) {
+        if (!r.is_string() || r.as_string().size() > 300)
+          return bad("network.allow holds a non-string or an over-long entry");
+        std::string text(r.as_string());
+        if (auto rule = gateway::policy::parseRule(text); !rule.ok())
+          return bad("network.allow: '" + text + "': " + rule.error().message());
+        s.allow.push_back(std::move(text));
+      }
+    } else {
+      return bad("network: unknown field '" + std::string(k) + "'");
+    }
+  }
+  // {"allow": [...]} alone means an allowlist.
+  if (!has_mode) s.mode = s.allow.empty() ? "full" : "allowlist";
+  if (s.mode != "allowlist" && !s.allow.empty())
+    return bad("network.allow is only meaningful with mode allowlist");
+  if (credentials) {
+    if (!credentials->is_array() || credentials->as_array().size() > kMaxCredentials)
+      return bad("credentials must be an array of at most 16 names");
+    for (const auto& c : credentials->as_array()) {
+      if (!c.is_string() || !credentialName(c.as_string()))
+        return bad("credentials: bad credential name");
+      s.credentials.emplace_back(c.as_string());
+    }
+  }
+  return s;
+}
+
+json::object networkJson(const NetworkSettings& s) {
+  json::array allow, creds;
+  for (const auto& a : s.allow) allow.emplace_back(a);
+  for (const auto& c : s.credentials) creds.emplace_back(c);
+  return json::object{{"mode", s.mode}, {"allow", allow}, {"credentials", creds}};
+}
+
+}  // namespace vessel::api

@@ -1,0 +1,26 @@
+#pragma once
+// A sandbox's network settings as the API takes them (api/openapi.yaml):
+// parsed once at the edge, checked as the gateway will read them.
+#include <boost/json/object.hpp>
+#include <boost/json/value.hpp>
+#include <string>
+#include <vector>
+
+#include "base/result.h"
+
+namespace vessel::api {
+
+struct NetworkSettings {
+  std::string mode = "full";       // none | allowlist | full
+  std::vector<std::string> allow;  // "name", "*.name", optional ":port"
+  std::vector<std::string> credentials;  // credential names
+};
+// The API's `network` object ({"mode": ..., "allow": [...]}) and a
+// `credentials` name list, validated as the gateway will read them.
+Result<NetworkSettings> parseNetworkSettings(const boost::json::value& network,
+                                             const boost::json::value* credentials);
+boost::json::object networkJson(const NetworkSettings& s);
+// 1-63 of [A-Za-z0-9._-].
+bool credentialName(std::string_view n);
+
+}  // namespace vessel::api

@@ -1,0 +1,97 @@
+#pragma once
+// The node's egress: one vessel-gateway process (a supervised child of
+// vesseld, restarted when it dies), the control connection that drives it,
+// and the pool of network slots whose taps sandbox VMs get. Sandboxes are
+// registered with the gateway by their slot's source address and a policy;
+// the registrations are kept here so a restarted gateway gets them back.
+// Used from the io thread only.
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/json/object.hpp>
+#include <chrono>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/child_process.h"
+#include "base/result.h"
+#include "gateway/control_client.h"
+#include "node/network/slot.h"
+
+namespace vessel::node::network {
+
+struct EgressOptions {
+  std::string gateway_binary = "vessel-gateway";
+  std::string state_dir;  // the gateway's: its CA lives here; socket too
+  // Where the gateway listens and the slots' gateway side lives. "": a
+  // private namespace "<layout.prefix>-gw" made (and removed) here, so its
+  // listeners and transit routes are not on the host and two vesselds on
+  // one host do not collide.
+  std::string gateway_netns;
+  // --egress-upstream-netns: where the gateway resolves and dials. "": this
+  // process's namespace.
+  std::string upstream_netns;
+  std::string resolver;        // --egress-resolver ("" = the gateway's default)
+  std::string ca_bundle;       // --egress-ca-bundle ("" = the gateway's default)
+  std::string log_level = "info";
+  NetworkLayout layout;
+  size_t ready_slots = 2;
+  std::chrono::milliseconds supervise_every{500};
+};
+
+class Egress {
+ public:
+  // Starts the gateway, waits for its control socket, reads its CA and
+  // creates the slot pool (with the gateway namespace's table).
+  static Result<std::unique_ptr<Egress>> start(boost::asio::io_context& io, EgressOptions opts);
+  ~Egress();
+
+  SlotPool& slots() { return *slots_; }
+  // The per-deployment CA certificate (PEM) guests trust.
+  const std::string& caPem() const { return ca_pem_; }
+
+  // Registers (or replaces) a sandbox's policy; the policy object gets a
+  // fresh, increasing generation. Open connections the new policy does not
+  // allow are reset by the gateway before this returns.
+  Status setSandbox(const std::string& sandbox, const std::string& source,
+                    boost::json::object policy);
+  Status removeSandbox(const std::string& sandbox);
+  // The gateway's counters ("stats" op): {"counters": {...}, "connections": n}.
+  Result<boost::json::object> stats();
+  // For /healthz: running, pid, restarts, last error.
+  boost::json::object health() const;
+  bool healthy() const { return gateway_.running() && control_.has_value(); }
+  // Stops supervising and terminates the gateway.
+  void stop();
+
+ private:
+  explicit Egress(boost::asio::io_context& io) : timer_(io) {}
+  Status spawnGateway();
+  // Namespaces "<prefix>-*" left by a vesseld that was killed.
+  void removeStale();
+  Status connectControl();
+  void supervise();
+  Result<boost::json::object> call(const boost::json::object& req);
+
+  EgressOptions opts_;
+  std::string socket_;
+  ChildProcess gateway_;
+  std::optional<gateway::ControlClient> control_;
+  os::Netns private_gw_;
+  std::unique_ptr<SlotPool> slots_;
+  std::string ca_pem_;
+  boost::asio::steady_timer timer_;
+  bool stopping_ = false;
+  int restarts_ = 0;
+  std::string last_error_;
+  uint64_t generation_ = 0;
+  struct Registration {
+    std::string source;
+    boost::json::object policy;
+  };
+  std::map<std::string, Registration> registered_;
+};
+
+}  // namespace vessel::node::network
