@@ -32,7 +32,8 @@ int main(int argc, char** argv) {
   app.add_option("--log-level", cfg.log_level, "debug, info, warn or error")->capture_default_str();
   app.add_flag("--egress,!--no-egress", cfg.egress,
                "run vessel-gateway and give sandboxes network slots (default on)");
-  app.add_option("--gateway-binary", cfg.gateway_binary, "vessel-gateway (default: next to vesseld)")
+  app.add_option("--gateway-binary", cfg.gateway_binary,
+                 "vessel-gateway (default: next to vesseld)")
       ->envname("VESSEL_GATEWAY_BINARY");
   app.add_option("--egress-gateway-netns", cfg.egress_gateway_netns,
                  "namespace the gateway listens in (default: a private one)")

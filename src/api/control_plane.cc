@@ -101,7 +101,7 @@ asio::awaitable<void> ControlPlane::shutdown() {
 }
 
 std::shared_ptr<node::Sandbox> ControlPlane::liveSandbox(const std::string& tenant,
-                                                        const std::string& id) {
+                                                         const std::string& id) {
   auto rec = store_.getSandbox(tenant, id);
   if (!rec.ok() || !rec->has_value()) return nullptr;  // another tenant's is absent
   auto it = live_.find(id);
@@ -375,7 +375,7 @@ asio::awaitable<void> ControlPlane::runAction(store::OperationRecord op, ops::Tr
 }
 
 asio::awaitable<Status> ControlPlane::doAction(const std::string& tenant, const std::string& id,
-                                              ops::Transition t) {
+                                               ops::Transition t) {
   auto it = live_.find(id);
   std::shared_ptr<node::Sandbox> sb = it == live_.end() ? nullptr : it->second;
   switch (t.action) {

@@ -29,8 +29,8 @@ asio::awaitable<std::optional<Response>> debugExec(const Request& req, store::St
     co_return errorResponse(req, Error(Code::kInvalidArgument, "body: {\"cmd\": \"...\"}"));
   auto sb = control.liveSandbox(*tenant, id);
   if (!sb || !sb->agent())
-    co_return errorResponse(req, Error(Code::kFailedPrecondition, "sandbox " + id +
-                                                                      " is not running here"));
+    co_return errorResponse(
+        req, Error(Code::kFailedPrecondition, "sandbox " + id + " is not running here"));
   node::ExecSpec e;
   e.shell = std::string(v.at("cmd").as_string());
   if (auto* u = v.as_object().if_contains("user"); u && u->is_string())

@@ -20,7 +20,6 @@
 
 namespace vessel::api {
 
-
 class NetworkApi {
  public:
   // egress may be null (vesseld --no-egress): then only mode none is possible.
@@ -50,8 +49,7 @@ class NetworkApi {
   Response getNetwork(const Request& req, const std::string& tenant, const std::string& id);
   Response createCredential(const Request& req, const std::string& tenant);
   Response listCredentials(const Request& req, const std::string& tenant);
-  Response deleteCredential(const Request& req, const std::string& tenant,
-                            const std::string& name);
+  Response deleteCredential(const Request& req, const std::string& tenant, const std::string& name);
   Result<NetworkSettings> stored(const std::string& sandbox_id);
   // The gateway's policy object for `s` (credentials resolved from the store).
   // strict: a missing credential is an error (create, PUT); otherwise it is

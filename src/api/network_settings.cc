@@ -32,8 +32,8 @@ Result<NetworkSettings> parseNetworkSettings(const json::value& network,
   bool has_mode = false;
   for (const auto& [k, v] : network.as_object()) {
     if (k == "mode") {
-      if (!v.is_string() || (v.as_string() != "none" && v.as_string() != "allowlist" &&
-                             v.as_string() != "full"))
+      if (!v.is_string() ||
+          (v.as_string() != "none" && v.as_string() != "allowlist" && v.as_string() != "full"))
         return bad("network.mode must be none, allowlist or full");
       s.mode = std::string(v.as_string());
       has_mode = true;

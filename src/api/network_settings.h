@@ -11,8 +11,8 @@
 namespace vessel::api {
 
 struct NetworkSettings {
-  std::string mode = "full";       // none | allowlist | full
-  std::vector<std::string> allow;  // "name", "*.name", optional ":port"
+  std::string mode = "full";             // none | allowlist | full
+  std::vector<std::string> allow;        // "name", "*.name", optional ":port"
   std::vector<std::string> credentials;  // credential names
 };
 // The API's `network` object ({"mode": ..., "allow": [...]}) and a

@@ -75,8 +75,8 @@ Status Config::validate() {
   VESSEL_TRY(requireFile("kernel", kernel));
   VESSEL_TRY(requireFile("minimal image", minimal_image));
   if (!egress_resolver.empty()) {
-    std::string r = egress_resolver.find(':') == std::string::npos ? egress_resolver + ":53"
-                                                                    : egress_resolver;
+    std::string r =
+        egress_resolver.find(':') == std::string::npos ? egress_resolver + ":53" : egress_resolver;
     auto hp = parseHostPort(r);
     if (!hp.ok()) return std::move(hp).error().withContext("--egress-resolver");
   }

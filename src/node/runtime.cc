@@ -215,8 +215,8 @@ asio::awaitable<Status> Runtime::configureGuestNetwork(Sandbox& sb) {
               "\nsys=/etc/ssl/certs/ca-certificates.crt\n"
               "if [ -f $sys ]; then\n"
               "  grep -q 'Vessel egress' $sys 2>/dev/null || cat " +
-              kGuestCaCert + " >> $sys\n  cat $sys > " + kGuestCaBundle +
-              "\nelse cp " + kGuestCaCert + " " + kGuestCaBundle + "; fi\n";
+              kGuestCaCert + " >> $sys\n  cat $sys > " + kGuestCaBundle + "\nelse cp " +
+              kGuestCaCert + " " + kGuestCaBundle + "; fi\n";
   }
   if (script == "set -e\n") co_return okStatus();
   e.shell = script;

@@ -230,7 +230,7 @@ asio::awaitable<Result<std::shared_ptr<const templates::Template>>> buildTemplat
   m.cmdline = "init=/sbin/vessel-agent";
   m.disks = {{staging + "/" + templates::kRootfsFile, false, "raw"}};
   m.memory_file = staging + "/" + templates::kMemoryFile;
-  m.memory_shared = true;  // guest RAM lands in the template's memory file
+  m.memory_shared = true;   // guest RAM lands in the template's memory file
   m.network_device = true;  // unconnected while building; sandboxes get their slot's tap
   m.run_dir = in.work_dir + "/" + m.id;
   m.console_log = in.work_dir + "/" + m.id + ".console.log";

@@ -61,8 +61,8 @@ std::vector<std::string> buildArgv(const MachineSpec& s, const QemuPaths& p) {
     // frames go nowhere.
     std::string netdev = s.tap_fd ? "tap,id=net0,fd=" + std::to_string(kTapChildFd)
                                   : std::string("hubport,id=net0,hubid=0");
-    a.insert(a.end(), {"-netdev", netdev, "-device",
-                       "virtio-net-device,netdev=net0,mac=" + s.guest_mac});
+    a.insert(a.end(),
+             {"-netdev", netdev, "-device", "virtio-net-device,netdev=net0,mac=" + s.guest_mac});
   }
   if (s.incoming) a.insert(a.end(), {"-incoming", "defer"});
   // QEMU's own seccomp filter: no exec, no privilege changes, no setting

@@ -93,8 +93,9 @@ void Egress::removeStale() {
 Status Egress::spawnGateway() {
   std::error_code ec;
   fs::remove(socket_, ec);
-  std::vector<std::string> argv{opts_.gateway_binary, "--control-socket", socket_, "--state-dir",
-                                opts_.state_dir,      "--log-level",      opts_.log_level};
+  std::vector<std::string> argv{opts_.gateway_binary, "--control-socket", socket_,
+                                "--state-dir",        opts_.state_dir,    "--log-level",
+                                opts_.log_level};
   auto flag = [&](const char* name, const std::string& v) {
     if (!v.empty()) argv.insert(argv.end(), {name, v});
   };
@@ -154,10 +155,8 @@ void Egress::supervise() {
         // The new process knows nothing: give every sandbox its policy back.
         for (auto& [id, r] : registered_) {
           r.policy["generation"] = ++generation_;
-          auto res = control_->call({{"op", "set_sandbox"},
-                                     {"sandbox", id},
-                                     {"source", r.source},
-                                     {"policy", r.policy}});
+          auto res = control_->call(
+              {{"op", "set_sandbox"}, {"sandbox", id}, {"source", r.source}, {"policy", r.policy}});
           if (!res.ok())
             log().forSandbox(id).error("re-register with gateway: {}", res.error().message());
         }
@@ -166,7 +165,8 @@ void Egress::supervise() {
     // Keep slots waiting so creates do not pay for namespace and rules:
     // one per tick, on this thread (the pool is not shared).
     if (slots_ && slots_->ready() < slots_->target()) {
-      if (auto s = slots_->refill(); !s.ok()) log().warn("slot pool refill: {}", s.error().message());
+      if (auto s = slots_->refill(); !s.ok())
+        log().warn("slot pool refill: {}", s.error().message());
     }
     supervise();
   });
@@ -175,7 +175,8 @@ void Egress::supervise() {
 Status Egress::setSandbox(const std::string& sandbox, const std::string& source,
                           json::object policy) {
   policy["generation"] = ++generation_;
-  auto r = call({{"op", "set_sandbox"}, {"sandbox", sandbox}, {"source", source}, {"policy", policy}});
+  auto r =
+      call({{"op", "set_sandbox"}, {"sandbox", sandbox}, {"source", source}, {"policy", policy}});
   if (!r.ok()) return std::move(r).error().withContext("gateway set_sandbox " + sandbox);
   registered_[sandbox] = {source, std::move(policy)};
   return okStatus();

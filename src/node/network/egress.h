@@ -33,8 +33,8 @@ struct EgressOptions {
   // --egress-upstream-netns: where the gateway resolves and dials. "": this
   // process's namespace.
   std::string upstream_netns;
-  std::string resolver;        // --egress-resolver ("" = the gateway's default)
-  std::string ca_bundle;       // --egress-ca-bundle ("" = the gateway's default)
+  std::string resolver;   // --egress-resolver ("" = the gateway's default)
+  std::string ca_bundle;  // --egress-ca-bundle ("" = the gateway's default)
   std::string log_level = "info";
   NetworkLayout layout;
   size_t ready_slots = 2;
