@@ -676,6 +676,7 @@ asio::awaitable<Result<std::shared_ptr<const templates::Template>>> Runtime::for
     s.disks = {{staging + "/" + templates::kRootfsFile, false, "raw"}};
     s.memory_file = staging + "/" + templates::kMemoryFile;
     s.memory_shared = true;
+    s.network_device = (*parent)->manifest.network;  // same devices as the state; no tap
     s.incoming = true;
     s.incoming_state_fd = full->get();
     auto vm = co_await hv_.start(s, Clock::now() + 30s);
@@ -697,6 +698,7 @@ asio::awaitable<Result<std::shared_ptr<const templates::Template>>> Runtime::for
   man.cmdline = (*parent)->manifest.cmdline;
   man.vcpus = sb.vcpus_;
   man.memory_mib = sb.memory_mib_;
+  man.network = (*parent)->manifest.network;  // the state has the parent's devices
   {
     auto now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
     char buf[32];
