@@ -235,7 +235,7 @@ class EgressApiTest : public ::testing::Test {
     // Nothing of vesseld's egress is left: no slot namespace, no table.
     EXPECT_THAT(slotNamespaces(), ::testing::IsEmpty());
     EXPECT_THAT(gatewayTables(), Not(HasSubstr("vessel_gw_" + g->prefix)));
-    EXPECT_THAT(testing::qemuProcessesFor("vm-"), ::testing::IsEmpty());
+    EXPECT_THAT(testing::qemuProcessesUsing(g->dir.path()), ::testing::IsEmpty());
     delete g;
     g = nullptr;
   }
