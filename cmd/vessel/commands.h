@@ -9,5 +9,9 @@ namespace vessel::cli {
 void addDebugBoot(CLI::App& debug, std::function<int()>* run);
 void addTemplate(CLI::App& app, std::function<int()>* run);
 void addDebugExec(CLI::App& debug, std::function<int()>* run);
+// The data plane: exec.cc, shell.cc, cp.cc.
+void addExec(CLI::App& app, std::function<int()>* run);
+void addShell(CLI::App& app, std::function<int()>* run);
+void addCp(CLI::App& app, std::function<int()>* run);
 
 }  // namespace vessel::cli

@@ -13,6 +13,9 @@ int main(int argc, char** argv) {
   vessel::cli::addDebugBoot(*debug, &run);
   vessel::cli::addDebugExec(*debug, &run);
   vessel::cli::addTemplate(app, &run);
+  vessel::cli::addExec(app, &run);
+  vessel::cli::addShell(app, &run);
+  vessel::cli::addCp(app, &run);
   CLI11_PARSE(app, argc, argv);
   return run ? run() : 0;
 }

@@ -481,5 +481,70 @@ TEST_F(DataPlaneTest, TokensReachOnlyTheirSandboxAndDieWithIt) {
   EXPECT_EQ(data(ta, "GET", "/v1/files/stat?path=/").status, 401);
 }
 
+// The CLI on top of the data plane: exit codes pass through, output is
+// streamed to ours, stdin with -i, and cp round-trips a file byte for byte.
+TEST_F(DataPlaneTest, CliExecAndCp) {
+  std::string id = createSandbox();
+  ASSERT_FALSE(id.empty());
+  ScratchDir local;
+  auto vessel = [&](std::vector<std::string> args, const std::string& input = "") {
+    std::string out_path = local.path() + "/out", err_path = local.path() + "/err",
+                in_path = local.path() + "/in";
+    std::ofstream(in_path, std::ios::binary) << input;
+    auto out = Fd::open(out_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    auto err = Fd::open(err_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    auto in = Fd::open(in_path, O_RDONLY);
+    SpawnOptions so;
+    so.argv = {VESSEL_CLI_PATH};
+    for (auto& a : args) so.argv.push_back(a);
+    so.env = {"VESSEL_API_URL=http://127.0.0.1:" + std::to_string(d_.api),
+              "VESSEL_API_KEY=" + d_.key};
+    so.fds = {{in->get(), 0}, {out->get(), 1}, {err->get(), 2}};
+    so.die_with_parent = true;
+    auto p = ChildProcess::spawn(so);
+    EXPECT_TRUE(p.ok());
+    auto w = p->waitFor(120s);
+    EXPECT_TRUE(w.ok());
+    ExitStatus e = w.ok() ? *w : p->terminate(1s);
+    std::ifstream o(out_path, std::ios::binary), r(err_path, std::ios::binary);
+    std::string outs((std::istreambuf_iterator<char>(o)), {}),
+        errs((std::istreambuf_iterator<char>(r)), {});
+    return std::make_tuple(e.exited ? e.code : -1, outs, errs);
+  };
+  auto [code, out, err] = vessel({"exec", id, "--", "sh", "-c", "echo hi; echo oops >&2; exit 7"});
+  EXPECT_EQ(code, 7) << err;
+  EXPECT_EQ(out, "hi\n");
+  EXPECT_EQ(err, "oops\n");
+  auto [c2, o2, e2] = vessel({"exec", "--user", "root", "-e", "A=b", "-w", "/tmp", id, "--", "sh",
+                              "-c", "echo $(id -u) $A $PWD"});
+  EXPECT_EQ(c2, 0) << e2;
+  EXPECT_EQ(o2, "0 b /tmp\n");
+  auto [c3, o3, e3] = vessel({"exec", "-i", id, "--", "wc", "-c"}, std::string(100000, 'x'));
+  EXPECT_EQ(c3, 0) << e3;
+  EXPECT_THAT(o3, HasSubstr("100000"));
+  auto [c4, o4, e4] = vessel({"exec", id, "--", "/nonexistent"});
+  EXPECT_EQ(c4, 127) << e4;
+  auto [c5, o5, e5] = vessel({"exec", "sb-000000000000", "--", "true"});
+  EXPECT_EQ(c5, 125) << e5;
+
+  // cp in and out; the copy is byte-for-byte the original.
+  std::string blob(1 << 20, '\0');
+  std::mt19937_64 rng(7);
+  for (auto& ch : blob) ch = static_cast<char>(rng());
+  std::ofstream(local.path() + "/blob", std::ios::binary) << blob;
+  auto [c6, o6, e6] = vessel({"cp", local.path() + "/blob", id + ":/home/user/"});
+  EXPECT_EQ(c6, 0) << e6;
+  auto [c7, o7, e7] = vessel({"exec", id, "--", "sha256sum", "/home/user/blob"});
+  EXPECT_EQ(o7.substr(0, 64), sha256Hex(blob)) << e7;
+  auto [c8, o8, e8] = vessel({"cp", id + ":/home/user/blob", local.path() + "/back"});
+  EXPECT_EQ(c8, 0) << e8;
+  std::ifstream back(local.path() + "/back", std::ios::binary);
+  EXPECT_EQ(sha256Hex(std::string((std::istreambuf_iterator<char>(back)), {})), sha256Hex(blob));
+  auto [c9, o9, e9] = vessel({"cp", id + ":/nonexistent", local.path() + "/x"});
+  EXPECT_EQ(c9, 1);
+  EXPECT_THAT(e9, HasSubstr("No such file"));
+  deleteSandbox(id);
+}
+
 }  // namespace
 }  // namespace vessel
