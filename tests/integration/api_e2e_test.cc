@@ -173,7 +173,7 @@ class ApiTest : public ::testing::Test {
       auto e = g->proc.terminate(40s);
       EXPECT_TRUE(e.exited && e.code == 0) << e.describe() << "\n" << readLog();
     }
-    EXPECT_THAT(testing::qemuProcessesFor("vm-"), ::testing::IsEmpty());
+    EXPECT_THAT(testing::qemuProcessesUsing(g->dir.path()), ::testing::IsEmpty());
     delete g;
     g = nullptr;
   }
@@ -367,7 +367,7 @@ TEST_F(ApiTest, BadInputGetsAJsonErrorWithTheRightStatus) {
   EXPECT_EQ(bad_id.status, 400);
   // The daemon is still serving and nothing was created by any of it.
   EXPECT_EQ(call("GET", "/healthz", "", "").status, 200);
-  EXPECT_THAT(testing::qemuProcessesFor("vm-"), ::testing::IsEmpty());
+  EXPECT_THAT(testing::qemuProcessesUsing(g->dir.path()), ::testing::IsEmpty());
 }
 
 TEST_F(ApiTest, RestartKeepsPausedSandboxesAndFailsTheRest) {
@@ -381,7 +381,7 @@ TEST_F(ApiTest, RestartKeepsPausedSandboxesAndFailsTheRest) {
 
   auto e = g->proc.terminate(40s);
   ASSERT_TRUE(e.exited && e.code == 0) << e.describe() << "\n" << readLog();
-  EXPECT_THAT(testing::qemuProcessesFor("vm-"), ::testing::IsEmpty());
+  EXPECT_THAT(testing::qemuProcessesUsing(g->dir.path()), ::testing::IsEmpty());
   ASSERT_TRUE(startDaemon()) << readLog();
 
   // A VM that did not survive is reported as failed with a reason, and can
