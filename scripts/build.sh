@@ -31,10 +31,10 @@ fi
 
 # The built-in templates (snapshots), cached by their spec's hash.
 VESSEL_KERNEL=$kernel VESSEL_MINIMAL_IMAGE=$image \
-  "build/$preset/cmd/vessel/vessel" template build -f guest/templates/minimal/template.json \
+  "build/$preset/cmd/vessel/vessel" template build --local -f guest/templates/minimal/template.json \
   --store "$cache/templates" >/dev/null
 VESSEL_KERNEL=$kernel VESSEL_MINIMAL_IMAGE=$image VESSEL_DEBIAN_IMAGE=$debian \
-  "build/$preset/cmd/vessel/vessel" template build -f guest/templates/debian/template.json \
+  "build/$preset/cmd/vessel/vessel" template build --local -f guest/templates/debian/template.json \
   --store "$cache/templates" >/dev/null
 
 cat > "build/$preset/artifacts.env" <<ENV

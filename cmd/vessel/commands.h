@@ -7,8 +7,11 @@
 namespace vessel::cli {
 
 void addDebugBoot(CLI::App& debug, std::function<int()>* run);
-void addTemplate(CLI::App& app, std::function<int()>* run);
 void addDebugExec(CLI::App& debug, std::function<int()>* run);
+void addTemplate(CLI::App& app, std::function<int()>* run);
+void addSandbox(CLI::App& app, std::function<int()>* run);
+void addOps(CLI::App& app, std::function<int()>* run);
+void addAdmin(CLI::App& app, std::function<int()>* run);
 // The data plane: exec.cc, shell.cc, cp.cc.
 void addExec(CLI::App& app, std::function<int()>* run);
 void addShell(CLI::App& app, std::function<int()>* run);

@@ -12,7 +12,10 @@ int main(int argc, char** argv) {
   debug->require_subcommand(1);
   vessel::cli::addDebugBoot(*debug, &run);
   vessel::cli::addDebugExec(*debug, &run);
+  vessel::cli::addSandbox(app, &run);
+  vessel::cli::addOps(app, &run);
   vessel::cli::addTemplate(app, &run);
+  vessel::cli::addAdmin(app, &run);
   vessel::cli::addExec(app, &run);
   vessel::cli::addShell(app, &run);
   vessel::cli::addCp(app, &run);

@@ -1,6 +1,7 @@
-// `vessel template build -f SPEC` and `vessel template list`. For now these
-// work on the node's template store directly (the API's template endpoints
-// come with the public API); builds are cached by the spec's hash.
+// `vessel template build -f SPEC` and `vessel template list`, through the
+// API (the build is an operation; progress on a terminal), or with --local
+// on a template store directly, without vesseld: scripts/build.sh builds
+// the built-in templates that way. Builds are cached by the spec's hash.
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -12,6 +13,7 @@
 #include "base/log.h"
 #include "base/run_blocking.h"
 #include "base/sha256.h"
+#include "cmd/vessel/api_common.h"
 #include "cmd/vessel/commands.h"
 #include "hypervisor/qemu/qemu.h"
 #include "node/template_builder.h"
@@ -22,6 +24,7 @@ namespace {
 
 struct TemplateOptions {
   std::string spec_file, store, kernel, minimal_image, accel = "tcg";
+  bool local = false, async = false;
 };
 
 std::string defaultStore() {
@@ -37,8 +40,14 @@ Result<templates::TemplateStore> openStore(const TemplateOptions& o) {
   return templates::TemplateStore(o.store, qv, ks);
 }
 
-int runBuild(const TemplateOptions& o) {
+int runLocalBuild(const TemplateOptions& o) {
   initLogging("warn");
+  if (o.kernel.empty() || o.minimal_image.empty()) {
+    std::fprintf(stderr,
+                 "vessel: --local builds need --kernel and --minimal-image "
+                 "(or VESSEL_KERNEL and VESSEL_MINIMAL_IMAGE)\n");
+    return 2;
+  }
   auto text = readFile(o.spec_file);
   if (!text.ok()) {
     std::fprintf(stderr, "vessel: %s\n", text.error().message().c_str());
@@ -95,7 +104,54 @@ int runBuild(const TemplateOptions& o) {
   return 0;
 }
 
-int runList(const TemplateOptions& o) {
+int runApiBuild(const TemplateOptions& o) {
+  auto text = readFile(o.spec_file);
+  if (!text.ok()) return fail(text.error());
+  auto c = apiClient();
+  auto r = c.request("POST", "/v1/templates", *text, "application/json");
+  if (!r.ok()) return fail(r.error());
+  if (r->status != 202) return fail(client::errorFromResponse(*r).withContext(o.spec_file));
+  auto v = client::parseJson(r->body);
+  if (!v.ok()) return fail(v.error());
+  std::string op = client::str(*client::field(*v, "operation"), "id");
+  std::string name = client::str(*client::field(*v, "template"), "name");
+  if (o.async) {
+    std::printf("%s\n", op.c_str());
+    return 0;
+  }
+  auto done = waitOperation(c, op, progressFor(Progress::kNone));
+  if (!done.ok()) return fail(done.error().withContext("build " + name));
+  if (client::str(*done, "state") != "done")
+    return fail("build " + name + " failed: " + operationError(*done));
+  auto list = c.get("/v1/templates");
+  if (!list.ok()) return fail(list.error());
+  std::string version;
+  if (const auto* ts = client::field(*list, "templates"); ts && ts->is_array())
+    for (const auto& t : ts->as_array())
+      if (client::str(t, "name") == name) version = client::str(t, "version");
+  std::printf("%s\n", (version.empty() ? name : name + "@" + version).c_str());
+  return 0;
+}
+
+int runApiList() {
+  auto c = apiClient();
+  auto r = c.get("/v1/templates");
+  if (!r.ok()) return fail(r.error());
+  std::printf("%-20s %-18s %-6s %-8s %-8s %s\n", "NAME", "VERSION", "VCPUS", "MEMORY", "BUILTIN",
+              "CREATED");
+  if (const auto* ts = client::field(*r, "templates"); ts && ts->is_array())
+    for (const auto& t : ts->as_array()) {
+      const auto* b = client::field(t, "builtin");
+      std::printf(
+          "%-20s %-18s %-6lld %-8s %-8s %s\n", client::str(t, "name").c_str(),
+          client::str(t, "version").c_str(), static_cast<long long>(client::num(t, "vcpus")),
+          (std::to_string(client::num(t, "memory_mib")) + "M").c_str(),
+          b && b->is_bool() && b->as_bool() ? "yes" : "no", client::str(t, "created_at").c_str());
+    }
+  return 0;
+}
+
+int runLocalList(const TemplateOptions& o) {
   templates::TemplateStore store(o.store, "", "");
   std::printf("%-20s %-18s %-6s %-8s %s\n", "NAME", "VERSION", "VCPUS", "MEMORY", "CREATED");
   for (const auto& m : store.list())
@@ -111,18 +167,21 @@ void addTemplate(CLI::App& app, std::function<int()>* run) {
   o->store = defaultStore();
   auto* t = app.add_subcommand("template", "build and list templates");
   t->require_subcommand(1);
-  auto* b = t->add_subcommand("build", "build a template from a JSON build spec (cached by hash)");
+  auto* b = t->add_subcommand(
+      "build", "build a template from a JSON build spec through the API; print NAME@VERSION");
   b->add_option("-f,--file", o->spec_file, "build spec (JSON)")->required();
-  b->add_option("--store", o->store, "template store directory")->capture_default_str();
-  b->add_option("--kernel", o->kernel, "guest kernel")->envname("VESSEL_KERNEL")->required();
-  b->add_option("--minimal-image", o->minimal_image, "the minimal base image")
-      ->envname("VESSEL_MINIMAL_IMAGE")
-      ->required();
-  b->add_option("--accel", o->accel, "tcg or kvm")->check(CLI::IsMember({"tcg", "kvm"}));
-  b->callback([o, run] { *run = [o] { return runBuild(*o); }; });
-  auto* l = t->add_subcommand("list", "list the templates in the store");
-  l->add_option("--store", o->store, "template store directory")->capture_default_str();
-  l->callback([o, run] { *run = [o] { return runList(*o); }; });
+  b->add_flag("--async", o->async, "print the operation id and return");
+  b->add_flag("--local", o->local, "build into a local template store, without vesseld");
+  b->add_option("--store", o->store, "--local: template store directory")->capture_default_str();
+  b->add_option("--kernel", o->kernel, "--local: guest kernel")->envname("VESSEL_KERNEL");
+  b->add_option("--minimal-image", o->minimal_image, "--local: the minimal base image")
+      ->envname("VESSEL_MINIMAL_IMAGE");
+  b->add_option("--accel", o->accel, "--local: tcg or kvm")->check(CLI::IsMember({"tcg", "kvm"}));
+  b->callback([o, run] { *run = [o] { return o->local ? runLocalBuild(*o) : runApiBuild(*o); }; });
+  auto* l = t->add_subcommand("list", "list the templates you can use")->alias("ls");
+  l->add_flag("--local", o->local, "list a local template store instead");
+  l->add_option("--store", o->store, "--local: template store directory")->capture_default_str();
+  l->callback([o, run] { *run = [o] { return o->local ? runLocalList(*o) : runApiList(); }; });
 }
 
 }  // namespace vessel::cli

@@ -49,6 +49,8 @@ ControlPlane::ControlPlane(asio::io_context& io, store::Store& store, node::Runt
     : io_(io), store_(store), runtime_(runtime), templates_(templates), network_(network) {}
 
 ControlPlane::~ControlPlane() {
+  alive_.reset();
+  builder_.reset();
   for (auto* t : *waiters_) t->cancel();
 }
 
@@ -76,8 +78,8 @@ void ControlPlane::setMetrics(metrics::Registry& r) {
     if (!by.ok()) return;
     // Every state appears, 0 included, so a rate or alert never sees a gap.
     for (auto st : {SandboxState::kCreating, SandboxState::kRunning, SandboxState::kPausing,
-                    SandboxState::kPaused, SandboxState::kResuming, SandboxState::kDeleting,
-                    SandboxState::kDeleted, SandboxState::kFailed}) {
+                    SandboxState::kPaused, SandboxState::kResuming, SandboxState::kForking,
+                    SandboxState::kDeleting, SandboxState::kDeleted, SandboxState::kFailed}) {
       std::string name(ops::stateName(st));
       int64_t n = 0;
       for (auto& [k, v] : *by)
@@ -88,6 +90,7 @@ void ControlPlane::setMetrics(metrics::Registry& r) {
 }
 
 asio::awaitable<void> ControlPlane::shutdown() {
+  stopTemplateBuilds();
   auto live = std::move(live_);
   live_.clear();
   for (auto& [id, sb] : live) {
@@ -127,6 +130,11 @@ asio::awaitable<std::optional<Response>> ControlPlane::handle(const Request& req
     if (method == http::verb::get) co_return listSandboxes(req, *tenant);
     co_return notAllowed();
   }
+  if (seg.size() == 2 && seg[1] == "templates") {
+    if (method == http::verb::post) co_return buildTemplate(req, *tenant);
+    if (method == http::verb::get) co_return listTemplates(req, *tenant);
+    co_return notAllowed();
+  }
   if (seg.size() == 3 && seg[1] == "sandboxes") {
     std::string id = seg[2], verb;
     if (auto c = id.find(':'); c != std::string::npos) {
@@ -142,6 +150,7 @@ asio::awaitable<std::optional<Response>> ControlPlane::handle(const Request& req
     if (method != http::verb::post) co_return notAllowed();
     if (verb == "pause") co_return requestAction(req, *tenant, id, Action::kPause);
     if (verb == "resume") co_return requestAction(req, *tenant, id, Action::kResume);
+    if (verb == "fork") co_return forkSandbox(req, *tenant, id);
     co_return errorResponse(req, Error(Code::kNotFound, "no such sandbox method: " + verb));
   }
   if (seg.size() == 4 && seg[1] == "sandboxes" && seg[3] == "sessions" && sessions_) {
@@ -167,7 +176,9 @@ asio::awaitable<std::optional<Response>> ControlPlane::handle(const Request& req
 Response ControlPlane::createSandbox(const Request& req, const std::string& tenant) {
   auto in = parseCreateRequest(req.body());
   if (!in.ok()) return errorResponse(req, in.error());
-  auto t = templates_.open(in->template_name);
+  auto stored = resolveTemplate(tenant, in->template_name);
+  if (!stored.ok()) return errorResponse(req, stored.error());
+  auto t = templates_.open(*stored);
   if (!t.ok()) {
     if (t.error().code() == Code::kNotFound)
       return errorResponse(
@@ -211,7 +222,8 @@ Response ControlPlane::createSandbox(const Request& req, const std::string& tena
   opts.id = sb.id;
   opts.env = in->env;
   opts.network = std::move(guest_net);
-  asio::co_spawn(io_, runCreate(*op, in->template_name, std::move(opts)), asio::detached);
+  opts.cold = in->cold;
+  asio::co_spawn(io_, runCreate(*op, *stored, std::move(opts)), asio::detached);
   return accepted(req, sb, *op);
 }
 
@@ -402,6 +414,7 @@ asio::awaitable<Status> ControlPlane::doAction(const std::string& tenant, const 
       live_[id] = *r;
       co_return okStatus();
     }
+    case Action::kFork: break;  // forkSandbox runs its own operation
     case Action::kDelete: {
       if (!sb && t.from == SandboxState::kPaused) {
         // Paused by an earlier vesseld: bring it back to release everything

@@ -13,6 +13,7 @@
 #include "api/live_sandboxes.h"
 #include "api/network_api.h"
 #include "api/sessions.h"
+#include "api/template_worker.h"
 #include "metrics/registry.h"
 #include "node/runtime.h"
 #include "ops/state_machine.h"
@@ -40,6 +41,8 @@ class ControlPlane : public LiveSandboxes {
   asio::awaitable<void> shutdown();
   // The running sandbox `id` of `tenant` on this node, or null.
   std::shared_ptr<node::Sandbox> liveSandbox(const std::string& tenant, const std::string& id);
+  // Lets POST /v1/templates build templates (without it that answers 503).
+  void enableTemplateBuilds(TemplateBuildEnv env);
 
  private:
   // Streams waiting for new events; shared with their coroutines, which
@@ -72,13 +75,31 @@ class ControlPlane : public LiveSandboxes {
   asio::awaitable<Status> doAction(const std::string& tenant, const std::string& id,
                                    ops::Transition t);
 
+  // Fork (fork_api.cc).
+  Response forkSandbox(const Request& req, const std::string& tenant, const std::string& id);
+  asio::awaitable<void> runFork(store::OperationRecord op, std::vector<std::string> ids);
+  void setSandboxOf(const store::OperationRecord& op, const std::string& id,
+                    ops::SandboxState state, const std::string& error);
+
+  // Templates (templates_api.cc).
+  Response buildTemplate(const Request& req, const std::string& tenant);
+  Response listTemplates(const Request& req, const std::string& tenant);
+  // The stored name of the template `tenant` calls `name`, or kNotFound.
+  Result<std::string> resolveTemplate(const std::string& tenant, const std::string& name);
+  // Abandons builds in flight and fails their operations.
+  void stopTemplateBuilds();
+
   asio::io_context& io_;
   store::Store& store_;
   node::Runtime& runtime_;
   templates::TemplateStore& templates_;
   NetworkApi* network_;
   std::shared_ptr<Waiters> waiters_ = std::make_shared<Waiters>();
-  std::map<std::string, std::shared_ptr<node::Sandbox>> live_;  // sandbox id -> its VM
+  std::map<std::string, std::shared_ptr<node::Sandbox>> live_;      // sandbox id -> its VM
+  std::map<std::string, store::OperationRecord> builds_in_flight_;  // op id -> build op
+  // Cleared first in the destructor: callbacks the build thread posted check it.
+  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
+  std::unique_ptr<TemplateWorker> builder_;  // stopped first in the destructor
   metrics::Family<metrics::Histogram>* op_latency_ = nullptr;
   metrics::Family<metrics::Counter>* op_errors_ = nullptr;
   Sessions* sessions_ = nullptr;

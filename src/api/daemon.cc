@@ -211,6 +211,15 @@ Status runDaemon(Config cfg) {
   if (egress) ro.slots = &egress->slots();
   node::Runtime runtime(io, hv, templates, ro);
   ControlPlane control(io, *store, runtime, templates, &network);
+  TemplateBuildEnv build_env;
+  build_env.qemu_binary = cfg.qemu_binary;
+  build_env.qemu_version = qemu_version;
+  build_env.kernel = cfg.kernel;
+  build_env.kernel_sha256 = kernel_sha;
+  build_env.accel = accel->accel;
+  build_env.template_root = template_root;
+  build_env.work_dir = run_root + "/tb";
+  control.enableTemplateBuilds(build_env);
   metrics::Registry metrics;
   control.setMetrics(metrics);
   SessionOptions session_opts;

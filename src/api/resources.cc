@@ -4,6 +4,8 @@
 #include <charconv>
 #include <ctime>
 
+#include "base/sha256.h"
+
 namespace vessel::api {
 
 namespace json = boost::json;
@@ -89,9 +91,29 @@ Result<CreateRequest> parseCreateRequest(std::string_view body) {
       r.metadata = f.as_object();
     } else if (k == "network" || k == "credentials") {
       // parsed above
+    } else if (k == "cold") {
+      if (!f.is_bool()) return bad("cold must be a boolean");
+      r.cold = f.as_bool();
     } else {
       return bad("unknown field '" + std::string(k) + "'");
     }
+  }
+  return r;
+}
+
+Result<ForkRequest> parseForkRequest(std::string_view body) {
+  ForkRequest r;
+  if (body.find_first_not_of(" \t\r\n") == std::string_view::npos) return r;
+  json::parse_options po;
+  po.max_depth = 4;
+  boost::system::error_code ec;
+  json::value v = json::parse(body, ec, {}, po);
+  if (ec) return bad("body is not valid JSON: " + ec.message());
+  if (!v.is_object()) return bad("body must be a JSON object");
+  for (const auto& [k, f] : v.as_object()) {
+    if (k != "count") return bad("unknown field '" + std::string(k) + "'");
+    VESSEL_ASSIGN_OR_RETURN(int64_t n, intField(f, "count", 1, 16));
+    r.count = static_cast<int>(n);
   }
   return r;
 }
@@ -123,6 +145,40 @@ Result<ListQuery> parseListQuery(std::string_view target) {
     }
   }
   return q;
+}
+
+namespace {
+
+constexpr size_t kTenantHashChars = 12;
+// "t-" + hash + "-"
+constexpr size_t kTenantPrefixChars = 2 + kTenantHashChars + 1;
+
+std::string tenantPrefix(const std::string& tenant) {
+  return "t-" + sha256Hex(tenant).substr(0, kTenantHashChars) + "-";
+}
+
+}  // namespace
+
+std::string tenantTemplateName(const std::string& tenant, const std::string& name) {
+  return tenantPrefix(tenant) + name;
+}
+
+bool builtinTemplateName(const std::string& stored) {
+  if (stored.size() <= kTenantPrefixChars || stored.compare(0, 2, "t-") != 0 ||
+      stored[kTenantPrefixChars - 1] != '-')
+    return true;
+  for (size_t i = 2; i < 2 + kTenantHashChars; ++i)
+    if (!((stored[i] >= '0' && stored[i] <= '9') || (stored[i] >= 'a' && stored[i] <= 'f')))
+      return true;
+  return false;
+}
+
+std::optional<std::string> visibleTemplateName(const std::string& tenant,
+                                               const std::string& stored) {
+  if (builtinTemplateName(stored)) return stored;
+  std::string prefix = tenantPrefix(tenant);
+  if (stored.compare(0, prefix.size(), prefix) != 0) return std::nullopt;
+  return stored.substr(prefix.size());
 }
 
 std::string rfc3339(int64_t ms) {

@@ -26,15 +26,34 @@ struct CreateRequest {
   boost::json::object metadata;  // string -> string
   // `network` and/or `credentials` given: the egress settings (else the node's defaults).
   std::optional<NetworkSettings> network;
+  bool cold = false;             // boot the template's disk instead of restoring its snapshot
 };
 // An empty body means every default. Unknown fields are errors.
 Result<CreateRequest> parseCreateRequest(std::string_view body);
+
+// POST /v1/sandboxes/{id}:fork; an empty body forks once.
+struct ForkRequest {
+  int count = 1;
+};
+Result<ForkRequest> parseForkRequest(std::string_view body);
 
 struct ListQuery {
   int page_size = 50;
   std::string page_token;  // the last id of the previous page
 };
 Result<ListQuery> parseListQuery(std::string_view target);
+
+// Templates live in one store on the node. A tenant's own templates are
+// stored under a name private to it, "t-<12 hex of sha256(tenant)>-<name>";
+// every other name is built in and visible to all. A tenant names its
+// templates without the prefix and can never name another tenant's.
+std::string tenantTemplateName(const std::string& tenant, const std::string& name);
+// The name `tenant` sees for a stored template, or nullopt when the stored
+// template belongs to another tenant.
+std::optional<std::string> visibleTemplateName(const std::string& tenant,
+                                               const std::string& stored);
+// Whether a stored name is a built-in template's.
+bool builtinTemplateName(const std::string& stored);
 
 // Milliseconds since the epoch as RFC 3339 UTC, "2026-11-30T06:40:00.123Z".
 std::string rfc3339(int64_t ms);

@@ -82,5 +82,33 @@ TEST(ResourcesTest, IdsAndTimes) {
   EXPECT_EQ(rfc3339(1764484800123), "2025-11-30T06:40:00.123Z");
 }
 
+TEST(ResourcesTest, ColdAndFork) {
+  auto c = parseCreateRequest(R"({"cold":true})");
+  ASSERT_TRUE(c.ok());
+  EXPECT_TRUE(c->cold);
+  EXPECT_FALSE(parseCreateRequest(R"({"cold":1})").ok());
+  auto f = parseForkRequest("");
+  ASSERT_TRUE(f.ok());
+  EXPECT_EQ(f->count, 1);
+  f = parseForkRequest(R"({"count":3})");
+  ASSERT_TRUE(f.ok());
+  EXPECT_EQ(f->count, 3);
+  for (const char* bad :
+       {R"({"count":0})", R"({"count":17})", R"({"count":"2"})", R"({"cnt":2})", "[2]", "{"})
+    EXPECT_FALSE(parseForkRequest(bad).ok()) << bad;
+}
+
+TEST(ResourcesTest, TemplateNamesAreScopedToTheirTenant) {
+  std::string mine = tenantTemplateName("dev", "py");
+  EXPECT_THAT(mine, ::testing::StartsWith("t-"));
+  EXPECT_FALSE(builtinTemplateName(mine));
+  EXPECT_TRUE(builtinTemplateName("minimal"));
+  EXPECT_TRUE(builtinTemplateName("t-rex"));
+  EXPECT_EQ(visibleTemplateName("dev", mine), "py");
+  EXPECT_EQ(visibleTemplateName("other", mine), std::nullopt);
+  EXPECT_EQ(visibleTemplateName("other", "minimal"), "minimal");
+  EXPECT_NE(tenantTemplateName("other", "py"), mine);
+}
+
 }  // namespace
 }  // namespace vessel::api

@@ -554,7 +554,17 @@ asio::awaitable<Result<std::shared_ptr<Sandbox>>> Runtime::resume(const std::str
 
 asio::awaitable<Result<std::vector<std::shared_ptr<Sandbox>>>> Runtime::fork(Sandbox& sb,
                                                                              int count) {
+  if (count < 1 || count > 64)
+    co_return Error(Code::kInvalidArgument, "fork sandbox " + sb.id_ + ": count 1 to 64");
+  std::vector<std::string> ids;
+  for (int i = 0; i < count; ++i) ids.push_back(newId("sb"));
+  co_return co_await forkAs(sb, std::move(ids));
+}
+
+asio::awaitable<Result<std::vector<std::shared_ptr<Sandbox>>>> Runtime::forkAs(
+    Sandbox& sb, std::vector<std::string> ids) {
   std::string ctx = "fork sandbox " + sb.id_;
+  int count = static_cast<int>(ids.size());
   if (count < 1 || count > 64) co_return Error(Code::kInvalidArgument, ctx + ": count 1 to 64");
   if (sb.state_ != Sandbox::State::kRunning)
     co_return Error(Code::kFailedPrecondition, ctx + ": sandbox is not running");
@@ -580,7 +590,7 @@ asio::awaitable<Result<std::vector<std::shared_ptr<Sandbox>>>> Runtime::fork(San
   std::vector<std::shared_ptr<Sandbox>> out;
   for (int i = 0; i < count; ++i) {
     auto child = std::make_shared<Sandbox>();
-    child->id_ = newId("sb");
+    child->id_ = ids[static_cast<size_t>(i)];
     child->dir_ = opts_.root + "/sandboxes/" + child->id_;
     fs::create_directories(child->dir_, ec);
     child->template_id_ = sb.template_id_;

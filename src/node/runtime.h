@@ -105,6 +105,10 @@ class Runtime {
   asio::awaitable<Result<std::shared_ptr<Sandbox>>> resume(const std::string& id);
   // Snapshots a running sandbox (briefly paused) into `count` new sandboxes.
   asio::awaitable<Result<std::vector<std::shared_ptr<Sandbox>>>> fork(Sandbox& sb, int count);
+  // The same with the new sandboxes' ids chosen by the caller (the API
+  // records them before the fork runs); one copy per id.
+  asio::awaitable<Result<std::vector<std::shared_ptr<Sandbox>>>> forkAs(
+      Sandbox& sb, std::vector<std::string> ids);
   // Snapshots a running sandbox (briefly paused) into a new template named
   // `name`, whose creates start from the sandbox's memory, processes and
   // disk as they were. The new version is installed in the template store;

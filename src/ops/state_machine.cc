@@ -5,8 +5,8 @@
 namespace vessel::ops {
 
 namespace {
-constexpr std::string_view kStateNames[] = {"creating", "running",  "pausing", "paused",
-                                            "resuming", "deleting", "deleted", "failed"};
+constexpr std::string_view kStateNames[] = {"creating", "running",  "pausing", "paused", "resuming",
+                                            "forking",  "deleting", "deleted", "failed"};
 }
 
 std::string_view stateName(SandboxState s) { return kStateNames[static_cast<int>(s)]; }
@@ -22,6 +22,7 @@ std::string_view actionName(Action a) {
     case Action::kPause: return "pause";
     case Action::kResume: return "resume";
     case Action::kDelete: return "delete";
+    case Action::kFork: return "fork";
   }
   return "?";
 }

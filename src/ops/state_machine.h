@@ -16,11 +16,12 @@ enum class SandboxState {
   kPausing,
   kPaused,
   kResuming,
+  kForking,  // briefly paused while its state is copied, then running again
   kDeleting,
   kDeleted,
   kFailed
 };
-enum class Action { kPause, kResume, kDelete };
+enum class Action { kPause, kResume, kDelete, kFork };
 enum class OpState { kPending, kRunning, kDone, kFailed };
 
 std::string_view stateName(SandboxState s);
@@ -40,6 +41,7 @@ struct Transition {
 inline constexpr Transition kTransitions[] = {
     {SandboxState::kRunning, Action::kPause, SandboxState::kPausing, SandboxState::kPaused},
     {SandboxState::kPaused, Action::kResume, SandboxState::kResuming, SandboxState::kRunning},
+    {SandboxState::kRunning, Action::kFork, SandboxState::kForking, SandboxState::kRunning},
     {SandboxState::kRunning, Action::kDelete, SandboxState::kDeleting, SandboxState::kDeleted},
     {SandboxState::kPaused, Action::kDelete, SandboxState::kDeleting, SandboxState::kDeleted},
     {SandboxState::kFailed, Action::kDelete, SandboxState::kDeleting, SandboxState::kDeleted},

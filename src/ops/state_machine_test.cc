@@ -13,6 +13,10 @@ TEST(StateMachineTest, LegalRequestsMoveThroughTheirStates) {
   EXPECT_EQ(t->done, SandboxState::kPaused);
   EXPECT_TRUE(transition(SandboxState::kPaused, Action::kResume).ok());
   EXPECT_TRUE(transition(SandboxState::kFailed, Action::kDelete).ok());
+  auto f = transition(SandboxState::kRunning, Action::kFork);
+  ASSERT_TRUE(f.ok());
+  EXPECT_EQ(f->during, SandboxState::kForking);
+  EXPECT_EQ(f->done, SandboxState::kRunning);
 }
 
 TEST(StateMachineTest, IllegalRequestsNameTheCurrentState) {
@@ -22,8 +26,8 @@ TEST(StateMachineTest, IllegalRequestsNameTheCurrentState) {
   EXPECT_THAT(t.error().message(), ::testing::HasSubstr("running"));
   // Nothing may happen to a sandbox while another operation changes it.
   for (auto s : {SandboxState::kCreating, SandboxState::kPausing, SandboxState::kResuming,
-                 SandboxState::kDeleting, SandboxState::kDeleted})
-    for (auto a : {Action::kPause, Action::kResume, Action::kDelete})
+                 SandboxState::kForking, SandboxState::kDeleting, SandboxState::kDeleted})
+    for (auto a : {Action::kPause, Action::kResume, Action::kDelete, Action::kFork})
       EXPECT_FALSE(transition(s, a).ok()) << stateName(s) << " " << actionName(a);
 }
 
@@ -33,6 +37,7 @@ TEST(StateMachineTest, NamesRoundTrip) {
     EXPECT_EQ(parseState(stateName(s)), s);
   }
   EXPECT_FALSE(parseState("bogus").has_value());
+  EXPECT_EQ(stateName(SandboxState::kForking), "forking");
 }
 
 }  // namespace

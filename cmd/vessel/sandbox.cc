@@ -1,0 +1,222 @@
+// `vessel sandbox create|list|get|delete|pause|resume|fork` over the public
+// API. Like docker: commands that change a sandbox wait until it is done
+// (progress on a terminal, quiet in scripts) and print ids on stdout, the
+// created sandbox's id as the last line; --async returns at once.
+#include <CLI/CLI.hpp>
+#include <boost/json.hpp>
+#include <cstdio>
+
+#include "cmd/vessel/api_common.h"
+#include "cmd/vessel/commands.h"
+
+namespace vessel::cli {
+
+namespace {
+
+namespace json = boost::json;
+
+struct CreateOptions {
+  std::string template_name;
+  std::optional<uint64_t> memory_mib;
+  std::optional<unsigned> vcpus;
+  std::optional<int64_t> timeout_s;
+  std::vector<std::string> env, metadata;
+  bool async = false, cold = false;
+};
+
+// "K=V" pairs into a JSON object of strings.
+Result<json::object> keyValues(const std::vector<std::string>& kvs, const char* what) {
+  json::object o;
+  for (const auto& kv : kvs) {
+    auto eq = kv.find('=');
+    if (eq == std::string::npos || eq == 0)
+      return Error(Code::kInvalidArgument, std::string(what) + " '" + kv + "' is not KEY=VALUE");
+    o[kv.substr(0, eq)] = kv.substr(eq + 1);
+  }
+  return o;
+}
+
+int runCreate(const CreateOptions& o) {
+  json::object body;
+  if (!o.template_name.empty()) body["template"] = o.template_name;
+  if (o.memory_mib) body["memory_mib"] = *o.memory_mib;
+  if (o.vcpus) body["vcpus"] = *o.vcpus;
+  if (o.timeout_s) body["timeout_s"] = *o.timeout_s;
+  if (o.cold) body["cold"] = true;
+  auto env = keyValues(o.env, "--env");
+  if (!env.ok()) return fail(env.error());
+  if (!env->empty()) body["env"] = std::move(*env);
+  auto md = keyValues(o.metadata, "--metadata");
+  if (!md.ok()) return fail(md.error());
+  if (!md->empty()) body["metadata"] = std::move(*md);
+
+  auto c = apiClient();
+  auto r = c.post("/v1/sandboxes", body);
+  if (!r.ok()) return fail(r.error());
+  std::string id = client::str(*client::field(*r, "sandbox"), "id");
+  std::string op = client::str(*client::field(*r, "operation"), "id");
+  if (o.async) {
+    std::printf("%s %s\n", id.c_str(), op.c_str());
+    return 0;
+  }
+  auto done = waitOperation(c, op, progressFor(Progress::kNone));
+  if (!done.ok()) return fail(done.error().withContext("sandbox " + id));
+  if (client::str(*done, "state") != "done")
+    return fail("sandbox " + id + " failed to start: " + operationError(*done));
+  std::printf("%s\n", id.c_str());
+  return 0;
+}
+
+int runList(bool quiet) {
+  auto c = apiClient();
+  std::string token;
+  for (int page = 0; page < 100000; ++page) {
+    auto r = c.get("/v1/sandboxes?page_size=100" +
+                   (token.empty() ? std::string() : "&page_token=" + token));
+    if (!r.ok()) return fail(r.error());
+    if (page == 0 && !quiet)
+      std::printf("%-16s %-12s %-10s %-5s %-7s %s\n", "ID", "TEMPLATE", "STATE", "VCPUS",
+                  "MEMORY", "CREATED");
+    const json::value* items = client::field(*r, "sandboxes");
+    if (items && items->is_array())
+      for (const auto& s : items->as_array()) {
+        if (quiet) {
+          std::printf("%s\n", client::str(s, "id").c_str());
+          continue;
+        }
+        std::printf("%-16s %-12s %-10s %-5lld %-7s %s\n", client::str(s, "id").c_str(),
+                    client::str(s, "template").c_str(), client::str(s, "state").c_str(),
+                    static_cast<long long>(client::num(s, "vcpus")),
+                    (std::to_string(client::num(s, "memory_mib")) + "M").c_str(),
+                    client::str(s, "created_at").c_str());
+      }
+    token = client::str(*r, "next_page_token");
+    if (token.empty()) break;
+  }
+  return 0;
+}
+
+int runGet(const std::string& id) {
+  auto c = apiClient();
+  auto r = c.get("/v1/sandboxes/" + id);
+  if (!r.ok()) return fail(r.error());
+  std::printf("%s\n", prettyJson(*r).c_str());
+  return 0;
+}
+
+// DELETE /v1/sandboxes/ID or POST /v1/sandboxes/ID:VERB for each id; waits
+// for each operation unless `async`. Goes on after a failure, like docker rm.
+int runAction(const std::vector<std::string>& ids, const std::string& verb, bool async) {
+  auto c = apiClient();
+  int rc = 0;
+  for (const auto& id : ids) {
+    auto r = verb == "delete" ? c.del("/v1/sandboxes/" + id)
+                              : c.post("/v1/sandboxes/" + id + ":" + verb, json::object());
+    if (!r.ok()) {
+      rc = fail(r.error());
+      continue;
+    }
+    std::string op = client::str(*client::field(*r, "operation"), "id");
+    if (async) {
+      std::printf("%s %s\n", id.c_str(), op.c_str());
+      continue;
+    }
+    auto done = waitOperation(c, op, progressFor(Progress::kNone));
+    if (!done.ok()) {
+      rc = fail(done.error().withContext(verb + " " + id));
+      continue;
+    }
+    if (client::str(*done, "state") != "done") {
+      rc = fail(verb + " " + id + " failed: " + operationError(*done));
+      continue;
+    }
+    std::printf("%s\n", id.c_str());
+  }
+  return rc;
+}
+
+int runFork(const std::string& id, int count, bool async) {
+  auto c = apiClient();
+  json::object body{{"count", count}};
+  auto r = c.post("/v1/sandboxes/" + id + ":fork", body);
+  if (!r.ok()) return fail(r.error());
+  std::string op = client::str(*client::field(*r, "operation"), "id");
+  std::vector<std::string> forks;
+  if (const json::value* s = client::field(*r, "sandboxes"); s && s->is_array())
+    for (const auto& x : s->as_array()) forks.push_back(client::str(x, "id"));
+  if (!async) {
+    auto done = waitOperation(c, op, progressFor(Progress::kNone));
+    if (!done.ok()) return fail(done.error().withContext("fork " + id));
+    if (client::str(*done, "state") != "done")
+      return fail("fork " + id + " failed: " + operationError(*done));
+  } else {
+    std::printf("%s\n", op.c_str());
+  }
+  for (const auto& f : forks) std::printf("%s\n", f.c_str());
+  return 0;
+}
+
+}  // namespace
+
+void addSandbox(CLI::App& app, std::function<int()>* run) {
+  auto* s = app.add_subcommand("sandbox", "create and manage sandboxes (through the API)");
+  s->require_subcommand(1);
+  s->footer(
+      "The API is VESSEL_API_URL (default http://127.0.0.1:8080) with the key VESSEL_API_KEY\n"
+      "(default: the development key in $VESSEL_STATE_DIR/dev-api-key).");
+
+  auto co = std::make_shared<CreateOptions>();
+  auto* create = s->add_subcommand(
+      "create", "create a sandbox, wait until it runs, print its id (the last line)");
+  create->add_option("--template", co->template_name, "template name (default: minimal)");
+  create->add_option("--memory", co->memory_mib, "memory in MiB (must match the template)");
+  create->add_option("--vcpus", co->vcpus, "vCPUs (must match the template)");
+  create->add_option("--timeout", co->timeout_s, "idle timeout in seconds");
+  create->add_option("-e,--env", co->env, "KEY=VALUE for every process, repeatable");
+  create->add_option("-l,--metadata", co->metadata, "KEY=VALUE metadata, repeatable");
+  create->add_flag("--async", co->async, "print the sandbox and operation ids and return");
+  create->add_flag("--cold", co->cold, "boot the template's disk instead of its snapshot");
+  create->callback([co, run] { *run = [co] { return runCreate(*co); }; });
+
+  auto quiet = std::make_shared<bool>(false);
+  auto* list = s->add_subcommand("list", "list sandboxes")->alias("ls");
+  list->add_flag("-q,--quiet", *quiet, "only ids");
+  list->callback([quiet, run] { *run = [quiet] { return runList(*quiet); }; });
+
+  auto one = std::make_shared<std::string>();
+  auto* get = s->add_subcommand("get", "show one sandbox as JSON")->alias("inspect");
+  get->add_option("id", *one, "sandbox id")->required();
+  get->callback([one, run] { *run = [one] { return runGet(*one); }; });
+
+  for (const char* verb : {"delete", "pause", "resume"}) {
+    struct ActionOptions {
+      std::vector<std::string> ids;
+      bool async = false;
+    };
+    auto ao = std::make_shared<ActionOptions>();
+    std::string v = verb;
+    auto* c = s->add_subcommand(verb, v == "delete"  ? "destroy sandboxes"
+                                      : v == "pause" ? "save sandboxes to disk and free their VMs"
+                                                     : "restore paused sandboxes");
+    if (v == "delete") c->alias("rm");
+    c->add_option("ids", ao->ids, "sandbox ids")->required();
+    c->add_flag("--async", ao->async, "print each sandbox and operation id and return");
+    c->callback([ao, v, run] { *run = [ao, v] { return runAction(ao->ids, v, ao->async); }; });
+  }
+
+  struct ForkOptions {
+    std::string id;
+    int count = 1;
+    bool async = false;
+  };
+  auto fo = std::make_shared<ForkOptions>();
+  auto* fork = s->add_subcommand("fork", "copy a running sandbox; print the new ids");
+  fork->add_option("id", fo->id, "sandbox id")->required();
+  fork->add_option("-n,--count", fo->count, "how many copies")
+      ->check(CLI::Range(1, 64))
+      ->capture_default_str();
+  fork->add_flag("--async", fo->async, "print the operation id, then the new ids, and return");
+  fork->callback([fo, run] { *run = [fo] { return runFork(fo->id, fo->count, fo->async); }; });
+}
+
+}  // namespace vessel::cli

@@ -1,0 +1,107 @@
+#include "api/template_worker.h"
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/io_context.hpp>
+#include <filesystem>
+
+#include "hypervisor/qemu/qemu.h"
+#include "templates/store.h"
+
+namespace vessel::api {
+
+namespace asio = boost::asio;
+
+TemplateWorker::TemplateWorker(TemplateBuildEnv env) : env_(std::move(env)) {
+  thread_ = std::thread([this] { loop(); });
+}
+
+TemplateWorker::~TemplateWorker() {
+  {
+    std::lock_guard l(mu_);
+    stop_ = true;
+    queue_.clear();
+  }
+  cv_.notify_all();
+  thread_.join();
+}
+
+Status TemplateWorker::submit(Job job) {
+  {
+    std::lock_guard l(mu_);
+    if (stop_) return Error(Code::kUnavailable, "template builds are stopping");
+    if (queue_.size() + busy_ >= env_.max_queued)
+      return Error(Code::kResourceExhausted,
+                   std::to_string(env_.max_queued) +
+                       " template builds are already queued on this node; try again later");
+    queue_.push_back(std::move(job));
+  }
+  cv_.notify_all();
+  return okStatus();
+}
+
+void TemplateWorker::loop() {
+  for (;;) {
+    Job job;
+    {
+      std::unique_lock l(mu_);
+      cv_.wait(l, [&] { return stop_ || !queue_.empty(); });
+      if (stop_) return;
+      job = std::move(queue_.front());
+      queue_.pop_front();
+      busy_ = 1;
+    }
+    build(job);
+    std::lock_guard l(mu_);
+    busy_ = 0;
+  }
+}
+
+void TemplateWorker::build(Job& job) {
+  hypervisor::qemu::QemuHypervisor hv({env_.qemu_binary});
+  templates::TemplateStore store(env_.template_root, env_.qemu_version, env_.kernel_sha256);
+  // Short: the build VM's sockets live under it (unix socket paths are
+  // limited to 108 bytes). Builds run one at a time, so one dir serves.
+  const std::string& work = env_.work_dir;
+  std::error_code ec;
+  std::filesystem::remove_all(work, ec);
+  std::filesystem::create_directories(work, ec);
+  node::BuildInputs in;
+  in.base_image = job.base_image;
+  in.kernel = env_.kernel;
+  in.kernel_sha256 = env_.kernel_sha256;
+  in.qemu_version = env_.qemu_version;
+  in.accel = env_.accel;
+  in.work_dir = work;
+  std::optional<Result<templates::Manifest>> out;
+  // Declared last, destroyed first: an abandoned build's frames unwind
+  // while everything they refer to still exists.
+  asio::io_context io;
+  asio::co_spawn(
+      io,
+      [&]() -> asio::awaitable<void> {
+        auto t = co_await node::buildTemplate(hv, store, job.spec, in, job.progress);
+        if (t.ok())
+          out.emplace((*t)->manifest);
+        else
+          out.emplace(std::move(t).error());
+      },
+      asio::detached);
+  // Not runBlocking: a stop request must be able to end the wait. Leaving
+  // the io_context with the build unfinished destroys its frames, whose
+  // RAII stops the build VM and removes its staging directory.
+  for (;;) {
+    if (out) break;
+    {
+      std::lock_guard l(mu_);
+      if (stop_) break;
+    }
+    io.restart();
+    if (io.run_one_for(std::chrono::milliseconds(100)) == 0 && io.stopped() && !out)
+      out.emplace(Error(Code::kInternal, "template build " + job.spec.name + " stalled"));
+  }
+  std::filesystem::remove_all(work, ec);
+  if (out) job.done(std::move(*out));
+}
+
+}  // namespace vessel::api

@@ -1,0 +1,65 @@
+#pragma once
+// Template builds off the io thread. A build copies and hashes images
+// (seconds of blocking disk work) and boots a guest for minutes at most;
+// the API's io thread must keep serving meanwhile. One worker thread runs
+// the builds one after another with its own io_context, hypervisor and
+// view of the template store (installs are atomic renames, so the io
+// thread's store sees a template once it is complete). Callbacks run on
+// the worker thread: callers post them to their own executor.
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "hypervisor/hypervisor.h"
+#include "node/template_builder.h"
+#include "templates/manifest.h"
+
+namespace vessel::api {
+
+struct TemplateBuildEnv {
+  std::string qemu_binary = "qemu-system-x86_64";
+  std::string qemu_version;
+  std::string kernel, kernel_sha256;
+  hypervisor::Accel accel = hypervisor::Accel::kTcg;
+  std::string template_root;  // the node's template store
+  std::string work_dir;       // scratch for build VMs
+  size_t max_queued = 8;      // builds waiting or running, per node
+};
+
+class TemplateWorker {
+ public:
+  struct Job {
+    node::BuildSpec spec;
+    std::string base_image;
+    std::function<void(const std::string& step, int percent)> progress;
+    std::function<void(Result<templates::Manifest>)> done;
+  };
+
+  explicit TemplateWorker(TemplateBuildEnv env);
+  // Abandons the running build (its VM is stopped and its staging removed
+  // as the build unwinds) and drops queued ones without calling them back.
+  ~TemplateWorker();
+  TemplateWorker(const TemplateWorker&) = delete;
+  TemplateWorker& operator=(const TemplateWorker&) = delete;
+
+  // kResourceExhausted when max_queued builds are already waiting or running.
+  Status submit(Job job);
+  const TemplateBuildEnv& env() const { return env_; }
+
+ private:
+  void loop();
+  void build(Job& job);
+
+  TemplateBuildEnv env_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Job> queue_;  // GUARDED_BY(mu_)
+  size_t busy_ = 0;        // GUARDED_BY(mu_)
+  bool stop_ = false;      // GUARDED_BY(mu_)
+  std::thread thread_;
+};
+
+}  // namespace vessel::api

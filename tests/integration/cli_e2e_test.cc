@@ -1,0 +1,320 @@
+// The `vessel` CLI end to end: the real binary against a real vesseld with
+// real guests, checked by what it prints and how it exits, and by the API
+// (through the client library) where the CLI's word is not enough. One
+// daemon for the binary; guest boots are counted in each test's comment.
+#include <fcntl.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "client/client.h"
+#include "vesseld_fixture.h"
+
+namespace vessel {
+namespace {
+
+using namespace std::chrono_literals;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+using ::testing::Not;
+using testing::ScratchDir;
+using testing::Vesseld;
+
+Vesseld* d = nullptr;
+
+struct CliRun {
+  int code = -1;
+  std::string out, err;
+  std::vector<std::string> lines() const {
+    std::vector<std::string> v;
+    std::istringstream s(out);
+    for (std::string l; std::getline(s, l);) v.push_back(l);
+    return v;
+  }
+  std::string last() const {
+    auto v = lines();
+    return v.empty() ? "" : v.back();
+  }
+};
+
+std::string slurp(const std::string& path) {
+  std::ifstream f(path);
+  return std::string(std::istreambuf_iterator<char>(f), {});
+}
+
+// Runs `vessel ARGS...` with VESSEL_API_URL and VESSEL_API_KEY ("-": the
+// dev key) and nothing else from our environment; stdout and stderr are
+// files, so never a terminal: the CLI must be quiet and scriptable.
+CliRun vessel(const std::vector<std::string>& args, const std::string& key = "-",
+              const std::string& url = "") {
+  ScratchDir io;
+  CliRun r;
+  auto out = Fd::open(io.path() + "/out", O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  auto err = Fd::open(io.path() + "/err", O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  if (!out.ok() || !err.ok()) return r;
+  SpawnOptions so;
+  so.argv = {VESSEL_PATH};
+  so.argv.insert(so.argv.end(), args.begin(), args.end());
+  so.env = {
+      "PATH=/usr/sbin:/usr/bin:/sbin:/bin", "VESSEL_API_URL=" + (url.empty() ? d->url() : url),
+      "VESSEL_API_KEY=" + (key == "-" ? d->devKey() : key), "VESSEL_STATE_DIR=" + d->stateDir()};
+  so.fds = {{out->get(), 1}, {err->get(), 2}};
+  so.die_with_parent = true;
+  auto p = ChildProcess::spawn(so);
+  if (!p.ok()) return r;
+  auto e = p->waitFor(300s);
+  if (e.ok() && e->exited) r.code = e->code;
+  r.out = slurp(io.path() + "/out");
+  r.err = slurp(io.path() + "/err");
+  return r;
+}
+
+client::Client api(const std::string& key = "-") {
+  client::ClientOptions o;
+  o.url = d->url();
+  o.token = key == "-" ? d->devKey() : key;
+  return client::Client(o);
+}
+
+std::string stateOf(const std::string& id) {
+  auto r = api().get("/v1/sandboxes/" + id);
+  return r.ok() ? client::str(*r, "state") : "<" + r.error().message() + ">";
+}
+
+class CliTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    d = new Vesseld(VESSELD_PATH);
+    ASSERT_TRUE(d->start()) << "vesseld did not come up; log:\n" << d->log();
+  }
+  static void TearDownTestSuite() {
+    if (d) {
+      auto e = d->stop();
+      EXPECT_TRUE(e.exited && e.code == 0) << e.describe() << "\n" << d->log();
+    }
+    EXPECT_THAT(testing::qemuProcessesUnder(d->root()), IsEmpty());
+    delete d;
+    d = nullptr;
+  }
+  void SetUp() override { ASSERT_TRUE(d && !d->devKey().empty()) << "vesseld did not start"; }
+};
+
+// Boots: create, resume, two fork copies.
+TEST_F(CliTest, LifeOfASandbox) {
+  CliRun c = vessel({"sandbox", "create", "--template", "minimal", "-e", "A=1", "-l", "owner=ci"});
+  ASSERT_EQ(c.code, 0) << c.err << d->log();
+  std::string id = c.last();
+  ASSERT_THAT(id, ::testing::StartsWith("sb-"));
+  EXPECT_EQ(c.lines().size(), 1u) << "not a terminal: only the id: " << c.out;
+  EXPECT_EQ(stateOf(id), "running");
+
+  CliRun ls = vessel({"sandbox", "list"});
+  ASSERT_EQ(ls.code, 0) << ls.err;
+  EXPECT_THAT(ls.out, HasSubstr(id));
+  EXPECT_THAT(ls.lines().front(), HasSubstr("STATE"));
+  CliRun q = vessel({"sandbox", "list", "-q"});
+  EXPECT_THAT(q.lines(), ::testing::Contains(id));
+
+  CliRun get = vessel({"sandbox", "get", id});
+  ASSERT_EQ(get.code, 0) << get.err;
+  auto js = client::parseJson(get.out);
+  ASSERT_TRUE(js.ok()) << get.out;
+  EXPECT_EQ(client::str(*js, "state"), "running");
+  EXPECT_EQ(client::str(*client::field(*js, "metadata"), "owner"), "ci");
+
+  CliRun p = vessel({"sandbox", "pause", id});
+  ASSERT_EQ(p.code, 0) << p.err;
+  EXPECT_EQ(p.last(), id);
+  EXPECT_EQ(stateOf(id), "paused");
+  CliRun again = vessel({"sandbox", "pause", id});
+  EXPECT_EQ(again.code, 1);
+  EXPECT_THAT(again.err, HasSubstr("paused"));
+  CliRun forked_paused = vessel({"sandbox", "fork", id});
+  EXPECT_EQ(forked_paused.code, 1);
+  EXPECT_THAT(forked_paused.err, HasSubstr("cannot fork a sandbox that is paused"));
+
+  CliRun r = vessel({"sandbox", "resume", id});
+  ASSERT_EQ(r.code, 0) << r.err << d->log();
+  EXPECT_EQ(stateOf(id), "running");
+
+  CliRun f = vessel({"sandbox", "fork", id, "--count", "2"});
+  ASSERT_EQ(f.code, 0) << f.err << d->log();
+  auto kids = f.lines();
+  ASSERT_EQ(kids.size(), 2u) << f.out;
+  for (const auto& k : kids) {
+    EXPECT_THAT(k, ::testing::StartsWith("sb-"));
+    EXPECT_NE(k, id);
+    EXPECT_EQ(stateOf(k), "running");
+    auto rec = api().get("/v1/sandboxes/" + k);
+    ASSERT_TRUE(rec.ok());
+    EXPECT_EQ(client::str(*client::field(*rec, "metadata"), "owner"), "ci");
+  }
+  EXPECT_EQ(stateOf(id), "running") << "the source runs on after a fork";
+
+  CliRun rm = vessel({"sandbox", "delete", id, kids[0], kids[1]});
+  ASSERT_EQ(rm.code, 0) << rm.err;
+  EXPECT_EQ(rm.lines(), (std::vector<std::string>{id, kids[0], kids[1]}));
+  CliRun after = vessel({"sandbox", "list", "-q"});
+  EXPECT_THAT(after.lines(), Not(::testing::Contains(id)));
+  CliRun gone = vessel({"sandbox", "get", id});
+  EXPECT_EQ(gone.code, 1);
+  EXPECT_THAT(gone.err, HasSubstr("does not exist"));
+}
+
+// Boots: none.
+TEST_F(CliTest, ErrorsExitNonZeroWithAMessage) {
+  CliRun unknown = vessel({"sandbox", "create", "--template", "nope"});
+  EXPECT_EQ(unknown.code, 1);
+  EXPECT_THAT(unknown.out, IsEmpty());
+  EXPECT_THAT(unknown.err, HasSubstr("template 'nope' does not exist"));
+
+  CliRun bad_key = vessel({"sandbox", "list"}, "vsk_not-a-key");
+  EXPECT_EQ(bad_key.code, 1);
+  EXPECT_THAT(bad_key.out, IsEmpty());
+  EXPECT_THAT(bad_key.err, HasSubstr("invalid API key"));
+
+  // Nothing listens on the port a just-closed acceptor had.
+  uint16_t free_port;
+  {
+    Vesseld probe(VESSELD_PATH);  // only for its free port; never started
+    free_port = probe.port();
+  }
+  std::string dead = "http://127.0.0.1:" + std::to_string(free_port);
+  CliRun down = vessel({"sandbox", "list"}, "-", dead);
+  EXPECT_EQ(down.code, 1);
+  EXPECT_THAT(down.err, HasSubstr("cannot reach the Vessel API at " + dead));
+
+  CliRun bad_url = vessel({"sandbox", "list"}, "-", "https://example.invalid");
+  EXPECT_EQ(bad_url.code, 1);
+  EXPECT_THAT(bad_url.err, HasSubstr("http://"));
+
+  CliRun missing_op = vessel({"ops", "watch", "op-000000000000"});
+  EXPECT_EQ(missing_op.code, 1);
+  EXPECT_THAT(missing_op.err, HasSubstr("does not exist"));
+
+  CliRun shape = vessel({"sandbox", "create", "--vcpus", "7"});
+  EXPECT_EQ(shape.code, 1);
+  EXPECT_THAT(shape.err, HasSubstr("vCPUs"));
+
+  CliRun usage = vessel({"sandbox", "fork"});
+  EXPECT_NE(usage.code, 0);
+}
+
+// Boots: one template build, one create from it, one build that fails.
+// Also the operator commands: a second tenant sees none of it.
+TEST_F(CliTest, TemplateBuiltThroughTheApiCanBeUsedAndIsPrivate) {
+  ScratchDir dir;
+  std::string spec = dir.path() + "/spec.json";
+  std::ofstream(spec) << R"({"name": "hello", "base": "minimal",
+      "files": {"/etc/hello": "hi\n"}, "commands": ["echo built > /etc/built"]})";
+  CliRun b = vessel({"template", "build", "-f", spec});
+  ASSERT_EQ(b.code, 0) << b.err << d->log();
+  EXPECT_THAT(b.last(), ::testing::StartsWith("hello@"));
+  EXPECT_EQ(b.lines().size(), 1u) << b.out;
+
+  CliRun tl = vessel({"template", "list"});
+  ASSERT_EQ(tl.code, 0) << tl.err;
+  EXPECT_THAT(tl.out, HasSubstr("hello"));
+  EXPECT_THAT(tl.out, HasSubstr("minimal"));
+  auto listed = api().get("/v1/templates");
+  ASSERT_TRUE(listed.ok());
+  bool found = false;
+  for (const auto& t : client::field(*listed, "templates")->as_array())
+    if (client::str(t, "name") == "hello") {
+      found = true;
+      EXPECT_EQ(b.last(), "hello@" + client::str(t, "version"));
+      EXPECT_FALSE(client::field(t, "builtin")->as_bool());
+    }
+  EXPECT_TRUE(found) << listed->as_object();
+
+  CliRun c = vessel({"sandbox", "create", "--template", "hello"});
+  ASSERT_EQ(c.code, 0) << c.err << d->log();
+  std::string id = c.last();
+  EXPECT_EQ(stateOf(id), "running");
+  auto rec = api().get("/v1/sandboxes/" + id);
+  ASSERT_TRUE(rec.ok());
+  EXPECT_EQ(client::str(*rec, "template"), "hello");
+  EXPECT_EQ(vessel({"sandbox", "delete", id}).code, 0);
+
+  // A built-in name cannot be taken.
+  std::string clash = dir.path() + "/clash.json";
+  std::ofstream(clash) << R"({"name": "minimal"})";
+  CliRun cl = vessel({"template", "build", "-f", clash});
+  EXPECT_EQ(cl.code, 1);
+  EXPECT_THAT(cl.err, HasSubstr("built in"));
+
+  // A second tenant, made by the operator commands beside the running daemon.
+  CliRun t = vessel({"tenant", "create", "acme", "--state-dir", d->stateDir()});
+  ASSERT_EQ(t.code, 0) << t.err;
+  EXPECT_EQ(t.last(), "acme");
+  CliRun dup = vessel({"tenant", "create", "acme", "--state-dir", d->stateDir()});
+  EXPECT_EQ(dup.code, 1);
+  EXPECT_THAT(dup.err, HasSubstr("already exists"));
+  CliRun k = vessel({"key", "create", "acme", "--state-dir", d->stateDir()});
+  ASSERT_EQ(k.code, 0) << k.err;
+  std::string key2 = k.last();
+  EXPECT_THAT(key2, ::testing::StartsWith("vsk_"));
+  CliRun nokey = vessel({"key", "create", "nobody", "--state-dir", d->stateDir()});
+  EXPECT_EQ(nokey.code, 1);
+  EXPECT_THAT(nokey.err, HasSubstr("tenant 'nobody' does not exist"));
+
+  CliRun tl2 = vessel({"template", "list"}, key2);
+  ASSERT_EQ(tl2.code, 0) << tl2.err;
+  EXPECT_THAT(tl2.out, HasSubstr("minimal"));
+  EXPECT_THAT(tl2.out, Not(HasSubstr("hello")));
+  CliRun c2 = vessel({"sandbox", "create", "--template", "hello"}, key2);
+  EXPECT_EQ(c2.code, 1);
+  EXPECT_THAT(c2.err, HasSubstr("template 'hello' does not exist"));
+  CliRun ls2 = vessel({"sandbox", "list", "-q"}, key2);
+  EXPECT_EQ(ls2.code, 0);
+  EXPECT_THAT(ls2.out, IsEmpty());
+}
+
+// Boots: one (the failing build's base).
+TEST_F(CliTest, OpsWatchOnAFailingOperationExitsNonZero) {
+  ScratchDir dir;
+  std::string spec = dir.path() + "/broken.json";
+  std::ofstream(spec) << R"({"name": "broken", "commands": ["echo nope >&2; exit 3"]})";
+  CliRun b = vessel({"template", "build", "--async", "-f", spec});
+  ASSERT_EQ(b.code, 0) << b.err;
+  std::string op = b.last();
+  ASSERT_THAT(op, ::testing::StartsWith("op-"));
+  CliRun w = vessel({"ops", "watch", op});
+  EXPECT_EQ(w.code, 1) << w.out;
+  // Not a terminal: one line per event, the last one the failure.
+  auto lines = w.lines();
+  ASSERT_FALSE(lines.empty());
+  EXPECT_THAT(lines.front(), ::testing::StartsWith("operation.pending"));
+  EXPECT_THAT(w.out, HasSubstr("template.progress"));
+  EXPECT_THAT(lines.back(), ::testing::StartsWith("operation.failed"));
+  EXPECT_THAT(w.err, HasSubstr("failed"));
+  EXPECT_THAT(w.err, HasSubstr("exit 3"));
+  EXPECT_THAT(w.err, Not(HasSubstr("t-"))) << "the tenant's name, not the stored one";
+  // Watching a finished operation again replays it and judges it the same.
+  EXPECT_EQ(vessel({"ops", "watch", op}).code, 1);
+  // And a successful one exits 0.
+  CliRun c = vessel({"sandbox", "create", "--async"});
+  ASSERT_EQ(c.code, 0) << c.err;
+  auto parts = c.last();
+  auto sp = parts.find(' ');
+  ASSERT_NE(sp, std::string::npos) << parts;
+  std::string id = parts.substr(0, sp), cop = parts.substr(sp + 1);
+  CliRun ok = vessel({"ops", "watch", cop});
+  EXPECT_EQ(ok.code, 0) << ok.err << d->log();
+  EXPECT_THAT(ok.lines().back(), ::testing::StartsWith("operation.done"));
+  EXPECT_EQ(vessel({"sandbox", "delete", id}).code, 0);
+}
+
+// Boots: one, cold (no snapshot).
+TEST_F(CliTest, ColdCreateBootsTheTemplateDisk) {
+  CliRun c = vessel({"sandbox", "create", "--cold"});
+  ASSERT_EQ(c.code, 0) << c.err << d->log();
+  std::string id = c.last();
+  EXPECT_EQ(stateOf(id), "running");
+  EXPECT_EQ(vessel({"sandbox", "delete", id}).code, 0);
+}
+
+}  // namespace
+}  // namespace vessel
