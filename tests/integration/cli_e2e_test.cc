@@ -94,7 +94,7 @@ class CliTest : public ::testing::Test {
       auto e = d->stop();
       EXPECT_TRUE(e.exited && e.code == 0) << e.describe() << "\n" << d->log();
     }
-    EXPECT_THAT(testing::qemuProcessesUnder(d->root()), IsEmpty());
+    EXPECT_THAT(testing::qemuProcessesUsing(d->root()), IsEmpty());
     delete d;
     d = nullptr;
   }

@@ -7,12 +7,8 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/write.hpp>
-#include <cstdlib>
-#include <filesystem>
 #include <fstream>
 #include <thread>
-
-#include "base/fd.h"
 
 namespace vessel::testing {
 
@@ -27,18 +23,6 @@ Vesseld::Vesseld(std::string vesseld) : binary_(std::move(vesseld)) {
 
 Vesseld::~Vesseld() {
   if (proc_.running()) (void)stop();
-}
-
-std::vector<int> qemuProcessesUnder(const std::string& dir) {
-  std::vector<int> pids;
-  for (const auto& e : std::filesystem::directory_iterator("/proc")) {
-    int pid = std::atoi(e.path().filename().c_str());
-    if (pid <= 0) continue;
-    auto cmd = readFile(e.path().string() + "/cmdline", 1 << 20);
-    if (!cmd.ok() || cmd->find("qemu-system") == std::string::npos) continue;
-    if (cmd->find(dir) != std::string::npos) pids.push_back(pid);
-  }
-  return pids;
 }
 
 bool healthy(uint16_t port) {

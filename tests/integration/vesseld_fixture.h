@@ -42,10 +42,6 @@ class Vesseld {
   ChildProcess proc_;
 };
 
-// Pids of QEMU processes whose command line mentions `dir` (a daemon's
-// root): leak checks that other tests running on the machine cannot upset.
-std::vector<int> qemuProcessesUnder(const std::string& dir);
-
 // GET /healthz answers 200 on 127.0.0.1:port.
 bool healthy(uint16_t port);
 
