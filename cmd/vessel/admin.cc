@@ -2,10 +2,10 @@
 // vesseld (SQLite in WAL mode allows it): `vessel tenant create NAME` and
 // `vessel key create TENANT`. The key is printed once; only its SHA-256 is
 // stored, so it cannot be shown again.
-#include <CLI/CLI.hpp>
-#include <cstdio>
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 
@@ -69,7 +69,8 @@ int runKeyCreate(const std::string& state_dir, const std::string& tenant) {
   }
   std::printf("%s\n", key->c_str());
   if (::isatty(1))
-    std::fprintf(stderr, "vessel: store this key now: only its hash is kept, it is not shown again\n");
+    std::fprintf(stderr,
+                 "vessel: store this key now: only its hash is kept, it is not shown again\n");
   return 0;
 }
 

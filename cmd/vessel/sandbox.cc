@@ -75,8 +75,8 @@ int runList(bool quiet) {
                    (token.empty() ? std::string() : "&page_token=" + token));
     if (!r.ok()) return fail(r.error());
     if (page == 0 && !quiet)
-      std::printf("%-16s %-12s %-10s %-5s %-7s %s\n", "ID", "TEMPLATE", "STATE", "VCPUS",
-                  "MEMORY", "CREATED");
+      std::printf("%-16s %-12s %-10s %-5s %-7s %s\n", "ID", "TEMPLATE", "STATE", "VCPUS", "MEMORY",
+                  "CREATED");
     const json::value* items = client::field(*r, "sandboxes");
     if (items && items->is_array())
       for (const auto& s : items->as_array()) {
