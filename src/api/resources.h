@@ -26,7 +26,7 @@ struct CreateRequest {
   boost::json::object metadata;  // string -> string
   // `network` and/or `credentials` given: the egress settings (else the node's defaults).
   std::optional<NetworkSettings> network;
-  bool cold = false;             // boot the template's disk instead of restoring its snapshot
+  bool cold = false;  // boot the template's disk instead of restoring its snapshot
 };
 // An empty body means every default. Unknown fields are errors.
 Result<CreateRequest> parseCreateRequest(std::string_view body);
