@@ -192,6 +192,8 @@ class ApiTest : public ::testing::Test {
                g->dir.path() + "/cache",
                "--listen",
                "127.0.0.1:" + std::to_string(g->port),
+               "--data-listen",
+               "127.0.0.1:" + std::to_string(testing::freePort()),
                "--accel",
                "tcg",
                "--kernel",

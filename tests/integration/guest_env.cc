@@ -1,6 +1,10 @@
 #include "guest_env.h"
 
+#include <arpa/inet.h>
 #include <dirent.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 #include <stdlib.h>
 
 #include <filesystem>
@@ -85,6 +89,18 @@ std::vector<int> qemuProcessesUsing(const std::string& path) {
   return processesWhere([&](const std::string& cmd) {
     return cmd.rfind("qemu-system", 0) == 0 && cmd.find(path) != cmd.npos;
   });
+}
+
+uint16_t freePort() {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  socklen_t len = sizeof a;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  ::close(fd);
+  return ntohs(a.sin_port);
 }
 
 }  // namespace vessel::testing

@@ -41,4 +41,7 @@ std::vector<int> qemuProcessesFor(const std::string& prefix);
 // tests running at the same time (ctest -j).
 std::vector<int> qemuProcessesUsing(const std::string& path);
 
+// A loopback TCP port nothing listens on right now (bound, then closed).
+uint16_t freePort();
+
 }  // namespace vessel::testing

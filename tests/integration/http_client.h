@@ -67,7 +67,5 @@ std::optional<std::string> dechunk(const std::string& body);
 std::string unbase64(const std::string& s);
 std::string str(const boost::json::value& v, const char* key);
 
-// A port that was free a moment ago (bind port 0, close).
-uint16_t freePort();
 
 }  // namespace vessel::testing

@@ -52,6 +52,8 @@ bool Vesseld::start() {
              cacheDir(),
              "--listen",
              "127.0.0.1:" + std::to_string(port_),
+             "--data-listen",
+             "127.0.0.1:" + std::to_string(testing::freePort()),
              "--accel",
              "tcg",
              "--kernel",

@@ -25,12 +25,6 @@ using namespace std::chrono_literals;
 using ::testing::HasSubstr;
 using testing::ScratchDir;
 
-uint16_t freePort() {
-  asio::io_context io;
-  asio::ip::tcp::acceptor a(io, {asio::ip::make_address("127.0.0.1"), 0});
-  return a.local_endpoint().port();
-}
-
 // GET a path; empty optional while nothing listens.
 std::optional<std::string> get(uint16_t port, const std::string& path) {
   asio::io_context io;
@@ -55,7 +49,7 @@ struct Daemon {
 };
 
 Daemon start(const std::string& state_dir, const std::string& cache_dir, const std::string& log) {
-  uint16_t port = freePort();
+  uint16_t port = testing::freePort();
   auto out = Fd::open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
   EXPECT_TRUE(out.ok());
   SpawnOptions so;
@@ -66,6 +60,8 @@ Daemon start(const std::string& state_dir, const std::string& cache_dir, const s
              cache_dir,
              "--listen",
              "127.0.0.1:" + std::to_string(port),
+             "--data-listen",
+             "127.0.0.1:" + std::to_string(testing::freePort()),
              "--kernel",
              testing::kernelPath(),
              "--minimal-image",

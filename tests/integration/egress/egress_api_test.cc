@@ -178,6 +178,8 @@ class EgressApiTest : public ::testing::Test {
                cache,
                "--listen",
                "127.0.0.1:" + std::to_string(g->port),
+               "--data-listen",
+               "127.0.0.1:" + std::to_string(testing::freePort()),
                "--accel",
                "tcg",
                "--kernel",
