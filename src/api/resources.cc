@@ -11,6 +11,8 @@ namespace json = boost::json;
 namespace {
 
 constexpr size_t kMaxEnv = 64, kMaxMetadata = 32, kMaxKey = 63, kMaxValue = 1024;
+// A year: far beyond any deployment's cap, which is applied after parsing.
+constexpr int64_t kMaxSeconds = 366 * 24 * 3600;
 
 Error bad(const std::string& what) { return Error(Code::kInvalidArgument, what); }
 
@@ -69,6 +71,10 @@ Result<CreateRequest> parseCreateRequest(std::string_view body) {
     } else if (k == "memory_mib") {
       VESSEL_ASSIGN_OR_RETURN(int64_t n, intField(f, "memory_mib", 64, 1 << 20));
       r.memory_mib = static_cast<uint64_t>(n);
+    } else if (k == "timeout") {
+      VESSEL_ASSIGN_OR_RETURN(r.timeout_s, intField(f, "timeout", 0, kMaxSeconds));
+    } else if (k == "lifetime") {
+      VESSEL_ASSIGN_OR_RETURN(r.lifetime_s, intField(f, "lifetime", 1, kMaxSeconds));
     } else if (k == "env") {
       if (!f.is_object()) return bad("env must be an object of strings");
       if (f.as_object().size() > kMaxEnv) return bad("env has too many entries");
@@ -93,6 +99,27 @@ Result<CreateRequest> parseCreateRequest(std::string_view body) {
       return bad("unknown field '" + std::string(k) + "'");
     }
   }
+  return r;
+}
+
+Result<ExtendRequest> parseExtendRequest(std::string_view body) {
+  ExtendRequest r;
+  json::parse_options po;
+  po.max_depth = 4;
+  boost::system::error_code ec;
+  json::value v = json::parse(body, ec, {}, po);
+  if (ec) return bad("body is not valid JSON: " + ec.message());
+  if (!v.is_object()) return bad("body must be a JSON object");
+  for (const auto& [k, f] : v.as_object()) {
+    if (k == "timeout") {
+      VESSEL_ASSIGN_OR_RETURN(r.timeout_s, intField(f, "timeout", 0, kMaxSeconds));
+    } else if (k == "lifetime") {
+      VESSEL_ASSIGN_OR_RETURN(r.lifetime_s, intField(f, "lifetime", 1, kMaxSeconds));
+    } else {
+      return bad("unknown field '" + std::string(k) + "'");
+    }
+  }
+  if (!r.timeout_s && !r.lifetime_s) return bad("extend needs timeout or lifetime (seconds)");
   return r;
 }
 
@@ -147,6 +174,8 @@ json::object sandboxJson(const store::SandboxRecord& s) {
                  {"created_at", rfc3339(s.created_ms)},
                  {"updated_at", rfc3339(s.updated_ms)}};
   if (!s.error.empty()) o["error"] = s.error;
+  o["timeout"] = s.idle_timeout_s;
+  if (s.expires_ms > 0) o["expires_at"] = rfc3339(s.expires_ms);
   return o;
 }
 
