@@ -5,6 +5,8 @@
 // afterwards. The first exec is not measured yet: it needs the data plane
 // (sessions, POST /v1/exec), which is not in this build; node-level exec
 // cannot reach a guest whose agent channel vesseld holds.
+#include <unistd.h>
+
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -91,12 +93,15 @@ Round runRound(testing::Vesseld& d, int concurrency) {
 }
 
 int run() {
-  std::string root = std::filesystem::temp_directory_path() / ("vessel-bench-api-" +
-                                                                std::to_string(::getpid()));
+  std::string root =
+      std::filesystem::temp_directory_path() / ("vessel-bench-api-" + std::to_string(::getpid()));
   std::filesystem::create_directories(root);
-  testing::VesseldOptions o{VESSELD_PATH, env("VESSEL_KERNEL"), env("VESSEL_MINIMAL_IMAGE"), root,
-                            {"--tenant-max-sandboxes", "1000", "--tenant-max-memory", "1048576",
-                             "--stop-vms-on-exit"}};
+  testing::VesseldOptions o{
+      VESSELD_PATH,
+      env("VESSEL_KERNEL"),
+      env("VESSEL_MINIMAL_IMAGE"),
+      root,
+      {"--tenant-max-sandboxes", "1000", "--tenant-max-memory", "1048576", "--stop-vms-on-exit"}};
   int rc = 0;
   {
     testing::Vesseld d(o);
@@ -105,8 +110,8 @@ int run() {
       rc = 1;
     } else {
       boost::json::array rounds;
-      std::printf("%-6s %8s %10s %10s %10s %10s %10s %10s %7s\n", "conc", "wall_s",
-                  "ready_p50", "ready_p99", "list_p50", "list_p99", "get_p50", "get_p99", "failed");
+      std::printf("%-6s %8s %10s %10s %10s %10s %10s %10s %7s\n", "conc", "wall_s", "ready_p50",
+                  "ready_p99", "list_p50", "list_p99", "get_p50", "get_p99", "failed");
       for (int c : {1, 8, 32}) {
         Round r = runRound(d, c);
         Stats ready = stats(r.ready_ms), list = stats(r.list_ms), get = stats(r.get_ms);

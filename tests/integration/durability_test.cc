@@ -13,8 +13,8 @@
 #include <thread>
 
 #include "base/fd.h"
-#include "base/sha256.h"
 #include "base/run_blocking.h"
+#include "base/sha256.h"
 #include "guest_env.h"
 #include "node/agent_client.h"
 #include "store/store.h"
@@ -154,8 +154,7 @@ TEST_F(DurabilityTest, KillNineInTheMiddleOfCreatesLosesNothing) {
   d->kill9();
   auto rec_a = record(a);
   ASSERT_TRUE(rec_a.is_object());
-  EXPECT_EQ(execThroughAgent(std::string(rec_a.at("vm_dir").as_string()), "echo alive"),
-            "alive\n");
+  EXPECT_EQ(execThroughAgent(std::string(rec_a.at("vm_dir").as_string()), "echo alive"), "alive\n");
   ASSERT_TRUE(d->start()) << d->log();
   EXPECT_EQ(str(get(a), "state"), "running") << d->log();
 
@@ -271,6 +270,70 @@ TEST_F(DurabilityTest, QuotasAnswer429AndExtendMovesTheDeadlines) {
   EXPECT_EQ(d->call("POST", "/v1/sandboxes/sb-q1:extend", R"({"timeout":5})").status, 404)
       << "another tenant's sandbox does not exist for the dev tenant";
   ASSERT_TRUE((*db)->setSandboxState("sb-q1", "deleted", "").ok());
+}
+
+// Every error body is the contract's Error: {code, message, details?},
+// code from its enum, nothing else.
+void expectErrorShape(const testing::HttpReply& r, const std::string& what) {
+  static const std::set<std::string> kCodes = {
+      "invalid_argument",   "not_found",         "already_exists", "failed_precondition",
+      "resource_exhausted", "deadline_exceeded", "unavailable",    "protocol",
+      "permission_denied",  "unauthenticated",   "internal"};
+  auto v = r.js();
+  ASSERT_TRUE(v.is_object()) << what << ": " << r.body;
+  for (auto& [k, f] : v.as_object()) {
+    EXPECT_TRUE(k == "code" || k == "message" || k == "details") << what << ": field " << k;
+    if (k == "details") EXPECT_TRUE(f.is_object()) << what;
+  }
+  EXPECT_TRUE(kCodes.count(str(v, "code"))) << what << ": " << r.body;
+  EXPECT_NE(str(v, "message"), "<missing>") << what;
+  EXPECT_THAT(r.head, HasSubstr("application/json")) << what;
+}
+
+TEST_F(DurabilityTest, BadInputGetsTheRightJsonErrorAndLeaksNothing) {
+  struct Case {
+    std::string method, target, body, key;
+    int status;
+    std::vector<std::string> headers = {};
+  };
+  std::vector<Case> cases = {
+      {"POST", "/v1/sandboxes", "{\"template\":", "-", 400},
+      {"POST", "/v1/sandboxes", "\"just a string\"", "-", 400},
+      {"POST", "/v1/sandboxes", R"({"timeout":-1})", "-", 400},
+      {"POST", "/v1/sandboxes", R"({"timeout":1.5})", "-", 400},
+      {"POST", "/v1/sandboxes", R"({"lifetime":0})", "-", 400},
+      {"POST", "/v1/sandboxes", R"({"lifetime":99999999})", "-", 400},
+      {"POST", "/v1/sandboxes", R"({"env":{"A":1}})", "-", 400},
+      {"POST", "/v1/sandboxes", R"({"metadata":[]})", "-", 400},
+      {"POST", "/v1/sandboxes", R"({"template":"no-such-template"})", "-", 404},
+      {"POST", "/v1/sandboxes", "{\"env\":" + std::string(20, '[') + "}", "-", 400},
+      // Refused on the header alone, before any body is read.
+      {"PATCH", "/v1/sandboxes", "", "-", 413, {"Content-Length: 2097152"}},
+      {"GET", "/v1/sandboxes", "", "-", 431, {"X-Big: " + std::string(17000, 'a')}},
+      {"GET", "/v1/sandboxes/SB_UPPER", "", "-", 400},
+      {"GET", "/v1/sandboxes/" + std::string(100, 'a'), "", "-", 400},
+      {"POST", "/v1/sandboxes/sb-000000000000:extend", R"({"timeout":5})", "-", 404},
+      {"GET", "/v1/operations/op-../../x", "", "-", 404},
+      {"GET", "/v1/sandboxes", "", "", 401},
+      {"GET", "/v1/sandboxes", "", "vsk_not-a-key", 401},
+      {"GET", "/v1/sandboxes", "", "", 401, {"Authorization: Basic Zm9vOmJhcg=="}},
+      {"PUT", "/v1/sandboxes", "", "-", 400},
+  };
+  for (const auto& c : cases) {
+    std::string what = c.method + " " + c.target.substr(0, 60);
+    auto r = d->call(c.method, c.target, c.body, c.key, c.headers);
+    EXPECT_EQ(r.status, c.status) << what << ": " << r.body.substr(0, 300);
+    expectErrorShape(r, what);
+  }
+  // Still serving, nothing created, no VM started by any of it.
+  EXPECT_EQ(d->call("GET", "/healthz", "", "").status, 200);
+  auto list = d->call("GET", "/v1/sandboxes");
+  ASSERT_EQ(list.status, 200);
+  EXPECT_TRUE(list.js().at("sandboxes").as_array().empty()) << list.body;
+  EXPECT_THAT(d->qemuPids(), ::testing::IsEmpty());
+  auto m = d->call("GET", "/metrics", "", "");
+  EXPECT_THAT(m.body, HasSubstr("vessel_api_errors_total{code=\"invalid_argument\"}"));
+  EXPECT_THAT(m.body, HasSubstr("vessel_sandboxes{state=\"running\"}"));
 }
 
 }  // namespace
