@@ -47,8 +47,9 @@ Round runRound(testing::Vesseld& d, int concurrency) {
       auto l = d.call("GET", "/v1/sandboxes?page_size=100");
       double lm = msSince(t);
       std::string id;
+      auto body = l.js();  // named: a range-for over a temporary's member dangles
       if (l.status == 200)
-        for (auto& s : l.js().at("sandboxes").as_array()) id = str(s, "id");
+        for (auto& s : body.at("sandboxes").as_array()) id = str(s, "id");
       double gm = -1;
       if (!id.empty()) {
         t = Clock::now();

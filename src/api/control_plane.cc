@@ -63,6 +63,7 @@ void ControlPlane::install(HttpServer& server) {
 std::shared_ptr<node::AgentClient> ControlPlane::agentOf(const std::string& sandbox_id) {
   auto it = live_.find(sandbox_id);
   if (it == live_.end() || it->second->state() != node::Sandbox::State::kRunning) return nullptr;
+  noteActivity(sandbox_id);  // the data plane uses it: its idle clock starts again
   return it->second->agent();
 }
 

@@ -192,7 +192,8 @@ TEST_F(DurabilityTest, SixteenConcurrentCreatesWhileListAndGetKeepAnswering) {
     ASSERT_EQ(l.status, 200) << l.body;
     std::set<std::string> seen;
     int running = 0;
-    for (auto& s : l.js().at("sandboxes").as_array()) {
+    auto body = l.js();  // named: a range-for over a temporary's member dangles
+    for (auto& s : body.at("sandboxes").as_array()) {
       seen.insert(str(s, "id"));
       EXPECT_THAT(str(s, "state"), AnyOf("creating", "running")) << str(s, "error");
       running += str(s, "state") == "running";

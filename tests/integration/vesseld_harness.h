@@ -45,9 +45,8 @@ class Vesseld {
 
   // One request on its own connection. key "-" is the dev key, "" none.
   // Reads until the server closes or `enough` says the body suffices.
-  HttpReply call(const std::string& method, const std::string& target,
-                 const std::string& body = "", const std::string& key = "-",
-                 const std::vector<std::string>& headers = {},
+  HttpReply call(const std::string& method, const std::string& target, const std::string& body = "",
+                 const std::string& key = "-", const std::vector<std::string>& headers = {},
                  const std::function<bool(const std::string&)>& enough = nullptr) const;
   // Follows an operation's events to its end; its final state or "<...>".
   std::string finish(const std::string& op, const std::string& key = "-") const;
