@@ -11,8 +11,8 @@
 
 #include "api/http_server.h"
 #include "api/live_sandboxes.h"
-#include "api/sessions.h"
 #include "api/network_api.h"
+#include "api/sessions.h"
 #include "metrics/registry.h"
 #include "node/runtime.h"
 #include "ops/state_machine.h"

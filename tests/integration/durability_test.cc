@@ -37,8 +37,13 @@ class DurabilityTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     g_dir = new testing::ScratchDir;
-    testing::VesseldOptions o{VESSELD_PATH, testing::kernelPath(), testing::minimalImage(),
-                              g_dir->path()};
+    // Without egress: VMs have no network slot, and those are the ones
+    // re-adopted (NetworkSlotVmsAreFailedNotAdopted turns egress on).
+    testing::VesseldOptions o{VESSELD_PATH,
+                              testing::kernelPath(),
+                              testing::minimalImage(),
+                              g_dir->path(),
+                              {"--no-egress"}};
     d = new testing::Vesseld(o);
     ASSERT_TRUE(d->start()) << d->log();
   }
@@ -176,6 +181,54 @@ TEST_F(DurabilityTest, ACleanRestartKeepsRunningSandboxesRunning) {
   EXPECT_EQ(str(get(a), "state"), "running");
   EXPECT_EQ(act(a, "pause"), "done") << d->log();
   destroy(a);
+}
+
+TEST_F(DurabilityTest, NetworkSlotVmsAreFailedNotAdopted) {
+  // With egress a VM's tap lives in a slot (netns, nft rules, a gateway
+  // registration) that a new vesseld cannot take over yet: after kill -9
+  // the sandbox is failed with that reason and its QEMU stopped; a clean
+  // stop stops it too. Paused sandboxes are unaffected (resume takes a
+  // fresh slot).
+  d->extraArgs().clear();
+  // However this test ends, the next ones get the daemon they expect.
+  struct Restore {
+    ~Restore() {
+      if (d->running()) (void)d->stop();
+      d->extraArgs() = {"--no-egress"};
+      EXPECT_TRUE(d->start()) << d->log();
+    }
+  } restore;
+  auto e = d->stop();
+  ASSERT_TRUE(e.exited && e.code == 0) << e.describe();
+  ASSERT_TRUE(d->start()) << d->log();
+
+  auto [a, op_a] = create();
+  auto [p, op_p] = create();
+  ASSERT_EQ(d->finish(op_a), "done") << d->log();
+  ASSERT_EQ(d->finish(op_p), "done") << d->log();
+  EXPECT_EQ(act(p, "pause"), "done") << d->log();
+  auto rec = record(a);
+  ASSERT_TRUE(rec.is_object());
+  EXPECT_TRUE(rec.as_object().contains("network_slot")) << rec;
+  d->kill9();
+  ASSERT_TRUE(d->start()) << d->log();
+  auto sa = get(a);
+  EXPECT_EQ(str(sa, "state"), "failed") << d->log();
+  EXPECT_THAT(str(sa, "error"), HasSubstr("network state cannot be re-adopted yet"));
+  EXPECT_THAT(d->qemuPids(), ::testing::IsEmpty()) << "its QEMU was stopped";
+  EXPECT_EQ(str(get(p), "state"), "paused");
+
+  // Resumed (with a new slot), then a clean stop: stopped and failed too.
+  EXPECT_EQ(act(p, "resume"), "done") << d->log();
+  e = d->stop();
+  ASSERT_TRUE(e.exited && e.code == 0) << e.describe();
+  EXPECT_THAT(d->qemuPids(), ::testing::IsEmpty());
+  ASSERT_TRUE(d->start()) << d->log();
+  auto sp = get(p);
+  EXPECT_EQ(str(sp, "state"), "failed");
+  EXPECT_THAT(str(sp, "error"), HasSubstr("network state cannot be re-adopted yet"));
+  destroy(a);
+  destroy(p);
 }
 
 TEST_F(DurabilityTest, SixteenConcurrentCreatesWhileListAndGetKeepAnswering) {

@@ -51,6 +51,8 @@ class Vesseld {
   // Follows an operation's events to its end; its final state or "<...>".
   std::string finish(const std::string& op, const std::string& key = "-") const;
 
+  // Flags for the next start().
+  std::vector<std::string>& extraArgs() { return opts_.extra_args; }
   const std::string& key() const { return key_; }
   uint16_t port() const { return port_; }
   std::string stateDir() const { return opts_.root + "/state"; }
