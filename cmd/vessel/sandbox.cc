@@ -41,7 +41,7 @@ int runCreate(const CreateOptions& o) {
   if (!o.template_name.empty()) body["template"] = o.template_name;
   if (o.memory_mib) body["memory_mib"] = *o.memory_mib;
   if (o.vcpus) body["vcpus"] = *o.vcpus;
-  if (o.timeout_s) body["timeout_s"] = *o.timeout_s;
+  if (o.timeout_s) body["timeout"] = *o.timeout_s;
   if (o.cold) body["cold"] = true;
   auto env = keyValues(o.env, "--env");
   if (!env.ok()) return fail(env.error());

@@ -48,6 +48,22 @@ int main(int argc, char** argv) {
       ->envname("VESSEL_EGRESS_CA_BUNDLE");
   app.add_flag("--debug-exec", cfg.debug_exec,
                "serve POST /debug/sandboxes/{id}/exec (a stopgap until sessions exist)");
+  app.add_flag("--stop-vms-on-exit", cfg.stop_vms_on_exit,
+               "stop running VMs on SIGTERM/SIGINT instead of leaving them for the next vesseld");
+  app.add_option("--default-idle-timeout", cfg.default_idle_timeout_s,
+                 "seconds without activity before a running sandbox ends (0: never)")
+      ->capture_default_str();
+  app.add_option("--default-lifetime", cfg.default_lifetime_s,
+                 "seconds a sandbox lives when its create names no lifetime")
+      ->capture_default_str();
+  app.add_option("--max-lifetime", cfg.max_lifetime_s, "most seconds a sandbox may live")
+      ->capture_default_str();
+  app.add_option("--tenant-max-sandboxes", cfg.tenant_max_sandboxes,
+                 "live sandboxes per tenant unless the tenant has its own limit")
+      ->capture_default_str();
+  app.add_option("--tenant-max-memory", cfg.tenant_max_memory_mib,
+                 "MiB of running sandboxes per tenant unless the tenant has its own limit")
+      ->capture_default_str();
   // Every long option above may also come from a TOML/INI file
   // (`egress-resolver = "192.0.2.53"`); flags win over the file.
   app.set_config("--config", "", "configuration file (TOML or INI)")->envname("VESSEL_CONFIG");

@@ -1,7 +1,9 @@
 #include "api/control_plane.h"
 
+#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
+#include <boost/asio/use_awaitable.hpp>
 #include <boost/json.hpp>
 #include <ctime>
 
@@ -63,6 +65,7 @@ void ControlPlane::install(HttpServer& server) {
 std::shared_ptr<node::AgentClient> ControlPlane::agentOf(const std::string& sandbox_id) {
   auto it = live_.find(sandbox_id);
   if (it == live_.end() || it->second->state() != node::Sandbox::State::kRunning) return nullptr;
+  noteActivity(sandbox_id);  // the data plane uses it: its idle clock starts again
   return it->second->agent();
 }
 
@@ -70,6 +73,8 @@ void ControlPlane::setMetrics(metrics::Registry& r) {
   op_latency_ = &r.histogram("vessel_operation_duration_seconds",
                              "Time from an operation's request to its end, by kind and outcome",
                              {"kind", "state"});
+  reaped_ = &r.counter("vessel_sandboxes_expired_total",
+                       "Sandboxes the reaper ended, by reason (idle, lifetime)", {"reason"});
   op_errors_ = &r.counter("vessel_operation_errors_total",
                           "Failed operations, by kind and error code", {"kind", "code"});
   r.addCollector([this](metrics::SampleWriter& w) {
@@ -89,17 +94,168 @@ void ControlPlane::setMetrics(metrics::Registry& r) {
   });
 }
 
-asio::awaitable<void> ControlPlane::shutdown() {
+asio::awaitable<void> ControlPlane::shutdown(bool stop_vms) {
   stopTemplateBuilds();
+  if (reap_timer_) {
+    reap_timer_->cancel();
+    reap_timer_.reset();
+  }
   auto live = std::move(live_);
   live_.clear();
   for (auto& [id, sb] : live) {
     if (sb->state() != node::Sandbox::State::kRunning) continue;
+    // A VM with a network slot cannot be re-adopted yet (its netns, tap
+    // and nft state die with this process), so it is stopped either way.
+    bool has_slot = sb->slot() != nullptr;
+    if (!stop_vms && !has_slot) {
+      // Let go of the channels only; QEMU runs on (own session, no death
+      // signal) and the next vesseld adopts it.
+      runtime_.release(*sb);
+      continue;
+    }
     if (network_) network_->detach(id);
     (void)co_await runtime_.destroy(*sb);
-    if (auto s = store_.setSandboxState(id, "failed", "vesseld stopped; the VM was stopped");
-        !s.ok())
+    std::string why = stop_vms ? "vesseld stopped; the VM was stopped"
+                               : "vesseld stopped; the VM was stopped because its network state "
+                                 "cannot be re-adopted yet";
+    if (auto s = store_.setSandboxState(id, "failed", why); !s.ok())
       log().error("sandbox {}: {}", id, s.error().message());
+  }
+  co_await runtime_.drainPools();
+}
+
+asio::awaitable<int> ControlPlane::recover() {
+  auto sandboxes = store_.listLiveSandboxes();
+  auto ops = store_.listUnfinishedOperations();
+  if (!sandboxes.ok() || !ops.ok()) {
+    log().error("recovery: cannot read the store: {}",
+                (!sandboxes.ok() ? sandboxes.error() : ops.error()).message());
+    co_return 0;
+  }
+  std::map<std::string, std::vector<store::OperationRecord>> by_sandbox;
+  for (auto& op : *ops) by_sandbox[op.sandbox_id].push_back(op);
+  std::set<std::string> keep;
+  int adopted = 0, failed = 0;
+  for (auto& sb : *sandboxes) {
+    auto it = by_sandbox.find(sb.id);
+    std::vector<store::OperationRecord> mine;
+    if (it != by_sandbox.end()) {
+      mine = std::move(it->second);
+      by_sandbox.erase(it);
+    }
+    co_await recoverSandbox(sb, std::move(mine), keep);
+    if (keep.count(sb.id))
+      ++adopted;
+    else
+      ++failed;
+  }
+  // Operations whose sandbox is already gone or failed.
+  for (auto& [id, list] : by_sandbox)
+    for (auto& op : list) {
+      Error e(Code::kUnavailable, "vesseld restarted while the operation was in flight");
+      setOperation(op, OpState::kFailed, &e);
+    }
+  int discarded = co_await runtime_.discardOrphans(keep);
+  if (!sandboxes->empty() || discarded > 0)
+    log().info("recovery: {} sandbox(es) taken over, {} lost, {} leftover director(ies) removed",
+               adopted, failed, discarded);
+  co_return adopted;
+}
+
+asio::awaitable<void> ControlPlane::recoverSandbox(store::SandboxRecord rec,
+                                                   std::vector<store::OperationRecord> ops,
+                                                   std::set<std::string>& keep) {
+  auto slog = log().forSandbox(rec.id);
+  auto sb = co_await runtime_.adopt(rec.id);
+  std::optional<SandboxState> actual;
+  if (sb.ok()) {
+    bool running = (*sb)->state() == node::Sandbox::State::kRunning;
+    actual = running ? SandboxState::kRunning : SandboxState::kPaused;
+    if (running) live_[rec.id] = *sb;
+    keep.insert(rec.id);
+    slog.info("taken over after restart ({})", ops::stateName(*actual));
+  } else {
+    slog.warn("not taken over after restart: {}", sb.error().message());
+  }
+  // The newest unfinished operation decides; older ones cannot be in
+  // flight at once (the state table forbids it) but are ended all the same.
+  std::optional<store::OperationRecord> op;
+  for (auto& o : ops) {
+    if (op) {
+      Error e(Code::kUnavailable, "vesseld restarted; superseded");
+      setOperation(*op, OpState::kFailed, &e);
+    }
+    op = o;
+  }
+  auto fail = [&](const std::string& why) {
+    store::OperationRecord as_op = op.value_or(store::OperationRecord{});
+    as_op.sandbox_id = rec.id;
+    as_op.tenant_id = rec.tenant_id;
+    setSandbox(as_op, SandboxState::kFailed, why);
+    if (op) {
+      Error e(Code::kUnavailable, why);
+      setOperation(*op, OpState::kFailed, &e);
+    }
+  };
+  auto settle = [&](SandboxState st) {
+    store::OperationRecord as_op = op.value_or(store::OperationRecord{});
+    as_op.sandbox_id = rec.id;
+    as_op.tenant_id = rec.tenant_id;
+    if (rec.state != ops::stateName(st)) setSandbox(as_op, st, "");
+    if (op) setOperation(*op, OpState::kDone, nullptr);
+  };
+  auto rerun = [&](Action a) {
+    auto t = ops::transition(*actual, a);
+    if (!t.ok()) {
+      fail("vesseld restarted during " + op->kind + ": " + t.error().message());
+      return;
+    }
+    slog.info("resuming the {} operation {} after restart", op->kind, op->id);
+    setSandbox(*op, t->during, "");
+    asio::co_spawn(io_, runAction(*op, *t), asio::detached);
+  };
+  std::string lost = "vesseld restarted and the VM could not be taken over: " +
+                     (sb.ok() ? std::string() : sb.error().message());
+  std::string kind = op ? op->kind : "";
+  if (kind == "create") {
+    if (actual == SandboxState::kRunning)
+      settle(SandboxState::kRunning);
+    else
+      fail("vesseld restarted before the sandbox was ready; its VM was discarded");
+  } else if (kind == "pause") {
+    if (actual == SandboxState::kPaused)
+      settle(SandboxState::kPaused);
+    else if (actual == SandboxState::kRunning)
+      rerun(Action::kPause);
+    else
+      fail(lost);
+  } else if (kind == "resume") {
+    if (actual == SandboxState::kRunning)
+      settle(SandboxState::kRunning);
+    else if (actual == SandboxState::kPaused)
+      rerun(Action::kResume);
+    else
+      fail(lost);
+  } else if (kind == "delete") {
+    if (actual) {
+      rerun(Action::kDelete);
+    } else {
+      // Nothing left to delete: what the caller asked for has happened.
+      settle(SandboxState::kDeleted);
+    }
+  } else if (kind == "fork" && actual) {
+    // The parent carries on; copies that were not finished are failed on
+    // their own records (they have no operation of their own).
+    store::OperationRecord as_op = *op;
+    if (rec.state != ops::stateName(*actual)) setSandbox(as_op, *actual, "");
+    Error e(Code::kUnavailable, "vesseld restarted during the fork; unfinished copies failed");
+    setOperation(*op, OpState::kFailed, &e);
+  } else if (actual) {
+    settle(*actual);
+  } else if (rec.state == "deleting") {
+    settle(SandboxState::kDeleted);
+  } else {
+    fail(lost);
   }
 }
 
@@ -151,6 +307,7 @@ asio::awaitable<std::optional<Response>> ControlPlane::handle(const Request& req
     if (verb == "pause") co_return requestAction(req, *tenant, id, Action::kPause);
     if (verb == "resume") co_return requestAction(req, *tenant, id, Action::kResume);
     if (verb == "fork") co_return forkSandbox(req, *tenant, id);
+    if (verb == "extend") co_return extendSandbox(req, *tenant, id);
     co_return errorResponse(req, Error(Code::kNotFound, "no such sandbox method: " + verb));
   }
   if (seg.size() == 4 && seg[1] == "sandboxes" && seg[3] == "sessions" && sessions_) {
@@ -197,6 +354,13 @@ Response ControlPlane::createSandbox(const Request& req, const std::string& tena
                                                std::to_string(m.memory_mib) +
                                                " MiB; restoring it " + "cannot change them"));
 
+  int64_t lifetime = in->lifetime_s.value_or(policy_.default_lifetime_s);
+  if (lifetime > policy_.max_lifetime_s || in->timeout_s.value_or(0) > policy_.max_lifetime_s)
+    return errorResponse(req, Error(Code::kInvalidArgument,
+                                    "timeout and lifetime may be at most " +
+                                        std::to_string(policy_.max_lifetime_s) + " seconds here"));
+  if (auto q = overQuota(tenant, m.memory_mib, 1)) return errorResponse(req, *q);
+
   store::SandboxRecord sb;
   sb.id = node::newId("sb");
   node::GuestNetwork guest_net;
@@ -211,7 +375,9 @@ Response ControlPlane::createSandbox(const Request& req, const std::string& tena
   sb.vcpus = m.vcpus;
   sb.memory_mib = m.memory_mib;
   sb.metadata_json = json::serialize(in->metadata);
-  sb.created_ms = sb.updated_ms = store::nowMs();
+  sb.created_ms = sb.updated_ms = sb.last_active_ms = store::nowMs();
+  sb.idle_timeout_s = in->timeout_s.value_or(policy_.default_idle_timeout_s);
+  sb.expires_ms = sb.created_ms + lifetime * 1000;
   if (auto s = store_.insertSandbox(sb); !s.ok()) return errorResponse(req, s.error());
   auto op = newOperation(tenant, sb.id, "create");
   if (!op.ok()) {
@@ -269,13 +435,122 @@ Response ControlPlane::requestAction(const Request& req, const std::string& tena
     return errorResponse(req, Error(t.error().code(), "sandbox " + id + ": " + t.error().context()),
                          details);
   }
+  if (action == Action::kResume)
+    if (auto q = overQuota(tenant, (*sb)->memory_mib, 0)) return errorResponse(req, *q);
   auto op = newOperation(tenant, id, std::string(ops::actionName(action)));
   if (!op.ok()) return errorResponse(req, op.error());
+  noteActivity(id);
   setSandbox(*op, t->during, "");
   auto now = store_.getSandbox(tenant, id);
   if (now.ok() && now->has_value()) **sb = **now;
   asio::co_spawn(io_, runAction(*op, *t), asio::detached);
   return accepted(req, **sb, *op);
+}
+
+std::optional<Error> ControlPlane::overQuota(const std::string& tenant, uint64_t memory_mib,
+                                             int count_new) {
+  auto lim = store_.tenantLimits(tenant);
+  auto use = store_.tenantUsage(tenant);
+  if (!lim.ok()) return lim.error();
+  if (!use.ok()) return use.error();
+  int64_t max_n = lim->max_sandboxes.value_or(policy_.tenant_max_sandboxes);
+  int64_t max_mem = lim->max_memory_mib.value_or(policy_.tenant_max_memory_mib);
+  if (count_new > 0 && use->sandboxes + count_new > max_n)
+    return Error(Code::kResourceExhausted,
+                 "quota: the tenant has " + std::to_string(use->sandboxes) + " of at most " +
+                     std::to_string(max_n) +
+                     " sandboxes (paused ones count); delete one or ask for a higher limit");
+  if (use->memory_mib + static_cast<int64_t>(memory_mib) > max_mem)
+    return Error(Code::kResourceExhausted,
+                 "quota: the tenant's running sandboxes use " + std::to_string(use->memory_mib) +
+                     " MiB of at most " + std::to_string(max_mem) + " MiB and this one needs " +
+                     std::to_string(memory_mib) + " MiB; pause or delete one first");
+  return std::nullopt;
+}
+
+Response ControlPlane::extendSandbox(const Request& req, const std::string& tenant,
+                                     const std::string& id) {
+  auto in = parseExtendRequest(req.body());
+  if (!in.ok()) return errorResponse(req, in.error());
+  auto sb = store_.getSandbox(tenant, id);
+  if (!sb.ok()) return errorResponse(req, sb.error());
+  if (!sb->has_value() || (*sb)->state == "deleted")
+    return errorResponse(req, Error(Code::kNotFound, "sandbox " + id + " does not exist"));
+  const auto& s = **sb;
+  if (s.state == "deleting" || s.state == "failed") {
+    json::object details{{"state", s.state}};
+    return errorResponse(
+        req,
+        Error(Code::kFailedPrecondition, "sandbox " + id + " is " + s.state + "; cannot extend"),
+        details);
+  }
+  int64_t now = store::nowMs();
+  int64_t idle = in->timeout_s.value_or(s.idle_timeout_s);
+  int64_t expires = in->lifetime_s ? now + *in->lifetime_s * 1000 : s.expires_ms;
+  // The hard cap is a cap: counted from creation, whatever was asked.
+  int64_t cap = s.created_ms + policy_.max_lifetime_s * 1000;
+  if (expires > cap || idle > policy_.max_lifetime_s)
+    return errorResponse(req,
+                         Error(Code::kInvalidArgument,
+                               "a sandbox lives at most " + std::to_string(policy_.max_lifetime_s) +
+                                   " seconds from its creation here (until " + rfc3339(cap) + ")"));
+  if (auto st = store_.setSandboxLifetime(id, idle, expires); !st.ok())
+    return errorResponse(req, st.error());
+  noteActivity(id);
+  auto now_sb = store_.getSandbox(tenant, id);
+  if (!now_sb.ok() || !now_sb->has_value())
+    return errorResponse(req, Error(Code::kInternal, "sandbox " + id + " vanished"));
+  return jsonResponse(req, http::status::ok, json::serialize(sandboxJson(**now_sb)));
+}
+
+void ControlPlane::noteActivity(const std::string& sandbox_id) {
+  if (auto s = store_.touchSandbox(sandbox_id, store::nowMs()); !s.ok())
+    log().warn("sandbox {}: {}", sandbox_id, s.error().message());
+}
+
+void ControlPlane::startReaper() {
+  reap_timer_ = std::make_shared<asio::steady_timer>(io_);
+  asio::co_spawn(io_, reapLoop(), asio::detached);
+}
+
+asio::awaitable<void> ControlPlane::reapLoop() {
+  auto timer = reap_timer_;  // outlives this object if the io_context is torn down first
+  for (;;) {
+    timer->expires_after(policy_.reap_interval);
+    auto [ec] = co_await timer->async_wait(asio::as_tuple(asio::use_awaitable));
+    if (ec || !reap_timer_) co_return;
+    reapOnce();
+  }
+}
+
+void ControlPlane::reapOnce() {
+  int64_t now = store::nowMs();
+  auto expired = store_.listExpired(now, 32);
+  if (!expired.ok()) {
+    log().warn("reaper: {}", expired.error().message());
+    return;
+  }
+  for (const auto& sb : *expired) {
+    auto state = ops::parseState(sb.state);
+    if (!state) continue;
+    // Busy sandboxes (creating, pausing, ...) are looked at again next round.
+    auto t = ops::transition(*state, Action::kDelete);
+    if (!t.ok()) continue;
+    bool hard = sb.expires_ms > 0 && sb.expires_ms <= now;
+    std::string why = hard ? "its lifetime ended at " + rfc3339(sb.expires_ms)
+                           : "idle for " + std::to_string(sb.idle_timeout_s) + " s";
+    auto op = newOperation(sb.tenant_id, sb.id, "delete");
+    if (!op.ok()) {
+      log().warn("reaper: sandbox {}: {}", sb.id, op.error().message());
+      continue;
+    }
+    log().forSandbox(sb.id).info("expired ({}): deleting", why);
+    json::object data{{"id", sb.id}, {"reason", hard ? "lifetime" : "idle"}, {"message", why}};
+    publish({0, sb.tenant_id, op->id, sb.id, "sandbox.expired", json::serialize(data)});
+    if (reaped_) reaped_->with({hard ? "lifetime" : "idle"}).inc();
+    setSandbox(*op, t->during, "");
+    asio::co_spawn(io_, runAction(*op, *t), asio::detached);
+  }
 }
 
 Response ControlPlane::getOperation(const Request& req, const std::string& tenant,
@@ -364,6 +639,7 @@ asio::awaitable<void> ControlPlane::runCreate(store::OperationRecord op, std::st
     }
   }
   live_[op.sandbox_id] = *sb;
+  noteActivity(op.sandbox_id);  // the idle clock starts when it is ready
   setSandbox(op, SandboxState::kRunning, "");
   setOperation(op, OpState::kDone, nullptr);
 }

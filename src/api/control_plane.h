@@ -22,6 +22,17 @@
 
 namespace vessel::api {
 
+// Lifetimes and quotas (vesseld's flags); a tenant's own limits in the
+// store win over the tenant_* defaults.
+struct Policy {
+  int64_t default_idle_timeout_s = 600;
+  int64_t default_lifetime_s = 24 * 3600;
+  int64_t max_lifetime_s = 7 * 24 * 3600;
+  int64_t tenant_max_sandboxes = 20;
+  int64_t tenant_max_memory_mib = 16384;
+  std::chrono::milliseconds reap_interval{1000};
+};
+
 class ControlPlane : public LiveSandboxes {
  public:
   // network: the egress endpoints and hooks (null: sandboxes get no network).
@@ -36,9 +47,32 @@ class ControlPlane : public LiveSandboxes {
   // Operation latencies and failures, and sandboxes by state at scrape
   // time, go to `r` (which must outlive this object).
   void setMetrics(metrics::Registry& r);
-  // Stops every running VM (they cannot be re-adopted yet) and records
-  // their sandboxes as failed; paused sandboxes stay resumable.
-  asio::awaitable<void> shutdown();
+  void setPolicy(const Policy& p) { policy_ = p; }
+  // Starts the reaper: every reap_interval, sandboxes past their lifetime
+  // or idle past their timeout are deleted, each as a delete operation
+  // after a `sandbox.expired` event saying why. Stopped by shutdown().
+  void startReaper();
+  // Something used the sandbox (an exec, a file transfer, an API action):
+  // its idle clock starts again. For the data plane too.
+  void noteActivity(const std::string& sandbox_id);
+  // Before serving, after a restart (clean or kill -9): takes over every
+  // sandbox the store says is alive. Running VMs are re-adopted, paused
+  // ones stay paused, the rest are marked failed with the reason (so is a
+  // running VM with a network slot: its netns, tap and nft state cannot be
+  // re-adopted yet, so its VM is stopped); every
+  // unfinished operation is resumed (pause, resume and delete run again
+  // on the adopted sandbox) or ended (done if what it asked for happened,
+  // else failed). Nothing stays pending. Leftover files and QEMU processes
+  // no sandbox owns are removed.
+  // Returns how many sandboxes were taken over.
+  asio::awaitable<int> recover();
+  // A clean stop. By default running VMs are left running for the next
+  // vesseld to re-adopt (an upgrade or restart must not kill users' work);
+  // with `stop_vms` they are stopped and recorded as failed, as an
+  // operator retiring the node expects. VMs with a network slot are
+  // stopped and failed either way (their network cannot be re-adopted
+  // yet). Paused sandboxes stay resumable.
+  asio::awaitable<void> shutdown(bool stop_vms = false);
   // The running sandbox `id` of `tenant` on this node, or null.
   std::shared_ptr<node::Sandbox> liveSandbox(const std::string& tenant, const std::string& id);
   // Lets POST /v1/templates build templates (without it that answers 503).
@@ -56,6 +90,12 @@ class ControlPlane : public LiveSandboxes {
   Response listSandboxes(const Request& req, const std::string& tenant);
   Response requestAction(const Request& req, const std::string& tenant, const std::string& id,
                          ops::Action action);
+  Response extendSandbox(const Request& req, const std::string& tenant, const std::string& id);
+  // 429 when `tenant` cannot have `count_new` more sandboxes using
+  // `memory_mib` between them (count_new 0: only memory comes back, a resume).
+  std::optional<Error> overQuota(const std::string& tenant, uint64_t memory_mib, int count_new);
+  asio::awaitable<void> reapLoop();
+  void reapOnce();
   Response getOperation(const Request& req, const std::string& tenant, const std::string& id);
   asio::awaitable<std::optional<Response>> streamEvents(const Request& req,
                                                         boost::beast::tcp_stream& stream,
@@ -74,6 +114,9 @@ class ControlPlane : public LiveSandboxes {
   asio::awaitable<void> runAction(store::OperationRecord op, ops::Transition t);
   asio::awaitable<Status> doAction(const std::string& tenant, const std::string& id,
                                    ops::Transition t);
+  asio::awaitable<void> recoverSandbox(store::SandboxRecord sb,
+                                       std::vector<store::OperationRecord> ops,
+                                       std::set<std::string>& keep);
 
   // Fork (fork_api.cc).
   Response forkSandbox(const Request& req, const std::string& tenant, const std::string& id);
@@ -100,6 +143,9 @@ class ControlPlane : public LiveSandboxes {
   // Cleared first in the destructor: callbacks the build thread posted check it.
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
   std::unique_ptr<TemplateWorker> builder_;  // stopped first in the destructor
+  Policy policy_;
+  std::shared_ptr<asio::steady_timer> reap_timer_;
+  metrics::Family<metrics::Counter>* reaped_ = nullptr;
   metrics::Family<metrics::Histogram>* op_latency_ = nullptr;
   metrics::Family<metrics::Counter>* op_errors_ = nullptr;
   Sessions* sessions_ = nullptr;

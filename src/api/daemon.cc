@@ -145,11 +145,6 @@ Status runDaemon(Config cfg) {
         cfg.state_dir.c_str(), dev_key.c_str());
     std::fflush(stdout);
   }
-  // Running VMs do not survive a restart yet: say so in their records
-  // rather than leaving them "running" or their operations pending forever.
-  VESSEL_ASSIGN_OR_RETURN(int lost, store->failInFlight("vesseld restarted; the VM was lost"));
-  if (lost > 0) log.warn("{} sandbox(es) from before the restart marked failed", lost);
-
   VESSEL_ASSIGN_OR_RETURN(std::string qemu_version, hypervisor::qemu::qemuVersion(cfg.qemu_binary));
   asio::io_context io;
   hypervisor::qemu::QemuHypervisor hv({cfg.qemu_binary});
@@ -233,6 +228,17 @@ Status runDaemon(Config cfg) {
     // The gateway's counters, read over its control socket at scrape time.
     metrics.addCollector([&egress](metrics::SampleWriter& w) { gatewayMetrics(*egress, w); });
   }
+  // Take over what an earlier vesseld left (running VMs, paused sandboxes,
+  // operations in flight) before anyone can ask about it.
+  runBlocking(io, control.recover());
+  Policy policy;
+  policy.default_idle_timeout_s = cfg.default_idle_timeout_s;
+  policy.default_lifetime_s = cfg.default_lifetime_s;
+  policy.max_lifetime_s = cfg.max_lifetime_s;
+  policy.tenant_max_sandboxes = cfg.tenant_max_sandboxes;
+  policy.tenant_max_memory_mib = cfg.tenant_max_memory_mib;
+  control.setPolicy(policy);
+  control.startReaper();
 
   HttpServer server(io);
   server.setMetrics(metrics);
@@ -294,7 +300,7 @@ Status runDaemon(Config cfg) {
     asio::co_spawn(
         io,
         [&]() -> asio::awaitable<void> {
-          co_await control.shutdown();
+          co_await control.shutdown(cfg.stop_vms_on_exit);
           if (egress) egress->stop();
           io.stop();
         },

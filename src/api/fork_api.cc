@@ -46,6 +46,8 @@ Response ControlPlane::forkSandbox(const Request& req, const std::string& tenant
     return errorResponse(req,
                          Error(Code::kUnavailable, "sandbox " + id + " has no VM on this node"));
 
+  if (auto q = overQuota(tenant, static_cast<uint64_t>(in->count) * (*sb)->memory_mib, in->count))
+    return errorResponse(req, *q);
   // The copies are recorded first: if vesseld dies mid-fork they are
   // failed records, never VMs nobody knows about.
   json::array children;
@@ -55,8 +57,15 @@ Response ControlPlane::forkSandbox(const Request& req, const std::string& tenant
     c.id = node::newId("sb");
     c.state = std::string(ops::stateName(SandboxState::kCreating));
     c.error.clear();
-    c.created_ms = c.updated_ms = store::nowMs();
-    if (auto s = store_.insertSandbox(c); !s.ok()) {
+    // A copy gets the parent's idle timeout and a lifetime as long as the
+    // parent's, counted from now.
+    int64_t now = store::nowMs();
+    if ((*sb)->expires_ms > 0) c.expires_ms = now + ((*sb)->expires_ms - (*sb)->created_ms);
+    c.created_ms = c.updated_ms = c.last_active_ms = now;
+    Status s = store_.insertSandbox(c);
+    if (s.ok() && network_) s = network_->inherit(id, c.id);
+    if (!s.ok()) {
+      (void)store_.setSandboxState(c.id, "failed", s.error().message());
       for (const auto& done : ids)
         (void)store_.setSandboxState(done, "failed", s.error().message());
       return errorResponse(req, s.error());
@@ -96,6 +105,16 @@ asio::awaitable<void> ControlPlane::runFork(store::OperationRecord op,
     co_return;
   }
   for (auto& c : *r) {
+    // Each copy's egress policy, as at create: no copy runs with a network
+    // it was not given.
+    if (network_) {
+      if (auto a = network_->attach(op.tenant_id, *c); !a.ok()) {
+        log().forSandbox(c->id()).warn("fork: {}", a.error().message());
+        (void)co_await runtime_.destroy(*c);
+        setSandboxOf(op, c->id(), SandboxState::kFailed, a.error().message());
+        continue;
+      }
+    }
     live_[c->id()] = c;
     setSandboxOf(op, c->id(), SandboxState::kRunning, "");
   }

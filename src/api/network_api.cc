@@ -132,6 +132,12 @@ Result<node::GuestNetwork> NetworkApi::prepare(const std::string& tenant,
   return g;
 }
 
+Status NetworkApi::inherit(const std::string& parent, const std::string& child) {
+  VESSEL_ASSIGN_OR_RETURN(std::string text, store_.getSandboxNetwork(parent));
+  if (text.empty()) return okStatus();
+  return store_.setSandboxNetwork(child, text);
+}
+
 Result<NetworkSettings> NetworkApi::stored(const std::string& sandbox_id) {
   VESSEL_ASSIGN_OR_RETURN(std::string text, store_.getSandboxNetwork(sandbox_id));
   NetworkSettings none;

@@ -36,7 +36,9 @@ class NetworkApi {
   // and the tenant's credentials, stores them, and says how the guest is set up.
   Result<node::GuestNetwork> prepare(const std::string& tenant, const std::string& sandbox_id,
                                      const NetworkSettings& s);
-  // Once the sandbox has a VM (create, resume): registers its policy with the
+  // A fork: `child` gets the network settings `parent` has now.
+  Status inherit(const std::string& parent, const std::string& child);
+  // Once the sandbox has a VM (create, resume, fork): registers its policy with the
   // gateway. An error means the sandbox must not run (it would have no
   // network it was promised, or one it was not).
   Status attach(const std::string& tenant, const node::Sandbox& sb);

@@ -13,6 +13,8 @@ namespace json = boost::json;
 namespace {
 
 constexpr size_t kMaxEnv = 64, kMaxMetadata = 32, kMaxKey = 63, kMaxValue = 1024;
+// A year: far beyond any deployment's cap, which is applied after parsing.
+constexpr int64_t kMaxSeconds = 366 * 24 * 3600;
 
 Error bad(const std::string& what) { return Error(Code::kInvalidArgument, what); }
 
@@ -35,6 +37,17 @@ Result<int64_t> intField(const json::value& v, const char* name, int64_t lo, int
   return x;
 }
 
+// A request body that must be one JSON object, nested at most `depth` deep.
+Result<json::object> parseObject(std::string_view body, int depth = 4) {
+  json::parse_options po;
+  po.max_depth = depth;
+  boost::system::error_code ec;
+  json::value v = json::parse(body, ec, {}, po);
+  if (ec) return bad("body is not valid JSON: " + ec.message());
+  if (!v.is_object()) return bad("body must be a JSON object");
+  return std::move(v.as_object());
+}
+
 }  // namespace
 
 bool validId(std::string_view id) {
@@ -47,20 +60,15 @@ bool validId(std::string_view id) {
 Result<CreateRequest> parseCreateRequest(std::string_view body) {
   CreateRequest r;
   if (body.find_first_not_of(" \t\r\n") == std::string_view::npos) return r;
-  json::parse_options po;
-  po.max_depth = 8;
-  boost::system::error_code ec;
-  json::value v = json::parse(body, ec, {}, po);
-  if (ec) return bad("body is not valid JSON: " + ec.message());
-  if (!v.is_object()) return bad("body must be a JSON object");
-  const json::value* net = v.as_object().if_contains("network");
-  const json::value* creds = v.as_object().if_contains("credentials");
+  VESSEL_ASSIGN_OR_RETURN(json::object o, parseObject(body, 8));
+  const json::value* net = o.if_contains("network");
+  const json::value* creds = o.if_contains("credentials");
   if (net || creds) {
     // Credentials without a network object: the default mode (full).
     json::value none_given = json::object();
     VESSEL_ASSIGN_OR_RETURN(r.network, parseNetworkSettings(net ? *net : none_given, creds));
   }
-  for (const auto& [k, f] : v.as_object()) {
+  for (const auto& [k, f] : o) {
     if (k == "template") {
       if (!f.is_string() || f.as_string().empty() || f.as_string().size() > 64)
         return bad("template must be a non-empty string of at most 64 characters");
@@ -71,6 +79,10 @@ Result<CreateRequest> parseCreateRequest(std::string_view body) {
     } else if (k == "memory_mib") {
       VESSEL_ASSIGN_OR_RETURN(int64_t n, intField(f, "memory_mib", 64, 1 << 20));
       r.memory_mib = static_cast<uint64_t>(n);
+    } else if (k == "timeout") {
+      VESSEL_ASSIGN_OR_RETURN(r.timeout_s, intField(f, "timeout", 0, kMaxSeconds));
+    } else if (k == "lifetime") {
+      VESSEL_ASSIGN_OR_RETURN(r.lifetime_s, intField(f, "lifetime", 1, kMaxSeconds));
     } else if (k == "env") {
       if (!f.is_object()) return bad("env must be an object of strings");
       if (f.as_object().size() > kMaxEnv) return bad("env has too many entries");
@@ -104,17 +116,28 @@ Result<CreateRequest> parseCreateRequest(std::string_view body) {
 Result<ForkRequest> parseForkRequest(std::string_view body) {
   ForkRequest r;
   if (body.find_first_not_of(" \t\r\n") == std::string_view::npos) return r;
-  json::parse_options po;
-  po.max_depth = 4;
-  boost::system::error_code ec;
-  json::value v = json::parse(body, ec, {}, po);
-  if (ec) return bad("body is not valid JSON: " + ec.message());
-  if (!v.is_object()) return bad("body must be a JSON object");
-  for (const auto& [k, f] : v.as_object()) {
+  VESSEL_ASSIGN_OR_RETURN(json::object o, parseObject(body));
+  for (const auto& [k, f] : o) {
     if (k != "count") return bad("unknown field '" + std::string(k) + "'");
     VESSEL_ASSIGN_OR_RETURN(int64_t n, intField(f, "count", 1, 16));
     r.count = static_cast<int>(n);
   }
+  return r;
+}
+
+Result<ExtendRequest> parseExtendRequest(std::string_view body) {
+  ExtendRequest r;
+  VESSEL_ASSIGN_OR_RETURN(json::object o, parseObject(body));
+  for (const auto& [k, f] : o) {
+    if (k == "timeout") {
+      VESSEL_ASSIGN_OR_RETURN(r.timeout_s, intField(f, "timeout", 0, kMaxSeconds));
+    } else if (k == "lifetime") {
+      VESSEL_ASSIGN_OR_RETURN(r.lifetime_s, intField(f, "lifetime", 1, kMaxSeconds));
+    } else {
+      return bad("unknown field '" + std::string(k) + "'");
+    }
+  }
+  if (!r.timeout_s && !r.lifetime_s) return bad("extend needs timeout or lifetime (seconds)");
   return r;
 }
 
@@ -203,6 +226,8 @@ json::object sandboxJson(const store::SandboxRecord& s) {
                  {"created_at", rfc3339(s.created_ms)},
                  {"updated_at", rfc3339(s.updated_ms)}};
   if (!s.error.empty()) o["error"] = s.error;
+  o["timeout"] = s.idle_timeout_s;
+  if (s.expires_ms > 0) o["expires_at"] = rfc3339(s.expires_ms);
   return o;
 }
 

@@ -27,6 +27,9 @@ struct CreateRequest {
   // `network` and/or `credentials` given: the egress settings (else the node's defaults).
   std::optional<NetworkSettings> network;
   bool cold = false;  // boot the template's disk instead of restoring its snapshot
+  // Seconds: idle timeout (0: never idle out) and hard lifetime; unset:
+  // the deployment's defaults. Bounded by the deployment's maximum later.
+  std::optional<int64_t> timeout_s, lifetime_s;
 };
 // An empty body means every default. Unknown fields are errors.
 Result<CreateRequest> parseCreateRequest(std::string_view body);
@@ -36,6 +39,13 @@ struct ForkRequest {
   int count = 1;
 };
 Result<ForkRequest> parseForkRequest(std::string_view body);
+
+// POST /v1/sandboxes/{id}:extend: a new idle timeout and/or lifetime
+// (counted from now); at least one.
+struct ExtendRequest {
+  std::optional<int64_t> timeout_s, lifetime_s;
+};
+Result<ExtendRequest> parseExtendRequest(std::string_view body);
 
 struct ListQuery {
   int page_size = 50;

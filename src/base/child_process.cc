@@ -17,6 +17,7 @@ extern "C" {
 namespace vessel {
 
 std::string ExitStatus::describe() const {
+  if (unknown) return "ended (exit status unknown: not our child)";
   if (exited) return "exit code " + std::to_string(code);
   return "killed by signal " + std::to_string(signal) + " (" + strsignal(signal) + ")";
 }
@@ -25,6 +26,7 @@ ChildProcess& ChildProcess::operator=(ChildProcess&& o) noexcept {
   if (this != &o) {
     killAndReap();
     pid_ = std::exchange(o.pid_, -1);
+    adopted_ = std::exchange(o.adopted_, false);
     pidfd_ = std::move(o.pidfd_);
     status_ = std::move(o.status_);
   }
@@ -34,8 +36,16 @@ ChildProcess& ChildProcess::operator=(ChildProcess&& o) noexcept {
 ChildProcess::~ChildProcess() { killAndReap(); }
 
 void ChildProcess::killAndReap() {
-  if (pid_ <= 0 || status_) return;
+  // A moved-from object keeps its pid but not its pidfd: nothing to do.
+  if (pid_ <= 0 || status_ || pidfd_.get() < 0) return;
   ::pidfd_send_signal(pidfd_.get(), SIGKILL, nullptr, 0);
+  if (adopted_) {
+    // Not ours to reap: wait (bounded) until it is gone.
+    pollfd p{pidfd_.get(), POLLIN, 0};
+    ::poll(&p, 1, 5000);
+    status_ = ExitStatus{false, 0, SIGKILL};
+    return;
+  }
   siginfo_t info{};
   while (::waitid(P_PIDFD, static_cast<id_t>(pidfd_.get()), &info, WEXITED) != 0 &&
          errno == EINTR) {
@@ -141,6 +151,63 @@ Result<ChildProcess> ChildProcess::spawn(const SpawnOptions& opts) {
   return child;
 }
 
+Result<ChildProcess> ChildProcess::adopt(pid_t pid, uint64_t start_ticks) {
+  std::string ctx = "adopt pid " + std::to_string(pid);
+  if (pid <= 1) return Error(Code::kInvalidArgument, ctx + ": bad pid");
+  int pfd = ::pidfd_open(pid, 0);
+  if (pfd < 0) {
+    if (errno == ESRCH) return Error(Code::kNotFound, ctx + ": no such process");
+    return Error::fromErrno(ctx + ": pidfd_open");
+  }
+  ChildProcess p;
+  p.pid_ = pid;
+  p.adopted_ = true;
+  p.pidfd_.reset(pfd);
+  // Checked after the pidfd is open: from here on the pid cannot be reused
+  // by another process while the pidfd's process lives.
+  if (start_ticks != 0) {
+    auto st = processStartTicks(pid);
+    if (!st.ok() || *st != start_ticks) {
+      p.pid_ = -1;  // not ours in any sense: never signal it
+      return Error(Code::kNotFound, ctx + ": the process with that pid is another one (started " +
+                                        (st.ok() ? std::to_string(*st) : "?") + ", expected " +
+                                        std::to_string(start_ticks) + ")");
+    }
+  }
+  if (p.tryWait()) {
+    p.pid_ = -1;
+    return Error(Code::kNotFound, ctx + ": the process has ended");
+  }
+  return p;
+}
+
+Result<uint64_t> processStartTicks(pid_t pid) {
+  auto text = readFile("/proc/" + std::to_string(pid) + "/stat", 4096);
+  if (!text.ok()) return std::move(text).error();
+  // "pid (comm) state ppid ...": comm may hold spaces and parentheses, so
+  // fields are counted after the last ')'.
+  auto rp = text->rfind(')');
+  if (rp == std::string::npos) return Error(Code::kInternal, "/proc stat of pid: no comm");
+  size_t pos = rp + 2;
+  for (int field = 3; field < 22; ++field) {
+    pos = text->find(' ', pos);
+    if (pos == std::string::npos) return Error(Code::kInternal, "/proc stat: too few fields");
+    ++pos;
+  }
+  uint64_t v = 0;
+  for (; pos < text->size() && (*text)[pos] >= '0' && (*text)[pos] <= '9'; ++pos)
+    v = v * 10 + static_cast<uint64_t>((*text)[pos] - '0');
+  return v;
+}
+
+Result<std::string> processCmdline(pid_t pid) {
+  auto text = readFile("/proc/" + std::to_string(pid) + "/cmdline", 1 << 20);
+  if (!text.ok()) return std::move(text).error();
+  for (char& c : *text)
+    if (c == '\0') c = ' ';
+  return *text;
+}
+
 Status ChildProcess::signal(int sig) {
   if (pid_ <= 0 || status_) return Error(Code::kFailedPrecondition, "signal: process has exited");
   if (::pidfd_send_signal(pidfd_.get(), sig, nullptr, 0) != 0)
@@ -150,6 +217,15 @@ Status ChildProcess::signal(int sig) {
 
 std::optional<ExitStatus> ChildProcess::tryWait() {
   if (status_ || pid_ <= 0) return status_;
+  if (adopted_) {
+    // A pidfd becomes readable when its process ends, child or not.
+    pollfd p{pidfd_.get(), POLLIN, 0};
+    if (::poll(&p, 1, 0) <= 0) return std::nullopt;
+    ExitStatus st;
+    st.unknown = true;
+    status_ = st;
+    return status_;
+  }
   siginfo_t info{};
   if (::waitid(P_PIDFD, static_cast<id_t>(pidfd_.get()), &info, WEXITED | WNOHANG) != 0)
     return std::nullopt;

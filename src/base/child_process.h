@@ -20,6 +20,7 @@ struct ExitStatus {
   bool exited = false;  // true: exit code valid; false: killed by `signal`
   int code = 0;
   int signal = 0;
+  bool unknown = false;  // ended, but not our child: how is not known
   bool success() const { return exited && code == 0; }
   std::string describe() const;  // "exit code 1" / "killed by signal 9 (Killed)"
 };
@@ -49,12 +50,25 @@ class ChildProcess {
   // Starts argv[0] (looked up in PATH if it has no '/'). An exec failure in
   // the child comes back here as an Error, not as a child that exits 127.
   static Result<ChildProcess> spawn(const SpawnOptions& opts);
+  // Takes over a process this one did not spawn (a QEMU left running by an
+  // earlier vesseld). It is watched and signalled through a pidfd like a
+  // child, but it is not ours to reap (init is its parent now), so its exit
+  // status is unknown: status() reports it as ExitStatus::unknown().
+  // `start_ticks`, when not 0, must match /proc/<pid>/stat's start time, so
+  // a recycled pid is refused.
+  static Result<ChildProcess> adopt(pid_t pid, uint64_t start_ticks);
 
   pid_t pid() const { return pid_; }
   // Readable once the child has exited; for event loops.
   int pidfd() const { return pidfd_.get(); }
   bool running() const { return pid_ > 0 && !status_; }
 
+  // Lets go of the process without killing it (it outlives this object and
+  // this program, e.g. a QEMU left for the next vesseld).
+  void release() {
+    pid_ = -1;
+    pidfd_.reset();
+  }
   Status signal(int sig);
   // Non-blocking: the exit status if the child has ended (and reaps it).
   std::optional<ExitStatus> tryWait();
@@ -68,8 +82,15 @@ class ChildProcess {
  private:
   void killAndReap();
   pid_t pid_ = -1;
+  bool adopted_ = false;
   Fd pidfd_;
   std::optional<ExitStatus> status_;
 };
+
+// A process's start time in clock ticks after boot (/proc/<pid>/stat field
+// 22): with the pid, it names one process for the life of the machine.
+Result<uint64_t> processStartTicks(pid_t pid);
+// Its command line, arguments joined by spaces.
+Result<std::string> processCmdline(pid_t pid);
 
 }  // namespace vessel

@@ -84,6 +84,12 @@ Status Config::validate() {
   if (!gateway_binary.empty()) VESSEL_TRY(requireFile("gateway binary", gateway_binary));
   if (log_level != "debug" && log_level != "info" && log_level != "warn" && log_level != "error")
     return Error(Code::kInvalidArgument, "log level must be debug, info, warn or error");
+  if (default_idle_timeout_s < 0 || default_lifetime_s < 1 || max_lifetime_s < 1 ||
+      default_lifetime_s > max_lifetime_s)
+    return Error(Code::kInvalidArgument,
+                 "lifetimes: idle timeout >= 0 (0: none), 1 <= default lifetime <= max lifetime");
+  if (tenant_max_sandboxes < 0 || tenant_max_memory_mib < 0)
+    return Error(Code::kInvalidArgument, "tenant quotas must not be negative");
   return okStatus();
 }
 

@@ -34,6 +34,17 @@ struct Config {
   std::string kernel;         // guest vmlinux
   std::string minimal_image;  // root filesystem of the `minimal` template
   std::string log_level = "info";
+  // On SIGTERM/SIGINT: stop running VMs (true) or leave them for the next
+  // vesseld to re-adopt (false, the default).
+  bool stop_vms_on_exit = false;
+  // Sandbox lifetimes in seconds: the idle timeout and hard lifetime a
+  // create gets when it names none, and the most a create or extend may ask.
+  int64_t default_idle_timeout_s = 600;
+  int64_t default_lifetime_s = 24 * 3600;
+  int64_t max_lifetime_s = 7 * 24 * 3600;
+  // Per-tenant quotas for tenants with no limits of their own in the store.
+  int64_t tenant_max_sandboxes = 20;
+  int64_t tenant_max_memory_mib = 16384;
 
   // Egress (docs/gateway.md): vesseld runs vessel-gateway and gives every
   // sandbox a network slot. Off: sandboxes have a NIC connected to nothing.

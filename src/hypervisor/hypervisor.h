@@ -96,6 +96,9 @@ class Vm {
   virtual asio::awaitable<Status> loadState(bool ignore_shared) = 0;
   // Graceful quit, then SIGTERM, then SIGKILL; reaps and removes run_dir.
   virtual asio::awaitable<Status> stop() = 0;
+  // Lets go of the machine without stopping it: channels are closed, the
+  // VMM keeps running for a later process to adopt. Nothing else works after.
+  virtual void release() {}
 };
 
 class Hypervisor {
@@ -107,6 +110,18 @@ class Hypervisor {
   // input, a VMM that exits, or the deadline passing.
   virtual asio::awaitable<Result<std::unique_ptr<Vm>>> start(MachineSpec spec,
                                                              Clock::time_point deadline) = 0;
+  // Takes over a machine an earlier process started and left running (a
+  // vesseld restart): `pid` (with its start time, see processStartTicks)
+  // must still be the VMM serving spec.run_dir. Control, console and agent
+  // channels are reconnected; the guest's state is not touched.
+  virtual asio::awaitable<Result<std::unique_ptr<Vm>>> adopt(MachineSpec spec, pid_t pid,
+                                                             uint64_t start_ticks,
+                                                             Clock::time_point deadline) {
+    co_return Error(Code::kUnavailable, std::string(name()) + " cannot adopt machines");
+  }
+  // Stops a VMM still serving `run_dir` that nobody owns any more (left by
+  // a process that died mid-start); nothing to do if none is there.
+  virtual asio::awaitable<Status> stopOrphan(std::string run_dir) { co_return okStatus(); }
 };
 
 }  // namespace vessel::hypervisor

@@ -314,9 +314,17 @@ Status Runtime::writeRecord(const Sandbox& sb) {
   o["hostname"] = sb.hostname_;
   o["env"] = std::move(env);
   o["network"] = json::object{{"route", sb.net_.route}, {"ca_pem", sb.net_.ca_pem}};
+  // Its VM has a tap in a slot: adopt() must not take it over (see there).
+  if (sb.slot_) o["network_slot"] = sb.slot_->index();
   o["vcpus"] = sb.vcpus_;
   o["memory_mib"] = sb.memory_mib_;
   o["state"] = sb.state_ == Sandbox::State::kPaused ? "paused" : "running";
+  // What a later vesseld needs to take the running VM over (adopt()).
+  if (sb.vm_ && sb.vm_->pid() > 0) {
+    o["vm_pid"] = sb.vm_->pid();
+    auto ticks = processStartTicks(sb.vm_->pid());
+    if (ticks.ok()) o["vm_start_ticks"] = *ticks;
+  }
   return writeFileAtomic(sb.dir_ + "/sandbox.json", json::serialize(o), 0600);
 }
 
@@ -742,6 +750,133 @@ asio::awaitable<Status> Runtime::destroy(Sandbox& sb) {
   fs::remove_all(sb.dir_, ec);
   store_.release(sb.template_id_);
   co_return okStatus();
+}
+
+void Runtime::release(Sandbox& sb) {
+  if (sb.agent_) sb.agent_->close();
+  sb.agent_.reset();
+  if (sb.vm_) sb.vm_->release();
+  sb.vm_.reset();
+  store_.release(sb.template_id_);
+}
+
+asio::awaitable<Result<std::shared_ptr<Sandbox>>> Runtime::adopt(const std::string& id) {
+  std::string ctx = "adopt sandbox " + id;
+  if (!validId(id)) co_return Error(Code::kInvalidArgument, ctx + ": bad id");
+  std::string dir = opts_.root + "/sandboxes/" + id;
+  auto text = readFile(dir + "/sandbox.json");
+  if (!text.ok())
+    co_return Error(
+        Code::kNotFound,
+        ctx + ": no sandbox record (the VM never finished starting): " + text.error().message());
+  boost::system::error_code jec;
+  json::value v = json::parse(*text, jec);
+  if (jec || !v.is_object()) co_return Error(Code::kInternal, ctx + ": sandbox.json is corrupt");
+  auto& o = v.as_object();
+  auto sb = std::make_shared<Sandbox>();
+  sb->id_ = id;
+  sb->dir_ = dir;
+  pid_t pid = 0;
+  uint64_t ticks = 0;
+  bool paused = false, has_slot = false;
+  try {
+    sb->vm_dir_ = std::string(o.at("vm_dir").as_string());
+    sb->template_id_ = std::string(o.at("template").as_string());
+    sb->hostname_ = std::string(o.at("hostname").as_string());
+    for (auto& e : o.at("env").as_array()) sb->env_.emplace_back(e.as_string());
+    sb->vcpus_ = static_cast<unsigned>(o.at("vcpus").to_number<uint64_t>());
+    sb->memory_mib_ = o.at("memory_mib").to_number<uint64_t>();
+    if (auto* n = o.if_contains("network")) {
+      sb->net_.route = n->at("route").as_bool();
+      sb->net_.ca_pem = std::string(n->at("ca_pem").as_string());
+    }
+    has_slot = o.contains("network_slot");
+    paused = o.at("state").as_string() == "paused";
+    if (auto* p = o.if_contains("vm_pid")) pid = static_cast<pid_t>(p->to_number<int64_t>());
+    if (auto* t = o.if_contains("vm_start_ticks")) ticks = t->to_number<uint64_t>();
+  } catch (const std::exception& e) {
+    co_return Error(Code::kInternal, ctx + ": sandbox.json: " + e.what());
+  }
+  std::error_code ec;
+  if (paused) {
+    if (!fs::exists(dir + "/pause.state", ec))
+      co_return Error(Code::kNotFound, ctx + ": paused, but its saved state is missing");
+    sb->state_ = Sandbox::State::kPaused;
+    store_.acquire(sb->template_id_);
+    co_return sb;
+  }
+  if (pid <= 0) co_return Error(Code::kNotFound, ctx + ": no VM process recorded");
+  hypervisor::MachineSpec s = machineSpec(sb->vm_dir_, sb->vcpus_, sb->memory_mib_, "");
+  auto vm = co_await hv_.adopt(s, pid, ticks, Clock::now() + 10s);
+  if (has_slot) {
+    // The VM's tap lives in a slot namespace with nft rules and a gateway
+    // registration that this process did not create and cannot take over
+    // yet (the slot pool removes stale slots at start). Running on, the
+    // guest would have a dead or unpoliced network: stop it instead. (The
+    // pid check above makes sure the QEMU stopped is this sandbox's; if it
+    // is gone, discardOrphans() still stops whatever serves its directory.)
+    if (vm.ok()) (void)co_await (*vm)->stop();
+    co_return Error(Code::kUnavailable,
+                    ctx + ": it had a network slot and network state cannot be re-adopted yet; " +
+                        (vm.ok() ? "its VM was stopped" : "its VM is gone"));
+  }
+  if (!vm.ok()) co_return std::move(vm).error().withContext(ctx);
+  sb->vm_ = std::move(*vm);
+  // A pause that was saving when the old vesseld died left the vCPUs
+  // stopped; the sandbox is still running as far as anyone knows.
+  // (No co_await inside a conditional expression: g++ 12 miscompiles it.)
+  Status st = co_await sb->vm_->resumeVcpus();
+  if (st.ok()) {
+    auto c = co_await AgentClient::reconnect(std::move(sb->vm_->agentChannel()), id,
+                                             Clock::now() + opts_.ready_timeout);
+    if (c.ok())
+      sb->agent_ = std::move(*c);
+    else
+      st = std::move(c).error();
+  }
+  if (!st.ok()) {
+    std::string diag = sb->vm_->diagnostics();
+    (void)co_await sb->vm_->stop();
+    std::string msg = st.error().message();
+    if (!diag.empty()) msg += "; " + diag;
+    co_return Error(st.error().code(), ctx + ": " + msg);
+  }
+  sb->state_ = Sandbox::State::kRunning;
+  fs::remove(dir + "/pause.state", ec);  // from a pause that did not finish
+  store_.acquire(sb->template_id_);
+  co_return sb;
+}
+
+asio::awaitable<int> Runtime::discardOrphans(std::set<std::string> keep) {
+  int n = 0;
+  std::set<std::string> vm_dirs_in_use;
+  std::error_code ec;
+  for (auto& e : fs::directory_iterator(opts_.root + "/sandboxes", ec)) {
+    std::string id = e.path().filename().string();
+    if (keep.count(id)) {
+      auto text = readFile(e.path().string() + "/sandbox.json");
+      boost::system::error_code jec;
+      json::value v = text.ok() ? json::parse(*text, jec) : json::value();
+      if (!jec && v.is_object())
+        if (auto* d = v.as_object().if_contains("vm_dir"); d && d->is_string())
+          vm_dirs_in_use.insert(std::string(d->as_string()));
+      continue;
+    }
+    std::error_code rec;
+    fs::remove_all(e.path(), rec);
+    ++n;
+  }
+  std::vector<std::string> orphans;
+  for (auto& e : fs::directory_iterator(opts_.root + "/vms", ec))
+    if (!vm_dirs_in_use.count(e.path().string())) orphans.push_back(e.path().string());
+  for (auto& d : orphans) {
+    auto s = co_await hv_.stopOrphan(d + "/run");
+    if (!s.ok()) Logger("runtime").warn("orphan VM in {}: {}", d, s.error().message());
+    std::error_code rec;
+    fs::remove_all(d, rec);
+    ++n;
+  }
+  co_return n;
 }
 
 }  // namespace vessel::node

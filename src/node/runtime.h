@@ -12,6 +12,7 @@
 #include <deque>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -117,6 +118,26 @@ class Runtime {
       Sandbox& sb, std::string name);
   // Stops the VM and deletes every file of the sandbox.
   asio::awaitable<Status> destroy(Sandbox& sb);
+
+  // Lets go of a running sandbox without stopping it, for the next vesseld
+  // to adopt(): its QEMU keeps running; its files stay.
+  void release(Sandbox& sb);
+  // After a restart (even a kill -9): takes over a sandbox an earlier
+  // vesseld left, from its sandbox.json. A running one gets its QEMU back
+  // (the recorded pid, verified by start time and command line) with QMP,
+  // console and agent reconnected (the agent resynchronised, its processes
+  // still running); a paused one needs nothing. A running one whose record
+  // has a network slot is not taken over: its netns, tap and nft state
+  // cannot be re-adopted yet, so its VM is stopped and an error says so.
+  // An error says why it cannot
+  // be taken over (the VM died, the record is missing or unreadable); the
+  // caller then discards it with discardOrphans().
+  asio::awaitable<Result<std::shared_ptr<Sandbox>>> adopt(const std::string& id);
+  // Removes every sandbox directory not in `keep` and every VM directory
+  // no kept sandbox uses, stopping any QEMU still serving one (left by a
+  // create or pool refill in flight when the earlier vesseld died).
+  // Returns how many directories went.
+  asio::awaitable<int> discardOrphans(std::set<std::string> keep);
 
   // Starts QEMU processes for `template_name` until the pool is full.
   asio::awaitable<Status> fillPool(const std::string& template_name);

@@ -541,21 +541,6 @@ class SqliteStore : public Store {
     return sqlite3_changes(db_);
   }
 
-  Result<int> failInFlight(const std::string& reason) override {
-    Stmt s(db_,
-           "UPDATE sandboxes SET state='failed', error=?, updated_ms=? "
-           "WHERE state NOT IN ('paused','deleted','failed')");
-    s.bind(reason).bind(nowMs());
-    VESSEL_TRY(done(s, "fail sandboxes in flight"));
-    int n = sqlite3_changes(db_);
-    Stmt o(db_,
-           "UPDATE operations SET state='failed', error_code='unavailable', error_message=?, "
-           "updated_ms=? WHERE state IN ('pending','running')");
-    o.bind(reason).bind(nowMs());
-    VESSEL_TRY(done(o, "fail operations in flight"));
-    return n;
-  }
-
  private:
   Result<std::vector<SandboxRecord>> collect(Stmt& s, const std::string& what) {
     std::vector<SandboxRecord> out;

@@ -87,22 +87,28 @@ TEST_F(SqliteStoreTest, EveryQueryIsScopedToItsTenant) {
   EXPECT_EQ(st.listEvents("t1", "", *s1, 100)->size(), 1u);
 }
 
-TEST_F(SqliteStoreTest, FailInFlightLeavesPausedSandboxes) {
+TEST_F(SqliteStoreTest, RecoveryListsLiveSandboxesAndUnfinishedOperations) {
   auto s = openSqlite(path_);
   ASSERT_TRUE(s.ok());
   Store& st = **s;
   ASSERT_TRUE(st.createTenant("t1", "one").ok());
   SandboxRecord a{"sb-a", "t1", "minimal", "creating"};
   SandboxRecord p{"sb-p", "t1", "minimal", "paused"};
-  ASSERT_TRUE(st.insertSandbox(a).ok());
-  ASSERT_TRUE(st.insertSandbox(p).ok());
-  OperationRecord o{"op-1", "t1", "sb-a", "create", "running"};
-  ASSERT_TRUE(st.insertOperation(o).ok());
-  EXPECT_EQ(st.failInFlight("restarted").value_or(-1), 1);
-  EXPECT_EQ((*st.getSandbox("t1", "sb-a"))->state, "failed");
-  EXPECT_EQ((*st.getSandbox("t1", "sb-a"))->error, "restarted");
-  EXPECT_EQ((*st.getSandbox("t1", "sb-p"))->state, "paused");
-  EXPECT_EQ((*st.getOperation("t1", "op-1"))->state, "failed");
+  SandboxRecord f{"sb-f", "t1", "minimal", "failed"};
+  for (auto* r : {&a, &p, &f}) ASSERT_TRUE(st.insertSandbox(*r).ok());
+  OperationRecord o1{"op-1", "t1", "sb-a", "create", "running"};
+  OperationRecord o2{"op-2", "t1", "sb-p", "pause", "done"};
+  ASSERT_TRUE(st.insertOperation(o1).ok());
+  ASSERT_TRUE(st.insertOperation(o2).ok());
+  auto live = st.listLiveSandboxes();
+  ASSERT_TRUE(live.ok());
+  ASSERT_EQ(live->size(), 2u);
+  EXPECT_EQ((*live)[0].id, "sb-a");
+  EXPECT_EQ((*live)[1].id, "sb-p");
+  auto ops = st.listUnfinishedOperations();
+  ASSERT_TRUE(ops.ok());
+  ASSERT_EQ(ops->size(), 1u);
+  EXPECT_EQ((*ops)[0].id, "op-1");
 }
 
 TEST_F(SqliteStoreTest, SessionsAreFoundByHashRevokedAndExpired) {

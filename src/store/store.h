@@ -146,11 +146,6 @@ class Store {
   // credential names, as JSON); "" when it has none stored.
   virtual Status setSandboxNetwork(const std::string& sandbox_id, const std::string& json) = 0;
   virtual Result<std::string> getSandboxNetwork(const std::string& sandbox_id) = 0;
-
-  // At start-up: no VM survives a vesseld restart yet, so every sandbox not
-  // paused, deleted or failed becomes failed, and every unfinished operation
-  // failed, with `reason`. Returns how many sandboxes changed.
-  virtual Result<int> failInFlight(const std::string& reason) = 0;
 };
 
 // Milliseconds since the Unix epoch (the store's timestamps).

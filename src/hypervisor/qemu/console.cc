@@ -8,9 +8,15 @@
 namespace vessel::hypervisor::qemu {
 
 Result<std::shared_ptr<ConsoleLog>> ConsoleLog::start(Socket socket, const std::string& path,
-                                                      uint64_t max_bytes) {
-  VESSEL_ASSIGN_OR_RETURN(Fd f, Fd::open(path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND, 0600));
+                                                      uint64_t max_bytes, bool append) {
+  VESSEL_ASSIGN_OR_RETURN(
+      Fd f, Fd::open(path, O_WRONLY | O_CREAT | O_APPEND | (append ? 0 : O_TRUNC), 0600));
   auto c = std::make_shared<ConsoleLog>(std::move(socket), std::move(f), max_bytes);
+  if (append) {
+    off_t end = ::lseek(c->file_.get(), 0, SEEK_END);
+    c->written_ = end > 0 ? static_cast<uint64_t>(end) : 0;
+    c->truncated_ = c->written_ >= max_bytes;
+  }
   c->readMore();
   return c;
 }

@@ -15,8 +15,10 @@ namespace vessel::hypervisor::qemu {
 class ConsoleLog : public std::enable_shared_from_this<ConsoleLog> {
  public:
   using Socket = boost::asio::local::stream_protocol::socket;
+  // `append`: continue a log an earlier process wrote (re-adoption after a
+  // restart); what is already there counts against max_bytes.
   static Result<std::shared_ptr<ConsoleLog>> start(Socket socket, const std::string& path,
-                                                   uint64_t max_bytes);
+                                                   uint64_t max_bytes, bool append = false);
   ConsoleLog(Socket socket, Fd file, uint64_t max_bytes)
       : socket_(std::move(socket)), file_(std::move(file)), max_(max_bytes) {}
   void close();

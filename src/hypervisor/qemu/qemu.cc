@@ -164,6 +164,15 @@ class QemuVm : public Vm {
     co_return okStatus();
   }
 
+  void release() override {
+    stopped_ = true;
+    qmp_->close();
+    boost::system::error_code ec;
+    agent_.close(ec);
+    console_->close();
+    child_.release();
+  }
+
  private:
   asio::awaitable<Status> setIgnoreShared(bool on) {
     json::object cap;
@@ -347,6 +356,62 @@ asio::awaitable<Result<std::unique_ptr<Vm>>> QemuHypervisor::start(MachineSpec s
       std::make_unique<QemuVm>(std::move(spec), std::move(*child), std::move(*qmp),
                                std::move(*asock), std::move(*console), std::move(stderr_path));
   co_return vm;
+}
+
+asio::awaitable<Result<std::unique_ptr<Vm>>> QemuHypervisor::adopt(MachineSpec spec, pid_t pid,
+                                                                   uint64_t start_ticks,
+                                                                   Clock::time_point deadline) {
+  const std::string ctx = "adopt machine " + spec.id + " (qemu pid " + std::to_string(pid) + ")";
+  auto child = ChildProcess::adopt(pid, start_ticks);
+  if (!child.ok()) co_return std::move(child).error().withContext(ctx);
+  // The pid is alive and started when recorded; make sure it is the QEMU of
+  // this machine and not, say, another sandbox's after a mixed-up record.
+  QemuPaths paths{opts_.binary, spec.run_dir + "/qmp.sock", spec.run_dir + "/console.sock",
+                  spec.run_dir + "/agent.sock"};
+  auto cmd = processCmdline(pid);
+  if (!cmd.ok() || cmd->find("unix:" + paths.qmp_socket + ",") == std::string::npos) {
+    // Not ours: leave it alone.
+    child = ChildProcess();
+    co_return Error(Code::kNotFound, ctx + ": that process is not this machine's QEMU");
+  }
+  auto qsock = co_await connectWhenReady(paths.qmp_socket, *child, deadline);
+  if (!qsock.ok()) co_return std::move(qsock).error().withContext(ctx);
+  auto qmp = co_await QmpClient::handshake(std::move(*qsock), deadline);
+  if (!qmp.ok()) co_return std::move(qmp).error().withContext(ctx);
+  auto csock = co_await connectWhenReady(paths.console_socket, *child, deadline);
+  if (!csock.ok()) co_return std::move(csock).error().withContext(ctx);
+  auto console = ConsoleLog::start(std::move(*csock), spec.console_log, spec.console_log_max_bytes,
+                                   /*append=*/true);
+  if (!console.ok()) co_return std::move(console).error().withContext(ctx);
+  auto asock = co_await connectWhenReady(paths.agent_socket, *child, deadline);
+  if (!asock.ok()) co_return std::move(asock).error().withContext(ctx);
+  spec.incoming = false;
+  spec.incoming_state_fd.reset();
+  std::string stderr_path = spec.run_dir + "/qemu.stderr";
+  std::unique_ptr<Vm> vm =
+      std::make_unique<QemuVm>(std::move(spec), std::move(*child), std::move(*qmp),
+                               std::move(*asock), std::move(*console), std::move(stderr_path));
+  co_return vm;
+}
+
+asio::awaitable<Status> QemuHypervisor::stopOrphan(std::string run_dir) {
+  auto ex = co_await asio::this_coro::executor;
+  std::string path = run_dir + "/qmp.sock";
+  for (int attempt = 0; attempt < 50; ++attempt) {
+    Socket s(ex);
+    boost::system::error_code ec;
+    s.connect(asio::local::stream_protocol::endpoint(path), ec);
+    // Nobody listening (or no socket): no QEMU serves this directory.
+    if (ec) co_return okStatus();
+    if (attempt == 0) {
+      auto qmp = co_await QmpClient::handshake(std::move(s), Clock::now() + 5s);
+      if (qmp.ok()) (void)co_await (*qmp)->execute("quit", {}, 2s);
+    }
+    // Until QEMU has gone, its socket still accepts connections.
+    asio::steady_timer t(ex, 100ms);
+    co_await t.async_wait(asio::as_tuple(asio::use_awaitable));
+  }
+  co_return Error(Code::kDeadlineExceeded, "the QEMU serving " + run_dir + " did not quit");
 }
 
 Result<std::string> qemuVersion(const std::string& binary) {

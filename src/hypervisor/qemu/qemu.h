@@ -19,6 +19,10 @@ class QemuHypervisor : public Hypervisor {
   std::string_view name() const override { return "qemu"; }
   asio::awaitable<Result<std::unique_ptr<Vm>>> start(MachineSpec spec,
                                                      Clock::time_point deadline) override;
+  asio::awaitable<Result<std::unique_ptr<Vm>>> adopt(MachineSpec spec, pid_t pid,
+                                                     uint64_t start_ticks,
+                                                     Clock::time_point deadline) override;
+  asio::awaitable<Status> stopOrphan(std::string run_dir) override;
 
  private:
   QemuOptions opts_;
