@@ -19,6 +19,7 @@ int main(int argc, char** argv) {
   vessel::cli::addExec(app, &run);
   vessel::cli::addShell(app, &run);
   vessel::cli::addCp(app, &run);
+  vessel::cli::addCredential(app, &run);
   CLI11_PARSE(app, argc, argv);
   return run ? run() : 0;
 }

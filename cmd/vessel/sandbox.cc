@@ -20,7 +20,9 @@ struct CreateOptions {
   std::optional<uint64_t> memory_mib;
   std::optional<unsigned> vcpus;
   std::optional<int64_t> timeout_s;
-  std::vector<std::string> env, metadata;
+  std::optional<int64_t> lifetime_s;
+  std::vector<std::string> env, metadata, credentials;
+  std::string network;
   bool async = false, cold = false;
 };
 
@@ -42,7 +44,14 @@ int runCreate(const CreateOptions& o) {
   if (o.memory_mib) body["memory_mib"] = *o.memory_mib;
   if (o.vcpus) body["vcpus"] = *o.vcpus;
   if (o.timeout_s) body["timeout"] = *o.timeout_s;
+  if (o.lifetime_s) body["lifetime"] = *o.lifetime_s;
   if (o.cold) body["cold"] = true;
+  if (!o.network.empty()) {
+    auto net = networkFlag(o.network);
+    if (!net.ok()) return fail(net.error());
+    body["network"] = std::move(*net);
+  }
+  if (!o.credentials.empty()) body["credentials"] = json::value_from(o.credentials);
   auto env = keyValues(o.env, "--env");
   if (!env.ok()) return fail(env.error());
   if (!env->empty()) body["env"] = std::move(*env);
@@ -156,6 +165,19 @@ int runFork(const std::string& id, int count, bool async) {
   return 0;
 }
 
+int runExtend(const std::string& id, std::optional<int64_t> timeout_s,
+              std::optional<int64_t> lifetime_s) {
+  json::object body;
+  if (timeout_s) body["timeout"] = *timeout_s;
+  if (lifetime_s) body["lifetime"] = *lifetime_s;
+  if (body.empty()) return fail(Error(Code::kInvalidArgument, "give --timeout and/or --lifetime"));
+  auto c = apiClient();
+  auto r = c.post("/v1/sandboxes/" + id + ":extend", body);
+  if (!r.ok()) return fail(r.error());
+  std::printf("%s\n", prettyJson(*r).c_str());
+  return 0;
+}
+
 }  // namespace
 
 void addSandbox(CLI::App& app, std::function<int()>* run) {
@@ -171,12 +193,18 @@ void addSandbox(CLI::App& app, std::function<int()>* run) {
   create->add_option("--template", co->template_name, "template name (default: minimal)");
   create->add_option("--memory", co->memory_mib, "memory in MiB (must match the template)");
   create->add_option("--vcpus", co->vcpus, "vCPUs (must match the template)");
-  create->add_option("--timeout", co->timeout_s, "idle timeout in seconds");
+  create->add_option("--timeout", co->timeout_s, "idle timeout in seconds (0: never)");
+  create->add_option("--lifetime", co->lifetime_s, "seconds until it is deleted whatever it does");
+  create->add_option("--network", co->network,
+                     "egress: none, full or allow:NAME[,NAME...] (default: the node's)");
+  create->add_option("--credential", co->credentials,
+                     "credential the gateway injects for its hosts, repeatable");
   create->add_option("-e,--env", co->env, "KEY=VALUE for every process, repeatable");
   create->add_option("-l,--metadata", co->metadata, "KEY=VALUE metadata, repeatable");
   create->add_flag("--async", co->async, "print the sandbox and operation ids and return");
   create->add_flag("--cold", co->cold, "boot the template's disk instead of its snapshot");
   create->callback([co, run] { *run = [co] { return runCreate(*co); }; });
+  addSandboxNetwork(*s, run);
 
   auto quiet = std::make_shared<bool>(false);
   auto* list = s->add_subcommand("list", "list sandboxes")->alias("ls");
@@ -210,6 +238,20 @@ void addSandbox(CLI::App& app, std::function<int()>* run) {
     bool async = false;
   };
   auto fo = std::make_shared<ForkOptions>();
+  struct ExtendOptions {
+    std::string id;
+    std::optional<int64_t> timeout_s, lifetime_s;
+  };
+  auto eo = std::make_shared<ExtendOptions>();
+  auto* extend =
+      s->add_subcommand("extend", "set a new idle timeout and/or lifetime, counted from now");
+  extend->add_option("id", eo->id, "sandbox id")->required();
+  extend->add_option("--timeout", eo->timeout_s, "idle timeout in seconds (0: never)");
+  extend->add_option("--lifetime", eo->lifetime_s, "seconds from now until it is deleted");
+  extend->callback([eo, run] {
+    *run = [eo] { return runExtend(eo->id, eo->timeout_s, eo->lifetime_s); };
+  });
+
   auto* fork = s->add_subcommand("fork", "copy a running sandbox; print the new ids");
   fork->add_option("id", fo->id, "sandbox id")->required();
   fork->add_option("-n,--count", fo->count, "how many copies")

@@ -171,16 +171,21 @@ void addTemplate(CLI::App& app, std::function<int()>* run) {
       "build", "build a template from a JSON build spec through the API; print NAME@VERSION");
   b->add_option("-f,--file", o->spec_file, "build spec (JSON)")->required();
   b->add_flag("--async", o->async, "print the operation id and return");
-  b->add_flag("--local", o->local, "build into a local template store, without vesseld");
-  b->add_option("--store", o->store, "--local: template store directory")->capture_default_str();
+  auto* local = b->add_flag("--local", o->local, "build into a local template store, without vesseld");
+  // A store without --local would silently go to the API instead.
+  b->add_option("--store", o->store, "--local: template store directory")
+      ->capture_default_str()
+      ->needs(local);
   b->add_option("--kernel", o->kernel, "--local: guest kernel")->envname("VESSEL_KERNEL");
   b->add_option("--minimal-image", o->minimal_image, "--local: the minimal base image")
       ->envname("VESSEL_MINIMAL_IMAGE");
   b->add_option("--accel", o->accel, "--local: tcg or kvm")->check(CLI::IsMember({"tcg", "kvm"}));
   b->callback([o, run] { *run = [o] { return o->local ? runLocalBuild(*o) : runApiBuild(*o); }; });
   auto* l = t->add_subcommand("list", "list the templates you can use")->alias("ls");
-  l->add_flag("--local", o->local, "list a local template store instead");
-  l->add_option("--store", o->store, "--local: template store directory")->capture_default_str();
+  auto* list_local = l->add_flag("--local", o->local, "list a local template store instead");
+  l->add_option("--store", o->store, "--local: template store directory")
+      ->capture_default_str()
+      ->needs(list_local);
   l->callback([o, run] { *run = [o] { return o->local ? runLocalList(*o) : runApiList(); }; });
 }
 

@@ -64,6 +64,10 @@ int main(int argc, char** argv) {
   app.add_option("--tenant-max-memory", cfg.tenant_max_memory_mib,
                  "MiB of running sandboxes per tenant unless the tenant has its own limit")
       ->capture_default_str();
+  app.add_option("--warm-pool", cfg.warm_pool,
+                 "TEMPLATE=N[,...]: VMs kept restored and warmed up per template (\"\": none)")
+      ->envname("VESSEL_WARM_POOL")
+      ->capture_default_str();
   // Every long option above may also come from a TOML/INI file
   // (`egress-resolver = "192.0.2.53"`); flags win over the file.
   app.set_config("--config", "", "configuration file (TOML or INI)")->envname("VESSEL_CONFIG");

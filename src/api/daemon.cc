@@ -202,9 +202,10 @@ Status runDaemon(Config cfg) {
   ro.root = cfg.state_dir + "/runtime";
   ro.kernel = cfg.kernel;
   ro.accel = accel->accel;
-  ro.pool_size = 0;  // TODO(issue 5): a pool per template once quotas bound it
+  ro.pool_size = 0;  // only the templates --warm-pool names
   if (egress) ro.slots = &egress->slots();
   node::Runtime runtime(io, hv, templates, ro);
+  for (const auto& [name, n] : cfg.warm_pool_sizes) runtime.setPoolSize(name, n);
   ControlPlane control(io, *store, runtime, templates, &network);
   TemplateBuildEnv build_env;
   build_env.qemu_binary = cfg.qemu_binary;
@@ -239,6 +240,21 @@ Status runDaemon(Config cfg) {
   policy.tenant_max_memory_mib = cfg.tenant_max_memory_mib;
   control.setPolicy(policy);
   control.startReaper();
+  metrics.addCollector([&](metrics::SampleWriter& w) {
+    w.family("vessel_warm_pool_vms", "VMs restored and waiting for a create, per template",
+             "gauge");
+    for (const auto& [name, n] : cfg.warm_pool_sizes) {
+      auto t = templates.open(name);
+      w.sample("vessel_warm_pool_vms", {"template"}, {name},
+               t.ok() ? static_cast<double>(runtime.pooled((*t)->id())) : 0);
+    }
+  });
+  // Warm pools fill in the background; creates work (slower) meanwhile.
+  for (const auto& [name, n] : cfg.warm_pool_sizes)
+    if (n > 0) {
+      log.info("warm pool: {} VM(s) of {}", n, name);
+      runtime.keepPoolFull(name);
+    }
 
   HttpServer server(io);
   server.setMetrics(metrics);

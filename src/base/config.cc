@@ -53,6 +53,33 @@ Status requireFile(const std::string& what, const std::string& path) {
 }
 }  // namespace
 
+Result<std::map<std::string, size_t>> parseWarmPool(std::string_view s) {
+  std::map<std::string, size_t> out;
+  constexpr size_t kMaxPerTemplate = 64;
+  while (!s.empty()) {
+    auto comma = s.find(',');
+    std::string_view item = s.substr(0, comma);
+    s = comma == std::string_view::npos ? std::string_view() : s.substr(comma + 1);
+    if (item.empty()) continue;
+    auto eq = item.find('=');
+    std::string_view name = item.substr(0, eq);
+    bool name_ok = !name.empty() && name.size() <= 64;
+    for (char c : name)
+      name_ok = name_ok && ((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' ||
+                            c == '_' || c == '.');
+    size_t n = 0;
+    std::string_view num = eq == std::string_view::npos ? "" : item.substr(eq + 1);
+    auto [p, ec] = std::from_chars(num.data(), num.data() + num.size(), n);
+    if (!name_ok || num.empty() || ec != std::errc() || p != num.data() + num.size() ||
+        n > kMaxPerTemplate)
+      return Error(Code::kInvalidArgument, "'" + std::string(item) +
+                                               "' is not TEMPLATE=N (N from 0 to " +
+                                               std::to_string(kMaxPerTemplate) + ")");
+    out[std::string(name)] = n;
+  }
+  return out;
+}
+
 Status Config::validate() {
   auto hp = parseHostPort(listen);
   if (!hp.ok()) return std::move(hp).error().withContext("--listen");
@@ -90,6 +117,9 @@ Status Config::validate() {
                  "lifetimes: idle timeout >= 0 (0: none), 1 <= default lifetime <= max lifetime");
   if (tenant_max_sandboxes < 0 || tenant_max_memory_mib < 0)
     return Error(Code::kInvalidArgument, "tenant quotas must not be negative");
+  auto pools = parseWarmPool(warm_pool);
+  if (!pools.ok()) return std::move(pools).error().withContext("--warm-pool");
+  warm_pool_sizes = std::move(*pools);
   return okStatus();
 }
 

@@ -3,6 +3,7 @@
 // file fill a Config; validate() checks it once at start-up, and nothing
 // downstream re-parses strings.
 #include <cstdint>
+#include <map>
 #include <string>
 
 #include "base/result.h"
@@ -19,6 +20,9 @@ struct HostPort {
 };
 // "127.0.0.1:8080" -> {127.0.0.1, 8080}; the host must be an IPv4 literal.
 Result<HostPort> parseHostPort(std::string_view s);
+
+// "minimal=2,debian=1" -> {minimal: 2, debian: 1}; "" -> no pools.
+Result<std::map<std::string, size_t>> parseWarmPool(std::string_view s);
 
 struct Config {
   std::string listen = "127.0.0.1:8080";
@@ -45,6 +49,10 @@ struct Config {
   // Per-tenant quotas for tenants with no limits of their own in the store.
   int64_t tenant_max_sandboxes = 20;
   int64_t tenant_max_memory_mib = 16384;
+  // Warm pools: "NAME=N,..." keeps N VMs of built-in or node-wide template
+  // NAME restored, running and warmed up, so a create only gives one its
+  // identity. Every pooled VM holds its memory and a network slot.
+  std::string warm_pool = "minimal=2";
 
   // Egress (docs/gateway.md): vesseld runs vessel-gateway and gives every
   // sandbox a network slot. Off: sandboxes have a NIC connected to nothing.
@@ -59,6 +67,7 @@ struct Config {
   // Filled by validate(): the parsed listener.
   HostPort listen_addr;
   HostPort data_listen_addr;
+  std::map<std::string, size_t> warm_pool_sizes;  // template name -> VMs
 
   // Checks every field (paths exist, enums known, listener parses).
   Status validate();

@@ -1,5 +1,6 @@
 #include "base/config.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 namespace vessel {
@@ -42,6 +43,31 @@ TEST(ConfigTest, ValidateNamesTheBadField) {
   EXPECT_EQ(c.data_url, "http://127.0.0.1:8081");
   c.data_listen = "nohost";
   EXPECT_FALSE(c.validate().ok());
+}
+
+TEST(ConfigTest, WarmPools) {
+  auto p = parseWarmPool("minimal=2,debian=1,,my-t.1=0");
+  ASSERT_TRUE(p.ok()) << p.error().message();
+  EXPECT_EQ(p->size(), 3u);
+  EXPECT_EQ(p->at("minimal"), 2u);
+  EXPECT_EQ(p->at("debian"), 1u);
+  EXPECT_EQ(p->at("my-t.1"), 0u);
+  EXPECT_TRUE(parseWarmPool("")->empty());
+  for (const char* bad : {"minimal", "minimal=", "=2", "minimal=x", "minimal=-1", "minimal=65",
+                          "Mini=1", "minimal=2x", "a b=1"}) {
+    auto r = parseWarmPool(bad);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_EQ(r.error().code(), Code::kInvalidArgument) << bad;
+  }
+  Config c;
+  c.kernel = c.minimal_image = "/etc/hostname";
+  c.warm_pool = "minimal=9";
+  ASSERT_TRUE(c.validate().ok());
+  EXPECT_EQ(c.warm_pool_sizes.at("minimal"), 9u);
+  c.warm_pool = "minimal=100";
+  auto v = c.validate();
+  ASSERT_FALSE(v.ok());
+  EXPECT_THAT(v.error().message(), ::testing::HasSubstr("--warm-pool"));
 }
 
 }  // namespace

@@ -256,6 +256,11 @@ Result<json::value> Client::post(std::string_view path, const json::value& body)
                     "POST " + std::string(path));
 }
 
+Result<json::value> Client::put(std::string_view path, const json::value& body) {
+  return jsonResult(request("PUT", path, json::serialize(body), "application/json"),
+                    "PUT " + std::string(path));
+}
+
 Result<json::value> Client::del(std::string_view path) {
   return jsonResult(request("DELETE", path), "DELETE " + std::string(path));
 }

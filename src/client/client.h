@@ -70,6 +70,7 @@ class Client {
   // the URL's prefix, e.g. "/v1/sandboxes". An empty 2xx body is `null`.
   Result<boost::json::value> get(std::string_view path);
   Result<boost::json::value> post(std::string_view path, const boost::json::value& body);
+  Result<boost::json::value> put(std::string_view path, const boost::json::value& body);
   Result<boost::json::value> del(std::string_view path);
 
   // Any request; the status is returned, not judged. `method` is an HTTP

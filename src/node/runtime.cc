@@ -6,6 +6,8 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
 #include <boost/json.hpp>
 #include <filesystem>
 #include <random>
@@ -435,8 +437,13 @@ asio::awaitable<Result<std::shared_ptr<Sandbox>>> Runtime::create(std::string te
   co_return sb;
 }
 
+size_t Runtime::poolSize(const std::string& template_name) const {
+  auto it = pool_sizes_.find(template_name);
+  return it == pool_sizes_.end() ? opts_.pool_size : it->second;
+}
+
 void Runtime::refillLater(const std::string& template_name) {
-  if (opts_.pool_size == 0 || filling_[template_name]) return;
+  if (draining_ || poolSize(template_name) == 0 || filling_[template_name]) return;
   filling_[template_name] = true;
   asio::co_spawn(
       io_,
@@ -452,16 +459,20 @@ void Runtime::refillLater(const std::string& template_name) {
 asio::awaitable<Status> Runtime::fillPool(const std::string& template_name) {
   auto t = store_.open(template_name);
   if (!t.ok()) co_return std::move(t).error();
-  auto& pool = pools_[(*t)->id()];
-  while (pool.size() < opts_.pool_size) {
+  while (!draining_ && pools_[(*t)->id()].size() < poolSize(template_name)) {
     auto r = co_await prepareRestore(*t, (*t)->path(templates::kStateFile),
                                      (*t)->path(templates::kRootfsFile), "raw", true);
     if (!r.ok()) co_return std::move(r).error();
-    if (opts_.pool_mode == RuntimeOptions::PoolMode::kWarm) {
+    if (opts_.pool_mode == RuntimeOptions::PoolMode::kWarm && !draining_) {
       if (auto w = co_await warm(*r); !w.ok()) {
         co_await discard(std::move(*r));
         co_return std::move(w).error();
       }
+    }
+    if (draining_) {
+      // Shutting down while this VM was being made: it must not outlive us.
+      co_await discard(std::move(*r));
+      break;
     }
     pools_[(*t)->id()].push_back(std::move(*r));
   }
@@ -469,6 +480,17 @@ asio::awaitable<Status> Runtime::fillPool(const std::string& template_name) {
 }
 
 asio::awaitable<void> Runtime::drainPools() {
+  draining_ = true;
+  // A fill in progress discards its VM when it sees draining_ (bounded by
+  // the restore's own deadlines).
+  asio::steady_timer wait(io_);
+  for (int i = 0; i < 3000; ++i) {
+    bool any = false;
+    for (auto& [name, busy] : filling_) any = any || busy;
+    if (!any) break;
+    wait.expires_after(std::chrono::milliseconds(20));
+    co_await wait.async_wait(asio::use_awaitable);
+  }
   for (auto& [id, pool] : pools_) {
     while (!pool.empty()) {
       Prepared p = std::move(pool.front());

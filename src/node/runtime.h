@@ -28,7 +28,8 @@ struct RuntimeOptions {
   std::string root;
   std::string kernel;
   hypervisor::Accel accel = hypervisor::Accel::kTcg;
-  // VMs per template kept ready for creates.
+  // VMs per template kept ready for creates, unless setPoolSize() named
+  // the template.
   size_t pool_size = 2;
   // How far a pooled VM is taken before a create claims it.
   //  kWarm: restored, running, its agent reconnected and one command run;
@@ -144,9 +145,16 @@ class Runtime {
   size_t pooled(const std::string& template_id) const;
   // The QEMU processes pooled for a template (diagnostics and tests).
   std::vector<pid_t> pooledPids(const std::string& template_id) const;
-  // Stops every pooled QEMU process.
+  // Stops every pooled QEMU process, after waiting for fills in progress;
+  // nothing is pooled afterwards.
   asio::awaitable<void> drainPools();
   void setPoolSize(size_t n) { opts_.pool_size = n; }
+  // `template_name`'s own pool size (vesseld --warm-pool); others keep
+  // RuntimeOptions::pool_size.
+  void setPoolSize(const std::string& template_name, size_t n) { pool_sizes_[template_name] = n; }
+  size_t poolSize(const std::string& template_name) const;
+  // Fills the template's pool in the background (failures are logged).
+  void keepPoolFull(const std::string& template_name) { refillLater(template_name); }
   // Applies to VMs pooled from now on.
   void setPoolMode(RuntimeOptions::PoolMode m) { opts_.pool_mode = m; }
 
@@ -191,6 +199,8 @@ class Runtime {
   RuntimeOptions opts_;
   std::map<std::string, std::deque<Prepared>> pools_;  // template id -> ready QEMUs
   std::map<std::string, bool> filling_;
+  std::map<std::string, size_t> pool_sizes_;  // template name -> its own pool size
+  bool draining_ = false;
 };
 
 // A short random id with a prefix, e.g. "sb-3f9a0c1d2e4b".

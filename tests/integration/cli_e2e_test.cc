@@ -7,10 +7,11 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <thread>
 #include <sstream>
 
 #include "client/client.h"
-#include "vesseld_fixture.h"
+#include "vesseld_harness.h"
 
 namespace vessel {
 namespace {
@@ -59,7 +60,7 @@ CliRun vessel(const std::vector<std::string>& args, const std::string& key = "-"
   so.argv.insert(so.argv.end(), args.begin(), args.end());
   so.env = {
       "PATH=/usr/sbin:/usr/bin:/sbin:/bin", "VESSEL_API_URL=" + (url.empty() ? d->url() : url),
-      "VESSEL_API_KEY=" + (key == "-" ? d->devKey() : key), "VESSEL_STATE_DIR=" + d->stateDir()};
+      "VESSEL_API_KEY=" + (key == "-" ? d->key() : key), "VESSEL_STATE_DIR=" + d->stateDir()};
   so.fds = {{out->get(), 1}, {err->get(), 2}};
   so.die_with_parent = true;
   auto p = ChildProcess::spawn(so);
@@ -74,7 +75,7 @@ CliRun vessel(const std::vector<std::string>& args, const std::string& key = "-"
 client::Client api(const std::string& key = "-") {
   client::ClientOptions o;
   o.url = d->url();
-  o.token = key == "-" ? d->devKey() : key;
+  o.token = key == "-" ? d->key() : key;
   return client::Client(o);
 }
 
@@ -98,7 +99,7 @@ class CliTest : public ::testing::Test {
     delete d;
     d = nullptr;
   }
-  void SetUp() override { ASSERT_TRUE(d && !d->devKey().empty()) << "vesseld did not start"; }
+  void SetUp() override { ASSERT_TRUE(d && !d->key().empty()) << "vesseld did not start"; }
 };
 
 // Boots: create, resume, two fork copies.
@@ -176,11 +177,7 @@ TEST_F(CliTest, ErrorsExitNonZeroWithAMessage) {
   EXPECT_THAT(bad_key.err, HasSubstr("invalid API key"));
 
   // Nothing listens on the port a just-closed acceptor had.
-  uint16_t free_port;
-  {
-    Vesseld probe(VESSELD_PATH);  // only for its free port; never started
-    free_port = probe.port();
-  }
+  uint16_t free_port = testing::freePort();
   std::string dead = "http://127.0.0.1:" + std::to_string(free_port);
   CliRun down = vessel({"sandbox", "list"}, "-", dead);
   EXPECT_EQ(down.code, 1);
@@ -304,6 +301,102 @@ TEST_F(CliTest, OpsWatchOnAFailingOperationExitsNonZero) {
   CliRun ok = vessel({"ops", "watch", cop});
   EXPECT_EQ(ok.code, 0) << ok.err << d->log();
   EXPECT_THAT(ok.lines().back(), ::testing::StartsWith("operation.done"));
+  EXPECT_EQ(vessel({"sandbox", "delete", id}).code, 0);
+}
+
+// Boots: one. Egress flags and lifetimes as the API stores them; what the
+// gateway then does with a policy is egress_api_test's business.
+TEST_F(CliTest, NetworkCredentialAndLifetimeFlags) {
+  CliRun bad = vessel({"sandbox", "create", "--network", "allow:"});
+  EXPECT_EQ(bad.code, 1);
+  EXPECT_THAT(bad.err, HasSubstr("at least one name"));
+  CliRun bogus = vessel({"sandbox", "create", "--network", "some"});
+  EXPECT_EQ(bogus.code, 1);
+  EXPECT_THAT(bogus.err, HasSubstr("expected none, full or allow:"));
+  CliRun nocred = vessel({"sandbox", "create", "--credential", "nope"});
+  EXPECT_EQ(nocred.code, 1);
+  EXPECT_THAT(nocred.err, HasSubstr("nope"));
+
+  const std::string secret = "Bearer cli-secret-7f3a";
+  CliRun cc = vessel({"credential", "create", "gh", "--host", "api.gh.test", "--header",
+                      "Authorization: " + secret});
+  ASSERT_EQ(cc.code, 0) << cc.err;
+  EXPECT_EQ(cc.last(), "gh");
+  CliRun cl = vessel({"credential", "list"});
+  ASSERT_EQ(cl.code, 0) << cl.err;
+  EXPECT_THAT(cl.out, HasSubstr("gh"));
+  EXPECT_THAT(cl.out, HasSubstr("api.gh.test"));
+  EXPECT_THAT(cl.out, Not(HasSubstr("cli-secret")));
+
+  CliRun c = vessel({"sandbox", "create", "--network", "allow:a.test,*.b.test:8443", "--credential",
+                     "gh", "--timeout", "600", "--lifetime", "3600"});
+  ASSERT_EQ(c.code, 0) << c.err << d->log();
+  std::string id = c.last();
+  auto net = api().get("/v1/sandboxes/" + id + "/network");
+  ASSERT_TRUE(net.ok()) << net.error().message();
+  EXPECT_EQ(client::str(*net, "mode"), "allowlist");
+  EXPECT_EQ(boost::json::serialize(*client::field(*net, "allow")), R"(["a.test","*.b.test:8443"])");
+  EXPECT_EQ(boost::json::serialize(*client::field(*net, "credentials")), R"(["gh"])");
+  auto rec = api().get("/v1/sandboxes/" + id);
+  ASSERT_TRUE(rec.ok());
+  EXPECT_EQ(client::num(*rec, "timeout"), 600);
+
+  CliRun show = vessel({"sandbox", "network", id});
+  ASSERT_EQ(show.code, 0) << show.err;
+  EXPECT_THAT(show.out, HasSubstr("allowlist"));
+  EXPECT_THAT(show.out, HasSubstr("*.b.test:8443"));
+  // A new mode keeps the credentials unless told otherwise.
+  CliRun full = vessel({"sandbox", "network", id, "full"});
+  ASSERT_EQ(full.code, 0) << full.err;
+  net = api().get("/v1/sandboxes/" + id + "/network");
+  ASSERT_TRUE(net.ok());
+  EXPECT_EQ(client::str(*net, "mode"), "full");
+  EXPECT_EQ(boost::json::serialize(*client::field(*net, "credentials")), R"(["gh"])");
+  CliRun clear = vessel({"sandbox", "network", id, "--clear-credentials"});
+  ASSERT_EQ(clear.code, 0) << clear.err;
+  EXPECT_THAT(clear.out, HasSubstr("credentials: -"));
+  net = api().get("/v1/sandboxes/" + id + "/network");
+  ASSERT_TRUE(net.ok());
+  EXPECT_EQ(client::str(*net, "mode"), "full") << "only the credentials changed";
+  CliRun none = vessel({"sandbox", "network", id, "none"});
+  ASSERT_EQ(none.code, 0) << none.err;
+  EXPECT_THAT(none.out, HasSubstr("mode:        none"));
+
+  CliRun ext = vessel({"sandbox", "extend", id, "--timeout", "0"});
+  ASSERT_EQ(ext.code, 0) << ext.err;
+  rec = api().get("/v1/sandboxes/" + id);
+  ASSERT_TRUE(rec.ok());
+  EXPECT_EQ(client::num(*rec, "timeout"), 0);
+  EXPECT_EQ(vessel({"sandbox", "extend", id}).code, 1);
+
+  EXPECT_EQ(vessel({"credential", "delete", "gh"}).code, 0);
+  CliRun gone = vessel({"credential", "delete", "gh"});
+  EXPECT_EQ(gone.code, 1);
+  EXPECT_EQ(vessel({"sandbox", "delete", id}).code, 0);
+}
+
+// The warm pool vesseld keeps by default (--warm-pool minimal=2): a create
+// takes one of its VMs, and the pool is filled again.
+TEST_F(CliTest, CreatesTakeAWarmPoolVmAndThePoolRefills) {
+  auto pooled = [] {
+    auto m = d->call("GET", "/metrics", "", "");
+    auto at = m.body.find("vessel_warm_pool_vms{template=\"minimal\"} ");
+    return at == std::string::npos ? -1 : std::atoi(m.body.c_str() + at + 41);
+  };
+  auto waitFull = [&] {
+    for (int i = 0; i < 600 && pooled() != 2; ++i) std::this_thread::sleep_for(100ms);
+    return pooled();
+  };
+  ASSERT_EQ(waitFull(), 2) << d->log();
+  std::vector<int> before = d->qemuPids();
+  CliRun c = vessel({"sandbox", "create"});
+  ASSERT_EQ(c.code, 0) << c.err << d->log();
+  std::string id = c.last();
+  auto rec = boost::json::parse(slurp(d->stateDir() + "/runtime/sandboxes/" + id + "/sandbox.json"));
+  int pid = static_cast<int>(rec.at("vm_pid").to_number<int64_t>());
+  EXPECT_THAT(before, ::testing::Contains(pid)) << "the sandbox runs in a VM that was pooled";
+  EXPECT_EQ(waitFull(), 2) << "refilled; " << d->log();
+  EXPECT_EQ(d->qemuPids().size(), before.size() + 1);
   EXPECT_EQ(vessel({"sandbox", "delete", id}).code, 0);
 }
 

@@ -43,7 +43,7 @@ class DurabilityTest : public ::testing::Test {
                               testing::kernelPath(),
                               testing::minimalImage(),
                               g_dir->path(),
-                              {"--no-egress"}};
+                              {"--no-egress", "--warm-pool="}};
     d = new testing::Vesseld(o);
     ASSERT_TRUE(d->start()) << d->log();
   }
@@ -189,12 +189,12 @@ TEST_F(DurabilityTest, NetworkSlotVmsAreFailedNotAdopted) {
   // the sandbox is failed with that reason and its QEMU stopped; a clean
   // stop stops it too. Paused sandboxes are unaffected (resume takes a
   // fresh slot).
-  d->extraArgs().clear();
+  d->extraArgs() = {"--warm-pool="};
   // However this test ends, the next ones get the daemon they expect.
   struct Restore {
     ~Restore() {
       if (d->running()) (void)d->stop();
-      d->extraArgs() = {"--no-egress"};
+      d->extraArgs() = {"--no-egress", "--warm-pool="};
       EXPECT_TRUE(d->start()) << d->log();
     }
   } restore;
@@ -328,7 +328,7 @@ TEST_F(DurabilityTest, QuotasAnswer429AndExtendMovesTheDeadlines) {
 
 // Every error body is the contract's Error: {code, message, details?},
 // code from its enum, nothing else.
-void expectErrorShape(const testing::HttpReply& r, const std::string& what) {
+void expectErrorShape(const testing::Reply& r, const std::string& what) {
   static const std::set<std::string> kCodes = {
       "invalid_argument",   "not_found",         "already_exists", "failed_precondition",
       "resource_exhausted", "deadline_exceeded", "unavailable",    "protocol",

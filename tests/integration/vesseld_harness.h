@@ -1,30 +1,20 @@
 #pragma once
-// A real vesseld for tests and benchmarks: started on its own state dir and
-// a free port, reached over real HTTP, stopped cleanly or killed with
-// SIGKILL. Every read is bounded, so a hung daemon fails the caller.
+// A real vesseld for tests and benchmarks: its own state dir, free ports
+// for both planes, its log; reached over real HTTP, stopped cleanly or
+// killed with SIGKILL. Every read is bounded, so a hung daemon fails the
+// caller. The one way the end-to-end tests and bench/api run vesseld.
 #include <boost/json.hpp>
+#include <chrono>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "base/child_process.h"
+#include "guest_env.h"
+#include "http_client.h"
 
 namespace vessel::testing {
-
-struct HttpReply {
-  int status = 0;
-  std::string head, body;
-  boost::json::value js() const;
-};
-
-struct SseEvent {
-  int64_t id = 0;
-  std::string type;
-  boost::json::value data;
-};
-std::vector<SseEvent> parseSse(const std::string& body);
-// v[k] as a string, or "<missing>".
-std::string str(const boost::json::value& v, const char* k);
 
 struct VesseldOptions {
   std::string binary, kernel, minimal_image;
@@ -35,19 +25,24 @@ struct VesseldOptions {
 class Vesseld {
  public:
   explicit Vesseld(VesseldOptions o);
-  ~Vesseld();
-  // Starts (again) on the same state dir and port, appending to the log;
-  // true once /healthz answers. The first start reads the dev key.
+  // `binary` with the kernel and image `make test` exports, in a scratch
+  // directory removed with this object.
+  explicit Vesseld(const std::string& binary, std::vector<std::string> extra_args = {});
+  ~Vesseld();  // stops the daemon if it still runs
+  // Starts (again) on the same state dir and ports, appending to the log;
+  // true once /healthz answers. The first start builds the minimal
+  // template (one guest boot) and writes the dev key, read here.
   bool start();
   void kill9();
-  ExitStatus stop();
-  bool running() { return proc_.running(); }
+  // SIGTERM, then SIGKILL after `grace`.
+  ExitStatus stop(std::chrono::seconds grace = std::chrono::seconds(40));
+  bool running() { return proc_.running() && !proc_.tryWait(); }
 
   // One request on its own connection. key "-" is the dev key, "" none.
   // Reads until the server closes or `enough` says the body suffices.
-  HttpReply call(const std::string& method, const std::string& target, const std::string& body = "",
-                 const std::string& key = "-", const std::vector<std::string>& headers = {},
-                 const std::function<bool(const std::string&)>& enough = nullptr) const;
+  Reply call(const std::string& method, const std::string& target, const std::string& body = "",
+             const std::string& key = "-", const std::vector<std::string>& headers = {},
+             const std::function<bool(const std::string&)>& enough = nullptr) const;
   // Follows an operation's events to its end; its final state or "<...>".
   std::string finish(const std::string& op, const std::string& key = "-") const;
 
@@ -55,15 +50,20 @@ class Vesseld {
   std::vector<std::string>& extraArgs() { return opts_.extra_args; }
   const std::string& key() const { return key_; }
   uint16_t port() const { return port_; }
+  uint16_t dataPort() const { return data_port_; }
+  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
+  std::string root() const { return opts_.root; }
   std::string stateDir() const { return opts_.root + "/state"; }
+  std::string cacheDir() const { return opts_.root + "/cache"; }
   std::string log() const;
   // QEMU processes whose command line names this daemon's state dir.
   std::vector<int> qemuPids() const;
 
  private:
+  std::unique_ptr<ScratchDir> own_root_;
   VesseldOptions opts_;
   ChildProcess proc_;
-  uint16_t port_ = 0;
+  uint16_t port_ = 0, data_port_ = 0;
   std::string key_;
 };
 

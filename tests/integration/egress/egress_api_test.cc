@@ -158,7 +158,7 @@ class EgressApiTest : public ::testing::Test {
     const char* debian = ::getenv("VESSEL_DEBIAN_IMAGE");
     ASSERT_TRUE(debian && *debian) << "VESSEL_DEBIAN_IMAGE is not set; run through `make test`";
     auto b = os::runCommand(
-        {VESSEL_CLI_PATH, "template", "build", "-f",
+        {VESSEL_CLI_PATH, "template", "build", "--local", "-f",
          VESSEL_SOURCE_DIR "/guest/templates/debian/template.json", "--store", cache + "/templates",
          "--kernel", testing::kernelPath(), "--minimal-image", testing::minimalImage()},
         {}, 600s);
