@@ -18,7 +18,6 @@
 #include "api/auth.h"
 #include "api/control_plane.h"
 #include "api/data_plane.h"
-#include "api/debug_api.h"
 #include "api/http_server.h"
 #include "api/network_api.h"
 #include "base/fd.h"
@@ -259,7 +258,6 @@ Status runDaemon(Config cfg) {
   HttpServer server(io);
   server.setMetrics(metrics);
   control.install(server);
-  if (cfg.debug_exec) installDebugExec(server, *store, control);
   // Unauthenticated like /healthz: aggregate numbers only (no ids, no
   // tenant names), on the control listener, which is loopback by default.
   server.route(http::verb::get, "/metrics", [&](const Request& req) -> asio::awaitable<Response> {

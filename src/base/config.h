@@ -62,7 +62,6 @@ struct Config {
   std::string egress_upstream_netns;  // "" = vesseld's own namespace
   std::string egress_resolver;        // IP[:PORT]; "" = first nameserver of /etc/resolv.conf
   std::string egress_ca_bundle;       // "" = the gateway's default system bundle
-  bool debug_exec = false;            // POST /debug/sandboxes/{id}/exec (tests, until sessions)
 
   // Filled by validate(): the parsed listener.
   HostPort listen_addr;

@@ -16,6 +16,7 @@
 #include "base/sha256.h"
 #include "guest_env.h"
 #include "http_client.h"
+#include "vesseld_harness.h"
 #include "store/store.h"
 
 namespace vessel {
@@ -33,124 +34,51 @@ using testing::ScratchDir;
 using testing::SseEvent;
 using testing::str;
 
-struct Daemon {
-  ScratchDir dir;
-  ChildProcess proc;
-  uint16_t api = 0, data = 0;
-  std::string log, key, key2 = "vsk_data-plane-second-tenant";
-};
-
 class DataPlaneTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    d_.api = testing::freePort();
-    d_.data = testing::freePort();
-    d_.log = d_.dir.path() + "/vesseld.log";
-    ASSERT_TRUE(start()) << "vesseld did not come up; log:\n" << readLog();
-    std::ifstream kf(d_.dir.path() + "/state/dev-api-key");
-    std::getline(kf, d_.key);
-    ASSERT_THAT(d_.key, ::testing::StartsWith("vsk_"));
-    auto db = store::openSqlite(d_.dir.path() + "/state/vessel.db");
+    d_ = std::make_unique<testing::Vesseld>(VESSELD_PATH);
+    ASSERT_TRUE(d_->start()) << "vesseld did not come up; log:\n" << d_->log();
+    ASSERT_THAT(d_->key(), ::testing::StartsWith("vsk_"));
+    auto db = store::openSqlite(d_->stateDir() + "/vessel.db");
     ASSERT_TRUE(db.ok()) << db.error().message();
     ASSERT_TRUE((*db)->createTenant("t2", "second").ok());
-    ASSERT_TRUE((*db)->addApiKey("t2", sha256Hex(d_.key2)).ok());
+    ASSERT_TRUE((*db)->addApiKey("t2", sha256Hex(key2_)).ok());
   }
   void TearDown() override {
-    if (d_.proc.running()) {
-      auto e = d_.proc.terminate(40s);
-      EXPECT_TRUE(e.exited && e.code == 0) << e.describe() << "\n" << readLog();
+    if (d_->running()) {
+      auto e = d_->stop();
+      EXPECT_TRUE(e.exited && e.code == 0) << e.describe() << "\n" << d_->log();
     }
-    EXPECT_THAT(testing::qemuProcessesUsing(d_.dir.path()), ::testing::IsEmpty());
+    EXPECT_THAT(testing::qemuProcessesUsing(d_->root()), ::testing::IsEmpty());
   }
-  bool start() {
-    auto out = Fd::open(d_.log, O_WRONLY | O_CREAT | O_APPEND, 0600);
-    if (!out.ok()) return false;
-    SpawnOptions so;
-    so.argv = {VESSELD_PATH,
-               "--state-dir",
-               d_.dir.path() + "/state",
-               "--cache-dir",
-               d_.dir.path() + "/cache",
-               "--listen",
-               "127.0.0.1:" + std::to_string(d_.api),
-               "--data-listen",
-               "127.0.0.1:" + std::to_string(d_.data),
-               "--accel",
-               "tcg",
-               "--kernel",
-               testing::kernelPath(),
-               "--minimal-image",
-               testing::minimalImage()};
-    so.fds = {{out->get(), 1}, {out->get(), 2}};
-    so.die_with_parent = true;
-    auto p = ChildProcess::spawn(so);
-    if (!p.ok()) return false;
-    d_.proc = std::move(*p);
-    for (int i = 0; i < 3000; ++i) {
-      Request h;
-      h.target = "/healthz";
-      if (call(d_.api, h).status == 200) return true;
-      if (d_.proc.tryWait()) return false;
-      std::this_thread::sleep_for(100ms);
-    }
-    return false;
-  }
-  std::string readLog() {
-    std::ifstream f(d_.log);
-    return std::string(std::istreambuf_iterator<char>(f), {});
-  }
+  std::string readLog() { return d_->log(); }
 
   Reply api(const std::string& method, const std::string& target, const std::string& body = "",
             const std::string& key = "-") {
-    Request r;
-    r.method = method;
-    r.target = target;
-    r.body = body;
-    r.bearer = key == "-" ? d_.key : key;
-    return call(d_.api, r);
+    return d_->call(method, target, body, key);
   }
   Reply data(const std::string& token, const std::string& method, const std::string& target,
              const std::string& body = "", bool json = true) {
-    Request r;
-    r.method = method;
-    r.target = target;
-    r.body = body;
-    r.bearer = token;
-    r.json = json;
-    return call(d_.data, r);
+    return d_->data(token, method, target, body, json);
   }
   // Creates a running sandbox, following its operation's events to the end.
   std::string createSandbox() {
-    Reply r = api("POST", "/v1/sandboxes", "{}");
-    EXPECT_EQ(r.status, 202) << r.body;
-    if (r.status != 202) return "";
-    std::string op = str(r.js().at("operation"), "id");
-    Reply ev = api("GET", "/v1/operations/" + op + "/events");
-    auto events = parseSse(ev.body);
-    EXPECT_FALSE(events.empty());
-    if (events.empty() || events.back().type != "operation.done") {
-      ADD_FAILURE() << "create failed: " << ev.body << "\n" << readLog();
-      return "";
-    }
-    return str(r.js().at("sandbox"), "id");
+    std::string why;
+    std::string id = d_->createSandbox("{}", &why);
+    EXPECT_FALSE(id.empty()) << why << "\n" << readLog();
+    return id;
   }
   std::string session(const std::string& id, const std::string& body = "") {
     Reply r = api("POST", "/v1/sandboxes/" + id + "/sessions", body);
     EXPECT_EQ(r.status, 201) << r.body;
     auto v = r.js();
-    EXPECT_EQ(str(v, "data_url"), "http://127.0.0.1:" + std::to_string(d_.data));
+    EXPECT_EQ(str(v, "data_url"), "http://127.0.0.1:" + std::to_string(d_->dataPort()));
     EXPECT_NE(str(v, "expires_at"), "<missing>");
     EXPECT_THAT(str(v, "token"), ::testing::StartsWith("vst_"));
     return str(v, "token");
   }
-  void deleteSandbox(const std::string& id) {
-    Reply r = api("DELETE", "/v1/sandboxes/" + id);
-    ASSERT_EQ(r.status, 202) << r.body;
-    auto ev = parseSse(
-        api("GET", "/v1/operations/" + str(r.js().at("operation"), "id") + "/events").body);
-    ASSERT_FALSE(ev.empty());
-    EXPECT_EQ(ev.back().type, "operation.done");
-  }
+  void deleteSandbox(const std::string& id) { EXPECT_TRUE(d_->deleteSandbox(id)) << id; }
 
   // Opens an exec stream and reads up to its `start` event; returns the stream and pid.
   std::pair<std::unique_ptr<HttpStream>, uint32_t> startExec(const std::string& token,
@@ -160,7 +88,7 @@ class DataPlaneTest : public ::testing::Test {
     r.target = "/v1/exec";
     r.body = body;
     r.bearer = token;
-    auto s = HttpStream::open(d_.data, r);
+    auto s = HttpStream::open(d_->dataPort(), r);
     if (!s) return {};
     bool ok = s->readUntil([](const std::string& b) { return !parseSse(b).empty(); });
     EXPECT_TRUE(ok) << s->reply().status << " " << s->reply().body;
@@ -175,32 +103,16 @@ class DataPlaneTest : public ::testing::Test {
     return {std::move(s), pid};
   }
 
-  struct ExecOutput {
-    std::string out, err;
-    int exit_code = -1;
-    int signal = 0;
-    std::vector<std::string> types;
-  };
-  static ExecOutput collect(const std::string& body) {
-    ExecOutput o;
-    for (const auto& e : parseSse(body)) {
-      o.types.push_back(e.type);
-      if (e.type == "stdout") o.out += testing::unbase64(str(e.data, "data"));
-      if (e.type == "stderr") o.err += testing::unbase64(str(e.data, "data"));
-      if (e.type == "exit") {
-        o.exit_code = static_cast<int>(e.data.at("exit_code").to_number<int64_t>());
-        o.signal = static_cast<int>(e.data.at("signal").to_number<int64_t>());
-      }
-    }
-    return o;
-  }
+  using ExecOutput = testing::Vesseld::ExecOutput;
+  static ExecOutput collect(const std::string& body) { return testing::collectExec(body); }
   ExecOutput run(const std::string& token, const std::string& body) {
     Reply r = data(token, "POST", "/v1/exec", body);
     EXPECT_EQ(r.status, 200) << r.body;
     return collect(r.body);
   }
 
-  Daemon d_;
+  std::unique_ptr<testing::Vesseld> d_;
+  const std::string key2_ = "vsk_data-plane-second-tenant";
 };
 
 // Output up to `needle` seen on the stream (stdout events decoded).
@@ -344,7 +256,7 @@ TEST_F(DataPlaneTest, ExecStdinSignalsPtyFilesAndWatch) {
     Request w;
     w.target = "/v1/files/watch?path=/tmp/w";
     w.bearer = tok;
-    auto s = HttpStream::open(d_.data, w);
+    auto s = HttpStream::open(d_->dataPort(), w);
     ASSERT_TRUE(s);
     ASSERT_TRUE(s->readUntil([](const std::string& b) { return !parseSse(b).empty(); }))
         << s->reply().body;
@@ -419,11 +331,11 @@ TEST_F(DataPlaneTest, TokensReachOnlyTheirSandboxAndDieWithIt) {
   }
 
   // The other tenant cannot open a session on A, nor learn it exists.
-  Reply foreign = api("POST", "/v1/sandboxes/" + a + "/sessions", "", d_.key2);
+  Reply foreign = api("POST", "/v1/sandboxes/" + a + "/sessions", "", key2_);
   EXPECT_EQ(foreign.status, 404) << foreign.body;
   // The planes do not accept each other's credentials.
-  EXPECT_EQ(data(d_.key, "GET", "/v1/files/stat?path=/").status, 401);
-  EXPECT_EQ(data(d_.key2, "GET", "/v1/files/stat?path=/").status, 401);
+  EXPECT_EQ(data(d_->key(), "GET", "/v1/files/stat?path=/").status, 401);
+  EXPECT_EQ(data(key2_, "GET", "/v1/files/stat?path=/").status, 401);
   EXPECT_EQ(api("GET", "/v1/sandboxes", "", ta).status, 401);
   Reply none = data("", "GET", "/v1/files/stat?path=/");
   EXPECT_EQ(none.status, 401);
@@ -438,7 +350,7 @@ TEST_F(DataPlaneTest, TokensReachOnlyTheirSandboxAndDieWithIt) {
   EXPECT_EQ(api("GET", "/v1/sandboxes/" + a + "/sessions").status, 400);
   EXPECT_EQ(api("POST", "/v1/sandboxes/sb-000000000000/sessions").status, 404);
   {
-    auto db = store::openSqlite(d_.dir.path() + "/state/vessel.db");
+    auto db = store::openSqlite(d_->stateDir() + "/vessel.db");
     ASSERT_TRUE(db.ok());
     store::SandboxRecord p{"sb-pausedrecord", "dev", "minimal", "paused"};
     ASSERT_TRUE((*db)->insertSandbox(p).ok());
@@ -460,7 +372,7 @@ TEST_F(DataPlaneTest, TokensReachOnlyTheirSandboxAndDieWithIt) {
     Request w;
     w.target = "/v1/files/watch?path=/tmp";
     w.bearer = tb;
-    auto s = HttpStream::open(d_.data, w);
+    auto s = HttpStream::open(d_->dataPort(), w);
     ASSERT_TRUE(s);
     ASSERT_TRUE(s->readUntil([](const std::string& b) { return !parseSse(b).empty(); }));
     deleteSandbox(b);
@@ -472,7 +384,7 @@ TEST_F(DataPlaneTest, TokensReachOnlyTheirSandboxAndDieWithIt) {
   EXPECT_EQ(revoked.status, 401);
   EXPECT_EQ(str(revoked.js(), "code"), "unauthenticated");
   EXPECT_EQ(data(ta, "GET", "/v1/files/stat?path=/").status, 200);
-  auto db = store::openSqlite(d_.dir.path() + "/state/vessel.db");
+  auto db = store::openSqlite(d_->stateDir() + "/vessel.db");
   ASSERT_TRUE(db.ok());
   EXPECT_FALSE((*db)->sessionForToken(sha256Hex(tb))->has_value()) << "deleted, not just refused";
   EXPECT_TRUE((*db)->sessionForToken(sha256Hex(ta))->has_value());
@@ -497,8 +409,8 @@ TEST_F(DataPlaneTest, CliExecAndCp) {
     SpawnOptions so;
     so.argv = {VESSEL_CLI_PATH};
     for (auto& a : args) so.argv.push_back(a);
-    so.env = {"VESSEL_API_URL=http://127.0.0.1:" + std::to_string(d_.api),
-              "VESSEL_API_KEY=" + d_.key};
+    so.env = {"VESSEL_API_URL=" + d_->url(),
+              "VESSEL_API_KEY=" + d_->key()};
     so.fds = {{in->get(), 0}, {out->get(), 1}, {err->get(), 2}};
     so.die_with_parent = true;
     auto p = ChildProcess::spawn(so);

@@ -111,6 +111,84 @@ std::string Vesseld::finish(const std::string& op, const std::string& key) const
   return str(ev.back().data, "state");
 }
 
+std::string Vesseld::createSandbox(const std::string& body, std::string* why) const {
+  Reply r = call("POST", "/v1/sandboxes", body);
+  auto v = r.js();
+  if (r.status != 202 || !v.is_object()) {
+    if (why) *why = "create answered " + std::to_string(r.status) + ": " + r.body;
+    return "";
+  }
+  std::string op = str(v.at("operation"), "id");
+  std::string st = finish(op);
+  if (st != "done") {
+    if (why) *why = "create " + st + ": " + call("GET", "/v1/operations/" + op).body;
+    return "";
+  }
+  return str(v.at("sandbox"), "id");
+}
+
+bool Vesseld::deleteSandbox(const std::string& id) const {
+  sessions_.erase(id);
+  Reply r = call("DELETE", "/v1/sandboxes/" + id);
+  if (r.status != 202) return false;
+  return finish(str(r.js().at("operation"), "id")) == "done";
+}
+
+std::string Vesseld::session(const std::string& id, const std::string& key) const {
+  Reply r = call("POST", "/v1/sandboxes/" + id + "/sessions", "", key);
+  if (r.status != 201) return "";
+  std::string t = str(r.js(), "token");
+  return t == "<missing>" ? "" : t;
+}
+
+Reply Vesseld::data(const std::string& token, const std::string& method, const std::string& target,
+                    const std::string& body, bool json) const {
+  Request r;
+  r.method = method;
+  r.target = target;
+  r.body = body;
+  r.bearer = token;
+  r.json = json;
+  return testing::call(data_port_, r);
+}
+
+Vesseld::ExecOutput collectExec(const std::string& sse_body) {
+  Vesseld::ExecOutput o;
+  for (const auto& e : parseSse(sse_body)) {
+    o.types.push_back(e.type);
+    if (e.type == "stdout") o.out += unbase64(str(e.data, "data"));
+    if (e.type == "stderr") o.err += unbase64(str(e.data, "data"));
+    if (e.type == "exit" && e.data.is_object()) {
+      o.exit_code = static_cast<int>(e.data.at("exit_code").to_number<int64_t>());
+      o.signal = static_cast<int>(e.data.at("signal").to_number<int64_t>());
+    }
+  }
+  return o;
+}
+
+Vesseld::ExecOutput Vesseld::exec(const std::string& token, const std::string& body) const {
+  Reply r = data(token, "POST", "/v1/exec", body);
+  if (r.status != 200) {
+    ExecOutput o;
+    o.err = "exec answered " + std::to_string(r.status) + ": " + r.body;
+    return o;
+  }
+  return collectExec(r.body);
+}
+
+std::string Vesseld::sh(const std::string& id, const std::string& cmd,
+                        const std::string& user) const {
+  auto it = sessions_.find(id);
+  if (it == sessions_.end()) {
+    std::string t = session(id);
+    if (t.empty()) return "NO SESSION for " + id;
+    it = sessions_.emplace(id, t).first;
+  }
+  json::object o{{"shell", cmd}, {"user", user}};
+  ExecOutput x = exec(it->second, json::serialize(o));
+  return x.out + x.err;
+}
+
 std::vector<int> Vesseld::qemuPids() const {
   std::vector<int> pids;
   DIR* d = ::opendir("/proc");

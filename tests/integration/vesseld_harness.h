@@ -6,6 +6,7 @@
 #include <boost/json.hpp>
 #include <chrono>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -46,6 +47,29 @@ class Vesseld {
   // Follows an operation's events to its end; its final state or "<...>".
   std::string finish(const std::string& op, const std::string& key = "-") const;
 
+  // The common steps, through the public API. Failures come back as "" or
+  // false; `why` (if given) says what went wrong, for the test's message.
+  std::string createSandbox(const std::string& body = "{}", std::string* why = nullptr) const;
+  bool deleteSandbox(const std::string& id) const;
+  // A data-plane session token for the sandbox ("" on failure).
+  std::string session(const std::string& id, const std::string& key = "-") const;
+  // A request to the data plane with a session token.
+  Reply data(const std::string& token, const std::string& method, const std::string& target,
+             const std::string& body = "", bool json = true) const;
+
+  struct ExecOutput {
+    std::string out, err;
+    int exit_code = -1;
+    int signal = 0;
+    std::vector<std::string> types;  // the SSE event types in order
+  };
+  // Runs POST /v1/exec with `body` to the end.
+  ExecOutput exec(const std::string& token, const std::string& body) const;
+  // A shell command as `user` in the sandbox (a session per sandbox is
+  // opened on first use and kept): stdout then stderr.
+  std::string sh(const std::string& id, const std::string& cmd,
+                 const std::string& user = "root") const;
+
   // Flags for the next start().
   std::vector<std::string>& extraArgs() { return opts_.extra_args; }
   const std::string& key() const { return key_; }
@@ -65,6 +89,10 @@ class Vesseld {
   ChildProcess proc_;
   uint16_t port_ = 0, data_port_ = 0;
   std::string key_;
+  mutable std::map<std::string, std::string> sessions_;  // sandbox id -> token
 };
+
+// Exec output from the SSE body of POST /v1/exec.
+Vesseld::ExecOutput collectExec(const std::string& sse_body);
 
 }  // namespace vessel::testing

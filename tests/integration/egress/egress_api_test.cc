@@ -2,7 +2,7 @@
 // its sandboxes network slots; its upstream is the fake internet of
 // EgressWorld (namespaces of this test, nothing leaves the machine). Guests
 // are the debian template (curl, python3) restored from a snapshot; commands
-// run through vesseld's --debug-exec endpoint. One vesseld and one template
+// run through data-plane sessions. One vesseld and one template
 // build for the binary; three sandboxes in all.
 #include <fcntl.h>
 #include <gmock/gmock.h>
@@ -23,6 +23,7 @@
 #include "os/command.h"
 #include "tests/integration/egress/world.h"
 #include "tests/integration/guest_env.h"
+#include "tests/integration/vesseld_harness.h"
 
 namespace vessel::egress_test {
 namespace {
@@ -36,95 +37,34 @@ using ::testing::Not;
 
 constexpr const char* kSecret = "s3cr3t-api-token-6b1f";
 
-struct Reply {
-  int status = 0;
-  std::string body;
-  json::value js() const {
-    boost::system::error_code ec;
-    auto v = json::parse(body, ec);
-    return ec ? json::value() : v;
-  }
-};
+using testing::Reply;
 
 struct Shared {
   std::unique_ptr<EgressWorld> world;
   testing::ScratchDir dir;
-  ChildProcess vesseld;
-  uint16_t port = 0;
-  std::string key, state, prefix;
+  std::unique_ptr<testing::Vesseld> d;
+  std::string prefix;
   std::string allow_sb;  // debian, allowlist + credential
 };
 Shared* g = nullptr;
 
 Reply call(const std::string& method, const std::string& target, const std::string& body = "") {
-  asio::io_context io;
-  asio::ip::tcp::socket s(io);
-  boost::system::error_code ec;
-  s.connect({asio::ip::make_address("127.0.0.1"), g->port}, ec);
-  if (ec) return {};
-  timeval tv{120, 0};
-  ::setsockopt(s.native_handle(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  std::string req = method + " " + target + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n";
-  if (!g->key.empty()) req += "Authorization: Bearer " + g->key + "\r\n";
-  req += "Content-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) +
-         "\r\n\r\n" + body;
-  asio::write(s, asio::buffer(req), ec);
-  std::string all;
-  char buf[8192];
-  for (;;) {
-    ssize_t n = ::read(s.native_handle(), buf, sizeof buf);
-    if (n <= 0) break;
-    all.append(buf, static_cast<size_t>(n));
-  }
-  Reply r;
-  auto hdr = all.find("\r\n\r\n");
-  if (all.size() < 12 || hdr == std::string::npos) return r;
-  r.status = std::stoi(all.substr(9, 3));
-  r.body = all.substr(hdr + 4);
-  return r;
+  return g->d->call(method, target, body);
 }
-
-std::string str(const json::value& v, const char* k) {
-  if (!v.is_object() || !v.as_object().contains(k) || !v.at(k).is_string()) return "<missing>";
-  return std::string(v.at(k).as_string());
-}
-
-// Polls the operation (bounded) until it ends; returns its state.
-std::string finish(const std::string& op) {
-  for (int i = 0; i < 1200; ++i) {
-    std::string st = str(call("GET", "/v1/operations/" + op).js(), "state");
-    if (st == "done" || st == "failed") return st;
-    std::this_thread::sleep_for(100ms);
-  }
-  return "<timeout>";
-}
+std::string str(const json::value& v, const char* k) { return testing::str(v, k); }
+std::string finish(const std::string& op) { return g->d->finish(op); }
 
 // Creates a sandbox and waits for it; "" on failure (with the reason added).
 std::string createSandbox(const std::string& body) {
-  Reply r = call("POST", "/v1/sandboxes", body);
-  EXPECT_EQ(r.status, 202) << r.body;
-  auto v = r.js();
-  if (r.status != 202) return "";
-  std::string id = str(v.at("sandbox"), "id"), op = str(v.at("operation"), "id");
-  std::string st = finish(op);
-  EXPECT_EQ(st, "done") << call("GET", "/v1/operations/" + op).body;
-  return st == "done" ? id : "";
+  std::string why;
+  std::string id = g->d->createSandbox(body, &why);
+  EXPECT_FALSE(id.empty()) << why;
+  return id;
 }
+bool deleteSandbox(const std::string& id) { return g->d->deleteSandbox(id); }
 
-bool deleteSandbox(const std::string& id) {
-  Reply r = call("DELETE", "/v1/sandboxes/" + id);
-  if (r.status != 202) return false;
-  return finish(str(r.js().at("operation"), "id")) == "done";
-}
-
-// Runs a shell command in the guest as root; stdout + stderr.
-std::string sh(const std::string& id, const std::string& cmd) {
-  json::object o{{"cmd", cmd}, {"user", "root"}};
-  Reply r = call("POST", "/debug/sandboxes/" + id + "/exec", json::serialize(o));
-  if (r.status != 200) return "EXEC FAILED " + std::to_string(r.status) + " " + r.body;
-  auto v = r.js();
-  return str(v, "stdout") + str(v, "stderr");
-}
+// Runs a shell command in the guest as root (a data-plane session); stdout + stderr.
+std::string sh(const std::string& id, const std::string& cmd) { return g->d->sh(id, cmd); }
 
 // This vesseld's slot namespaces ("<prefix>-<i>"), from `ip netns list`.
 std::vector<std::string> slotNamespaces() {
@@ -150,8 +90,7 @@ class EgressApiTest : public ::testing::Test {
     auto w = EgressWorld::create({}, /*start_gateway=*/false);
     ASSERT_TRUE(w.ok()) << w.error().message();
     g->world = std::move(*w);
-    g->state = g->dir.path() + "/state";
-    g->prefix = "v" + sha256Hex(g->state).substr(0, 4);
+    g->prefix = "v" + sha256Hex(g->dir.path() + "/state").substr(0, 4);
     std::string cache = g->dir.path() + "/cache";
     // The debian template (curl, python3, CA store) in this test's store;
     // vesseld builds `minimal` there itself.
@@ -163,53 +102,16 @@ class EgressApiTest : public ::testing::Test {
          "--kernel", testing::kernelPath(), "--minimal-image", testing::minimalImage()},
         {}, 600s);
     ASSERT_TRUE(b.ok()) << b.error().message();
-    {
-      asio::io_context io;
-      asio::ip::tcp::acceptor a(io, {asio::ip::make_address("127.0.0.1"), 0});
-      g->port = a.local_endpoint().port();
-    }
-    auto log = Fd::open(g->dir.path() + "/vesseld.log", O_WRONLY | O_CREAT | O_APPEND, 0600);
-    ASSERT_TRUE(log.ok());
-    SpawnOptions so;
-    so.argv = {VESSELD_PATH,
-               "--state-dir",
-               g->state,
-               "--cache-dir",
-               cache,
-               "--listen",
-               "127.0.0.1:" + std::to_string(g->port),
-               "--data-listen",
-               "127.0.0.1:" + std::to_string(testing::freePort()),
-               "--accel",
-               "tcg",
-               "--kernel",
-               testing::kernelPath(),
-               "--minimal-image",
-               testing::minimalImage(),
-               "--debug-exec",
-               "--egress-gateway-netns",
-               g->world->gwNetns(),
-               "--egress-upstream-netns",
-               g->world->upNetns(),
-               "--egress-resolver",
-               kResolver,
-               "--egress-ca-bundle",
-               g->world->testCa()};
-    so.fds = {{log->get(), 1}, {log->get(), 2}};
-    so.die_with_parent = true;
-    auto p = ChildProcess::spawn(so);
-    ASSERT_TRUE(p.ok()) << p.error().message();
-    g->vesseld = std::move(*p);
-    bool up = false;
-    for (int i = 0; i < 3000 && !up; ++i) {
-      up = call("GET", "/healthz").status == 200;
-      if (!up && g->vesseld.tryWait()) break;
-      if (!up) std::this_thread::sleep_for(100ms);
-    }
-    ASSERT_TRUE(up) << "vesseld did not come up:\n" << vesseldLog();
-    std::ifstream kf(g->state + "/dev-api-key");
-    std::getline(kf, g->key);
-    ASSERT_FALSE(g->key.empty());
+    // No warm pool: the slot accounting below counts sandboxes only.
+    testing::VesseldOptions o{VESSELD_PATH,
+                              testing::kernelPath(),
+                              testing::minimalImage(),
+                              g->dir.path(),
+                              {"--warm-pool=", "--egress-gateway-netns", g->world->gwNetns(),
+                               "--egress-upstream-netns", g->world->upNetns(), "--egress-resolver",
+                               kResolver, "--egress-ca-bundle", g->world->testCa()}};
+    g->d = std::make_unique<testing::Vesseld>(o);
+    ASSERT_TRUE(g->d->start()) << "vesseld did not come up:\n" << vesseldLog();
 
     json::object cred{{"name", "a-api"},
                       {"hosts", json::array{"api.a.test"}},
@@ -230,8 +132,8 @@ class EgressApiTest : public ::testing::Test {
   }
   static void TearDownTestSuite() {
     if (!g) return;
-    if (g->vesseld.running()) {
-      auto e = g->vesseld.terminate(40s);
+    if (g->d && g->d->running()) {
+      auto e = g->d->stop();
       EXPECT_TRUE(e.exited && e.code == 0) << e.describe() << "\n" << vesseldLog();
     }
     // Nothing of vesseld's egress is left: no slot namespace, no table.
@@ -241,10 +143,7 @@ class EgressApiTest : public ::testing::Test {
     delete g;
     g = nullptr;
   }
-  static std::string vesseldLog() {
-    auto l = readFile(g->dir.path() + "/vesseld.log", 8 << 20);
-    return l.ok() ? *l : "";
-  }
+  static std::string vesseldLog() { return g->d ? g->d->log() : ""; }
   void SetUp() override {
     if (::geteuid() != 0) GTEST_SKIP() << "needs root";
     ASSERT_TRUE(g && !g->allow_sb.empty()) << "set-up failed";
