@@ -19,6 +19,7 @@
 #include "base/child_process.h"
 #include "base/sha256.h"
 #include "guest_env.h"
+#include "vesseld_harness.h"
 #include "store/store.h"
 
 namespace vessel {
@@ -30,92 +31,23 @@ using namespace std::chrono_literals;
 using ::testing::HasSubstr;
 using testing::ScratchDir;
 
-struct Reply {
-  int status = 0;
-  std::string head, body;
-  json::value js() const {
-    boost::system::error_code ec;
-    auto v = json::parse(body, ec);
-    return ec ? json::value() : v;
-  }
-};
-
-struct SseEvent {
-  int64_t id = 0;
-  std::string type;
-  json::value data;
-};
+using testing::parseSse;
+using testing::Reply;
+using testing::SseEvent;
+using testing::str;
 
 struct Shared {
-  ScratchDir dir;
-  ChildProcess proc;
-  uint16_t port = 0;
-  std::string log, key, key2;
+  std::unique_ptr<testing::Vesseld> d;
+  std::string key2;
 };
 Shared* g = nullptr;
 
 // One request on its own connection; reads until the server closes or
-// `enough` says the body holds what the caller wants. Every read is
-// bounded by SO_RCVTIMEO, so a hung server fails the test instead.
+// `enough` says the body holds what the caller wants (bounded reads).
 Reply call(const std::string& method, const std::string& target, const std::string& body = "",
            const std::string& key = "-", std::vector<std::string> headers = {},
            const std::function<bool(const std::string&)>& enough = nullptr) {
-  asio::io_context io;
-  asio::ip::tcp::socket s(io);
-  boost::system::error_code ec;
-  s.connect({asio::ip::make_address("127.0.0.1"), g->port}, ec);
-  if (ec) return {};
-  timeval tv{120, 0};
-  ::setsockopt(s.native_handle(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  std::string req = method + " " + target + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n";
-  std::string k = key == "-" ? g->key : key;
-  if (!k.empty()) req += "Authorization: Bearer " + k + "\r\n";
-  for (auto& h : headers) req += h + "\r\n";
-  if (!body.empty() || method == "POST")
-    req +=
-        "Content-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) + "\r\n";
-  req += "\r\n" + body;
-  asio::write(s, asio::buffer(req), ec);
-  std::string all;
-  char buf[8192];
-  for (;;) {
-    ssize_t n = ::read(s.native_handle(), buf, sizeof buf);
-    if (n <= 0) break;
-    all.append(buf, static_cast<size_t>(n));
-    auto hdr = all.find("\r\n\r\n");
-    if (enough && hdr != std::string::npos && enough(all.substr(hdr + 4))) break;
-  }
-  Reply r;
-  auto hdr = all.find("\r\n\r\n");
-  if (all.size() < 12 || hdr == std::string::npos) return r;
-  r.status = std::stoi(all.substr(9, 3));
-  r.head = all.substr(0, hdr);
-  r.body = all.substr(hdr + 4);
-  return r;
-}
-
-std::vector<SseEvent> parseSse(const std::string& body) {
-  std::vector<SseEvent> out;
-  size_t pos = 0;
-  for (;;) {
-    auto end = body.find("\n\n", pos);
-    if (end == std::string::npos) break;
-    std::string block = body.substr(pos, end - pos);
-    pos = end + 2;
-    SseEvent e;
-    bool any = false;
-    size_t lp = 0;
-    while (lp < block.size()) {
-      auto nl = block.find('\n', lp);
-      std::string line = block.substr(lp, nl == std::string::npos ? std::string::npos : nl - lp);
-      lp = nl == std::string::npos ? block.size() : nl + 1;
-      if (line.rfind("id: ", 0) == 0) e.id = std::stoll(line.substr(4)), any = true;
-      if (line.rfind("event: ", 0) == 0) e.type = line.substr(7);
-      if (line.rfind("data: ", 0) == 0) e.data = json::parse(line.substr(6));
-    }
-    if (any) out.push_back(std::move(e));
-  }
-  return out;
+  return g->d->call(method, target, body, key, headers, enough);
 }
 
 // Follows an operation's events to its end (the server closes the stream).
@@ -127,11 +59,6 @@ std::vector<SseEvent> opEvents(const std::string& op, int64_t after = 0,
   EXPECT_EQ(r.status, 200) << r.body;
   EXPECT_THAT(r.head, HasSubstr("text/event-stream"));
   return parseSse(r.body);
-}
-
-std::string str(const json::value& v, const char* k) {
-  if (!v.is_object() || !v.as_object().contains(k) || !v.at(k).is_string()) return "<missing>";
-  return std::string(v.at(k).as_string());
 }
 
 // Waits for an operation through its event stream and returns its final state.
@@ -146,21 +73,14 @@ class ApiTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     g = new Shared;
-    std::string state = g->dir.path() + "/state";
-    {
-      asio::io_context io;
-      asio::ip::tcp::acceptor a(io, {asio::ip::make_address("127.0.0.1"), 0});
-      g->port = a.local_endpoint().port();
-    }
-    g->log = g->dir.path() + "/vesseld.log";
-    ASSERT_TRUE(startDaemon()) << "vesseld did not come up; log:\n" << readLog();
-    std::ifstream kf(state + "/dev-api-key");
-    std::getline(kf, g->key);
-    ASSERT_THAT(g->key, ::testing::StartsWith("vsk_"));
+    g->d = std::make_unique<testing::Vesseld>(VESSELD_PATH);
+    std::string state = g->d->stateDir();
+    ASSERT_TRUE(g->d->start()) << "vesseld did not come up; log:\n" << readLog();
+    ASSERT_THAT(g->d->key(), ::testing::StartsWith("vsk_"));
     struct stat st {};
     ASSERT_EQ(::stat((state + "/dev-api-key").c_str(), &st), 0);
     EXPECT_EQ(st.st_mode & 0777, 0600u);
-    EXPECT_THAT(readLog(), HasSubstr(g->key)) << "the key is printed once at first start";
+    EXPECT_THAT(readLog(), HasSubstr(g->d->key())) << "the key is printed once at first start";
     // A second tenant, added beside the running daemon (WAL allows it).
     auto db = store::openSqlite(state + "/vessel.db");
     ASSERT_TRUE(db.ok()) << db.error().message();
@@ -169,53 +89,17 @@ class ApiTest : public ::testing::Test {
     ASSERT_TRUE((*db)->addApiKey("t2", sha256Hex(g->key2)).ok());
   }
   static void TearDownTestSuite() {
-    if (g && g->proc.running()) {
-      auto e = g->proc.terminate(40s);
+    if (!g) return;
+    if (g->d->running()) {
+      auto e = g->d->stop();
       EXPECT_TRUE(e.exited && e.code == 0) << e.describe() << "\n" << readLog();
     }
-    EXPECT_THAT(testing::qemuProcessesUsing(g->dir.path()), ::testing::IsEmpty());
+    EXPECT_THAT(testing::qemuProcessesUsing(g->d->root()), ::testing::IsEmpty());
     delete g;
     g = nullptr;
   }
-  void SetUp() override { ASSERT_TRUE(g && !g->key.empty()) << "vesseld did not start"; }
-  // Starts vesseld on the shared state dir and port (appending to its log)
-  // and waits, bounded, until it serves; the first start builds the
-  // minimal template (one guest boot).
-  static bool startDaemon() {
-    auto out = Fd::open(g->log, O_WRONLY | O_CREAT | O_APPEND, 0600);
-    if (!out.ok()) return false;
-    SpawnOptions so;
-    so.argv = {VESSELD_PATH,
-               "--state-dir",
-               g->dir.path() + "/state",
-               "--cache-dir",
-               g->dir.path() + "/cache",
-               "--listen",
-               "127.0.0.1:" + std::to_string(g->port),
-               "--data-listen",
-               "127.0.0.1:" + std::to_string(testing::freePort()),
-               "--accel",
-               "tcg",
-               "--kernel",
-               testing::kernelPath(),
-               "--minimal-image",
-               testing::minimalImage()};
-    so.fds = {{out->get(), 1}, {out->get(), 2}};
-    so.die_with_parent = true;
-    auto p = ChildProcess::spawn(so);
-    if (!p.ok()) return false;
-    g->proc = std::move(*p);
-    for (int i = 0; i < 3000; ++i) {
-      if (call("GET", "/healthz", "", "").status == 200) return true;
-      if (g->proc.tryWait()) return false;
-      std::this_thread::sleep_for(100ms);
-    }
-    return false;
-  }
-  static std::string readLog() {
-    std::ifstream f(g->log);
-    return std::string(std::istreambuf_iterator<char>(f), {});
-  }
+  void SetUp() override { ASSERT_TRUE(g && !g->d->key().empty()) << "vesseld did not start"; }
+  static std::string readLog() { return g->d->log(); }
   // POST /v1/sandboxes, checked; returns {sandbox id, operation id}.
   std::pair<std::string, std::string> create(const std::string& body = "{}") {
     Reply r = call("POST", "/v1/sandboxes", body);
@@ -284,7 +168,7 @@ TEST_F(ApiTest, TenantsSeeOnlyTheirOwn) {
   EXPECT_EQ(finish(op), "done") << readLog();
   // Its global stream holds none of the first tenant's events: a marker
   // event of its own, stored after all of them, is the first thing it sees.
-  auto db = store::openSqlite(g->dir.path() + "/state/vessel.db");
+  auto db = store::openSqlite(g->d->stateDir() + "/vessel.db");
   ASSERT_TRUE(db.ok());
   store::EventRecord marker{0, "t2", "op-marker", "sb-marker", "test.marker"};
   ASSERT_TRUE((*db)->appendEvent(marker).ok());
@@ -334,6 +218,7 @@ TEST_F(ApiTest, EventsComeInOrderAndResumeFromLastEventId) {
 }
 
 TEST_F(ApiTest, BadInputGetsAJsonErrorWithTheRightStatus) {
+  std::string listed_before = call("GET", "/v1/sandboxes?page_size=100").body;
   struct Case {
     std::string method, target, body, key;
     int status;
@@ -369,7 +254,7 @@ TEST_F(ApiTest, BadInputGetsAJsonErrorWithTheRightStatus) {
   EXPECT_EQ(bad_id.status, 400);
   // The daemon is still serving and nothing was created by any of it.
   EXPECT_EQ(call("GET", "/healthz", "", "").status, 200);
-  EXPECT_THAT(testing::qemuProcessesUsing(g->dir.path()), ::testing::IsEmpty());
+  EXPECT_EQ(call("GET", "/v1/sandboxes?page_size=100").body, listed_before);
 }
 
 // This daemon runs with egress (the default), so its running sandbox has a
@@ -384,10 +269,10 @@ TEST_F(ApiTest, RestartKeepsPausedSandboxesAndFailsNetworkedRunningOnes) {
   ASSERT_EQ(p.status, 202);
   ASSERT_EQ(finish(str(p.js().at("operation"), "id")), "done");
 
-  auto e = g->proc.terminate(40s);
+  auto e = g->d->stop();
   ASSERT_TRUE(e.exited && e.code == 0) << e.describe() << "\n" << readLog();
-  EXPECT_THAT(testing::qemuProcessesUsing(g->dir.path()), ::testing::IsEmpty());
-  ASSERT_TRUE(startDaemon()) << readLog();
+  EXPECT_THAT(testing::qemuProcessesUsing(g->d->root()), ::testing::IsEmpty());
+  ASSERT_TRUE(g->d->start()) << readLog();
 
   // The networked VM is reported as failed with the reason, and can be
   // deleted; the paused one resumes as if nothing happened.
@@ -396,7 +281,7 @@ TEST_F(ApiTest, RestartKeepsPausedSandboxesAndFailsNetworkedRunningOnes) {
   EXPECT_THAT(str(gone, "error"), HasSubstr("network state cannot be re-adopted yet"));
   EXPECT_EQ(state(paused), "paused");
   std::string log = readLog();
-  EXPECT_EQ(log.find(g->key), log.rfind(g->key)) << "the dev key is printed only at first start";
+  EXPECT_EQ(log.find(g->d->key()), log.rfind(g->d->key())) << "the dev key is printed only at first start";
   Reply r = call("POST", "/v1/sandboxes/" + paused + ":resume");
   ASSERT_EQ(r.status, 202) << r.body;
   EXPECT_EQ(finish(str(r.js().at("operation"), "id")), "done") << readLog();
@@ -407,7 +292,7 @@ TEST_F(ApiTest, RestartKeepsPausedSandboxesAndFailsNetworkedRunningOnes) {
 
 TEST_F(ApiTest, ListPagesThroughEverySandboxOnce) {
   // Records of a third tenant, written beside the daemon: paging needs no guests.
-  auto db = store::openSqlite(g->dir.path() + "/state/vessel.db");
+  auto db = store::openSqlite(g->d->stateDir() + "/vessel.db");
   ASSERT_TRUE(db.ok());
   std::string key3 = "vsk_third-tenant-key";
   ASSERT_TRUE((*db)->createTenant("t3", "third").ok());

@@ -337,7 +337,9 @@ void expectErrorShape(const testing::Reply& r, const std::string& what) {
   ASSERT_TRUE(v.is_object()) << what << ": " << r.body;
   for (auto& [k, f] : v.as_object()) {
     EXPECT_TRUE(k == "code" || k == "message" || k == "details") << what << ": field " << k;
-    if (k == "details") EXPECT_TRUE(f.is_object()) << what;
+    if (k == "details") {
+      EXPECT_TRUE(f.is_object()) << what;
+    }
   }
   EXPECT_TRUE(kCodes.count(str(v, "code"))) << what << ": " << r.body;
   EXPECT_NE(str(v, "message"), "<missing>") << what;
