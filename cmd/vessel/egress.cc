@@ -116,10 +116,8 @@ int runCredentialCreate(const CredentialOptions& o) {
   if (field.empty() || value.empty())
     return fail(Error(Code::kInvalidArgument,
                       "--header needs 'Name: value' (or a name, with the value on stdin)"));
-  json::object body{{"name", o.name},
-                    {"hosts", json::value_from(o.hosts)},
-                    {"header", field},
-                    {"value", value}};
+  json::object body{
+      {"name", o.name}, {"hosts", json::value_from(o.hosts)}, {"header", field}, {"value", value}};
   auto c = apiClient();
   auto r = c.post("/v1/credentials", body);
   if (!r.ok()) return fail(r.error());
@@ -158,10 +156,12 @@ int runCredentialDelete(const std::string& name) {
 void addSandboxNetwork(CLI::App& sandbox, std::function<int()>* run) {
   auto o = std::make_shared<NetworkOptions>();
   auto* n = sandbox.add_subcommand(
-      "network", "show a sandbox's egress policy, or change it live (open connections it no "
-                 "longer allows are reset)");
+      "network",
+      "show a sandbox's egress policy, or change it live (open connections it no "
+      "longer allows are reset)");
   n->add_option("id", o->id, "sandbox id")->required();
-  n->add_option("policy", o->spec, "none | full | allow:NAME[,NAME...] (names: a.com, *.a.com:443)");
+  n->add_option("policy", o->spec,
+                "none | full | allow:NAME[,NAME...] (names: a.com, *.a.com:443)");
   n->add_option("--credential", o->credentials, "credential the gateway injects, repeatable");
   n->add_flag("--clear-credentials", o->clear_credentials, "inject no credential any more");
   n->callback([o, run] { *run = [o] { return runNetwork(*o); }; });
@@ -169,7 +169,8 @@ void addSandboxNetwork(CLI::App& sandbox, std::function<int()>* run) {
 
 void addCredential(CLI::App& app, std::function<int()>* run) {
   auto* c = app.add_subcommand(
-      "credential", "secrets the egress gateway injects as a header for some hosts (through the API)");
+      "credential",
+      "secrets the egress gateway injects as a header for some hosts (through the API)");
   c->require_subcommand(1);
   auto o = std::make_shared<CredentialOptions>();
   auto* create = c->add_subcommand("create", "store (or replace) a credential; print its name");

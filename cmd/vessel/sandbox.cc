@@ -248,9 +248,8 @@ void addSandbox(CLI::App& app, std::function<int()>* run) {
   extend->add_option("id", eo->id, "sandbox id")->required();
   extend->add_option("--timeout", eo->timeout_s, "idle timeout in seconds (0: never)");
   extend->add_option("--lifetime", eo->lifetime_s, "seconds from now until it is deleted");
-  extend->callback([eo, run] {
-    *run = [eo] { return runExtend(eo->id, eo->timeout_s, eo->lifetime_s); };
-  });
+  extend->callback(
+      [eo, run] { *run = [eo] { return runExtend(eo->id, eo->timeout_s, eo->lifetime_s); }; });
 
   auto* fork = s->add_subcommand("fork", "copy a running sandbox; print the new ids");
   fork->add_option("id", fo->id, "sandbox id")->required();

@@ -171,7 +171,8 @@ void addTemplate(CLI::App& app, std::function<int()>* run) {
       "build", "build a template from a JSON build spec through the API; print NAME@VERSION");
   b->add_option("-f,--file", o->spec_file, "build spec (JSON)")->required();
   b->add_flag("--async", o->async, "print the operation id and return");
-  auto* local = b->add_flag("--local", o->local, "build into a local template store, without vesseld");
+  auto* local =
+      b->add_flag("--local", o->local, "build into a local template store, without vesseld");
   // A store without --local would silently go to the API instead.
   b->add_option("--store", o->store, "--local: template store directory")
       ->capture_default_str()

@@ -56,6 +56,7 @@ Status requireFile(const std::string& what, const std::string& path) {
 Result<std::map<std::string, size_t>> parseWarmPool(std::string_view s) {
   std::map<std::string, size_t> out;
   constexpr size_t kMaxPerTemplate = 64;
+  if (s == "none") return out;
   while (!s.empty()) {
     auto comma = s.find(',');
     std::string_view item = s.substr(0, comma);

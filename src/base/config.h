@@ -21,7 +21,7 @@ struct HostPort {
 // "127.0.0.1:8080" -> {127.0.0.1, 8080}; the host must be an IPv4 literal.
 Result<HostPort> parseHostPort(std::string_view s);
 
-// "minimal=2,debian=1" -> {minimal: 2, debian: 1}; "" -> no pools.
+// "minimal=2,debian=1" -> {minimal: 2, debian: 1}; "" or "none" -> no pools.
 Result<std::map<std::string, size_t>> parseWarmPool(std::string_view s);
 
 struct Config {

@@ -53,6 +53,7 @@ TEST(ConfigTest, WarmPools) {
   EXPECT_EQ(p->at("debian"), 1u);
   EXPECT_EQ(p->at("my-t.1"), 0u);
   EXPECT_TRUE(parseWarmPool("")->empty());
+  EXPECT_TRUE(parseWarmPool("none")->empty());
   for (const char* bad : {"minimal", "minimal=", "=2", "minimal=x", "minimal=-1", "minimal=65",
                           "Mini=1", "minimal=2x", "a b=1"}) {
     auto r = parseWarmPool(bad);

@@ -19,8 +19,8 @@
 #include "base/child_process.h"
 #include "base/sha256.h"
 #include "guest_env.h"
-#include "vesseld_harness.h"
 #include "store/store.h"
+#include "vesseld_harness.h"
 
 namespace vessel {
 namespace {
@@ -281,7 +281,8 @@ TEST_F(ApiTest, RestartKeepsPausedSandboxesAndFailsNetworkedRunningOnes) {
   EXPECT_THAT(str(gone, "error"), HasSubstr("network state cannot be re-adopted yet"));
   EXPECT_EQ(state(paused), "paused");
   std::string log = readLog();
-  EXPECT_EQ(log.find(g->d->key()), log.rfind(g->d->key())) << "the dev key is printed only at first start";
+  EXPECT_EQ(log.find(g->d->key()), log.rfind(g->d->key()))
+      << "the dev key is printed only at first start";
   Reply r = call("POST", "/v1/sandboxes/" + paused + ":resume");
   ASSERT_EQ(r.status, 202) << r.body;
   EXPECT_EQ(finish(str(r.js().at("operation"), "id")), "done") << readLog();

@@ -7,8 +7,8 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
-#include <thread>
 #include <sstream>
+#include <thread>
 
 #include "client/client.h"
 #include "vesseld_harness.h"
@@ -58,9 +58,9 @@ CliRun vessel(const std::vector<std::string>& args, const std::string& key = "-"
   SpawnOptions so;
   so.argv = {VESSEL_PATH};
   so.argv.insert(so.argv.end(), args.begin(), args.end());
-  so.env = {
-      "PATH=/usr/sbin:/usr/bin:/sbin:/bin", "VESSEL_API_URL=" + (url.empty() ? d->url() : url),
-      "VESSEL_API_KEY=" + (key == "-" ? d->key() : key), "VESSEL_STATE_DIR=" + d->stateDir()};
+  so.env = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin",
+            "VESSEL_API_URL=" + (url.empty() ? d->url() : url),
+            "VESSEL_API_KEY=" + (key == "-" ? d->key() : key), "VESSEL_STATE_DIR=" + d->stateDir()};
   so.fds = {{out->get(), 1}, {err->get(), 2}};
   so.die_with_parent = true;
   auto p = ChildProcess::spawn(so);
@@ -392,7 +392,8 @@ TEST_F(CliTest, CreatesTakeAWarmPoolVmAndThePoolRefills) {
   CliRun c = vessel({"sandbox", "create"});
   ASSERT_EQ(c.code, 0) << c.err << d->log();
   std::string id = c.last();
-  auto rec = boost::json::parse(slurp(d->stateDir() + "/runtime/sandboxes/" + id + "/sandbox.json"));
+  auto rec =
+      boost::json::parse(slurp(d->stateDir() + "/runtime/sandboxes/" + id + "/sandbox.json"));
   int pid = static_cast<int>(rec.at("vm_pid").to_number<int64_t>());
   EXPECT_THAT(before, ::testing::Contains(pid)) << "the sandbox runs in a VM that was pooled";
   EXPECT_EQ(waitFull(), 2) << "refilled; " << d->log();

@@ -16,8 +16,8 @@
 #include "base/sha256.h"
 #include "guest_env.h"
 #include "http_client.h"
-#include "vesseld_harness.h"
 #include "store/store.h"
+#include "vesseld_harness.h"
 
 namespace vessel {
 namespace {
@@ -409,8 +409,7 @@ TEST_F(DataPlaneTest, CliExecAndCp) {
     SpawnOptions so;
     so.argv = {VESSEL_CLI_PATH};
     for (auto& a : args) so.argv.push_back(a);
-    so.env = {"VESSEL_API_URL=" + d_->url(),
-              "VESSEL_API_KEY=" + d_->key()};
+    so.env = {"VESSEL_API_URL=" + d_->url(), "VESSEL_API_KEY=" + d_->key()};
     so.fds = {{in->get(), 0}, {out->get(), 1}, {err->get(), 2}};
     so.die_with_parent = true;
     auto p = ChildProcess::spawn(so);

@@ -43,7 +43,7 @@ class DurabilityTest : public ::testing::Test {
                               testing::kernelPath(),
                               testing::minimalImage(),
                               g_dir->path(),
-                              {"--no-egress", "--warm-pool="}};
+                              {"--no-egress", "--warm-pool=none"}};
     d = new testing::Vesseld(o);
     ASSERT_TRUE(d->start()) << d->log();
   }
@@ -189,12 +189,12 @@ TEST_F(DurabilityTest, NetworkSlotVmsAreFailedNotAdopted) {
   // the sandbox is failed with that reason and its QEMU stopped; a clean
   // stop stops it too. Paused sandboxes are unaffected (resume takes a
   // fresh slot).
-  d->extraArgs() = {"--warm-pool="};
+  d->extraArgs() = {"--warm-pool=none"};
   // However this test ends, the next ones get the daemon they expect.
   struct Restore {
     ~Restore() {
       if (d->running()) (void)d->stop();
-      d->extraArgs() = {"--no-egress", "--warm-pool="};
+      d->extraArgs() = {"--no-egress", "--warm-pool=none"};
       EXPECT_TRUE(d->start()) << d->log();
     }
   } restore;

@@ -67,5 +67,4 @@ std::optional<std::string> dechunk(const std::string& body);
 std::string unbase64(const std::string& s);
 std::string str(const boost::json::value& v, const char* key);
 
-
 }  // namespace vessel::testing

@@ -103,13 +103,14 @@ class EgressApiTest : public ::testing::Test {
         {}, 600s);
     ASSERT_TRUE(b.ok()) << b.error().message();
     // No warm pool: the slot accounting below counts sandboxes only.
-    testing::VesseldOptions opts{VESSELD_PATH,
-                              testing::kernelPath(),
-                              testing::minimalImage(),
-                              g->dir.path(),
-                              {"--warm-pool=", "--egress-gateway-netns", g->world->gwNetns(),
-                               "--egress-upstream-netns", g->world->upNetns(), "--egress-resolver",
-                               kResolver, "--egress-ca-bundle", g->world->testCa()}};
+    testing::VesseldOptions opts{
+        VESSELD_PATH,
+        testing::kernelPath(),
+        testing::minimalImage(),
+        g->dir.path(),
+        {"--warm-pool=none", "--egress-gateway-netns", g->world->gwNetns(),
+         "--egress-upstream-netns", g->world->upNetns(), "--egress-resolver", kResolver,
+         "--egress-ca-bundle", g->world->testCa()}};
     g->d = std::make_unique<testing::Vesseld>(opts);
     ASSERT_TRUE(g->d->start()) << "vesseld did not come up:\n" << vesseldLog();
 
