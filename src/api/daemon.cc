@@ -202,7 +202,11 @@ Status runDaemon(Config cfg) {
   ro.kernel = cfg.kernel;
   ro.accel = accel->accel;
   ro.pool_size = 0;  // only the templates --warm-pool names
-  if (egress) ro.slots = &egress->slots();
+  if (egress) {
+    ro.slots = &egress->slots();
+    // Most sandboxes have egress: warm VMs get its route and CA ahead of time.
+    ro.warm_network = node::GuestNetwork{true, egress->caPem()};
+  }
   node::Runtime runtime(io, hv, templates, ro);
   for (const auto& [name, n] : cfg.warm_pool_sizes) runtime.setPoolSize(name, n);
   ControlPlane control(io, *store, runtime, templates, &network);

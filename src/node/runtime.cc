@@ -147,7 +147,8 @@ asio::awaitable<Result<Runtime::Prepared>> Runtime::prepareRestore(
   co_return p;
 }
 
-asio::awaitable<Status> Runtime::applyIdentity(Sandbox& sb) {
+asio::awaitable<Status> Runtime::applyIdentity(Sandbox& sb,
+                                               const std::optional<GuestNetwork>& net_done) {
   auto& a = sb.agent_;
   // Fresh entropy first: two clones of one snapshot share the guest CRNG.
   std::string seed(64, '\0');
@@ -172,7 +173,8 @@ asio::awaitable<Status> Runtime::applyIdentity(Sandbox& sb) {
                 a->setHostname(std::move(hostname)) && a->setDefaultEnv(std::move(env)));
   for (Status* st : {&e, &c, &h, &v})
     if (!st->ok()) co_return std::move(*st).error().withContext("identity of " + sb.id_);
-  co_return co_await configureGuestNetwork(sb);
+  if (net_done && *net_done == sb.net_) co_return okStatus();
+  co_return co_await configureGuestNetwork(*a, sb.slot_.get(), sb.net_, net_done);
 }
 
 Status Runtime::attachNetwork(hypervisor::MachineSpec& s, const templates::Manifest& m,
@@ -192,7 +194,10 @@ void Runtime::releaseSlot(std::unique_ptr<network::Slot>& slot) {
   slot.reset();
 }
 
-asio::awaitable<Status> Runtime::configureGuestNetwork(Sandbox& sb) {
+asio::awaitable<Status> Runtime::configureGuestNetwork(AgentClient& agent,
+                                                       const network::Slot* slot,
+                                                       const GuestNetwork& want,
+                                                       const std::optional<GuestNetwork>& was) {
   // One round trip: the address, route and resolver when the sandbox may
   // reach out (the same in every slot, so this is idempotent across
   // pause/resume and forks), and the egress CA in the trust store.
@@ -200,18 +205,23 @@ asio::awaitable<Status> Runtime::configureGuestNetwork(Sandbox& sb) {
   ExecSpec e;
   e.user = "root";
   e.timeout = 20s;
-  if (sb.net_.route) {
-    if (!sb.slot_)
+  if (want.route) {
+    if (!slot || !opts_.slots)
       co_return Error(Code::kFailedPrecondition,
-                      "sandbox " + sb.id_ + " has no network slot (template without a NIC?)");
+                      "no network slot for the guest's route (template without a NIC?)");
     const auto& l = opts_.slots->layout();
     // flush + add rather than `addr replace`, which busybox's ip lacks.
     script += "ip link set eth0 up\nip addr flush dev eth0\nip addr add " + l.guest_ip +
               "/30 dev eth0\nip route replace default via " + l.gateway_ip +
               "\nprintf 'nameserver " + l.gateway_ip + "\\n' > /etc/resolv.conf\n";
+  } else if (was && was->route) {
+    // A warm VM set up for egress, claimed by a sandbox without network:
+    // its guest gets no route (the gateway refuses it everything anyway).
+    // (Down, the link loses its routes too.)
+    script += "ip addr flush dev eth0\nip link set eth0 down\n: > /etc/resolv.conf\n";
   }
-  if (!sb.net_.ca_pem.empty()) {
-    e.env.push_back("VESSEL_CA_PEM=" + sb.net_.ca_pem);
+  if (!want.ca_pem.empty() && (!was || was->ca_pem != want.ca_pem)) {
+    e.env.push_back("VESSEL_CA_PEM=" + want.ca_pem);
     script += std::string("mkdir -p /etc/vessel\nprintf '%s\\n' \"$VESSEL_CA_PEM\" > ") +
               kGuestCaCert +
               "\nsys=/etc/ssl/certs/ca-certificates.crt\n"
@@ -222,7 +232,7 @@ asio::awaitable<Status> Runtime::configureGuestNetwork(Sandbox& sb) {
   }
   if (script == "set -e\n") co_return okStatus();
   e.shell = script;
-  auto r = co_await sb.agent_->run(std::move(e));
+  auto r = co_await agent.run(std::move(e));
   if (!r.ok()) co_return std::move(r).error().withContext("guest network setup");
   if (!r->exit.exited || r->exit.code != 0)
     co_return Error(Code::kInternal, "guest network setup failed: " + r->err);
@@ -294,6 +304,13 @@ asio::awaitable<Status> Runtime::warm(Prepared& p) {
   if (!r.ok()) co_return std::move(r).error().withContext("warm " + p.vm_id);
   if (!r->exit.exited || r->exit.code != 0)
     co_return Error(Code::kInternal, "warm " + p.vm_id + ": `true` failed in the guest");
+  // The network most creates ask for, set up now rather than in the
+  // create (the same layout in every slot).
+  if (opts_.warm_network && p.slot) {
+    auto n = co_await configureGuestNetwork(**c, p.slot.get(), *opts_.warm_network, std::nullopt);
+    if (!n.ok()) co_return std::move(n).error().withContext("warm " + p.vm_id);
+    p.net = opts_.warm_network;
+  }
   p.agent = std::move(*c);
   co_return okStatus();
 }
@@ -405,7 +422,7 @@ asio::awaitable<Result<std::shared_ptr<Sandbox>>> Runtime::create(std::string te
       if (was_warm) {
         sb->agent_ = std::move(p.agent);
         sb->agent_->setName(sb->id_);
-        fin = co_await applyIdentity(*sb);
+        fin = co_await applyIdentity(*sb, p.net);
         pc.mark("identity");
       } else {
         fin = co_await finishRestore(*sb, true);

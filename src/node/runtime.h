@@ -12,6 +12,7 @@
 #include <deque>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -23,6 +24,14 @@
 #include "templates/store.h"
 
 namespace vessel::node {
+
+// How a sandbox's guest reaches the network, set up on its slot after every
+// restore (one exec as root).
+struct GuestNetwork {
+  bool route = false;  // eth0 up with the slot's guest address, default route and DNS
+  std::string ca_pem;  // the egress CA, added to the guest's trust store (+ env variables)
+  bool operator==(const GuestNetwork&) const = default;
+};
 
 struct RuntimeOptions {
   std::string root;
@@ -42,15 +51,13 @@ struct RuntimeOptions {
   enum class PoolMode { kWarm, kIncoming };
   PoolMode pool_mode = PoolMode::kWarm;
   std::chrono::seconds ready_timeout{60};
+  // The guest network most creates ask for (egress on: route + CA). A warm
+  // pooled VM with a slot is set up so ahead of time; a create that asks
+  // for it pays nothing, one that asks for another pays one exec.
+  std::optional<GuestNetwork> warm_network;
   // Network slots for sandbox NICs (owned by the caller). Null: a VM's NIC
   // (templates have one) is connected to nothing.
   network::SlotPool* slots = nullptr;
-};
-
-// How a sandbox's guest is set up on its slot after every restore.
-struct GuestNetwork {
-  bool route = false;  // eth0 up with the slot's guest address, default route and DNS
-  std::string ca_pem;  // the egress CA, added to the guest's trust store (+ env variables)
 };
 
 struct CreateOptions {
@@ -164,6 +171,7 @@ class Runtime {
     std::unique_ptr<hypervisor::Vm> vm;
     std::shared_ptr<const templates::Template> tmpl;
     std::shared_ptr<AgentClient> agent;  // set once warm (restored and running)
+    std::optional<GuestNetwork> net;     // what the guest's network is set up as, if it is
     std::unique_ptr<network::Slot> slot;
   };
   asio::awaitable<Result<Prepared>> prepareRestore(std::shared_ptr<const templates::Template> t,
@@ -184,12 +192,19 @@ class Runtime {
   asio::awaitable<Status> warm(Prepared& p);
   asio::awaitable<Status> finishRestore(Sandbox& sb, bool ignore_shared);
   asio::awaitable<void> discard(Prepared p);
-  asio::awaitable<Status> applyIdentity(Sandbox& sb);
+  // Entropy, clock, hostname, env; then the guest network unless the guest
+  // is set up as `net_done` says already.
+  asio::awaitable<Status> applyIdentity(Sandbox& sb,
+                                        const std::optional<GuestNetwork>& net_done = std::nullopt);
   // Gives a VM of template `m` its NIC: a slot's tap when there are slots.
   Status attachNetwork(hypervisor::MachineSpec& s, const templates::Manifest& m,
                        std::unique_ptr<network::Slot>& slot);
   void releaseSlot(std::unique_ptr<network::Slot>& slot);
-  asio::awaitable<Status> configureGuestNetwork(Sandbox& sb);
+  // Sets the guest's network up as `want` (from `was`: what it is now, if
+  // known); needs the VM's slot for a route.
+  asio::awaitable<Status> configureGuestNetwork(AgentClient& agent, const network::Slot* slot,
+                                                const GuestNetwork& want,
+                                                const std::optional<GuestNetwork>& was);
   Status writeRecord(const Sandbox& sb);
   void refillLater(const std::string& template_name);
 
