@@ -9,17 +9,20 @@
 
 namespace vessel::api {
 
-Result<std::string> newApiKey() {
+Result<std::string> randomToken(std::string_view prefix) {
   unsigned char b[32];
-  if (RAND_bytes(b, sizeof b) != 1) return Error(Code::kInternal, "new api key: RAND_bytes");
+  if (RAND_bytes(b, sizeof b) != 1)
+    return Error(Code::kInternal, "new " + std::string(prefix) + " token: RAND_bytes");
   static const char* k = "0123456789abcdef";
-  std::string s = "vsk_";
+  std::string s(prefix);
   for (unsigned char x : b) {
     s.push_back(k[x >> 4]);
     s.push_back(k[x & 15]);
   }
   return s;
 }
+
+Result<std::string> newApiKey() { return randomToken("vsk_"); }
 
 Result<std::string> authenticate(const Request& req, store::Store& store) {
   Error denied(Code::kUnauthenticated, "missing or invalid API key");

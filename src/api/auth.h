@@ -3,12 +3,15 @@
 // its owner once; the store keeps only its SHA-256, so a leaked database
 // does not leak keys.
 #include <string>
+#include <string_view>
 
 #include "api/http_server.h"
 #include "store/store.h"
 
 namespace vessel::api {
 
+// `prefix` + 64 hex digits of 32 random bytes: API keys and session tokens.
+Result<std::string> randomToken(std::string_view prefix);
 // A fresh key, "vsk_" + 64 hex digits.
 Result<std::string> newApiKey();
 // The tenant a request's bearer key belongs to, or kUnauthenticated: a

@@ -1,9 +1,8 @@
 #include "api/sessions.h"
 
-#include <openssl/rand.h>
-
 #include <boost/json.hpp>
 
+#include "api/auth.h"
 #include "api/resources.h"
 #include "base/log.h"
 #include "base/sha256.h"
@@ -42,17 +41,7 @@ Result<SessionRequest> parseSessionRequest(std::string_view body, const SessionO
   return r;
 }
 
-Result<std::string> newSessionToken() {
-  unsigned char b[32];
-  if (RAND_bytes(b, sizeof b) != 1) return Error(Code::kInternal, "new session token: RAND_bytes");
-  static const char* k = "0123456789abcdef";
-  std::string s = "vst_";
-  for (unsigned char x : b) {
-    s.push_back(k[x >> 4]);
-    s.push_back(k[x & 15]);
-  }
-  return s;
-}
+Result<std::string> newSessionToken() { return randomToken("vst_"); }
 
 Response Sessions::create(const Request& req, const std::string& tenant,
                           const std::string& sandbox_id) {
