@@ -18,6 +18,7 @@
 #include <csignal>
 
 #include "api/data_plane_requests.h"
+#include "api/sse_stream.h"
 #include "base/log.h"
 #include "base/scope_exit.h"
 
@@ -30,8 +31,8 @@ using namespace asio::experimental::awaitable_operators;
 
 namespace {
 
-constexpr auto kKeepalive = 15s;     // an SSE comment line keeps idle streams alive
-constexpr auto kWriteTimeout = 30s;  // a client that stops reading is dropped
+constexpr auto kKeepalive = kSseKeepalive;
+constexpr auto kWriteTimeout = kSseWriteTimeout;
 constexpr size_t kChannelDepth = 8;  // events buffered between the agent and a slow client
 
 const Logger& log() {
@@ -51,12 +52,7 @@ std::string base64(std::string_view in) {
 }
 
 std::string sseEvent(std::string_view type, const json::object& data) {
-  std::string s = "event: ";
-  s += type;
-  s += "\ndata: ";
-  s += json::serialize(data);
-  s += "\n\n";
-  return s;
+  return sseFrame(type, json::serialize(data));
 }
 
 // The guest reports errno-based errors; a few that the generic mapping
@@ -103,31 +99,6 @@ std::string pathOnly(std::string_view target) {
 std::string parentOf(const std::string& path) {
   auto slash = path.find_last_of('/');
   return slash == 0 ? "/" : path.substr(0, slash);
-}
-
-asio::awaitable<bool> writeAll(beast::tcp_stream& stream, std::string data) {
-  stream.expires_after(kWriteTimeout);
-  auto [ec, n] =
-      co_await asio::async_write(stream, asio::buffer(data), asio::as_tuple(asio::use_awaitable));
-  co_return !ec;
-}
-
-asio::awaitable<bool> writeSseHead(beast::tcp_stream& stream, const Request& req) {
-  // No length and no chunking: the body is the rest of the connection.
-  http::response<http::empty_body> head{http::status::ok, req.version()};
-  head.set(http::field::content_type, "text/event-stream");
-  head.set(http::field::cache_control, "no-cache");
-  head.set(http::field::server, "vessel");
-  head.keep_alive(false);
-  http::response_serializer<http::empty_body> sr(head);
-  stream.expires_after(kWriteTimeout);
-  auto [ec, n] = co_await http::async_write_header(stream, sr, asio::as_tuple(asio::use_awaitable));
-  co_return !ec;
-}
-
-void endStream(beast::tcp_stream& stream) {
-  boost::system::error_code ec;
-  stream.socket().shutdown(asio::ip::tcp::socket::shutdown_send, ec);
 }
 
 // What a pump hands to the request's coroutine: an event, or why it ended.
@@ -322,7 +293,7 @@ asio::awaitable<std::optional<Response>> DataPlane::exec(const Request& req,
     auto [woke, item] = co_await nextOrGone<node::ProcessEvent>(*ch, stream, keepalive);
     if (woke == Woke::kClientGone) break;
     if (woke == Woke::kKeepalive) {
-      std::string ping = ": keepalive\n\n";
+      std::string ping(kSsePing);
       alive = co_await writeAll(stream, std::move(ping));
       continue;
     }
@@ -587,7 +558,7 @@ asio::awaitable<std::optional<Response>> DataPlane::watch(const Request& req,
     auto [woke, item] = co_await nextOrGone<node::WatchEvent>(*ch, stream, keepalive);
     if (woke == Woke::kClientGone) break;
     if (woke == Woke::kKeepalive) {
-      std::string ping = ": keepalive\n\n";
+      std::string ping(kSsePing);
       alive = co_await writeAll(stream, std::move(ping));
       continue;
     }

@@ -8,6 +8,7 @@
 #include <charconv>
 
 #include "api/control_plane.h"
+#include "api/sse_stream.h"
 #include "base/scope_exit.h"
 
 namespace vessel::api {
@@ -18,8 +19,6 @@ using namespace std::chrono_literals;
 namespace {
 
 constexpr int kBatch = 100;
-constexpr auto kKeepalive = 15s;     // a comment line, so proxies and clients see a live stream
-constexpr auto kWriteTimeout = 30s;  // a client that stops reading is dropped
 
 bool terminalType(const std::string& type) {
   return type == "operation.done" || type == "operation.failed";
@@ -46,17 +45,7 @@ asio::awaitable<std::optional<Response>> ControlPlane::streamEvents(const Reques
                               Error(Code::kNotFound, "operation " + op_id + " does not exist"));
   }
 
-  // No length and no chunking: the body is the rest of the connection.
-  http::response<http::empty_body> head{http::status::ok, req.version()};
-  head.set(http::field::content_type, "text/event-stream");
-  head.set(http::field::cache_control, "no-cache");
-  head.set(http::field::server, "vessel");
-  head.keep_alive(false);
-  http::response_serializer<http::empty_body> sr(head);
-  stream.expires_after(kWriteTimeout);
-  auto [hec, hn] =
-      co_await http::async_write_header(stream, sr, asio::as_tuple(asio::use_awaitable));
-  if (hec) co_return std::nullopt;
+  if (!co_await writeSseHead(stream, req)) co_return std::nullopt;
 
   auto waiters = waiters_;  // outlives this object if the io_context is torn down first
   for (;;) {
@@ -73,34 +62,27 @@ asio::awaitable<std::optional<Response>> ControlPlane::streamEvents(const Reques
     std::string out;
     bool ended = false;
     for (const auto& e : *events) {
-      out +=
-          "id: " + std::to_string(e.seq) + "\nevent: " + e.type + "\ndata: " + e.data_json + "\n\n";
+      out += sseFrame(e.type, e.data_json, e.seq);
       after = e.seq;
       if (!op_id.empty() && terminalType(e.type)) ended = true;
     }
     if (!out.empty()) {
-      stream.expires_after(kWriteTimeout);
-      auto [ec, n] = co_await asio::async_write(stream, asio::buffer(out),
-                                                asio::as_tuple(asio::use_awaitable));
-      if (ec) break;
-      if (ended) break;
+      // (Named results: g++ 12 miscompiles co_await inside && and ||.)
+      bool written = co_await writeAll(stream, std::move(out));
+      if (!written || ended) break;
       continue;
     }
     if (finished) break;
-    asio::steady_timer timer(io_, kKeepalive);
+    asio::steady_timer timer(io_, kSseKeepalive);
     waiters->insert(&timer);
     ScopeExit unregister([&] { waiters->erase(&timer); });
     auto [ec] = co_await timer.async_wait(asio::as_tuple(asio::use_awaitable));
     if (!ec) {
-      static const std::string kPing = ": keepalive\n\n";
-      stream.expires_after(kWriteTimeout);
-      auto [wec, n] = co_await asio::async_write(stream, asio::buffer(kPing),
-                                                 asio::as_tuple(asio::use_awaitable));
-      if (wec) break;
+      bool written = co_await writeAll(stream, std::string(kSsePing));
+      if (!written) break;
     }
   }
-  boost::system::error_code ec;
-  stream.socket().shutdown(asio::ip::tcp::socket::shutdown_send, ec);
+  endStream(stream);
   co_return std::nullopt;
 }
 
