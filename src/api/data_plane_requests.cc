@@ -4,6 +4,7 @@
 #include <charconv>
 #include <csignal>
 
+#include "api/json_fields.h"
 #include "api/resources.h"
 
 namespace vessel::api {
@@ -14,7 +15,8 @@ namespace {
 
 constexpr size_t kMaxParams = 16, kMaxParam = 8192;
 
-Error bad(const std::string& what) { return Error(Code::kInvalidArgument, what); }
+Error bad(const std::string& what) { return badRequest(what); }
+bool envKey(std::string_view k) { return api::envKey(k, 255); }
 
 int hexDigit(char c) {
   if (c >= '0' && c <= '9') return c - '0';
@@ -39,40 +41,6 @@ Result<std::string> percentDecode(std::string_view s) {
     }
   }
   return out;
-}
-
-Result<json::object> parseObject(std::string_view body) {
-  json::parse_options po;
-  po.max_depth = 8;
-  boost::system::error_code ec;
-  json::value v = json::parse(body, ec, {}, po);
-  if (ec) return bad("body is not valid JSON: " + ec.message());
-  if (!v.is_object()) return bad("body must be a JSON object");
-  return v.as_object();
-}
-
-Result<int64_t> intField(const json::value& v, const std::string& name, int64_t lo, int64_t hi) {
-  if (!v.is_int64() && !v.is_uint64()) return bad(name + " must be an integer");
-  if (v.is_uint64() && v.as_uint64() > static_cast<uint64_t>(hi)) return bad(name + " is too big");
-  int64_t x = v.is_int64() ? v.as_int64() : static_cast<int64_t>(v.as_uint64());
-  if (x < lo || x > hi)
-    return bad(name + " must be between " + std::to_string(lo) + " and " + std::to_string(hi));
-  return x;
-}
-
-Result<std::string> strField(const json::value& v, const std::string& name, size_t max) {
-  if (!v.is_string()) return bad(name + " must be a string");
-  if (v.as_string().size() > max)
-    return bad(name + " is longer than " + std::to_string(max) + " bytes");
-  return std::string(v.as_string());
-}
-
-bool envKey(std::string_view k) {
-  if (k.empty() || k.size() > 255 || (k[0] >= '0' && k[0] <= '9')) return false;
-  for (char c : k)
-    if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_'))
-      return false;
-  return true;
 }
 
 bool userName(std::string_view u) {

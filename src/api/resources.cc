@@ -4,6 +4,7 @@
 #include <charconv>
 #include <ctime>
 
+#include "api/json_fields.h"
 #include "base/sha256.h"
 
 namespace vessel::api {
@@ -16,37 +17,9 @@ constexpr size_t kMaxEnv = 64, kMaxMetadata = 32, kMaxKey = 63, kMaxValue = 1024
 // A year: far beyond any deployment's cap, which is applied after parsing.
 constexpr int64_t kMaxSeconds = 366 * 24 * 3600;
 
-Error bad(const std::string& what) { return Error(Code::kInvalidArgument, what); }
+Error bad(const std::string& what) { return badRequest(what); }
 
-bool envKey(std::string_view k) {
-  if (k.empty() || k.size() > kMaxKey || (k[0] >= '0' && k[0] <= '9')) return false;
-  for (char c : k)
-    if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_'))
-      return false;
-  return true;
-}
-
-Result<int64_t> intField(const json::value& v, const char* name, int64_t lo, int64_t hi) {
-  if (!v.is_int64() && !v.is_uint64()) return bad(std::string(name) + " must be an integer");
-  if (v.is_uint64() && v.as_uint64() > static_cast<uint64_t>(hi))
-    return bad(std::string(name) + " is out of range");
-  int64_t x = v.is_int64() ? v.as_int64() : static_cast<int64_t>(v.as_uint64());
-  if (x < lo || x > hi)
-    return bad(std::string(name) + " must be between " + std::to_string(lo) + " and " +
-               std::to_string(hi));
-  return x;
-}
-
-// A request body that must be one JSON object, nested at most `depth` deep.
-Result<json::object> parseObject(std::string_view body, int depth = 4) {
-  json::parse_options po;
-  po.max_depth = depth;
-  boost::system::error_code ec;
-  json::value v = json::parse(body, ec, {}, po);
-  if (ec) return bad("body is not valid JSON: " + ec.message());
-  if (!v.is_object()) return bad("body must be a JSON object");
-  return std::move(v.as_object());
-}
+bool envKey(std::string_view k) { return api::envKey(k, kMaxKey); }
 
 }  // namespace
 
