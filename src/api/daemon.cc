@@ -260,7 +260,8 @@ Status runDaemon(Config cfg) {
     }
 
   HttpServer server(io);
-  server.setMetrics(metrics);
+  server.setMetrics(metrics, "control");
+  data_server.setMetrics(metrics, "data");
   control.install(server);
   // Unauthenticated like /healthz: aggregate numbers only (no ids, no
   // tenant names), on the control listener, which is loopback by default.

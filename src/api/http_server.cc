@@ -54,13 +54,19 @@ Response errorResponse(const Request& req, const Error& e, const boost::json::ob
   return jsonResponse(req, statusForCode(e.code()), boost::json::serialize(o));
 }
 
-void HttpServer::setMetrics(metrics::Registry& r) {
+void HttpServer::setMetrics(metrics::Registry& r, std::string plane) {
+  // One family for both listeners (the registry hands the same one back),
+  // told apart by `plane`.
+  plane_ = std::move(plane);
   requests_ = &r.counter("vessel_http_requests_total",
-                         "HTTP requests answered, by method and status", {"method", "status"});
-  errors_ = &r.counter("vessel_api_errors_total", "JSON error responses, by error code", {"code"});
-  latency_ = &r.histogram("vessel_http_request_duration_seconds",
-                          "Time from a request read to its response written (SSE: to its end)",
-                          {"method"});
+                         "HTTP requests answered, by listener, method and status",
+                         {"plane", "method", "status"});
+  errors_ = &r.counter("vessel_api_errors_total",
+                       "JSON error responses, by listener and error code", {"plane", "code"});
+  latency_ =
+      &r.histogram("vessel_http_request_duration_seconds",
+                   "Time from a request read to its response written, by listener and method",
+                   {"plane", "method"});
 }
 
 Status HttpServer::listen(const HostPort& addr) {
@@ -230,15 +236,15 @@ void HttpServer::count(const std::string& method, const Response& res,
   std::string m = "other";
   for (const char* k : kKnown)
     if (method == k) m = k;
-  requests_->with({m, std::to_string(res.result_int())}).inc();
-  latency_->with({m}).observe(
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
+  requests_->with({plane_, m, std::to_string(res.result_int())}).inc();
+  latency_->with({plane_, m})
+      .observe(std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
   if (res.result_int() >= 400 && res.body().size() < 64 * 1024) {
     boost::system::error_code ec;
     auto v = boost::json::parse(res.body(), ec);
     if (!ec && v.is_object())
       if (const auto* c = v.as_object().if_contains("code"); c && c->is_string())
-        errors_->with({std::string(c->as_string())}).inc();
+        errors_->with({plane_, std::string(c->as_string())}).inc();
   }
 }
 

@@ -93,7 +93,7 @@ class HttpServer {
   }
   // Counts requests (by method and status), their latency and error
   // responses (by code) in `r`, which must outlive the server.
-  void setMetrics(metrics::Registry& r);
+  void setMetrics(metrics::Registry& r, std::string plane);
   // Binds (port 0 picks a free port) and starts accepting.
   Status listen(const HostPort& addr);
   uint16_t port() const { return port_; }
@@ -114,6 +114,7 @@ class HttpServer {
   std::map<std::pair<http::verb, std::string>, std::pair<uint64_t, UploadHandler>> uploads_;
   std::unique_ptr<asio::ip::tcp::acceptor> acceptor_;
   uint16_t port_ = 0;
+  std::string plane_;
   metrics::Family<metrics::Counter>* requests_ = nullptr;
   metrics::Family<metrics::Counter>* errors_ = nullptr;
   metrics::Family<metrics::Histogram>* latency_ = nullptr;

@@ -302,6 +302,12 @@ TEST_F(DataPlaneTest, ExecStdinSignalsPtyFilesAndWatch) {
   }
   Reply big = data(tok, "POST", "/v1/processes/1/stdin", std::string((1 << 20) + 10, 'x'), false);
   EXPECT_EQ(big.status, 413);
+  // The data plane's requests are counted apart from the control plane's.
+  std::string m = api("GET", "/metrics", "", "").body;
+  EXPECT_THAT(
+      m, HasSubstr("vessel_http_requests_total{plane=\"data\",method=\"GET\",status=\"200\"}"));
+  EXPECT_THAT(m, HasSubstr("vessel_api_errors_total{plane=\"data\",code=\"not_found\"}"));
+  EXPECT_THAT(m, HasSubstr("vessel_http_requests_total{plane=\"control\",method=\"POST\""));
   deleteSandbox(id);
 }
 

@@ -388,7 +388,8 @@ TEST_F(DurabilityTest, BadInputGetsTheRightJsonErrorAndLeaksNothing) {
   EXPECT_TRUE(list.js().at("sandboxes").as_array().empty()) << list.body;
   EXPECT_THAT(d->qemuPids(), ::testing::IsEmpty());
   auto m = d->call("GET", "/metrics", "", "");
-  EXPECT_THAT(m.body, HasSubstr("vessel_api_errors_total{code=\"invalid_argument\"}"));
+  EXPECT_THAT(m.body,
+              HasSubstr("vessel_api_errors_total{plane=\"control\",code=\"invalid_argument\"}"));
   EXPECT_THAT(m.body, HasSubstr("vessel_sandboxes{state=\"running\"}"));
 }
 
