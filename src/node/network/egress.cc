@@ -163,11 +163,8 @@ void Egress::supervise() {
       }
     }
     // Keep slots waiting so creates do not pay for namespace and rules:
-    // one per tick, on this thread (the pool is not shared).
-    if (slots_ && slots_->ready() < slots_->target()) {
-      if (auto s = slots_->refill(); !s.ok())
-        log().warn("slot pool refill: {}", s.error().message());
-    }
+    // one at a time, made off the io thread.
+    if (slots_) slots_->refillInBackground(io_);
     supervise();
   });
 }
@@ -197,7 +194,7 @@ json::object Egress::health() const {
                  {"restarts", restarts_},
                  {"sandboxes", registered_.size()},
                  {"slots_ready", slots_ ? slots_->ready() : 0},
-                 {"slots_attached", slots_ ? slots_->total() - slots_->ready() : 0}};
+                 {"slots_attached", slots_ ? slots_->attached() : 0}};
   if (!last_error_.empty()) o["last_error"] = last_error_;
   return o;
 }

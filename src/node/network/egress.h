@@ -67,7 +67,7 @@ class Egress {
   void stop();
 
  private:
-  explicit Egress(boost::asio::io_context& io) : timer_(io) {}
+  explicit Egress(boost::asio::io_context& io) : io_(io), timer_(io) {}
   Status spawnGateway();
   // Namespaces "<prefix>-*" left by a vesseld that was killed.
   void removeStale();
@@ -82,6 +82,7 @@ class Egress {
   os::Netns private_gw_;
   std::unique_ptr<SlotPool> slots_;
   std::string ca_pem_;
+  boost::asio::io_context& io_;
   boost::asio::steady_timer timer_;
   bool stopping_ = false;
   int restarts_ = 0;

@@ -3,6 +3,8 @@
 #include <arpa/inet.h>
 #include <fmt/format.h>
 
+#include <boost/asio/post.hpp>
+
 #include "base/log.h"
 #include "os/command.h"
 
@@ -191,7 +193,37 @@ Result<std::unique_ptr<SlotPool>> SlotPool::create(NetworkLayout layout, size_t 
 }
 
 SlotPool::~SlotPool() {
+  *alive_ = false;
+  if (filler_.joinable()) filler_.join();
   ready_.clear();  // slots first: they remove their elements from the table
+}
+
+void SlotPool::refillInBackground(boost::asio::io_context& io) {
+  if (filling_ || ready_.size() >= target_) return;
+  auto i = nextIndex();
+  if (!i.ok()) {
+    Logger("network").warn("slot pool refill: {}", i.error().message());
+    return;
+  }
+  filling_ = true;
+  if (filler_.joinable()) filler_.join();  // the previous one has posted its result
+  uint32_t index = *i;
+  filler_ = std::thread([this, &io, index, layout = layout_, alive = alive_] {
+    auto s = Slot::create(layout, index);
+    // The result goes back to the io thread, which owns the pool. If the
+    // pool is gone by then, the slot is destroyed with the handler.
+    auto done = std::make_shared<Result<std::unique_ptr<Slot>>>(std::move(s));
+    boost::asio::post(io, [this, index, done, alive] {
+      if (!*alive) return;
+      filling_ = false;
+      if (done->ok()) {
+        ready_.push_back(std::move(**done));
+      } else {
+        in_use_.erase(index);
+        Logger("network").warn("slot pool refill: {}", done->error().message());
+      }
+    });
+  });
 }
 
 Result<uint32_t> SlotPool::nextIndex() {

@@ -7,11 +7,13 @@
 // slot's transit address (SNAT) is what the gateway maps to a sandbox: the
 // guest cannot choose it. Every guest sees the same MAC and addresses, so a
 // restored snapshot needs no reconfiguration.
+#include <boost/asio/io_context.hpp>
 #include <cstdint>
 #include <memory>
 #include <optional>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "base/fd.h"
@@ -87,16 +89,23 @@ class Slot {
 // conntrack state or neighbour entries from an old one.
 class SlotPool {
  public:
+  // The first ready_target slots are made before this returns.
   static Result<std::unique_ptr<SlotPool>> create(NetworkLayout layout, size_t ready_target);
-  ~SlotPool();
+  ~SlotPool();  // waits for a background refill in flight
 
   Result<std::unique_ptr<Slot>> acquire(const GuestLink& link = {});
   void release(std::unique_ptr<Slot> slot);
   // Creates tap slots until ready_target are waiting.
   Status refill();
+  // The same, one slot at a time on a thread of its own (a slot is some
+  // fifteen `ip`/`nft` runs: the io thread must not wait for them); the
+  // slot joins the ready ones on `io`'s thread. No-op while one is made.
+  void refillInBackground(boost::asio::io_context& io);
   size_t ready() const { return ready_.size(); }
-  // Slots that exist: the ready ones and those handed out.
+  // Slots that exist or are being made: ready, handed out, in the making.
   size_t total() const { return in_use_.size(); }
+  // Slots handed out (to VMs).
+  size_t attached() const { return in_use_.size() - ready_.size() - (filling_ ? 1 : 0); }
   size_t target() const { return target_; }
   const NetworkLayout& layout() const { return layout_; }
 
@@ -108,6 +117,10 @@ class SlotPool {
   os::NftTable gateway_table_;
   std::vector<std::unique_ptr<Slot>> ready_;
   std::set<uint32_t> in_use_;
+  bool filling_ = false;
+  std::thread filler_;
+  // Cleared by the destructor: a refill that ends later finds no pool.
+  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };
 
 }  // namespace vessel::node::network
