@@ -443,6 +443,14 @@ TEST_F(DataPlaneTest, CliExecAndCp) {
   EXPECT_EQ(c4, 127) << e4;
   auto [c5, o5, e5] = vessel({"exec", "sb-000000000000", "--", "true"});
   EXPECT_EQ(c5, 125) << e5;
+  // -t: a pty in the guest (our stdin is a file, not a terminal).
+  auto [ct, ot, et] = vessel({"exec", "-t", id, "--", "sh", "-c", "tty; exit 4"});
+  EXPECT_EQ(ct, 4) << et;
+  EXPECT_THAT(ot, HasSubstr("/dev/pts/")) << et;
+  // shell: an interactive shell on a pty, fed from stdin; its exit code is ours.
+  auto [cs, os, es] = vessel({"shell", id}, "echo shell-$((6*7))\nexit 5\n");
+  EXPECT_EQ(cs, 5) << os << es;
+  EXPECT_THAT(os, HasSubstr("shell-42")) << es;
 
   // cp in and out; the copy is byte-for-byte the original.
   std::string blob(1 << 20, '\0');
