@@ -47,14 +47,17 @@ Error responseError(const client::HttpResponse& r, const std::string& what) {
   return client::errorFromResponse(r).withContext(what);
 }
 
+// A minute plus one second per MiB: a transfer that slows below that is
+// stuck, not slow.
+std::chrono::milliseconds transferTimeout(uint64_t bytes) {
+  return std::chrono::seconds(60 + bytes / (1 << 20));
+}
+
 int upload(const std::string& local, const Remote& dst) {
   struct stat st {};
   if (::stat(local.c_str(), &st) != 0) return report(Error::fromErrno("cp: " + local), 1);
   if (!S_ISREG(st.st_mode))
     return report(Error(Code::kInvalidArgument, "cp: " + local + " is not a regular file"), 1);
-  std::ifstream in(local, std::ios::binary);
-  std::string data((std::istreambuf_iterator<char>(in)), {});
-  if (!in.good() && !in.eof()) return report(Error::fromErrno("cp: read " + local), 1);
   auto s = openSession(dst.id);
   if (!s.ok()) return report(s.error(), 1);
   std::string path = dst.path.empty() ? "/home/user/" : dst.path;
@@ -70,15 +73,17 @@ int upload(const std::string& local, const Remote& dst) {
   }
   char mode[8];
   std::snprintf(mode, sizeof mode, "%04o", st.st_mode & 07777);
-  auto r = s->data.request("PUT", "/v1/files?path=" + queryEscape(path) + "&mode=" + mode,
-                           std::move(data), "application/octet-stream");
+  // Streamed from the file: memory stays flat whatever its size.
+  auto r = s->data.sendFile("PUT", "/v1/files?path=" + queryEscape(path) + "&mode=" + mode, local,
+                            "application/octet-stream",
+                            transferTimeout(static_cast<uint64_t>(st.st_size)));
   if (!r.ok()) return report(r.error(), 1);
   if (r->status != 201) return report(responseError(*r, "cp to " + dst.id + ":" + path), 1);
   return 0;
 }
 
 int download(const Remote& src, const std::string& local) {
-  auto s = openSession(src.id, 0, size_t{4} << 30);
+  auto s = openSession(src.id, 0, uint64_t{1} << 40);
   if (!s.ok()) return report(s.error(), 1);
   std::string where = src.id + ":" + src.path;
   auto st = s->data.request("GET", "/v1/files/stat?path=" + queryEscape(src.path));
@@ -93,27 +98,17 @@ int download(const Remote& src, const std::string& local) {
   if (!dst.empty() &&
       (dst.back() == '/' || (::stat(dst.c_str(), &lst) == 0 && S_ISDIR(lst.st_mode))))
     dst += (dst.back() == '/' ? "" : "/") + baseName(src.path);
-  auto r = s->data.request("GET", "/v1/files?path=" + queryEscape(src.path));
-  if (!r.ok()) return report(r.error(), 1);
-  if (r->status != 200) return report(responseError(*r, "cp from " + where), 1);
-  // Written aside and renamed, so a failure leaves no half file behind.
+  // Streamed into a file aside and renamed, so a failure leaves no half
+  // file behind and memory stays flat.
   std::string tmp = dst + ".vessel-cp." + std::to_string(::getpid());
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
-                  static_cast<mode_t>(client::num(info, "mode") & 0777));
-  if (fd < 0) return report(Error::fromErrno("cp: create " + tmp), 1);
-  std::string_view rest = r->body;
-  while (!rest.empty()) {
-    ssize_t n = ::write(fd, rest.data(), rest.size());
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      Error e = Error::fromErrno("cp: write " + tmp);
-      ::close(fd);
-      ::unlink(tmp.c_str());
-      return report(e, 1);
-    }
-    rest.remove_prefix(static_cast<size_t>(n));
+  auto r = s->data.receiveFile("/v1/files?path=" + queryEscape(src.path), tmp,
+                               transferTimeout(static_cast<uint64_t>(client::num(info, "size"))));
+  if (!r.ok() || r->status != 200) {
+    ::unlink(tmp.c_str());
+    return report(r.ok() ? responseError(*r, "cp from " + where) : r.error(), 1);
   }
-  if (::close(fd) != 0 || ::rename(tmp.c_str(), dst.c_str()) != 0) {
+  if (::chmod(tmp.c_str(), static_cast<mode_t>(client::num(info, "mode") & 0777)) != 0 ||
+      ::rename(tmp.c_str(), dst.c_str()) != 0) {
     Error e = Error::fromErrno("cp: " + dst);
     ::unlink(tmp.c_str());
     return report(e, 1);

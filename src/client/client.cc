@@ -6,6 +6,7 @@
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/http.hpp>
+#include <boost/beast/http/file_body.hpp>
 #include <boost/json.hpp>
 #include <charconv>
 #include <cstdlib>
@@ -185,28 +186,114 @@ Result<std::unique_ptr<Client::Conn>> Client::connect() {
   return c;
 }
 
-Status Client::send(Conn& c, std::string_view method, std::string_view path, std::string body,
-                    std::string content_type, const Headers& headers) {
+template <typename Req>
+Status Client::prepare(Req& req, std::string_view method, std::string_view path,
+                       const std::string& content_type, const Headers& headers) const {
   http::verb verb = http::string_to_verb(method);
   if (verb == http::verb::unknown)
     return Error(Code::kInvalidArgument, "unknown HTTP method " + std::string(method));
-  http::request<http::string_body> req{verb, url_->base_path + std::string(path), 11};
+  req.method(verb);
+  req.target(url_->base_path + std::string(path));
+  req.version(11);
   req.set(http::field::host, url_->host + ":" + std::to_string(url_->port));
   req.set(http::field::user_agent, "vessel-client/" VESSEL_VERSION);
   if (!opts_.token.empty()) req.set(http::field::authorization, "Bearer " + opts_.token);
   if (!content_type.empty()) req.set(http::field::content_type, content_type);
   for (const auto& [k, v] : headers) req.set(k, v);
   req.keep_alive(false);
+  return okStatus();
+}
+
+namespace {
+
+Status sendError(boost::system::error_code ec, std::string_view method, std::string_view path,
+                 std::chrono::milliseconds timeout) {
+  std::string where = std::string(method) + " " + std::string(path);
+  if (ec == beast::error::timeout)
+    return Error(Code::kDeadlineExceeded, where + ": sending took over " + seconds(timeout));
+  return Error(Code::kUnavailable, where + ": send: " + ec.message());
+}
+
+}  // namespace
+
+Status Client::send(Conn& c, std::string_view method, std::string_view path, std::string body,
+                    std::string content_type, const Headers& headers) {
+  http::request<http::string_body> req;
+  VESSEL_TRY(prepare(req, method, path, content_type, headers));
   req.body() = std::move(body);
   req.prepare_payload();
   auto ec = c.run([&](auto h) { http::async_write(c.stream, req, std::move(h)); }, opts_.timeout);
-  if (ec == beast::error::timeout)
-    return Error(Code::kDeadlineExceeded, std::string(method) + " " + std::string(path) +
-                                              ": sending took over " + seconds(opts_.timeout));
-  if (ec)
-    return Error(Code::kUnavailable,
-                 std::string(method) + " " + std::string(path) + ": send: " + ec.message());
+  if (ec) return sendError(ec, method, path, opts_.timeout);
   return okStatus();
+}
+
+template <typename Parser>
+Result<HttpResponse> Client::finishSmall(Conn& c, Parser&& head, const std::string& where) {
+  http::response_parser<http::string_body> p(std::move(head));
+  p.body_limit(1 << 20);
+  auto ec =
+      c.run([&](auto h) { http::async_read(c.stream, c.buf, p, std::move(h)); }, opts_.timeout);
+  if (ec) return Error(Code::kUnavailable, where + ": reading the answer: " + ec.message());
+  auto res = p.release();
+  HttpResponse out;
+  out.status = res.result_int();
+  out.content_type = std::string(res[http::field::content_type]);
+  out.body = std::move(res.body());
+  return out;
+}
+
+Result<HttpResponse> Client::sendFile(std::string_view method, std::string_view path,
+                                      const std::string& local, std::string content_type,
+                                      std::chrono::milliseconds timeout) {
+  http::request<http::file_body> req;
+  VESSEL_TRY(prepare(req, method, path, content_type, {}));
+  boost::system::error_code ec;
+  req.body().open(local.c_str(), beast::file_mode::scan, ec);
+  if (ec) return Error(Code::kNotFound, "open " + local + ": " + ec.message());
+  req.prepare_payload();
+  VESSEL_ASSIGN_OR_RETURN(auto c, connect());
+  ec = c->run([&](auto h) { http::async_write(c->stream, req, std::move(h)); }, timeout);
+  // The server may answer (413, 404) before it has read the whole body.
+  if (ec && ec != boost::asio::error::broken_pipe && ec != boost::asio::error::connection_reset)
+    return sendError(ec, method, path, timeout);
+  http::response_parser<http::empty_body> head;
+  head.header_limit(static_cast<uint32_t>(kMaxHeaderBytes));
+  std::string where = std::string(method) + " " + std::string(path);
+  auto rec = c->run([&](auto h) { http::async_read_header(c->stream, c->buf, head, std::move(h)); },
+                    opts_.timeout);
+  if (rec) {
+    if (ec) return sendError(ec, method, path, timeout);
+    return Error(Code::kUnavailable, where + ": reading the answer: " + rec.message());
+  }
+  return finishSmall(*c, std::move(head), where);
+}
+
+Result<HttpResponse> Client::receiveFile(std::string_view path, const std::string& local,
+                                         std::chrono::milliseconds timeout) {
+  VESSEL_ASSIGN_OR_RETURN(auto c, connect());
+  VESSEL_TRY(send(*c, "GET", path, {}, {}, {}));
+  std::string where = "GET " + std::string(path);
+  http::response_parser<http::file_body> p;
+  p.header_limit(static_cast<uint32_t>(kMaxHeaderBytes));
+  p.body_limit(opts_.max_response_bytes);
+  auto ec = c->run([&](auto h) { http::async_read_header(c->stream, c->buf, p, std::move(h)); },
+                   opts_.timeout);
+  if (ec) return Error(Code::kUnavailable, where + ": reading the answer: " + ec.message());
+  int status = p.get().result_int();
+  if (status < 200 || status > 299) return finishSmall(*c, std::move(p), where);
+  p.get().body().open(local.c_str(), beast::file_mode::write, ec);
+  if (ec) return Error(Code::kInternal, "create " + local + ": " + ec.message());
+  ec = c->run([&](auto h) { http::async_read(c->stream, c->buf, p, std::move(h)); }, timeout);
+  if (ec == beast::error::timeout)
+    return Error(Code::kDeadlineExceeded, where + ": not done within " + seconds(timeout));
+  if (ec == http::error::body_limit)
+    return Error(Code::kResourceExhausted,
+                 where + ": larger than " + std::to_string(opts_.max_response_bytes) + " bytes");
+  if (ec) return Error(Code::kUnavailable, where + ": reading the answer: " + ec.message());
+  HttpResponse out;
+  out.status = status;
+  out.content_type = std::string(p.get()[http::field::content_type]);
+  return out;
 }
 
 Result<HttpResponse> Client::request(std::string_view method, std::string_view path,

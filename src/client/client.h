@@ -79,6 +79,17 @@ class Client {
                                std::string body = {}, std::string content_type = {},
                                const Headers& headers = {});
 
+  // Files, streamed: neither side is ever held in memory whole. `timeout`
+  // bounds the whole transfer (callers scale it with the size).
+  // PUT (or `method`) with the file at `local` as the body.
+  Result<HttpResponse> sendFile(std::string_view method, std::string_view path,
+                                const std::string& local, std::string content_type,
+                                std::chrono::milliseconds timeout);
+  // GET into the file `local` (created or truncated) when the answer is
+  // 2xx; otherwise nothing is written and the answer's body is returned.
+  Result<HttpResponse> receiveFile(std::string_view path, const std::string& local,
+                                   std::chrono::milliseconds timeout);
+
   // Opens a stream of Server-Sent Events. A non-2xx answer is an Error.
   // `idle_timeout` bounds the wait for each read (0: wait forever); the
   // control plane sends a keepalive every 15 s.
@@ -92,6 +103,13 @@ class Client {
   Result<std::unique_ptr<Conn>> connect();
   Status send(Conn& c, std::string_view method, std::string_view path, std::string body,
               std::string content_type, const Headers& headers);
+  // The request line and headers every request carries.
+  template <typename Req>
+  Status prepare(Req& req, std::string_view method, std::string_view path,
+                 const std::string& content_type, const Headers& headers) const;
+  // Reads the rest of an answer whose head `p` holds (an error's body).
+  template <typename Parser>
+  Result<HttpResponse> finishSmall(Conn& c, Parser&& p, const std::string& where);
   Error unreachable(std::string_view what, const std::string& why) const;
 
   ClientOptions opts_;
