@@ -144,6 +144,29 @@ int runAction(const std::vector<std::string>& ids, const std::string& verb, bool
   return rc;
 }
 
+// `vessel sandbox fork ID --template NAME`: prints NAME@VERSION.
+int runForkToTemplate(const std::string& id, const std::string& name, bool async) {
+  auto c = apiClient();
+  auto r = c.post("/v1/sandboxes/" + id + ":fork", json::object{{"template", name}});
+  if (!r.ok()) return fail(r.error());
+  std::string op = client::str(*client::field(*r, "operation"), "id");
+  if (async) {
+    std::printf("%s\n", op.c_str());
+    return 0;
+  }
+  auto done = waitOperation(c, op, progressFor(Progress::kNone));
+  if (!done.ok()) return fail(done.error().withContext("fork " + id));
+  if (client::str(*done, "state") != "done")
+    return fail("fork " + id + " into template " + name + " failed: " + operationError(*done));
+  auto list = c.get("/v1/templates");
+  if (!list.ok()) return fail(list.error());
+  if (const json::value* ts = client::field(*list, "templates"); ts && ts->is_array())
+    for (const auto& t : ts->as_array())
+      if (client::str(t, "name") == name)
+        std::printf("%s@%s\n", name.c_str(), client::str(t, "version").c_str());
+  return 0;
+}
+
 int runFork(const std::string& id, int count, bool async) {
   auto c = apiClient();
   json::object body{{"count", count}};
@@ -233,7 +256,7 @@ void addSandbox(CLI::App& app, std::function<int()>* run) {
   }
 
   struct ForkOptions {
-    std::string id;
+    std::string id, template_name;
     int count = 1;
     bool async = false;
   };
@@ -256,8 +279,17 @@ void addSandbox(CLI::App& app, std::function<int()>* run) {
   fork->add_option("-n,--count", fo->count, "how many copies")
       ->check(CLI::Range(1, 64))
       ->capture_default_str();
+  fork->add_option("--template", fo->template_name,
+                   "snapshot it into a new version of your template NAME instead; print "
+                   "NAME@VERSION")
+      ->excludes("--count");
   fork->add_flag("--async", fo->async, "print the operation id, then the new ids, and return");
-  fork->callback([fo, run] { *run = [fo] { return runFork(fo->id, fo->count, fo->async); }; });
+  fork->callback([fo, run] {
+    *run = [fo] {
+      return fo->template_name.empty() ? runFork(fo->id, fo->count, fo->async)
+                                       : runForkToTemplate(fo->id, fo->template_name, fo->async);
+    };
+  });
 }
 
 }  // namespace vessel::cli

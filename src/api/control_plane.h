@@ -124,7 +124,12 @@ class ControlPlane : public LiveSandboxes {
   void setSandboxOf(const store::OperationRecord& op, const std::string& id,
                     ops::SandboxState state, const std::string& error);
 
-  // Templates (templates_api.cc).
+  // Templates (templates_api.cc), also a sandbox forked into one.
+  Response forkToTemplate(const Request& req, const store::SandboxRecord& sb,
+                          const std::string& name, ops::Transition t);
+  asio::awaitable<void> runForkToTemplate(store::OperationRecord op, std::string name);
+  // Refuses a name a new template of `tenant` cannot have (reserved, built in).
+  Status checkNewTemplateName(const std::string& name);
   Response buildTemplate(const Request& req, const std::string& tenant);
   Response listTemplates(const Request& req, const std::string& tenant);
   // The stored name of the template `tenant` calls `name`, or kNotFound.

@@ -45,6 +45,7 @@ Response ControlPlane::forkSandbox(const Request& req, const std::string& tenant
   if (!live_.count(id))
     return errorResponse(req,
                          Error(Code::kUnavailable, "sandbox " + id + " has no VM on this node"));
+  if (!in->template_name.empty()) return forkToTemplate(req, **sb, in->template_name, *t);
 
   if (auto q = overQuota(tenant, static_cast<uint64_t>(in->count) * (*sb)->memory_mib, in->count))
     return errorResponse(req, *q);

@@ -91,10 +91,22 @@ Result<ForkRequest> parseForkRequest(std::string_view body) {
   if (body.find_first_not_of(" \t\r\n") == std::string_view::npos) return r;
   VESSEL_ASSIGN_OR_RETURN(json::object o, parseObject(body));
   for (const auto& [k, f] : o) {
-    if (k != "count") return bad("unknown field '" + std::string(k) + "'");
-    VESSEL_ASSIGN_OR_RETURN(int64_t n, intField(f, "count", 1, 16));
-    r.count = static_cast<int>(n);
+    if (k == "count") {
+      VESSEL_ASSIGN_OR_RETURN(int64_t n, intField(f, "count", 1, 16));
+      r.count = static_cast<int>(n);
+    } else if (k == "template") {
+      VESSEL_ASSIGN_OR_RETURN(r.template_name, strField(f, "template", 64));
+      bool ok = !r.template_name.empty();
+      for (char c : r.template_name)
+        ok = ok && ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                    c == '-' || c == '_');
+      if (!ok) return bad("template must be 1 to 64 letters, digits, '-' or '_'");
+    } else {
+      return bad("unknown field '" + std::string(k) + "'");
+    }
   }
+  if (o.contains("count") && !r.template_name.empty())
+    return bad("fork makes either count sandboxes or one template, not both");
   return r;
 }
 

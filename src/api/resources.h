@@ -35,8 +35,10 @@ struct CreateRequest {
 Result<CreateRequest> parseCreateRequest(std::string_view body);
 
 // POST /v1/sandboxes/{id}:fork; an empty body forks once.
+// {"template": NAME} instead snapshots the sandbox into a new template.
 struct ForkRequest {
   int count = 1;
+  std::string template_name;
 };
 Result<ForkRequest> parseForkRequest(std::string_view body);
 

@@ -1,8 +1,11 @@
 // Templates through the API: POST /v1/templates builds one from a build
 // spec as an operation with progress events (template.progress, then
-// template.built), GET /v1/templates lists the built-in templates and the
-// tenant's own. Builds run on the TemplateWorker's thread; their callbacks
+// template.built), POST /v1/sandboxes/{id}:fork {"template": NAME} makes one
+// from a running sandbox, GET /v1/templates lists the built-in templates and
+// the tenant's own. Builds run on the TemplateWorker's thread; their callbacks
 // come back to the io thread, where every store write happens.
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/json.hpp>
 #include <filesystem>
@@ -15,6 +18,7 @@ namespace vessel::api {
 
 namespace json = boost::json;
 using ops::OpState;
+using ops::SandboxState;
 
 namespace {
 
@@ -37,6 +41,54 @@ json::object templateJson(const templates::Manifest& m, const std::string& name,
 }
 
 }  // namespace
+
+Status ControlPlane::checkNewTemplateName(const std::string& name) {
+  if (!builtinTemplateName(name))
+    return Error(Code::kInvalidArgument, "template name '" + name + "' is reserved (t-<hex>-...)");
+  for (const auto& m : templates_.list())
+    if (m.name == name)
+      return Error(Code::kAlreadyExists,
+                   "template '" + name + "' is built in; choose another name");
+  return okStatus();
+}
+
+Response ControlPlane::forkToTemplate(const Request& req, const store::SandboxRecord& sb,
+                                      const std::string& name, ops::Transition t) {
+  if (auto s = checkNewTemplateName(name); !s.ok()) return errorResponse(req, s.error());
+  auto op = newOperation(sb.tenant_id, sb.id, "fork");
+  if (!op.ok()) return errorResponse(req, op.error());
+  setSandbox(*op, t.during, "");
+  asio::co_spawn(io_, runForkToTemplate(*op, name), asio::detached);
+  store::SandboxRecord now = sb;
+  if (auto r = store_.getSandbox(sb.tenant_id, sb.id); r.ok() && r->has_value()) now = **r;
+  json::object o{{"sandbox", sandboxJson(now)},
+                 {"operation", operationJson(*op)},
+                 {"template", json::object{{"name", name}}}};
+  return jsonResponse(req, http::status::accepted, json::serialize(o));
+}
+
+asio::awaitable<void> ControlPlane::runForkToTemplate(store::OperationRecord op, std::string name) {
+  setOperation(op, OpState::kRunning, nullptr);
+  auto it = live_.find(op.sandbox_id);
+  Result<std::shared_ptr<const templates::Template>> r =
+      Error(Code::kUnavailable, "sandbox " + op.sandbox_id + " has no VM on this node");
+  if (it != live_.end()) {
+    std::shared_ptr<node::Sandbox> src = it->second;  // kept alive across the await
+    std::string stored = tenantTemplateName(op.tenant_id, name);
+    r = co_await runtime_.forkToTemplate(*src, stored);
+  }
+  setSandbox(op, SandboxState::kRunning, "");
+  if (!r.ok()) {
+    log()
+        .forSandbox(op.sandbox_id)
+        .warn("fork into template {} failed: {}", name, r.error().message());
+    setOperation(op, OpState::kFailed, &r.error());
+    co_return;
+  }
+  publish({0, op.tenant_id, op.id, op.sandbox_id, "template.built",
+           json::serialize(templateJson((*r)->manifest, name, false))});
+  setOperation(op, OpState::kDone, nullptr);
+}
 
 void ControlPlane::enableTemplateBuilds(TemplateBuildEnv env) {
   builder_ = std::make_unique<TemplateWorker>(std::move(env));
@@ -72,14 +124,7 @@ Response ControlPlane::buildTemplate(const Request& req, const std::string& tena
   auto spec = node::parseBuildSpec(req.body());
   if (!spec.ok()) return errorResponse(req, spec.error());
   std::string name = spec->name;
-  if (!builtinTemplateName(name))
-    return errorResponse(req, Error(Code::kInvalidArgument,
-                                    "template name '" + name + "' is reserved (t-<hex>-...)"));
-  for (const auto& m : templates_.list())
-    if (m.name == name)
-      return errorResponse(req, Error(Code::kAlreadyExists, "template '" + name +
-                                                                "' is built in; choose another "
-                                                                "name"));
+  if (auto s = checkNewTemplateName(name); !s.ok()) return errorResponse(req, s.error());
   auto base = resolveTemplate(tenant, spec->base);
   if (!base.ok()) return errorResponse(req, base.error().withContext("base"));
   auto bt = templates_.open(*base);

@@ -401,6 +401,34 @@ TEST_F(CliTest, CreatesTakeAWarmPoolVmAndThePoolRefills) {
   EXPECT_EQ(vessel({"sandbox", "delete", id}).code, 0);
 }
 
+// Boots: two creates and a fork into a template.
+TEST_F(CliTest, ForkIntoATemplateAndCreateFromIt) {
+  CliRun c = vessel({"sandbox", "create"});
+  ASSERT_EQ(c.code, 0) << c.err << d->log();
+  std::string id = c.last();
+  CliRun w = vessel({"exec", id, "--", "sh", "-c", "echo forked-state > /home/user/f"});
+  ASSERT_EQ(w.code, 0) << w.err;
+  CliRun both = vessel({"sandbox", "fork", id, "--template", "snap", "--count", "2"});
+  EXPECT_NE(both.code, 0) << "--template excludes --count";
+  CliRun builtin = vessel({"sandbox", "fork", id, "--template", "minimal"});
+  EXPECT_EQ(builtin.code, 1);
+  EXPECT_THAT(builtin.err, HasSubstr("built in"));
+  CliRun f = vessel({"sandbox", "fork", id, "--template", "snap"});
+  ASSERT_EQ(f.code, 0) << f.err << d->log();
+  EXPECT_THAT(f.last(), ::testing::StartsWith("snap@"));
+  EXPECT_EQ(stateOf(id), "running") << "the source runs on";
+
+  CliRun c2 = vessel({"sandbox", "create", "--template", "snap"});
+  ASSERT_EQ(c2.code, 0) << c2.err << d->log();
+  std::string id2 = c2.last();
+  CliRun r = vessel({"exec", id2, "--", "cat", "/home/user/f"});
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, "forked-state\n");
+  CliRun h = vessel({"exec", id2, "--", "hostname"});
+  EXPECT_EQ(h.out, id2 + "\n") << "a create from it has an identity of its own";
+  EXPECT_EQ(vessel({"sandbox", "delete", id, id2}).code, 0);
+}
+
 // Boots: one, cold (no snapshot).
 TEST_F(CliTest, ColdCreateBootsTheTemplateDisk) {
   CliRun c = vessel({"sandbox", "create", "--cold"});
