@@ -206,8 +206,8 @@ Status Client::prepare(Req& req, std::string_view method, std::string_view path,
 
 namespace {
 
-Status sendError(boost::system::error_code ec, std::string_view method, std::string_view path,
-                 std::chrono::milliseconds timeout) {
+Error sendError(boost::system::error_code ec, std::string_view method, std::string_view path,
+                std::chrono::milliseconds timeout) {
   std::string where = std::string(method) + " " + std::string(path);
   if (ec == beast::error::timeout)
     return Error(Code::kDeadlineExceeded, where + ": sending took over " + seconds(timeout));
