@@ -74,6 +74,8 @@ class ApiTest : public ::testing::Test {
   static void SetUpTestSuite() {
     g = new Shared;
     g->d = std::make_unique<testing::Vesseld>(VESSELD_PATH);
+    // Every reply below is checked against api/openapi.yaml.
+    g->d->setContract(testing::apiContract());
     std::string state = g->d->stateDir();
     ASSERT_TRUE(g->d->start()) << "vesseld did not come up; log:\n" << readLog();
     ASSERT_THAT(g->d->key(), ::testing::StartsWith("vsk_"));
