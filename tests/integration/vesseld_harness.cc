@@ -113,9 +113,13 @@ void Vesseld::checkContract(const std::string& method, const std::string& target
       method + " " + target + " answered " + std::to_string(r.status) + " " + r.body.substr(0, 300);
   auto st = contract_->checkRawResponse(method, target, r.status, r.header("Content-Type"), r.body);
   if (st.ok()) return;
-  if (st.error().code() == Code::kNotFound && (r.status == 404 || r.status == 405)) {
-    // Outside the spec on purpose (an unknown path or verb): still the one
-    // error shape every failure has.
+  // Refusals of the HTTP layer, before any operation (the spec's
+  // description lists them), and requests outside the spec on purpose (an
+  // unknown path, verb or method): still the one error shape of every failure.
+  bool transport = r.status == 413 || r.status == 431;
+  bool outside = st.error().code() == Code::kNotFound &&
+                 (r.status == 400 || r.status == 404 || r.status == 405);
+  if (transport || outside) {
     auto e = contract_->checkSchema("Error", r.js());
     if (!e.ok()) ADD_FAILURE() << "contract: " << e.error().message() << "\n  " << what;
     return;

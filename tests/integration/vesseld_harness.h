@@ -74,8 +74,8 @@ class Vesseld {
   // Checks every later reply of either plane against `spec` (nullptr:
   // none): a reply api/openapi.yaml does not allow is a test failure
   // (ADD_FAILURE). Event streams and downloads are checked by status and
-  // Content-Type only; a request outside the spec must get a JSON Error
-  // with 404 or 405.
+  // Content-Type only; a request outside the spec (unknown path or method)
+  // and a 413 or 431 of the HTTP layer must still carry a JSON Error.
   void setContract(const OpenApi* spec) { contract_ = spec; }
 
   // Flags for the next start().
