@@ -74,6 +74,8 @@ class ApiTest : public ::testing::Test {
   static void SetUpTestSuite() {
     g = new Shared;
     g->d = std::make_unique<testing::Vesseld>(VESSELD_PATH);
+    // Every reply below is checked against api/openapi.yaml.
+    g->d->setContract(testing::apiContract());
     std::string state = g->d->stateDir();
     ASSERT_TRUE(g->d->start()) << "vesseld did not come up; log:\n" << readLog();
     ASSERT_THAT(g->d->key(), ::testing::StartsWith("vsk_"));
@@ -255,6 +257,56 @@ TEST_F(ApiTest, BadInputGetsAJsonErrorWithTheRightStatus) {
   // The daemon is still serving and nothing was created by any of it.
   EXPECT_EQ(call("GET", "/healthz", "", "").status, 200);
   EXPECT_EQ(call("GET", "/v1/sandboxes?page_size=100").body, listed_before);
+}
+
+// Every control-plane operation, refused before it does anything: without
+// an API key (401) and, where it takes an id, with a malformed one (400).
+// No guests; the point is that the contract declares each of these answers.
+TEST_F(ApiTest, EveryOperationRefusesAsDeclared) {
+  struct Op {
+    std::string method, target, body;
+  };
+  const std::string bad = "..%2Fetc";
+  std::vector<Op> with_id = {
+      {"GET", "/v1/sandboxes/{id}", ""},
+      {"DELETE", "/v1/sandboxes/{id}", ""},
+      {"POST", "/v1/sandboxes/{id}:pause", ""},
+      {"POST", "/v1/sandboxes/{id}:resume", ""},
+      {"POST", "/v1/sandboxes/{id}:fork", "{}"},
+      {"POST", "/v1/sandboxes/{id}:extend", R"({"timeout":5})"},
+      {"POST", "/v1/sandboxes/{id}/sessions", ""},
+      {"GET", "/v1/sandboxes/{id}/network", ""},
+      {"PUT", "/v1/sandboxes/{id}/network", R"({"mode":"full"})"},
+      {"GET", "/v1/operations/{id}", ""},
+      {"GET", "/v1/operations/{id}/events", ""},
+  };
+  std::vector<Op> without_id = {
+      {"POST", "/v1/sandboxes", "{}"},
+      {"GET", "/v1/sandboxes", ""},
+      {"POST", "/v1/credentials",
+       R"({"name":"x","hosts":["a.example"],"header":"X-K","value":"v"})"},
+      {"GET", "/v1/credentials", ""},
+      {"DELETE", "/v1/credentials/nope", ""},
+      {"POST", "/v1/templates", R"({"name":"x"})"},
+      {"GET", "/v1/templates", ""},
+      {"GET", "/v1/events", ""},
+  };
+  auto with = [](std::string t, const std::string& id) {
+    if (auto at = t.find("{id}"); at != std::string::npos) t.replace(at, 4, id);
+    return t;
+  };
+  for (const auto& o : with_id)
+    without_id.push_back({o.method, with(o.target, "sb-000000000000"), o.body});
+  for (const auto& o : without_id) {
+    Reply r = call(o.method, o.target, o.body, "");
+    EXPECT_EQ(r.status, 401) << o.method << " " << o.target << ": " << r.body;
+    EXPECT_EQ(str(r.js(), "code"), "unauthenticated") << o.method << " " << o.target;
+  }
+  for (const auto& o : with_id) {
+    Reply r = call(o.method, with(o.target, bad), o.body);
+    EXPECT_EQ(r.status, 400) << o.method << " " << o.target << ": " << r.body;
+    EXPECT_EQ(str(r.js(), "code"), "invalid_argument") << o.method << " " << o.target;
+  }
 }
 
 // This daemon runs with egress (the default), so its running sandbox has a

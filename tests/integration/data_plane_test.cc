@@ -38,6 +38,7 @@ class DataPlaneTest : public ::testing::Test {
  protected:
   void SetUp() override {
     d_ = std::make_unique<testing::Vesseld>(VESSELD_PATH);
+    d_->setContract(testing::apiContract());  // every reply against api/openapi.yaml
     ASSERT_TRUE(d_->start()) << "vesseld did not come up; log:\n" << d_->log();
     ASSERT_THAT(d_->key(), ::testing::StartsWith("vsk_"));
     auto db = store::openSqlite(d_->stateDir() + "/vessel.db");

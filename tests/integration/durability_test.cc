@@ -45,6 +45,7 @@ class DurabilityTest : public ::testing::Test {
                               g_dir->path(),
                               {"--no-egress", "--warm-pool=none"}};
     d = new testing::Vesseld(o);
+    d->setContract(testing::apiContract());  // every reply against api/openapi.yaml
     ASSERT_TRUE(d->start()) << d->log();
   }
   static void TearDownTestSuite() {

@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -100,7 +101,43 @@ Reply Vesseld::call(const std::string& method, const std::string& target, const 
     s->readUntil(enough);
   else
     s->readAll();
+  checkContract(method, target, s->reply());
   return s->reply();
+}
+
+void Vesseld::checkContract(const std::string& method, const std::string& target,
+                            const Reply& r) const {
+  // Status 0: no answer at all, which the caller sees and reports.
+  if (!contract_ || r.status == 0) return;
+  std::string what =
+      method + " " + target + " answered " + std::to_string(r.status) + " " + r.body.substr(0, 300);
+  auto st = contract_->checkRawResponse(method, target, r.status, r.header("Content-Type"), r.body);
+  if (st.ok()) return;
+  // Refusals of the HTTP layer, before any operation (the spec's
+  // description lists them), and requests outside the spec on purpose (an
+  // unknown path, verb or method): still the one error shape of every failure.
+  bool transport = r.status == 413 || r.status == 431;
+  bool outside = st.error().code() == Code::kNotFound &&
+                 (r.status == 400 || r.status == 404 || r.status == 405);
+  if (transport || outside) {
+    auto e = contract_->checkSchema("Error", r.js());
+    if (!e.ok()) ADD_FAILURE() << "contract: " << e.error().message() << "\n  " << what;
+    return;
+  }
+  ADD_FAILURE() << "contract (api/openapi.yaml): " << st.error().message() << "\n  " << what;
+}
+
+const OpenApi* apiContract() {
+  static const OpenApi* spec = [] {
+    auto s = OpenApi::load(VESSEL_OPENAPI_SPEC);
+    if (!s.ok()) {
+      ADD_FAILURE() << s.error().message();
+      return static_cast<OpenApi*>(nullptr);
+    }
+    return new OpenApi(std::move(*s));  // lives as long as the process
+  }();
+  if (!spec) ADD_FAILURE() << "api/openapi.yaml could not be loaded";
+  return spec;
 }
 
 std::string Vesseld::finish(const std::string& op, const std::string& key) const {
@@ -149,7 +186,9 @@ Reply Vesseld::data(const std::string& token, const std::string& method, const s
   r.body = body;
   r.bearer = token;
   r.json = json;
-  return testing::call(data_port_, r);
+  Reply reply = testing::call(data_port_, r);
+  checkContract(method, target, reply);
+  return reply;
 }
 
 Vesseld::ExecOutput collectExec(const std::string& sse_body) {

@@ -14,6 +14,7 @@
 #include "base/child_process.h"
 #include "guest_env.h"
 #include "http_client.h"
+#include "openapi_validator.h"
 
 namespace vessel::testing {
 
@@ -70,6 +71,13 @@ class Vesseld {
   std::string sh(const std::string& id, const std::string& cmd,
                  const std::string& user = "root") const;
 
+  // Checks every later reply of either plane against `spec` (nullptr:
+  // none): a reply api/openapi.yaml does not allow is a test failure
+  // (ADD_FAILURE). Event streams and downloads are checked by status and
+  // Content-Type only; a request outside the spec (unknown path or method)
+  // and a 413 or 431 of the HTTP layer must still carry a JSON Error.
+  void setContract(const OpenApi* spec) { contract_ = spec; }
+
   // Flags for the next start().
   std::vector<std::string>& extraArgs() { return opts_.extra_args; }
   const std::string& key() const { return key_; }
@@ -90,7 +98,13 @@ class Vesseld {
   uint16_t port_ = 0, data_port_ = 0;
   std::string key_;
   mutable std::map<std::string, std::string> sessions_;  // sandbox id -> token
+  const OpenApi* contract_ = nullptr;
+  void checkContract(const std::string& method, const std::string& target, const Reply& r) const;
 };
+
+// api/openapi.yaml, loaded once for the process; nullptr (and a test
+// failure) if it cannot be loaded.
+const OpenApi* apiContract();
 
 // Exec output from the SSE body of POST /v1/exec.
 Vesseld::ExecOutput collectExec(const std::string& sse_body);
