@@ -8,6 +8,7 @@
 
 #include "cmd/vessel/api_common.h"
 #include "cmd/vessel/commands.h"
+#include "cmd/vessel/data_session.h"
 
 namespace vessel::cli {
 
@@ -76,11 +77,16 @@ int runCreate(const CreateOptions& o) {
   return 0;
 }
 
-int runList(bool quiet) {
+int runList(bool quiet, const std::vector<std::string>& filters) {
+  std::string filter;
+  auto md = keyValues(filters, "--metadata");
+  if (!md.ok()) return fail(md.error());
+  for (const auto& [k, v] : *md)
+    filter += "&metadata." + queryEscape(k) + "=" + queryEscape(std::string(v.as_string()));
   auto c = apiClient();
   std::string token;
   for (int page = 0; page < 100000; ++page) {
-    auto r = c.get("/v1/sandboxes?page_size=100" +
+    auto r = c.get("/v1/sandboxes?page_size=100" + filter +
                    (token.empty() ? std::string() : "&page_token=" + token));
     if (!r.ok()) return fail(r.error());
     if (page == 0 && !quiet)
@@ -229,10 +235,15 @@ void addSandbox(CLI::App& app, std::function<int()>* run) {
   create->callback([co, run] { *run = [co] { return runCreate(*co); }; });
   addSandboxNetwork(*s, run);
 
-  auto quiet = std::make_shared<bool>(false);
+  struct ListOptions {
+    bool quiet = false;
+    std::vector<std::string> metadata;
+  };
+  auto lo = std::make_shared<ListOptions>();
   auto* list = s->add_subcommand("list", "list sandboxes")->alias("ls");
-  list->add_flag("-q,--quiet", *quiet, "only ids");
-  list->callback([quiet, run] { *run = [quiet] { return runList(*quiet); }; });
+  list->add_flag("-q,--quiet", lo->quiet, "only ids");
+  list->add_option("-l,--metadata", lo->metadata, "only those with metadata KEY=VALUE, repeatable");
+  list->callback([lo, run] { *run = [lo] { return runList(lo->quiet, lo->metadata); }; });
 
   auto one = std::make_shared<std::string>();
   auto* get = s->add_subcommand("get", "show one sandbox as JSON")->alias("inspect");

@@ -406,16 +406,29 @@ Response ControlPlane::getSandbox(const Request& req, const std::string& tenant,
 Response ControlPlane::listSandboxes(const Request& req, const std::string& tenant) {
   auto q = parseListQuery(req.target());
   if (!q.ok()) return errorResponse(req, q.error());
-  auto list = store_.listSandboxes(tenant, q->page_token, q->page_size + 1);
-  if (!list.ok()) return errorResponse(req, list.error());
+  // Pages of the store, in id order, filtered by metadata until one more
+  // than a page matches (then there is a next page) or the store ends.
+  constexpr int kScan = 200;
+  std::vector<store::SandboxRecord> hits;
+  std::string after = q->page_token;
+  for (;;) {
+    auto batch = store_.listSandboxes(tenant, after, kScan);
+    if (!batch.ok()) return errorResponse(req, batch.error());
+    for (auto& s : *batch) {
+      after = s.id;
+      if (metadataMatches(s.metadata_json, q->metadata)) hits.push_back(std::move(s));
+      if (hits.size() > static_cast<size_t>(q->page_size)) break;
+    }
+    if (hits.size() > static_cast<size_t>(q->page_size) || batch->size() < kScan) break;
+  }
   json::array items;
   std::string next;
-  for (size_t i = 0; i < list->size(); ++i) {
+  for (size_t i = 0; i < hits.size(); ++i) {
     if (i == static_cast<size_t>(q->page_size)) {
-      next = (*list)[i - 1].id;
+      next = hits[i - 1].id;
       break;
     }
-    items.push_back(sandboxJson((*list)[i]));
+    items.push_back(sandboxJson(hits[i]));
   }
   json::object o{{"sandboxes", std::move(items)}, {"next_page_token", next}};
   return jsonResponse(req, http::status::ok, json::serialize(o));

@@ -15,12 +15,6 @@
 
 namespace vessel::api {
 
-// "a=1&b=x%2Fy" after the '?' of `target` -> {a: "1", b: "x/y"}, percent-
-// and '+'-decoded. Bounded: at most 16 parameters of 8 KiB each; a repeated
-// or unknown name (not in `allowed`) is an error.
-Result<std::map<std::string, std::string>> parseQuery(
-    std::string_view target, std::initializer_list<std::string_view> allowed);
-
 // A guest path: absolute, at most agentproto::kMaxPath bytes, no NUL.
 Result<std::string> guestPath(std::string_view p, const char* field = "path");
 // "true"/"1" or "false"/"0"; `def` when absent.

@@ -45,4 +45,65 @@ bool envKey(std::string_view k, size_t max) {
   return true;
 }
 
+namespace {
+
+constexpr size_t kMaxParams = 16;   // query parameters per request
+constexpr size_t kMaxParam = 8192;  // bytes of one, encoded
+
+int hexDigit(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+}  // namespace
+
+Result<std::string> percentDecode(std::string_view s) {
+  std::string out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '+') {
+      out.push_back(' ');
+    } else if (s[i] == '%') {
+      if (i + 2 >= s.size()) return badRequest("bad percent-encoding");
+      int hi = hexDigit(s[i + 1]), lo = hexDigit(s[i + 2]);
+      if (hi < 0 || lo < 0) return badRequest("bad percent-encoding");
+      out.push_back(static_cast<char>(hi * 16 + lo));
+      i += 2;
+    } else {
+      out.push_back(s[i]);
+    }
+  }
+  return out;
+}
+
+Result<std::map<std::string, std::string>> parseQuery(
+    std::string_view target, std::initializer_list<std::string_view> allowed) {
+  std::map<std::string, std::string> out;
+  auto qm = target.find('?');
+  if (qm == std::string_view::npos) return out;
+  std::string_view rest = target.substr(qm + 1);
+  while (!rest.empty()) {
+    auto amp = rest.find('&');
+    std::string_view kv = rest.substr(0, amp);
+    rest = amp == std::string_view::npos ? std::string_view() : rest.substr(amp + 1);
+    if (kv.empty()) continue;
+    if (kv.size() > kMaxParam) return badRequest("query parameter too long");
+    if (out.size() >= kMaxParams) return badRequest("too many query parameters");
+    auto eq = kv.find('=');
+    VESSEL_ASSIGN_OR_RETURN(std::string k, percentDecode(kv.substr(0, eq)));
+    VESSEL_ASSIGN_OR_RETURN(
+        std::string v,
+        percentDecode(eq == std::string_view::npos ? std::string_view() : kv.substr(eq + 1)));
+    bool known = false;
+    for (auto a : allowed)
+      known = known || a == k ||
+              (!a.empty() && a.back() == '.' && k.size() > a.size() && k.rfind(a, 0) == 0);
+    if (!known) return badRequest("unknown query parameter '" + k.substr(0, 64) + "'");
+    if (!out.emplace(k, std::move(v)).second)
+      return badRequest("query parameter '" + k.substr(0, 64) + "' repeated");
+  }
+  return out;
+}
+
 }  // namespace vessel::api

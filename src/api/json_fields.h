@@ -1,10 +1,13 @@
 #pragma once
-// Reading request bodies, shared by every parser at the API's edge: one
-// bounded JSON parse into an object, then typed fields with ranges. Every
+// Reading requests, shared by every parser at the API's edge: one bounded
+// JSON parse of a body into an object, typed fields with ranges, and the
+// query string. Every
 // failure is kInvalidArgument naming the field, which the API answers 400.
 #include <boost/json/object.hpp>
 #include <boost/json/value.hpp>
 #include <cstdint>
+#include <initializer_list>
+#include <map>
 #include <string>
 #include <string_view>
 
@@ -22,5 +25,14 @@ Result<int64_t> intField(const boost::json::value& v, std::string_view name, int
 Result<std::string> strField(const boost::json::value& v, std::string_view name, size_t max);
 // A POSIX-style environment variable name of at most `max` bytes.
 bool envKey(std::string_view k, size_t max);
+
+// %XX and '+' decoded.
+Result<std::string> percentDecode(std::string_view s);
+// "a=1&b=x%2Fy" after the '?' of `target` -> {a: "1", b: "x/y"}, percent-
+// and '+'-decoded. Bounded: at most 16 parameters of 8 KiB each; a repeated
+// or unknown name (not in `allowed`; an entry ending in '.' allows every
+// name with that prefix) is an error.
+Result<std::map<std::string, std::string>> parseQuery(
+    std::string_view target, std::initializer_list<std::string_view> allowed);
 
 }  // namespace vessel::api

@@ -128,17 +128,9 @@ Result<ExtendRequest> parseExtendRequest(std::string_view body) {
 
 Result<ListQuery> parseListQuery(std::string_view target) {
   ListQuery q;
-  auto qm = target.find('?');
-  if (qm == std::string_view::npos) return q;
-  std::string_view rest = target.substr(qm + 1);
-  while (!rest.empty()) {
-    auto amp = rest.find('&');
-    std::string_view kv = rest.substr(0, amp);
-    rest = amp == std::string_view::npos ? std::string_view() : rest.substr(amp + 1);
-    if (kv.empty()) continue;
-    auto eq = kv.find('=');
-    std::string_view k = kv.substr(0, eq);
-    std::string_view v = eq == std::string_view::npos ? std::string_view() : kv.substr(eq + 1);
+  VESSEL_ASSIGN_OR_RETURN(auto params,
+                          parseQuery(target, {"page_size", "page_token", "metadata."}));
+  for (const auto& [k, v] : params) {
     if (k == "page_size") {
       int n = 0;
       auto [p, e] = std::from_chars(v.data(), v.data() + v.size(), n);
@@ -147,12 +139,28 @@ Result<ListQuery> parseListQuery(std::string_view target) {
       q.page_size = n;
     } else if (k == "page_token") {
       if (!v.empty() && !validId(v)) return bad("bad page_token");
-      q.page_token = std::string(v);
+      q.page_token = v;
     } else {
-      return bad("unknown query parameter '" + std::string(k) + "'");
+      std::string key = k.substr(std::string_view("metadata.").size());
+      if (key.size() > kMaxKey || v.size() > kMaxValue)
+        return bad("metadata filter " + key.substr(0, 64) + " is too long");
+      q.metadata[key] = v;
     }
   }
   return q;
+}
+
+bool metadataMatches(const std::string& metadata_json,
+                     const std::map<std::string, std::string>& want) {
+  if (want.empty()) return true;
+  boost::system::error_code ec;
+  json::value v = json::parse(metadata_json, ec);
+  if (ec || !v.is_object()) return false;
+  for (const auto& [k, val] : want) {
+    const json::value* f = v.as_object().if_contains(k);
+    if (!f || !f->is_string() || f->as_string() != val) return false;
+  }
+  return true;
 }
 
 namespace {

@@ -3,6 +3,7 @@
 // into typed structs (or an InvalidArgument error naming the field), and
 // store records rendered as the JSON of api/openapi.yaml.
 #include <boost/json/object.hpp>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -49,11 +50,17 @@ struct ExtendRequest {
 };
 Result<ExtendRequest> parseExtendRequest(std::string_view body);
 
+// GET /v1/sandboxes?page_size=N&page_token=ID&metadata.KEY=VALUE...: every
+// metadata pair given must match.
 struct ListQuery {
   int page_size = 50;
   std::string page_token;  // the last id of the previous page
+  std::map<std::string, std::string> metadata;
 };
 Result<ListQuery> parseListQuery(std::string_view target);
+// Whether a sandbox's stored metadata has every pair of `want`.
+bool metadataMatches(const std::string& metadata_json,
+                     const std::map<std::string, std::string>& want);
 
 // Templates live in one store on the node. A tenant's own templates are
 // stored under a name private to it, "t-<12 hex of sha256(tenant)>-<name>";

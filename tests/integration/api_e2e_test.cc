@@ -352,6 +352,7 @@ TEST_F(ApiTest, ListPagesThroughEverySandboxOnce) {
   ASSERT_TRUE((*db)->addApiKey("t3", sha256Hex(key3)).ok());
   for (const char* id : {"sb-p1", "sb-p2", "sb-p3"}) {
     store::SandboxRecord r{id, "t3", "minimal", "failed", "test"};
+    r.metadata_json = std::string(id) == "sb-p2" ? R"({"team":"b"})" : R"({"team":"a b","x":"1"})";
     ASSERT_TRUE((*db)->insertSandbox(r).ok());
   }
   std::vector<std::string> seen;
@@ -367,6 +368,23 @@ TEST_F(ApiTest, ListPagesThroughEverySandboxOnce) {
   }
   EXPECT_THAT(seen, ::testing::ElementsAre("sb-p1", "sb-p2", "sb-p3"));
   EXPECT_EQ(str(call("GET", "/v1/sandboxes/sb-p2", "", key3).js(), "error"), "test");
+
+  // A metadata filter (percent-encoded values), paged: only matches, each once.
+  seen.clear();
+  token.clear();
+  for (int page = 0; page < 5; ++page) {
+    Reply r =
+        call("GET", "/v1/sandboxes?metadata.team=a%20b&page_size=1&page_token=" + token, "", key3);
+    ASSERT_EQ(r.status, 200) << r.body;
+    for (auto& s : r.js().at("sandboxes").as_array()) seen.push_back(str(s, "id"));
+    token = str(r.js(), "next_page_token");
+    if (token.empty()) break;
+  }
+  EXPECT_THAT(seen, ::testing::ElementsAre("sb-p1", "sb-p3"));
+  Reply both = call("GET", "/v1/sandboxes?metadata.team=b&metadata.x=1", "", key3);
+  EXPECT_EQ(both.js().at("sandboxes").as_array().size(), 0u) << both.body;
+  Reply bad = call("GET", "/v1/sandboxes?metadatax=1", "", key3);
+  EXPECT_EQ(bad.status, 400) << bad.body;
 }
 
 }  // namespace

@@ -117,6 +117,10 @@ TEST_F(CliTest, LifeOfASandbox) {
   EXPECT_THAT(ls.lines().front(), HasSubstr("STATE"));
   CliRun q = vessel({"sandbox", "list", "-q"});
   EXPECT_THAT(q.lines(), ::testing::Contains(id));
+  CliRun byowner = vessel({"sandbox", "list", "-q", "-l", "owner=ci"});
+  EXPECT_THAT(byowner.lines(), ::testing::Contains(id)) << byowner.err;
+  CliRun other = vessel({"sandbox", "list", "-q", "-l", "owner=someone else"});
+  EXPECT_THAT(other.lines(), Not(::testing::Contains(id))) << other.err;
 
   CliRun get = vessel({"sandbox", "get", id});
   ASSERT_EQ(get.code, 0) << get.err;
