@@ -71,8 +71,26 @@ TEST(ResourcesTest, ListQuery) {
   EXPECT_EQ(q->page_token, "sb-1");
   EXPECT_EQ(parseListQuery("/v1/sandboxes")->page_size, 50);
   for (const char* t : {"/x?page_size=0", "/x?page_size=101", "/x?page_size=3x",
-                        "/x?page_token=../etc", "/x?other=1"})
+                        "/x?page_token=../etc", "/x?other=1", "/x?metadata.=1", "/x?metadata=1",
+                        "/x?metadata.a=1&metadata.a=2"})
     EXPECT_FALSE(parseListQuery(t).ok()) << t;
+  auto m = parseListQuery("/v1/sandboxes?metadata.team=a%20b&metadata.x=1");
+  ASSERT_TRUE(m.ok()) << m.error().message();
+  EXPECT_EQ(m->metadata.size(), 2u);
+  EXPECT_EQ(m->metadata.at("team"), "a b");
+  EXPECT_TRUE(metadataMatches(R"({"team":"a b","x":"1","y":"2"})", m->metadata));
+  EXPECT_FALSE(metadataMatches(R"({"team":"a b"})", m->metadata));
+  EXPECT_FALSE(metadataMatches(R"({"team":"a b","x":1})", m->metadata));
+  EXPECT_TRUE(metadataMatches("{}", {}));
+}
+
+TEST(ResourcesTest, ForkIntoATemplate) {
+  auto f = parseForkRequest(R"({"template":"warm-app_2"})");
+  ASSERT_TRUE(f.ok());
+  EXPECT_EQ(f->template_name, "warm-app_2");
+  for (const char* b : {R"({"template":""})", R"({"template":"a/b"})", R"({"template":1})",
+                        R"({"template":"a","count":2})"})
+    EXPECT_FALSE(parseForkRequest(b).ok()) << b;
 }
 
 TEST(ResourcesTest, IdsAndTimes) {
