@@ -23,6 +23,8 @@ bool userName(std::string_view u) {
   return true;
 }
 
+}  // namespace
+
 Result<std::string> guestPath(std::string_view p, const char* field) {
   if (p.empty()) return bad(std::string(field) + " is required");
   if (p[0] != '/') return bad(std::string(field) + " must be an absolute path");

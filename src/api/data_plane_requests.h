@@ -10,6 +10,7 @@
 #include <string_view>
 
 #include "agentproto/messages.h"
+#include "api/json_fields.h"  // parseQuery, for the data plane
 #include "base/result.h"
 #include "node/agent_client.h"
 
