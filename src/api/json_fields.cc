@@ -97,8 +97,10 @@ Result<std::map<std::string, std::string>> parseQuery(
         percentDecode(eq == std::string_view::npos ? std::string_view() : kv.substr(eq + 1)));
     bool known = false;
     for (auto a : allowed)
-      known = known || a == k ||
-              (!a.empty() && a.back() == '.' && k.size() > a.size() && k.rfind(a, 0) == 0);
+      known =
+          known || (!a.empty() && a.back() == '.'
+                        ? k.size() > a.size() && k.rfind(a, 0) == 0  // a prefix: a name after it
+                        : a == k);
     if (!known) return badRequest("unknown query parameter '" + k.substr(0, 64) + "'");
     if (!out.emplace(k, std::move(v)).second)
       return badRequest("query parameter '" + k.substr(0, 64) + "' repeated");

@@ -70,9 +70,9 @@ TEST(ResourcesTest, ListQuery) {
   EXPECT_EQ(q->page_size, 7);
   EXPECT_EQ(q->page_token, "sb-1");
   EXPECT_EQ(parseListQuery("/v1/sandboxes")->page_size, 50);
-  for (const char* t : {"/x?page_size=0", "/x?page_size=101", "/x?page_size=3x",
-                        "/x?page_token=../etc", "/x?other=1", "/x?metadata.=1", "/x?metadata=1",
-                        "/x?metadata.a=1&metadata.a=2"})
+  for (const char* t :
+       {"/x?page_size=0", "/x?page_size=101", "/x?page_size=3x", "/x?page_token=../etc",
+        "/x?other=1", "/x?metadata.=1", "/x?metadata=1", "/x?metadata.a=1&metadata.a=2"})
     EXPECT_FALSE(parseListQuery(t).ok()) << t;
   auto m = parseListQuery("/v1/sandboxes?metadata.team=a%20b&metadata.x=1");
   ASSERT_TRUE(m.ok()) << m.error().message();

@@ -376,8 +376,9 @@ TEST_F(ApiTest, ListPagesThroughEverySandboxOnce) {
     Reply r =
         call("GET", "/v1/sandboxes?metadata.team=a%20b&page_size=1&page_token=" + token, "", key3);
     ASSERT_EQ(r.status, 200) << r.body;
-    for (auto& s : r.js().at("sandboxes").as_array()) seen.push_back(str(s, "id"));
-    token = str(r.js(), "next_page_token");
+    auto v = r.js();  // named: a range-for over a temporary's member dangles
+    for (auto& s : v.at("sandboxes").as_array()) seen.push_back(str(s, "id"));
+    token = str(v, "next_page_token");
     if (token.empty()) break;
   }
   EXPECT_THAT(seen, ::testing::ElementsAre("sb-p1", "sb-p3"));
