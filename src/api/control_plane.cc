@@ -7,6 +7,7 @@
 #include <boost/json.hpp>
 #include <ctime>
 
+#include "api/api_log.h"
 #include "api/auth.h"
 #include "api/resources.h"
 #include "base/log.h"
@@ -19,11 +20,6 @@ using ops::OpState;
 using ops::SandboxState;
 
 namespace {
-
-const Logger& log() {
-  static const Logger l("api");
-  return l;
-}
 
 // "/a/b:c" -> {"a", "b:c"}; empty segments are kept so "//" is rejected.
 std::vector<std::string> splitPath(std::string_view path) {

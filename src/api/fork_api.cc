@@ -6,6 +6,7 @@
 #include <boost/asio/detached.hpp>
 #include <boost/json.hpp>
 
+#include "api/api_log.h"
 #include "api/control_plane.h"
 #include "api/resources.h"
 #include "base/log.h"
@@ -16,15 +17,6 @@ namespace json = boost::json;
 using ops::Action;
 using ops::OpState;
 using ops::SandboxState;
-
-namespace {
-
-const Logger& log() {
-  static const Logger l("api");
-  return l;
-}
-
-}  // namespace
 
 Response ControlPlane::forkSandbox(const Request& req, const std::string& tenant,
                                    const std::string& id) {

@@ -3,6 +3,7 @@
 #include <boost/json.hpp>
 #include <cctype>
 
+#include "api/api_log.h"
 #include "api/resources.h"
 #include "base/log.h"
 #include "gateway/name.h"
@@ -13,11 +14,6 @@ namespace vessel::api {
 namespace json = boost::json;
 
 namespace {
-
-const Logger& log() {
-  static const Logger l("api");
-  return l;
-}
 
 constexpr size_t kMaxHosts = 16, kMaxValue = 8192;
 

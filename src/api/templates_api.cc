@@ -10,6 +10,7 @@
 #include <boost/json.hpp>
 #include <filesystem>
 
+#include "api/api_log.h"
 #include "api/control_plane.h"
 #include "api/resources.h"
 #include "base/log.h"
@@ -21,11 +22,6 @@ using ops::OpState;
 using ops::SandboxState;
 
 namespace {
-
-const Logger& log() {
-  static const Logger l("api");
-  return l;
-}
 
 bool plainName(const std::string& n) {
   if (n.empty() || n.size() > 64) return false;

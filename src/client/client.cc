@@ -206,6 +206,14 @@ Status Client::prepare(Req& req, std::string_view method, std::string_view path,
 
 namespace {
 
+HttpResponse toResponse(http::response<http::string_body> res) {
+  HttpResponse out;
+  out.status = res.result_int();
+  out.content_type = std::string(res[http::field::content_type]);
+  out.body = std::move(res.body());
+  return out;
+}
+
 Error sendError(boost::system::error_code ec, std::string_view method, std::string_view path,
                 std::chrono::milliseconds timeout) {
   std::string where = std::string(method) + " " + std::string(path);
@@ -234,12 +242,7 @@ Result<HttpResponse> Client::finishSmall(Conn& c, Parser&& head, const std::stri
   auto ec =
       c.run([&](auto h) { http::async_read(c.stream, c.buf, p, std::move(h)); }, opts_.timeout);
   if (ec) return Error(Code::kUnavailable, where + ": reading the answer: " + ec.message());
-  auto res = p.release();
-  HttpResponse out;
-  out.status = res.result_int();
-  out.content_type = std::string(res[http::field::content_type]);
-  out.body = std::move(res.body());
-  return out;
+  return toResponse(p.release());
 }
 
 Result<HttpResponse> Client::sendFile(std::string_view method, std::string_view path,
@@ -313,12 +316,7 @@ Result<HttpResponse> Client::request(std::string_view method, std::string_view p
     return Error(Code::kResourceExhausted, where + ": response larger than " +
                                                std::to_string(opts_.max_response_bytes) + " bytes");
   if (ec) return Error(Code::kUnavailable, where + ": reading the answer: " + ec.message());
-  auto res = p.release();
-  HttpResponse out;
-  out.status = res.result_int();
-  out.content_type = std::string(res[http::field::content_type]);
-  out.body = std::move(res.body());
-  return out;
+  return toResponse(p.release());
 }
 
 namespace {

@@ -537,35 +537,46 @@ asio::awaitable<Status> Runtime::pause(Sandbox& sb) {
   co_return okStatus();
 }
 
-asio::awaitable<Result<std::shared_ptr<Sandbox>>> Runtime::resume(const std::string& id) {
-  std::string ctx = "resume sandbox " + id;
-  if (!validId(id)) co_return Error(Code::kInvalidArgument, ctx + ": bad id");
+Result<std::shared_ptr<Sandbox>> Runtime::readRecord(const std::string& id,
+                                                     json::object& raw) const {
   std::string dir = opts_.root + "/sandboxes/" + id;
   auto text = readFile(dir + "/sandbox.json");
-  if (!text.ok()) co_return std::move(text).error().withContext(ctx);
+  if (!text.ok()) return Error(Code::kNotFound, "no sandbox record: " + text.error().message());
   boost::system::error_code jec;
   json::value v = json::parse(*text, jec);
-  if (jec || !v.is_object()) co_return Error(Code::kInternal, ctx + ": sandbox.json is corrupt");
-  auto& o = v.as_object();
+  if (jec || !v.is_object()) return Error(Code::kInternal, "sandbox.json is corrupt");
+  raw = std::move(v.as_object());
   auto sb = std::make_shared<Sandbox>();
   sb->id_ = id;
   sb->dir_ = dir;
   try {
-    sb->vm_dir_ = std::string(o.at("vm_dir").as_string());
-    sb->template_id_ = std::string(o.at("template").as_string());
-    sb->hostname_ = std::string(o.at("hostname").as_string());
-    for (auto& e : o.at("env").as_array()) sb->env_.emplace_back(e.as_string());
-    if (auto* n = o.if_contains("network")) {
+    sb->vm_dir_ = std::string(raw.at("vm_dir").as_string());
+    sb->template_id_ = std::string(raw.at("template").as_string());
+    sb->hostname_ = std::string(raw.at("hostname").as_string());
+    for (auto& e : raw.at("env").as_array()) sb->env_.emplace_back(e.as_string());
+    if (auto* n = raw.if_contains("network")) {
       sb->net_.route = n->at("route").as_bool();
       sb->net_.ca_pem = std::string(n->at("ca_pem").as_string());
     }
-    sb->vcpus_ = static_cast<unsigned>(o.at("vcpus").to_number<uint64_t>());
-    sb->memory_mib_ = o.at("memory_mib").to_number<uint64_t>();
-    if (o.at("state").as_string() != "paused")
-      co_return Error(Code::kFailedPrecondition, ctx + ": sandbox is not paused");
+    sb->vcpus_ = static_cast<unsigned>(raw.at("vcpus").to_number<uint64_t>());
+    sb->memory_mib_ = raw.at("memory_mib").to_number<uint64_t>();
+    (void)raw.at("state").as_string();
   } catch (const std::exception& e) {
-    co_return Error(Code::kInternal, ctx + ": sandbox.json: " + e.what());
+    return Error(Code::kInternal, std::string("sandbox.json: ") + e.what());
   }
+  return sb;
+}
+
+asio::awaitable<Result<std::shared_ptr<Sandbox>>> Runtime::resume(const std::string& id) {
+  std::string ctx = "resume sandbox " + id;
+  if (!validId(id)) co_return Error(Code::kInvalidArgument, ctx + ": bad id");
+  json::object o;
+  auto rec = readRecord(id, o);
+  if (!rec.ok()) co_return std::move(rec).error().withContext(ctx);
+  std::shared_ptr<Sandbox> sb = std::move(*rec);
+  std::string dir = sb->dir_;
+  if (o.at("state").as_string() != "paused")
+    co_return Error(Code::kFailedPrecondition, ctx + ": sandbox is not paused");
   auto at = sb->template_id_.find('@');
   auto t = store_.open(sb->template_id_.substr(0, at), sb->template_id_.substr(at + 1));
   if (!t.ok()) co_return std::move(t).error().withContext(ctx);
@@ -802,33 +813,20 @@ void Runtime::release(Sandbox& sb) {
 asio::awaitable<Result<std::shared_ptr<Sandbox>>> Runtime::adopt(const std::string& id) {
   std::string ctx = "adopt sandbox " + id;
   if (!validId(id)) co_return Error(Code::kInvalidArgument, ctx + ": bad id");
-  std::string dir = opts_.root + "/sandboxes/" + id;
-  auto text = readFile(dir + "/sandbox.json");
-  if (!text.ok())
-    co_return Error(
-        Code::kNotFound,
-        ctx + ": no sandbox record (the VM never finished starting): " + text.error().message());
-  boost::system::error_code jec;
-  json::value v = json::parse(*text, jec);
-  if (jec || !v.is_object()) co_return Error(Code::kInternal, ctx + ": sandbox.json is corrupt");
-  auto& o = v.as_object();
-  auto sb = std::make_shared<Sandbox>();
-  sb->id_ = id;
-  sb->dir_ = dir;
+  json::object o;
+  auto rec = readRecord(id, o);
+  if (!rec.ok()) {
+    if (rec.error().code() == Code::kNotFound)
+      co_return Error(Code::kNotFound,
+                      ctx + ": the VM never finished starting: " + rec.error().message());
+    co_return std::move(rec).error().withContext(ctx);
+  }
+  std::shared_ptr<Sandbox> sb = std::move(*rec);
+  std::string dir = sb->dir_;
   pid_t pid = 0;
   uint64_t ticks = 0;
   bool paused = false, has_slot = false;
   try {
-    sb->vm_dir_ = std::string(o.at("vm_dir").as_string());
-    sb->template_id_ = std::string(o.at("template").as_string());
-    sb->hostname_ = std::string(o.at("hostname").as_string());
-    for (auto& e : o.at("env").as_array()) sb->env_.emplace_back(e.as_string());
-    sb->vcpus_ = static_cast<unsigned>(o.at("vcpus").to_number<uint64_t>());
-    sb->memory_mib_ = o.at("memory_mib").to_number<uint64_t>();
-    if (auto* n = o.if_contains("network")) {
-      sb->net_.route = n->at("route").as_bool();
-      sb->net_.ca_pem = std::string(n->at("ca_pem").as_string());
-    }
     has_slot = o.contains("network_slot");
     paused = o.at("state").as_string() == "paused";
     if (auto* p = o.if_contains("vm_pid")) pid = static_cast<pid_t>(p->to_number<int64_t>());

@@ -9,6 +9,7 @@
 //                              console.log, run/ (QEMU sockets)
 //   <root>/sandboxes/<id>/     sandbox.json, pause.state (while paused)
 #include <boost/asio/io_context.hpp>
+#include <boost/json/object.hpp>
 #include <deque>
 #include <map>
 #include <memory>
@@ -206,6 +207,10 @@ class Runtime {
                                                 const GuestNetwork& want,
                                                 const std::optional<GuestNetwork>& was);
   Status writeRecord(const Sandbox& sb);
+  // sandbox.json of `id`: the sandbox with what every record has, and the
+  // whole record in `raw`. kNotFound without a record, kInternal if corrupt.
+  Result<std::shared_ptr<Sandbox>> readRecord(const std::string& id,
+                                              boost::json::object& raw) const;
   void refillLater(const std::string& template_name);
 
   asio::io_context& io_;

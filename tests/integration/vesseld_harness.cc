@@ -228,21 +228,6 @@ std::string Vesseld::sh(const std::string& id, const std::string& cmd,
   return x.out + x.err;
 }
 
-std::vector<int> Vesseld::qemuPids() const {
-  std::vector<int> pids;
-  DIR* d = ::opendir("/proc");
-  if (!d) return pids;
-  while (dirent* e = ::readdir(d)) {
-    int pid = ::atoi(e->d_name);
-    if (pid <= 0) continue;
-    auto cmd = readFile(std::string("/proc/") + e->d_name + "/cmdline", 1 << 20);
-    if (!cmd.ok()) continue;
-    if (cmd->find("qemu-system") != std::string::npos &&
-        cmd->find(stateDir() + "/") != std::string::npos)
-      pids.push_back(pid);
-  }
-  ::closedir(d);
-  return pids;
-}
+std::vector<int> Vesseld::qemuPids() const { return qemuProcessesUsing(stateDir() + "/"); }
 
 }  // namespace vessel::testing
