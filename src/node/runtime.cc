@@ -350,6 +350,16 @@ Status Runtime::writeRecord(const Sandbox& sb) {
 asio::awaitable<Result<std::shared_ptr<Sandbox>>> Runtime::create(std::string template_name,
                                                                   CreateOptions opts) {
   auto t0 = Clock::now();
+  // Creates in flight hold back pool refills (see refillLater); the last
+  // one to finish lets them go.
+  ++creating_;
+  ScopeExit done_creating([this] {
+    if (--creating_ == 0) {
+      auto wanted = std::move(refill_wanted_);
+      refill_wanted_.clear();
+      for (const auto& name : wanted) refillLater(name);
+    }
+  });
   auto t = store_.open(template_name);
   if (!t.ok()) co_return std::move(t).error();
   auto sb = std::make_shared<Sandbox>();
@@ -461,6 +471,13 @@ size_t Runtime::poolSize(const std::string& template_name) const {
 
 void Runtime::refillLater(const std::string& template_name) {
   if (draining_ || poolSize(template_name) == 0 || filling_[template_name]) return;
+  // Not while creates run: on a loaded node a new VM's restore would take
+  // CPU from the restores callers are waiting for (a burst then finishes
+  // later than it would without a pool).
+  if (creating_ > 0) {
+    refill_wanted_.insert(template_name);
+    return;
+  }
   filling_[template_name] = true;
   asio::co_spawn(
       io_,
@@ -477,6 +494,10 @@ asio::awaitable<Status> Runtime::fillPool(const std::string& template_name) {
   auto t = store_.open(template_name);
   if (!t.ok()) co_return std::move(t).error();
   while (!draining_ && pools_[(*t)->id()].size() < poolSize(template_name)) {
+    if (creating_ > 0) {
+      refill_wanted_.insert(template_name);  // goes on when the creates are done
+      break;
+    }
     auto r = co_await prepareRestore(*t, (*t)->path(templates::kStateFile),
                                      (*t)->path(templates::kRootfsFile), "raw", true);
     if (!r.ok()) co_return std::move(r).error();

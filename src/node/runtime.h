@@ -221,6 +221,8 @@ class Runtime {
   std::map<std::string, bool> filling_;
   std::map<std::string, size_t> pool_sizes_;  // template name -> its own pool size
   bool draining_ = false;
+  int creating_ = 0;                     // creates in flight
+  std::set<std::string> refill_wanted_;  // pools to refill once none are
 };
 
 // A short random id with a prefix, e.g. "sb-3f9a0c1d2e4b".
