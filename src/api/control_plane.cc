@@ -152,6 +152,7 @@ asio::awaitable<int> ControlPlane::recover() {
       setOperation(op, OpState::kFailed, &e);
     }
   int discarded = co_await runtime_.discardOrphans(keep);
+  collectTemplates();  // after every surviving sandbox holds its version again
   if (!sandboxes->empty() || discarded > 0)
     log().info("recovery: {} sandbox(es) taken over, {} lost, {} leftover director(ies) removed",
                adopted, failed, discarded);
@@ -669,6 +670,12 @@ asio::awaitable<void> ControlPlane::runAction(store::OperationRecord op, ops::Tr
   }
   setSandbox(op, t.done, "");
   setOperation(op, OpState::kDone, nullptr);
+  if (t.action == Action::kDelete) collectTemplates();  // it may have held an old version
+}
+
+void ControlPlane::collectTemplates() {
+  if (int n = templates_.collectGarbage(); n > 0)
+    log().info("removed {} template version(s) no sandbox uses (a newer one exists)", n);
 }
 
 asio::awaitable<Status> ControlPlane::doAction(const std::string& tenant, const std::string& id,

@@ -128,6 +128,9 @@ class ControlPlane : public LiveSandboxes {
   Response forkToTemplate(const Request& req, const store::SandboxRecord& sb,
                           const std::string& name, ops::Transition t);
   asio::awaitable<void> runForkToTemplate(store::OperationRecord op, std::string name);
+  // Deletes template versions that are neither the newest of their name nor
+  // held by a sandbox or a pooled VM; after deletes, builds and forks.
+  void collectTemplates();
   // Refuses a name a new template of `tenant` cannot have (reserved, built in).
   Status checkNewTemplateName(const std::string& name);
   Response buildTemplate(const Request& req, const std::string& tenant);

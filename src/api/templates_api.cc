@@ -84,6 +84,7 @@ asio::awaitable<void> ControlPlane::runForkToTemplate(store::OperationRecord op,
   publish({0, op.tenant_id, op.id, op.sandbox_id, "template.built",
            json::serialize(templateJson((*r)->manifest, name, false))});
   setOperation(op, OpState::kDone, nullptr);
+  collectTemplates();
 }
 
 void ControlPlane::enableTemplateBuilds(TemplateBuildEnv env) {
@@ -177,6 +178,7 @@ Response ControlPlane::buildTemplate(const Request& req, const std::string& tena
       publish({0, o.tenant_id, o.id, "", "template.built",
                json::serialize(templateJson(*r, name, false))});
       setOperation(o, OpState::kDone, nullptr);
+      collectTemplates();
     });
   };
   if (auto s = builder_->submit(std::move(job)); !s.ok()) {

@@ -416,6 +416,7 @@ asio::awaitable<Result<std::shared_ptr<Sandbox>>> Runtime::create(std::string te
       if (!pool.empty()) {
         p = std::move(pool.front());
         pool.pop_front();
+        store_.release((*t)->id());  // the pool's hold; the sandbox takes its own
         pc.mark("from_pool");
       } else {
         auto r = co_await prepareRestore(*t, (*t)->path(templates::kStateFile),
@@ -512,6 +513,9 @@ asio::awaitable<Status> Runtime::fillPool(const std::string& template_name) {
       co_await discard(std::move(*r));
       break;
     }
+    // A pooled VM holds its template version: a newer build must not let
+    // the garbage collector take the files under it.
+    store_.acquire((*t)->id());
     pools_[(*t)->id()].push_back(std::move(*r));
   }
   co_return okStatus();
@@ -533,6 +537,7 @@ asio::awaitable<void> Runtime::drainPools() {
     while (!pool.empty()) {
       Prepared p = std::move(pool.front());
       pool.pop_front();
+      store_.release(id);
       co_await discard(std::move(p));
     }
   }

@@ -6,6 +6,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -430,7 +431,29 @@ TEST_F(CliTest, ForkIntoATemplateAndCreateFromIt) {
   EXPECT_EQ(r.out, "forked-state\n");
   CliRun h = vessel({"exec", id2, "--", "hostname"});
   EXPECT_EQ(h.out, id2 + "\n") << "a create from it has an identity of its own";
-  EXPECT_EQ(vessel({"sandbox", "delete", id, id2}).code, 0);
+
+  // A second fork makes a newer version; the first stays while id2 uses it
+  // and is collected once id2 is gone.
+  auto versions = [] {
+    std::vector<std::string> v;
+    std::error_code ec;
+    for (auto& n : std::filesystem::directory_iterator(d->cacheDir() + "/templates", ec)) {
+      std::string name = n.path().filename().string();
+      if (name.size() > 5 && name.substr(name.size() - 5) == "-snap")
+        for (auto& ver : std::filesystem::directory_iterator(n.path(), ec))
+          v.push_back(ver.path().filename().string());
+    }
+    return v;
+  };
+  ASSERT_EQ(versions().size(), 1u);
+  std::string v1 = versions()[0];
+  CliRun f2 = vessel({"sandbox", "fork", id, "--template", "snap"});
+  ASSERT_EQ(f2.code, 0) << f2.err << d->log();
+  EXPECT_NE(f2.last(), "snap@" + v1);
+  EXPECT_EQ(versions().size(), 2u) << "v1 is in use by " << id2;
+  EXPECT_EQ(vessel({"sandbox", "delete", id2}).code, 0);
+  EXPECT_THAT(versions(), ::testing::ElementsAre(f2.last().substr(5))) << "v1 collected";
+  EXPECT_EQ(vessel({"sandbox", "delete", id}).code, 0);
 }
 
 // Boots: one, cold (no snapshot).
