@@ -3,7 +3,8 @@
 # State dir: $VESSEL_STATE_DIR or /var/lib/vessel; more flags: $VESSEL_ARGS.
 # Egress (docs/gateway.md) reads its settings from the environment too, so
 # they pass straight through: VESSEL_EGRESS_UPSTREAM_NETNS, VESSEL_EGRESS_RESOLVER,
-# VESSEL_EGRESS_CA_BUNDLE, VESSEL_EGRESS_GATEWAY_NETNS; a file with VESSEL_CONFIG.
+# VESSEL_EGRESS_CA_BUNDLE, VESSEL_EGRESS_GATEWAY_NETNS; so does the warm pool,
+# VESSEL_WARM_POOL (default minimal=2; "none" for no pool); a file with VESSEL_CONFIG.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 preset=${PRESET:-release}
