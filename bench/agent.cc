@@ -24,10 +24,6 @@ namespace asio = boost::asio;
 
 namespace {
 
-double msSince(Clock::time_point t0) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-}
-
 struct Results {
   bench::Stats exec, ping;
   double stdout_mibs = 0, upload_mibs = 0, download_mibs = 0;

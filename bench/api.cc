@@ -24,10 +24,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using testing::str;
 
-double msSince(Clock::time_point t) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
-}
-
 struct Round {
   int concurrency = 0;
   std::vector<double> ready_ms, exec_ms, list_ms, get_ms;

@@ -3,6 +3,7 @@
 // bench/results/ (VESSEL_BENCH_RESULTS), and the guest artifacts' paths.
 #include <algorithm>
 #include <boost/json.hpp>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -10,6 +11,11 @@
 #include <vector>
 
 namespace vessel::bench {
+
+// Milliseconds since `t` on the steady clock.
+inline double msSince(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count();
+}
 
 struct Stats {
   size_t n = 0;

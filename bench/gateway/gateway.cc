@@ -23,10 +23,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using egress_test::EgressWorld;
 
-double msSince(Clock::time_point t) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
-}
-
 bool connectTo(int fd, const char* ip, uint16_t port) {
   sockaddr_in a{};
   a.sin_family = AF_INET;

@@ -431,10 +431,13 @@ Response ControlPlane::listSandboxes(const Request& req, const std::string& tena
   return jsonResponse(req, http::status::ok, json::serialize(o));
 }
 
-Response ControlPlane::requestAction(const Request& req, const std::string& tenant,
-                                     const std::string& id, Action action) {
+std::variant<Response, ControlPlane::Legal> ControlPlane::checkAction(const Request& req,
+                                                                      const std::string& tenant,
+                                                                      const std::string& id,
+                                                                      Action action) {
   auto sb = store_.getSandbox(tenant, id);
   if (!sb.ok()) return errorResponse(req, sb.error());
+  // Another tenant's sandbox is as absent as one that never existed.
   if (!sb->has_value() || (*sb)->state == "deleted")
     return errorResponse(req, Error(Code::kNotFound, "sandbox " + id + " does not exist"));
   auto state = ops::parseState((*sb)->state);
@@ -445,16 +448,24 @@ Response ControlPlane::requestAction(const Request& req, const std::string& tena
     return errorResponse(req, Error(t.error().code(), "sandbox " + id + ": " + t.error().context()),
                          details);
   }
+  return Legal{std::move(**sb), *t};
+}
+
+Response ControlPlane::requestAction(const Request& req, const std::string& tenant,
+                                     const std::string& id, Action action) {
+  auto checked = checkAction(req, tenant, id, action);
+  if (auto* r = std::get_if<Response>(&checked)) return std::move(*r);
+  auto& [sandbox, t] = std::get<Legal>(checked);
   if (action == Action::kResume)
-    if (auto q = overQuota(tenant, (*sb)->memory_mib, 0)) return errorResponse(req, *q);
+    if (auto q = overQuota(tenant, sandbox.memory_mib, 0)) return errorResponse(req, *q);
   auto op = newOperation(tenant, id, std::string(ops::actionName(action)));
   if (!op.ok()) return errorResponse(req, op.error());
   noteActivity(id);
-  setSandbox(*op, t->during, "");
+  setSandbox(*op, t.during, "");
   auto now = store_.getSandbox(tenant, id);
-  if (now.ok() && now->has_value()) **sb = **now;
-  asio::co_spawn(io_, runAction(*op, *t), asio::detached);
-  return accepted(req, **sb, *op);
+  if (now.ok() && now->has_value()) sandbox = **now;
+  asio::co_spawn(io_, runAction(*op, t), asio::detached);
+  return accepted(req, sandbox, *op);
 }
 
 std::optional<Error> ControlPlane::overQuota(const std::string& tenant, uint64_t memory_mib,

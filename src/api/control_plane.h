@@ -8,6 +8,7 @@
 #include <map>
 #include <memory>
 #include <set>
+#include <variant>
 
 #include "api/http_server.h"
 #include "api/live_sandboxes.h"
@@ -91,6 +92,14 @@ class ControlPlane : public LiveSandboxes {
   Response requestAction(const Request& req, const std::string& tenant, const std::string& id,
                          ops::Action action);
   Response extendSandbox(const Request& req, const std::string& tenant, const std::string& id);
+  // The tenant's sandbox `id` and the transition `action` takes it through,
+  // or the answer refusing it (404, 409 with the current state).
+  struct Legal {
+    store::SandboxRecord sandbox;
+    ops::Transition transition;
+  };
+  std::variant<Response, Legal> checkAction(const Request& req, const std::string& tenant,
+                                            const std::string& id, ops::Action action);
   // 429 when `tenant` cannot have `count_new` more sandboxes using
   // `memory_mib` between them (count_new 0: only memory comes back, a resume).
   std::optional<Error> overQuota(const std::string& tenant, uint64_t memory_mib, int count_new);

@@ -22,38 +22,29 @@ Response ControlPlane::forkSandbox(const Request& req, const std::string& tenant
                                    const std::string& id) {
   auto in = parseForkRequest(req.body());
   if (!in.ok()) return errorResponse(req, in.error());
-  auto sb = store_.getSandbox(tenant, id);
-  if (!sb.ok()) return errorResponse(req, sb.error());
-  if (!sb->has_value() || (*sb)->state == "deleted")
-    return errorResponse(req, Error(Code::kNotFound, "sandbox " + id + " does not exist"));
-  auto state = ops::parseState((*sb)->state);
-  if (!state) return errorResponse(req, Error(Code::kInternal, "sandbox " + id + ": bad state"));
-  auto t = ops::transition(*state, Action::kFork);
-  if (!t.ok()) {
-    json::object details{{"state", (*sb)->state}};
-    return errorResponse(req, Error(t.error().code(), "sandbox " + id + ": " + t.error().context()),
-                         details);
-  }
+  auto checked = checkAction(req, tenant, id, Action::kFork);
+  if (auto* r = std::get_if<Response>(&checked)) return std::move(*r);
+  auto& [parent, t] = std::get<Legal>(checked);
   if (!live_.count(id))
     return errorResponse(req,
                          Error(Code::kUnavailable, "sandbox " + id + " has no VM on this node"));
-  if (!in->template_name.empty()) return forkToTemplate(req, **sb, in->template_name, *t);
+  if (!in->template_name.empty()) return forkToTemplate(req, parent, in->template_name, t);
 
-  if (auto q = overQuota(tenant, static_cast<uint64_t>(in->count) * (*sb)->memory_mib, in->count))
+  if (auto q = overQuota(tenant, static_cast<uint64_t>(in->count) * parent.memory_mib, in->count))
     return errorResponse(req, *q);
   // The copies are recorded first: if vesseld dies mid-fork they are
   // failed records, never VMs nobody knows about.
   json::array children;
   std::vector<std::string> ids;
   for (int i = 0; i < in->count; ++i) {
-    store::SandboxRecord c = **sb;
+    store::SandboxRecord c = parent;
     c.id = node::newId("sb");
     c.state = std::string(ops::stateName(SandboxState::kCreating));
     c.error.clear();
     // A copy gets the parent's idle timeout and a lifetime as long as the
     // parent's, counted from now.
     int64_t now = store::nowMs();
-    if ((*sb)->expires_ms > 0) c.expires_ms = now + ((*sb)->expires_ms - (*sb)->created_ms);
+    if (parent.expires_ms > 0) c.expires_ms = now + (parent.expires_ms - parent.created_ms);
     c.created_ms = c.updated_ms = c.last_active_ms = now;
     Status s = store_.insertSandbox(c);
     if (s.ok() && network_) s = network_->inherit(id, c.id);
@@ -71,10 +62,10 @@ Response ControlPlane::forkSandbox(const Request& req, const std::string& tenant
     for (const auto& c : ids) (void)store_.setSandboxState(c, "failed", op.error().message());
     return errorResponse(req, op.error());
   }
-  setSandbox(*op, t->during, "");
-  if (auto now = store_.getSandbox(tenant, id); now.ok() && now->has_value()) **sb = **now;
+  setSandbox(*op, t.during, "");
+  if (auto now = store_.getSandbox(tenant, id); now.ok() && now->has_value()) parent = **now;
   asio::co_spawn(io_, runFork(*op, ids), asio::detached);
-  json::object o{{"sandbox", sandboxJson(**sb)},
+  json::object o{{"sandbox", sandboxJson(parent)},
                  {"operation", operationJson(*op)},
                  {"sandboxes", std::move(children)}};
   return jsonResponse(req, http::status::accepted, json::serialize(o));
