@@ -17,6 +17,7 @@
 #include "node/testing/agent_harness.h"
 
 using namespace vessel;
+using bench::msSince;
 using node::testing::runFor;
 using Clock = std::chrono::steady_clock;
 namespace json = boost::json;
