@@ -24,16 +24,21 @@ Result<std::string> randomToken(std::string_view prefix) {
 
 Result<std::string> newApiKey() { return randomToken("vsk_"); }
 
-Result<std::string> authenticate(const Request& req, store::Store& store) {
-  Error denied(Code::kUnauthenticated, "missing or invalid API key");
+std::optional<std::string_view> bearerToken(const Request& req) {
   auto it = req.find(http::field::authorization);
-  if (it == req.end()) return denied;
+  if (it == req.end()) return std::nullopt;
   std::string_view v = it->value();
   constexpr std::string_view kBearer = "Bearer ";
   if (v.size() <= kBearer.size() || v.substr(0, kBearer.size()) != kBearer || v.size() > 512)
-    return denied;
-  std::string_view key = v.substr(kBearer.size());
-  auto tenant = store.tenantForKey(sha256Hex(key));
+    return std::nullopt;
+  return v.substr(kBearer.size());
+}
+
+Result<std::string> authenticate(const Request& req, store::Store& store) {
+  Error denied(Code::kUnauthenticated, "missing or invalid API key");
+  auto key = bearerToken(req);
+  if (!key) return denied;
+  auto tenant = store.tenantForKey(sha256Hex(*key));
   if (!tenant.ok()) return std::move(tenant).error().withContext("authenticate");
   if (!tenant->has_value()) return denied;
   return **tenant;

@@ -2,6 +2,7 @@
 // API keys: `Authorization: Bearer <key>`. A key is 32 random bytes shown to
 // its owner once; the store keeps only its SHA-256, so a leaked database
 // does not leak keys.
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -14,6 +15,10 @@ namespace vessel::api {
 Result<std::string> randomToken(std::string_view prefix);
 // A fresh key, "vsk_" + 64 hex digits.
 Result<std::string> newApiKey();
+// The credential of `Authorization: Bearer <token>` (at most 512 bytes in
+// all), or nullopt when the header is missing or malformed. Both planes
+// authenticate from it.
+std::optional<std::string_view> bearerToken(const Request& req);
 // The tenant a request's bearer key belongs to, or kUnauthenticated: a
 // missing, malformed or unknown key is always the same error.
 Result<std::string> authenticate(const Request& req, store::Store& store);

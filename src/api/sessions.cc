@@ -80,13 +80,9 @@ Response Sessions::create(const Request& req, const std::string& tenant,
 
 Result<Sessions::Bound> Sessions::authenticate(const Request& req, std::string* state) {
   Error denied(Code::kUnauthenticated, "missing or invalid session token");
-  auto it = req.find(http::field::authorization);
-  if (it == req.end()) return denied;
-  std::string_view v = it->value();
-  constexpr std::string_view kBearer = "Bearer ";
-  if (v.size() <= kBearer.size() || v.substr(0, kBearer.size()) != kBearer || v.size() > 512)
-    return denied;
-  auto s = store_.sessionForToken(sha256Hex(v.substr(kBearer.size())));
+  auto token = bearerToken(req);
+  if (!token) return denied;
+  auto s = store_.sessionForToken(sha256Hex(*token));
   if (!s.ok()) return std::move(s).error().withContext("authenticate session");
   if (!s->has_value()) return denied;
   const store::SessionRecord& rec = **s;
