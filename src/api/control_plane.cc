@@ -100,20 +100,17 @@ asio::awaitable<void> ControlPlane::shutdown(bool stop_vms) {
   live_.clear();
   for (auto& [id, sb] : live) {
     if (sb->state() != node::Sandbox::State::kRunning) continue;
-    // A VM with a network slot cannot be re-adopted yet (its netns, tap
-    // and nft state die with this process), so it is stopped either way.
-    bool has_slot = sb->slot() != nullptr;
-    if (!stop_vms && !has_slot) {
+    if (!stop_vms) {
       // Let go of the channels only; QEMU runs on (own session, no death
-      // signal) and the next vesseld adopts it.
+      // signal) with its network slot, and the next vesseld adopts both.
+      // Its gateway registration goes with the gateway; the next vesseld
+      // registers it again.
       runtime_.release(*sb);
       continue;
     }
     if (network_) network_->detach(id);
     (void)co_await runtime_.destroy(*sb);
-    std::string why = stop_vms ? "vesseld stopped; the VM was stopped"
-                               : "vesseld stopped; the VM was stopped because its network state "
-                                 "cannot be re-adopted yet";
+    std::string why = "vesseld stopped; the VM was stopped";
     if (auto s = store_.setSandboxState(id, "failed", why); !s.ok())
       log().error("sandbox {}: {}", id, s.error().message());
   }
@@ -164,6 +161,16 @@ asio::awaitable<void> ControlPlane::recoverSandbox(store::SandboxRecord rec,
                                                    std::set<std::string>& keep) {
   auto slog = log().forSandbox(rec.id);
   auto sb = co_await runtime_.adopt(rec.id);
+  if (sb.ok() && (*sb)->state() == node::Sandbox::State::kRunning && network_) {
+    // The restarted gateway knows nothing of it: its policy goes back
+    // before anything else can happen. Without it the guest would have no
+    // network it was promised, so the VM goes instead.
+    if (auto a = network_->attach(rec.tenant_id, **sb); !a.ok()) {
+      (void)co_await runtime_.destroy(**sb);
+      sb = Error(a.error().code(), "its network policy could not be registered again: " +
+                                       a.error().message());
+    }
+  }
   std::optional<SandboxState> actual;
   if (sb.ok()) {
     bool running = (*sb)->state() == node::Sandbox::State::kRunning;

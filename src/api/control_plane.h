@@ -57,10 +57,10 @@ class ControlPlane : public LiveSandboxes {
   // its idle clock starts again. For the data plane too.
   void noteActivity(const std::string& sandbox_id);
   // Before serving, after a restart (clean or kill -9): takes over every
-  // sandbox the store says is alive. Running VMs are re-adopted, paused
-  // ones stay paused, the rest are marked failed with the reason (so is a
-  // running VM with a network slot: its netns, tap and nft state cannot be
-  // re-adopted yet, so its VM is stopped); every
+  // sandbox the store says is alive. Running VMs are re-adopted with their
+  // network slots and their policies registered with the gateway again,
+  // paused ones stay paused, the rest are marked failed with the reason
+  // (a VM whose slot or policy cannot be taken over is stopped); every
   // unfinished operation is resumed (pause, resume and delete run again
   // on the adopted sandbox) or ended (done if what it asked for happened,
   // else failed). Nothing stays pending. Leftover files and QEMU processes
@@ -70,9 +70,7 @@ class ControlPlane : public LiveSandboxes {
   // A clean stop. By default running VMs are left running for the next
   // vesseld to re-adopt (an upgrade or restart must not kill users' work);
   // with `stop_vms` they are stopped and recorded as failed, as an
-  // operator retiring the node expects. VMs with a network slot are
-  // stopped and failed either way (their network cannot be re-adopted
-  // yet). Paused sandboxes stay resumable.
+  // operator retiring the node expects. Paused sandboxes stay resumable.
   asio::awaitable<void> shutdown(bool stop_vms = false);
   // The running sandbox `id` of `tenant` on this node, or null.
   std::shared_ptr<node::Sandbox> liveSandbox(const std::string& tenant, const std::string& id);

@@ -178,6 +178,7 @@ Status runDaemon(Config cfg) {
   // Egress: the gateway and its slots. Names derive from the state dir so
   // two vesselds on one host never share a namespace.
   std::unique_ptr<node::network::Egress> egress;
+  const std::string slot_prefix = "v" + sha256Hex(cfg.state_dir).substr(0, 4);
   if (cfg.egress) {
     node::network::EgressOptions eo;
     eo.gateway_binary = gatewayBinary(cfg);
@@ -187,8 +188,7 @@ Status runDaemon(Config cfg) {
     eo.resolver = cfg.egress_resolver;
     eo.ca_bundle = cfg.egress_ca_bundle;
     eo.log_level = cfg.log_level;
-    std::string h = sha256Hex(cfg.state_dir);
-    eo.layout.prefix = "v" + h.substr(0, 4);
+    eo.layout.prefix = slot_prefix;
     auto e = node::network::Egress::start(io, eo);
     if (!e.ok()) return std::move(e).error().withContext("egress");
     egress = std::move(*e);
@@ -235,6 +235,12 @@ Status runDaemon(Config cfg) {
   // Take over what an earlier vesseld left (running VMs, paused sandboxes,
   // operations in flight) before anyone can ask about it.
   runBlocking(io, control.recover());
+  // Slots of VMs that did not survive the restart (and of pooled VMs,
+  // which never do) go now.
+  if (egress)
+    egress->slots().dropLeftovers();
+  else
+    node::network::removeLeftovers(slot_prefix);
   Policy policy;
   policy.default_idle_timeout_s = cfg.default_idle_timeout_s;
   policy.default_lifetime_s = cfg.default_lifetime_s;

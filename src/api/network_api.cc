@@ -148,10 +148,13 @@ Result<NetworkSettings> NetworkApi::stored(const std::string& sandbox_id) {
 
 Status NetworkApi::attach(const std::string& tenant, const node::Sandbox& sb) {
   if (!egress_) return okStatus();
-  if (!sb.slot())
+  VESSEL_ASSIGN_OR_RETURN(auto s, stored(sb.id()));
+  if (!sb.slot()) {
+    // A VM from a run without egress (mode none) needs nothing.
+    if (s.mode == "none") return okStatus();
     return Error(Code::kFailedPrecondition,
                  "sandbox " + sb.id() + " has no network slot; its template has no NIC");
-  VESSEL_ASSIGN_OR_RETURN(auto s, stored(sb.id()));
+  }
   VESSEL_ASSIGN_OR_RETURN(auto policy, policyFor(tenant, s, false));
   VESSEL_TRY(egress_->setSandbox(sb.id(), sb.slot()->sourceAddress(), std::move(policy)));
   attached_[sb.id()] = {tenant, sb.slot()->sourceAddress()};

@@ -333,7 +333,7 @@ Status Runtime::writeRecord(const Sandbox& sb) {
   o["hostname"] = sb.hostname_;
   o["env"] = std::move(env);
   o["network"] = json::object{{"route", sb.net_.route}, {"ca_pem", sb.net_.ca_pem}};
-  // Its VM has a tap in a slot: adopt() must not take it over (see there).
+  // Its VM has a tap in this slot: adopt() takes the slot over with it.
   if (sb.slot_) o["network_slot"] = sb.slot_->index();
   o["vcpus"] = sb.vcpus_;
   o["memory_mib"] = sb.memory_mib_;
@@ -833,6 +833,8 @@ void Runtime::release(Sandbox& sb) {
   sb.agent_.reset();
   if (sb.vm_) sb.vm_->release();
   sb.vm_.reset();
+  if (sb.slot_ && opts_.slots) opts_.slots->handOver(std::move(sb.slot_));
+  sb.slot_.reset();
   store_.release(sb.template_id_);
 }
 
@@ -851,9 +853,10 @@ asio::awaitable<Result<std::shared_ptr<Sandbox>>> Runtime::adopt(const std::stri
   std::string dir = sb->dir_;
   pid_t pid = 0;
   uint64_t ticks = 0;
-  bool paused = false, has_slot = false;
+  bool paused = false;
+  std::optional<uint32_t> slot_index;
   try {
-    has_slot = o.contains("network_slot");
+    if (auto* n = o.if_contains("network_slot")) slot_index = n->to_number<uint32_t>();
     paused = o.at("state").as_string() == "paused";
     if (auto* p = o.if_contains("vm_pid")) pid = static_cast<pid_t>(p->to_number<int64_t>());
     if (auto* t = o.if_contains("vm_start_ticks")) ticks = t->to_number<uint64_t>();
@@ -871,17 +874,21 @@ asio::awaitable<Result<std::shared_ptr<Sandbox>>> Runtime::adopt(const std::stri
   if (pid <= 0) co_return Error(Code::kNotFound, ctx + ": no VM process recorded");
   hypervisor::MachineSpec s = machineSpec(sb->vm_dir_, sb->vcpus_, sb->memory_mib_, "");
   auto vm = co_await hv_.adopt(s, pid, ticks, Clock::now() + 10s);
-  if (has_slot) {
-    // The VM's tap lives in a slot namespace with nft rules and a gateway
-    // registration that this process did not create and cannot take over
-    // yet (the slot pool removes stale slots at start). Running on, the
-    // guest would have a dead or unpoliced network: stop it instead. (The
-    // pid check above makes sure the QEMU stopped is this sandbox's; if it
-    // is gone, discardOrphans() still stops whatever serves its directory.)
-    if (vm.ok()) (void)co_await (*vm)->stop();
-    co_return Error(Code::kUnavailable,
-                    ctx + ": it had a network slot and network state cannot be re-adopted yet; " +
-                        (vm.ok() ? "its VM was stopped" : "its VM is gone"));
+  if (vm.ok() && slot_index) {
+    // Its tap is in a slot the old vesseld handed over; without the slot
+    // (no egress now, or it is incomplete) the guest's network would be
+    // dead or unpoliced: stop the VM instead. A slot of a VM that is gone
+    // is removed with the other leftovers (SlotPool::dropLeftovers).
+    Result<std::unique_ptr<network::Slot>> sl =
+        opts_.slots ? opts_.slots->adopt(*slot_index)
+                    : Result<std::unique_ptr<network::Slot>>(
+                          Error(Code::kFailedPrecondition,
+                                "it has a network slot and this vesseld runs without egress"));
+    if (!sl.ok()) {
+      (void)co_await (*vm)->stop();
+      co_return Error(sl.error().code(), ctx + ": " + sl.error().message() + "; its VM was stopped");
+    }
+    sb->slot_ = std::move(*sl);
   }
   if (!vm.ok()) co_return std::move(vm).error().withContext(ctx);
   sb->vm_ = std::move(*vm);
@@ -900,6 +907,7 @@ asio::awaitable<Result<std::shared_ptr<Sandbox>>> Runtime::adopt(const std::stri
   if (!st.ok()) {
     std::string diag = sb->vm_->diagnostics();
     (void)co_await sb->vm_->stop();
+    releaseSlot(sb->slot_);
     std::string msg = st.error().message();
     if (!diag.empty()) msg += "; " + diag;
     co_return Error(st.error().code(), ctx + ": " + msg);

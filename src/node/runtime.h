@@ -129,18 +129,20 @@ class Runtime {
   asio::awaitable<Status> destroy(Sandbox& sb);
 
   // Lets go of a running sandbox without stopping it, for the next vesseld
-  // to adopt(): its QEMU keeps running; its files stay.
+  // to adopt(): its QEMU keeps running; its files and its network slot
+  // stay (SlotPool::handOver).
   void release(Sandbox& sb);
   // After a restart (even a kill -9): takes over a sandbox an earlier
   // vesseld left, from its sandbox.json. A running one gets its QEMU back
   // (the recorded pid, verified by start time and command line) with QMP,
   // console and agent reconnected (the agent resynchronised, its processes
-  // still running); a paused one needs nothing. A running one whose record
-  // has a network slot is not taken over: its netns, tap and nft state
-  // cannot be re-adopted yet, so its VM is stopped and an error says so.
-  // An error says why it cannot
-  // be taken over (the VM died, the record is missing or unreadable); the
-  // caller then discards it with discardOrphans().
+  // still running); a paused one needs nothing. A running one with a
+  // network slot gets its slot back from the pool's leftovers
+  // (SlotPool::adopt); the caller registers its policy with the gateway
+  // again. If the slot cannot be taken over, the VM is stopped: it would
+  // have a dead or unpoliced network. An error says why a sandbox cannot be
+  // taken over (the VM died, the record is missing or unreadable, its slot
+  // is incomplete); the caller then discards it with discardOrphans().
   asio::awaitable<Result<std::shared_ptr<Sandbox>>> adopt(const std::string& id);
   // Removes every sandbox directory not in `keep` and every VM directory
   // no kept sandbox uses, stopping any QEMU still serving one (left by a

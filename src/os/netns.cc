@@ -47,6 +47,18 @@ Result<Netns> Netns::create(const std::string& name) {
   return ns;
 }
 
+Result<Netns> Netns::adopt(const std::string& name) {
+  if (name.empty() || name.size() > 64 || name.find('/') != std::string::npos) {
+    return Error(Code::kInvalidArgument, "bad netns name " + name);
+  }
+  if (!exists(name)) return Error(Code::kNotFound, "netns " + name + " does not exist");
+  return Netns(name);
+}
+
+bool Netns::exists(const std::string& name) {
+  return !name.empty() && ::access(("/run/netns/" + name).c_str(), F_OK) == 0;
+}
+
 std::vector<std::string> Netns::wrap(std::vector<std::string> argv) const {
   return inNetns(name_, std::move(argv));
 }

@@ -24,6 +24,10 @@ class Netns {
 
   // Creates NAME (which must not exist) with loopback up.
   static Result<Netns> create(const std::string& name);
+  // Takes ownership of NAME, which an earlier process made and left (a
+  // vesseld restart takes its live sandboxes' namespaces over).
+  static Result<Netns> adopt(const std::string& name);
+  static bool exists(const std::string& name);
 
   const std::string& name() const { return name_; }
   std::string path() const { return "/run/netns/" + name_; }
@@ -38,6 +42,8 @@ class Netns {
 
   // Deletes the namespace (and with it every link still inside).
   void destroy();
+  // Lets go without deleting it (it outlives this process, for the next).
+  void release() { name_.clear(); }
 
  private:
   explicit Netns(std::string name) : name_(std::move(name)) {}

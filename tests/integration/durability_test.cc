@@ -9,6 +9,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/local/stream_protocol.hpp>
 #include <boost/json.hpp>
+#include <filesystem>
 #include <set>
 #include <thread>
 
@@ -17,6 +18,8 @@
 #include "base/sha256.h"
 #include "guest_env.h"
 #include "node/agent_client.h"
+#include "os/command.h"
+#include "os/netns.h"
 #include "store/store.h"
 #include "vesseld_harness.h"
 
@@ -37,14 +40,15 @@ class DurabilityTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     g_dir = new testing::ScratchDir;
-    // Without egress: VMs have no network slot, and those are the ones
-    // re-adopted (NetworkSlotVmsAreFailedNotAdopted turns egress on).
+    // Without egress: VMs have no network slot (NetworkedVmsAreTakenOver-
+    // WithTheirSlots turns egress on).
     testing::VesseldOptions o{VESSELD_PATH,
                               testing::kernelPath(),
                               testing::minimalImage(),
                               g_dir->path(),
                               {"--no-egress", "--warm-pool=none"}};
     d = new testing::Vesseld(o);
+    d->keepVmsOnStop(true);  // restarts here are about VMs that outlive vesseld
     d->setContract(testing::apiContract());  // every reply against api/openapi.yaml
     ASSERT_TRUE(d->start()) << d->log();
   }
@@ -184,12 +188,31 @@ TEST_F(DurabilityTest, ACleanRestartKeepsRunningSandboxesRunning) {
   destroy(a);
 }
 
-TEST_F(DurabilityTest, NetworkSlotVmsAreFailedNotAdopted) {
-  // With egress a VM's tap lives in a slot (netns, nft rules, a gateway
-  // registration) that a new vesseld cannot take over yet: after kill -9
-  // the sandbox is failed with that reason and its QEMU stopped; a clean
-  // stop stops it too. Paused sandboxes are unaffected (resume takes a
-  // fresh slot).
+// This daemon's network slot namespaces ("<prefix>-<i>"; not "-gw").
+std::set<std::string> slotNamespaces() {
+  std::string p = "v" + sha256Hex(d->stateDir()).substr(0, 4) + "-";
+  std::set<std::string> out;
+  std::error_code ec;
+  for (auto& e : std::filesystem::directory_iterator("/run/netns", ec)) {
+    std::string n = e.path().filename().string();
+    if (n.rfind(p, 0) == 0 && n != p + "gw") out.insert(n);
+  }
+  return out;
+}
+
+// The gateway part of /healthz.
+json::object gatewayHealth() {
+  auto h = d->call("GET", "/healthz", "", "").js();
+  if (!h.is_object() || !h.as_object().contains("gateway")) return {};
+  return h.at("gateway").as_object();
+}
+
+TEST_F(DurabilityTest, NetworkedVmsAreTakenOverWithTheirSlots) {
+  // With egress a VM's tap lives in a network slot (a namespace, nft rules,
+  // an element in the gateway's table, a policy registered with the
+  // gateway). A restart, kill -9 or clean, takes the slot over with the
+  // VM and registers the policy with the new gateway; slots of VMs that did
+  // not survive are removed. A slot found incomplete stops its VM.
   d->extraArgs() = {"--warm-pool=none"};
   // However this test ends, the next ones get the daemon they expect.
   struct Restore {
@@ -197,6 +220,7 @@ TEST_F(DurabilityTest, NetworkSlotVmsAreFailedNotAdopted) {
       if (d->running()) (void)d->stop();
       d->extraArgs() = {"--no-egress", "--warm-pool=none"};
       EXPECT_TRUE(d->start()) << d->log();
+      EXPECT_THAT(slotNamespaces(), ::testing::IsEmpty()) << "a run without egress removes them";
     }
   } restore;
   auto e = d->stop();
@@ -209,27 +233,74 @@ TEST_F(DurabilityTest, NetworkSlotVmsAreFailedNotAdopted) {
   ASSERT_EQ(d->finish(op_p), "done") << d->log();
   EXPECT_EQ(act(p, "pause"), "done") << d->log();
   auto rec = record(a);
-  ASSERT_TRUE(rec.is_object());
-  EXPECT_TRUE(rec.as_object().contains("network_slot")) << rec;
+  ASSERT_TRUE(rec.is_object() && rec.as_object().contains("network_slot")) << rec;
+  std::string slot_ns = "v" + sha256Hex(d->stateDir()).substr(0, 4) + "-" +
+                        std::to_string(rec.at("network_slot").to_number<int>());
+  // A process that must outlive both restarts, and the guest's route.
+  std::string pid = d->sh(a, "sleep 3600 >/dev/null 2>&1 & echo $!");
+  ASSERT_FALSE(pid.empty());
+  while (!pid.empty() && pid.back() == '\n') pid.pop_back();
+  std::string route = d->sh(a, "ip route show default");
+  ASSERT_THAT(route, HasSubstr("default via")) << route;
+  auto qemu = d->qemuPids();
+  ASSERT_EQ(qemu.size(), 1u);
+
+  auto takenOver = [&](const char* how) {
+    SCOPED_TRACE(how);
+    auto sa = get(a);
+    EXPECT_EQ(str(sa, "state"), "running") << sa << d->log();
+    EXPECT_EQ(d->qemuPids(), qemu) << "the same QEMU serves it";
+    EXPECT_EQ(d->sh(a, "kill -0 " + pid + " && echo alive"), "alive\n");
+    EXPECT_EQ(d->sh(a, "ip route show default"), route);
+    EXPECT_TRUE(slotNamespaces().count(slot_ns)) << "its slot is kept";
+    auto gw = gatewayHealth();
+    EXPECT_EQ(gw["sandboxes"], json::value(1)) << gw << ": its policy is registered again";
+    EXPECT_EQ(gw["slots_attached"], json::value(1)) << gw;
+    // The slot's element is back in the gateway's table (its filter lets
+    // only registered slot sources reach the gateway).
+    std::string prefix = "v" + sha256Hex(d->stateDir()).substr(0, 4);
+    auto set = os::runCommand(os::inNetns(
+        prefix + "-gw", {"nft", "list", "set", "ip", "vessel_gw_" + prefix, "slot_sources"}));
+    ASSERT_TRUE(set.ok()) << set.error().message();
+    EXPECT_THAT(set->out, HasSubstr(prefix + "h" + slot_ns.substr(prefix.size() + 1)))
+        << set->out;
+    // Nothing else is left: every slot namespace is the taken-over one or
+    // one of the pool's ready ones (the old ready ones were removed).
+    for (int i = 0; i < 100; ++i) {
+      gw = gatewayHealth();
+      if (slotNamespaces().size() ==
+          static_cast<size_t>(gw["slots_ready"].to_number<int>() + 1))
+        break;
+      std::this_thread::sleep_for(100ms);
+    }
+    EXPECT_EQ(slotNamespaces().size(), static_cast<size_t>(gw["slots_ready"].to_number<int>() + 1))
+        << gw;
+  };
   d->kill9();
   ASSERT_TRUE(d->start()) << d->log();
-  auto sa = get(a);
-  EXPECT_EQ(str(sa, "state"), "failed") << d->log();
-  EXPECT_THAT(str(sa, "error"), HasSubstr("network state cannot be re-adopted yet"));
-  EXPECT_THAT(d->qemuPids(), ::testing::IsEmpty()) << "its QEMU was stopped";
-  EXPECT_EQ(str(get(p), "state"), "paused");
-
-  // Resumed (with a new slot), then a clean stop: stopped and failed too.
-  EXPECT_EQ(act(p, "resume"), "done") << d->log();
+  takenOver("after kill -9");
   e = d->stop();
   ASSERT_TRUE(e.exited && e.code == 0) << e.describe();
-  EXPECT_THAT(d->qemuPids(), ::testing::IsEmpty());
+  EXPECT_EQ(d->qemuPids(), qemu) << "the VM outlives a clean stop";
+  EXPECT_TRUE(slotNamespaces().count(slot_ns)) << "and so does its slot";
   ASSERT_TRUE(d->start()) << d->log();
-  auto sp = get(p);
-  EXPECT_EQ(str(sp, "state"), "failed");
-  EXPECT_THAT(str(sp, "error"), HasSubstr("network state cannot be re-adopted yet"));
-  destroy(a);
+  takenOver("after a clean stop");
+  EXPECT_EQ(str(get(p), "state"), "paused");
+  EXPECT_EQ(act(p, "resume"), "done") << d->log();
+  EXPECT_THAT(d->sh(p, "ip route show default"), HasSubstr("default via"));
+
+  // A slot that is gone when vesseld comes back: the VM cannot keep a
+  // network it was promised, so it is stopped and the sandbox failed.
+  d->kill9();
+  ASSERT_TRUE(os::runCommand({"ip", "netns", "delete", slot_ns}).ok());
+  ASSERT_TRUE(d->start()) << d->log();
+  auto sa = get(a);
+  EXPECT_EQ(str(sa, "state"), "failed");
+  EXPECT_THAT(str(sa, "error"), HasSubstr("network slot")) << sa;
+  EXPECT_EQ(str(get(p), "state"), "running") << "the other one is taken over";
+  EXPECT_EQ(d->qemuPids().size(), 1u);
   destroy(p);
+  EXPECT_EQ(gatewayHealth()["slots_attached"], json::value(0));
 }
 
 TEST_F(DurabilityTest, SixteenConcurrentCreatesWhileListAndGetKeepAnswering) {

@@ -55,7 +55,7 @@ TEST_F(OpenApiTest, ValidResponsesPass) {
   EXPECT_EQ(why("POST", "/v1/sandboxes", 202, accepted), "");
   EXPECT_EQ(why("GET", "/v1/sandboxes/sb-123abc", 200, sandbox()), "");
   json::object failed = sandbox("failed");
-  failed["error"] = "network state cannot be re-adopted yet";
+  failed["error"] = "vesseld restarted and the VM could not be taken over";
   failed["metadata"] = json::object{{"owner", "ci"}};
   EXPECT_EQ(why("GET", "/v1/sandboxes/sb-123abc", 200, failed), "");
   EXPECT_EQ(why("GET", "/v1/sandboxes/sb-000000000000", 404, error()), "");

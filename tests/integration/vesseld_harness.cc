@@ -54,6 +54,9 @@ bool Vesseld::start() {
              opts_.kernel,
              "--minimal-image",
              opts_.minimal_image};
+  // A test's daemon stops its VMs at a clean stop unless the test is about
+  // VMs outliving it: a VM left behind would outlive the test.
+  if (!keep_vms_on_stop_) so.argv.push_back("--stop-vms-on-exit");
   for (auto& a : opts_.extra_args) so.argv.push_back(a);
   so.fds = {{out->get(), 1}, {out->get(), 2}};
   so.die_with_parent = true;

@@ -80,6 +80,11 @@ class Vesseld {
 
   // Flags for the next start().
   std::vector<std::string>& extraArgs() { return opts_.extra_args; }
+  // From the next start(), a clean stop leaves running VMs (and their
+  // network slots) for the next vesseld, as vesseld does by default. Off
+  // by default here: the daemon gets --stop-vms-on-exit, so no VM outlives
+  // a test.
+  void keepVmsOnStop(bool keep) { keep_vms_on_stop_ = keep; }
   const std::string& key() const { return key_; }
   uint16_t port() const { return port_; }
   uint16_t dataPort() const { return data_port_; }
@@ -99,6 +104,7 @@ class Vesseld {
   std::string key_;
   mutable std::map<std::string, std::string> sessions_;  // sandbox id -> token
   const OpenApi* contract_ = nullptr;
+  bool keep_vms_on_stop_ = false;
   void checkContract(const std::string& method, const std::string& target, const Reply& r) const;
 };
 

@@ -29,9 +29,11 @@ Result<std::unique_ptr<Egress>> Egress::start(boost::asio::io_context& io, Egres
   std::unique_ptr<Egress> e(new Egress(io));
   e->opts_ = std::move(opts);
   e->socket_ = e->opts_.state_dir + "/control.sock";
-  e->removeStale();
   if (e->opts_.gateway_netns.empty()) {
-    auto ns = os::Netns::create(e->opts_.layout.prefix + "-gw");
+    // One an earlier run left holds the gateway side of slots whose VMs
+    // this run may take over (SlotPool::adopt): keep it.
+    std::string name = e->opts_.layout.prefix + "-gw";
+    auto ns = os::Netns::exists(name) ? os::Netns::adopt(name) : os::Netns::create(name);
     if (!ns.ok()) return std::move(ns).error().withContext("gateway namespace");
     e->private_gw_ = std::move(*ns);
     e->opts_.gateway_netns = e->private_gw_.name();
@@ -71,23 +73,16 @@ void Egress::stop() {
   stopping_ = true;
   timer_.cancel();
   control_.reset();
+  // Slots handed over to the next vesseld (their VMs run on) keep their
+  // gateway side in the gateway namespace, and so the namespace.
+  bool keep = slots_ && slots_->handedOver() > 0;
   // Slots go before the gateway's namespace table they are elements of.
   slots_.reset();
   if (gateway_.running()) gateway_.terminate(2s);
-  private_gw_.destroy();
-}
-
-void Egress::removeStale() {
-  std::string p = opts_.layout.prefix + "-";
-  std::error_code ec;
-  for (auto& e : fs::directory_iterator("/run/netns", ec)) {
-    std::string n = e.path().filename().string();
-    if (n.rfind(p, 0) != 0 || n.size() == p.size()) continue;
-    bool ours = n == p + "gw" || n.find_first_not_of("0123456789", p.size()) == std::string::npos;
-    if (!ours) continue;
-    log().warn("removing network namespace {} left by an earlier run", n);
-    (void)os::runCommand({"ip", "netns", "delete", n});
-  }
+  if (keep)
+    private_gw_.release();
+  else
+    private_gw_.destroy();
 }
 
 Status Egress::spawnGateway() {

@@ -63,14 +63,14 @@ class Egress {
   // For /healthz: running, pid, restarts, last error.
   boost::json::object health() const;
   bool healthy() const { return gateway_.running() && control_.has_value(); }
-  // Stops supervising and terminates the gateway.
+  // Stops supervising and terminates the gateway. Slots handed over
+  // (SlotPool::handOver) stay, with the gateway namespace, for the next
+  // vesseld.
   void stop();
 
  private:
   explicit Egress(boost::asio::io_context& io) : io_(io), timer_(io) {}
   Status spawnGateway();
-  // Namespaces "<prefix>-*" left by a vesseld that was killed.
-  void removeStale();
   Status connectControl();
   void supervise();
   Result<boost::json::object> call(const boost::json::object& req);

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <boost/asio/post.hpp>
+#include <filesystem>
 
 #include "base/log.h"
 #include "os/command.h"
@@ -82,7 +83,12 @@ table ip vessel_slot {{
 }
 
 std::string gatewayRuleset(const NetworkLayout& l) {
-  return fmt::format(R"(table ip {table} {{
+  // Declaring and deleting first makes the load replace a table an earlier
+  // run left, in the same atomic transaction, instead of adding a second
+  // copy of every rule to it.
+  return fmt::format(R"(table ip {table}
+delete table ip {table}
+table ip {table} {{
   set slot_sources {{ type ifname . ipv4_addr; }}
   chain prerouting {{
     type nat hook prerouting priority dstnat; policy accept;
@@ -110,17 +116,32 @@ std::string gatewayRuleset(const NetworkLayout& l) {
                      fmt::arg("dns", l.dns_port), fmt::arg("proxy", l.proxy_port));
 }
 
-Result<std::unique_ptr<Slot>> Slot::create(const NetworkLayout& l, uint32_t index,
-                                           const GuestLink& link) {
+namespace {
+
+Result<SlotAddresses> slotAddresses(const NetworkLayout& l, uint32_t index,
+                                    const GuestLink& link) {
   if (index >= kMaxSlots) return Error(Code::kResourceExhausted, "slot index out of range");
-  std::unique_ptr<Slot> s(new Slot());
-  s->index_ = index;
-  s->layout_ = l;
-  SlotAddresses& a = s->addr_;
+  SlotAddresses a;
   a.guest_if = link.kind == GuestLink::Kind::kTap ? "tap0" : "guest0";
   a.gateway_side_if = l.prefix + "h" + std::to_string(index);
   VESSEL_ASSIGN_OR_RETURN(a.gateway_address, transitAddress(l.transit_base, index, 1));
   VESSEL_ASSIGN_OR_RETURN(a.slot_address, transitAddress(l.transit_base, index, 2));
+  return a;
+}
+
+std::string slotSourcesElement(const SlotAddresses& a) {
+  return "{ \"" + a.gateway_side_if + "\" . " + a.slot_address + " }";
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Slot>> Slot::create(const NetworkLayout& l, uint32_t index,
+                                           const GuestLink& link) {
+  std::unique_ptr<Slot> s(new Slot());
+  s->index_ = index;
+  s->layout_ = l;
+  VESSEL_ASSIGN_OR_RETURN(s->addr_, slotAddresses(l, index, link));
+  const SlotAddresses& a = s->addr_;
   std::string what = "network slot " + std::to_string(index);
 
   auto ns = os::Netns::create(l.prefix + "-" + std::to_string(index));
@@ -141,15 +162,22 @@ Result<std::unique_ptr<Slot>> Slot::create(const NetworkLayout& l, uint32_t inde
     if (!v.ok()) return std::move(v).error().withContext(what);
     v->release();  // both ends go with the slot namespace
   }
+  // A gateway side of this name is stale: its slot namespace is gone from
+  // /run/netns but still alive, kept by a VM that is being stopped (a tap
+  // descriptor holds its namespace). Its link goes, so this one can be made.
+  if (ip(l.gateway_netns, {"link", "show", "dev", a.gateway_side_if}).ok()) {
+    Logger("network").warn("{}: removing the stale link {}", what, a.gateway_side_if);
+    (void)ip(l.gateway_netns, {"link", "delete", a.gateway_side_if});
+  }
   auto transit = os::createVeth(l.gateway_netns, a.gateway_side_if, n, a.transit_if);
   if (!transit.ok()) return std::move(transit).error().withContext(what);
   s->gateway_side_ = std::move(*transit);
 
   VESSEL_TRY_CTX(os::nftApply(n, sandboxRuleset(l, a)), what);
   VESSEL_TRY_CTX(
-      os::runCommand(os::inNetns(
-          l.gateway_netns, {"nft", "add", "element", "ip", gatewayTableName(l), "slot_sources",
-                            "{ \"" + a.gateway_side_if + "\" . " + a.slot_address + " }"})),
+      os::runCommand(os::inNetns(l.gateway_netns, {"nft", "add", "element", "ip",
+                                                   gatewayTableName(l), "slot_sources",
+                                                   slotSourcesElement(a)})),
       what + ": register with gateway table");
   s->element_added_ = true;
 
@@ -170,12 +198,51 @@ Result<std::unique_ptr<Slot>> Slot::create(const NetworkLayout& l, uint32_t inde
   return s;
 }
 
+Result<std::unique_ptr<Slot>> Slot::adopt(const NetworkLayout& l, uint32_t index) {
+  std::unique_ptr<Slot> s(new Slot());
+  s->index_ = index;
+  s->layout_ = l;
+  VESSEL_ASSIGN_OR_RETURN(s->addr_, slotAddresses(l, index, GuestLink{}));
+  const SlotAddresses& a = s->addr_;
+  std::string what = "take over network slot " + std::to_string(index);
+  auto ns = os::Netns::adopt(l.prefix + "-" + std::to_string(index));
+  if (!ns.ok()) return std::move(ns).error().withContext(what);
+  s->netns_ = std::move(*ns);
+  // From here the slot owns what exists: a failure below removes it.
+  s->gateway_side_ = os::Link(l.gateway_netns, a.gateway_side_if);
+  const std::string& n = s->netns_.name();
+  // All of it must be there: a slot missing its rules would be a VM with
+  // an unpoliced link, one missing a link a VM without network.
+  VESSEL_TRY_CTX(ip(n, {"link", "show", "dev", a.guest_if}), what + ": its tap");
+  VESSEL_TRY_CTX(ip(n, {"link", "show", "dev", a.transit_if}), what + ": its transit link");
+  VESSEL_TRY_CTX(ip(l.gateway_netns, {"link", "show", "dev", a.gateway_side_if}),
+                 what + ": its gateway side");
+  VESSEL_TRY_CTX(s->netns_.run({"nft", "list", "table", "netdev", "vessel_guest"}),
+                 what + ": its guest filter");
+  VESSEL_TRY_CTX(s->netns_.run({"nft", "list", "table", "ip", "vessel_slot"}),
+                 what + ": its slot rules");
+  VESSEL_TRY_CTX(
+      os::runCommand(os::inNetns(l.gateway_netns, {"nft", "add", "element", "ip",
+                                                   gatewayTableName(l), "slot_sources",
+                                                   slotSourcesElement(a)})),
+      what + ": register with gateway table");
+  s->element_added_ = true;
+  return s;
+}
+
+void Slot::handOver() {
+  element_added_ = false;
+  gateway_side_.release();
+  netns_.release();
+  tap_.reset();  // the VM holds its own descriptor: the tap lives on with it
+}
+
 Slot::~Slot() {
   if (element_added_) {
     auto r = os::runCommand(
-        os::inNetns(layout_.gateway_netns,
-                    {"nft", "delete", "element", "ip", gatewayTableName(layout_), "slot_sources",
-                     "{ \"" + addr_.gateway_side_if + "\" . " + addr_.slot_address + " }"}));
+        os::inNetns(layout_.gateway_netns, {"nft", "delete", "element", "ip",
+                                            gatewayTableName(layout_), "slot_sources",
+                                            slotSourcesElement(addr_)}));
     if (!r.ok()) Logger("network").warn("slot {}: {}", index_, r.error().message());
   }
   // Members: gateway_side_ (the veth pair), tap_, then the namespace.
@@ -188,6 +255,9 @@ Result<std::unique_ptr<SlotPool>> SlotPool::create(NetworkLayout layout, size_t 
   const NetworkLayout& l = p->layout_;
   VESSEL_TRY_CTX(os::nftApply(l.gateway_netns, gatewayRuleset(l)), "gateway slot table");
   p->gateway_table_ = os::NftTable(l.gateway_netns, "ip", gatewayTableName(l));
+  // Set aside before the refill, which must not pick their indices.
+  p->leftovers_ = existingSlots(l.prefix);
+  p->in_use_ = p->leftovers_;
   VESSEL_TRY(p->refill());
   return p;
 }
@@ -196,6 +266,68 @@ SlotPool::~SlotPool() {
   *alive_ = false;
   if (filler_.joinable()) filler_.join();
   ready_.clear();  // slots first: they remove their elements from the table
+  // Handed-over slots keep their element, so the table's filter still
+  // applies to them until the next vesseld replaces it.
+  if (handed_over_ > 0) gateway_table_.release();
+}
+
+std::set<uint32_t> existingSlots(const std::string& prefix) {
+  std::set<uint32_t> out;
+  std::string p = prefix + "-";
+  std::error_code ec;
+  for (auto& e : std::filesystem::directory_iterator("/run/netns", ec)) {
+    std::string n = e.path().filename().string();
+    if (n.rfind(p, 0) != 0 || n.size() == p.size() || n.size() > p.size() + 5) continue;
+    if (n.find_first_not_of("0123456789", p.size()) != std::string::npos) continue;
+    uint32_t i = static_cast<uint32_t>(std::stoul(n.substr(p.size())));
+    if (i < kMaxSlots) out.insert(i);
+  }
+  return out;
+}
+
+void removeLeftovers(const std::string& prefix) {
+  std::vector<std::string> names;
+  for (uint32_t i : existingSlots(prefix)) names.push_back(prefix + "-" + std::to_string(i));
+  names.push_back(prefix + "-gw");
+  for (const auto& n : names) {
+    auto ns = os::Netns::adopt(n);
+    if (!ns.ok()) continue;
+    Logger("network").warn("removing network namespace {} left by an earlier run", n);
+    ns->destroy();
+  }
+}
+
+Result<std::unique_ptr<Slot>> SlotPool::adopt(uint32_t index) {
+  if (!leftovers_.erase(index))
+    return Error(Code::kNotFound, "network slot " + std::to_string(index) +
+                                      " was not left by an earlier run (its namespace is gone)");
+  auto s = Slot::adopt(layout_, index);
+  if (!s.ok()) in_use_.erase(index);
+  return s;
+}
+
+void SlotPool::dropLeftovers() {
+  for (uint32_t i : leftovers_) {
+    auto ns = os::Netns::adopt(layout_.prefix + "-" + std::to_string(i));
+    if (ns.ok()) {
+      Logger("network").info("removing network slot {} left by an earlier run", i);
+      ns->destroy();
+    }
+    // Its veth pair goes with the namespace once nothing holds that; a tap
+    // a dying VM still has open would keep it (and the name) a while.
+    (void)os::runCommand(os::inNetns(layout_.gateway_netns, {"ip", "link", "delete",
+                                                             layout_.prefix + "h" +
+                                                                 std::to_string(i)}));
+    in_use_.erase(i);
+  }
+  leftovers_.clear();
+}
+
+void SlotPool::handOver(std::unique_ptr<Slot> slot) {
+  if (!slot) return;
+  slot->handOver();
+  ++handed_over_;
+  in_use_.erase(slot->index());
 }
 
 void SlotPool::refillInBackground(boost::asio::io_context& io) {

