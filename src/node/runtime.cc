@@ -128,7 +128,7 @@ asio::awaitable<Result<Runtime::Prepared>> Runtime::prepareRestore(
 
   hypervisor::MachineSpec s =
       machineSpec(p.vm_dir, t->manifest.vcpus, t->manifest.memory_mib, t->manifest.cmdline);
-  VESSEL_CO_TRY(attachNetwork(s, t->manifest, p.slot));
+  VESSEL_CO_TRY(co_await attachNetwork(s, t->manifest, p.slot));
   if (template_memory) {
     // Copy-on-write view of the template's RAM: pages are shared with every
     // other clone until written, and nothing is written back to the file.
@@ -177,16 +177,17 @@ asio::awaitable<Status> Runtime::applyIdentity(Sandbox& sb,
   co_return co_await configureGuestNetwork(*a, sb.slot_.get(), sb.net_, net_done);
 }
 
-Status Runtime::attachNetwork(hypervisor::MachineSpec& s, const templates::Manifest& m,
-                              std::unique_ptr<network::Slot>& slot) {
-  if (!m.network) return okStatus();  // an old template: restoring it must not add a device
+asio::awaitable<Status> Runtime::attachNetwork(hypervisor::MachineSpec& s,
+                                               const templates::Manifest& m,
+                                               std::unique_ptr<network::Slot>& slot) {
+  if (!m.network) co_return okStatus();  // an old template: restoring it must not add a device
   s.network_device = true;
-  if (!opts_.slots) return okStatus();
-  auto sl = opts_.slots->acquire();
-  if (!sl.ok()) return std::move(sl).error().withContext("network slot");
+  if (!opts_.slots) co_return okStatus();
+  auto sl = co_await opts_.slots->acquireAsync();
+  if (!sl.ok()) co_return std::move(sl).error().withContext("network slot");
   slot = std::move(*sl);
   s.tap_fd = slot->tapFd();
-  return okStatus();
+  co_return okStatus();
 }
 
 void Runtime::releaseSlot(std::unique_ptr<network::Slot>& slot) {
@@ -389,8 +390,8 @@ asio::awaitable<Result<std::shared_ptr<Sandbox>>> Runtime::create(std::string te
                                        (*t)->path(templates::kRootfsFile), "raw"));
     hypervisor::MachineSpec s =
         machineSpec(sb->vm_dir_, sb->vcpus_, sb->memory_mib_, (*t)->manifest.cmdline);
-    if (auto n = attachNetwork(s, (*t)->manifest, sb->slot_); !n.ok())
-      co_return std::move(n).error().withContext(ctx);
+    Status n = co_await attachNetwork(s, (*t)->manifest, sb->slot_);
+    if (!n.ok()) co_return std::move(n).error().withContext(ctx);
     auto m = co_await bootMachine(hv_, s, Clock::now() + opts_.ready_timeout);
     if (!m.ok()) {
       releaseSlot(sb->slot_);
@@ -613,8 +614,8 @@ asio::awaitable<Result<std::shared_ptr<Sandbox>>> Runtime::resume(const std::str
       machineSpec(sb->vm_dir_, sb->vcpus_, sb->memory_mib_, (*t)->manifest.cmdline);
   s.incoming = true;
   s.incoming_state_fd = state->get();
-  if (auto n = attachNetwork(s, (*t)->manifest, sb->slot_); !n.ok())
-    co_return std::move(n).error().withContext(ctx);
+  Status n = co_await attachNetwork(s, (*t)->manifest, sb->slot_);
+  if (!n.ok()) co_return std::move(n).error().withContext(ctx);
   auto vm = co_await hv_.start(s, Clock::now() + 30s);
   if (!vm.ok()) {
     releaseSlot(sb->slot_);

@@ -7,6 +7,7 @@
 #include <filesystem>
 
 #include "base/log.h"
+#include "base/offload.h"
 #include "os/command.h"
 
 namespace vessel::node::network {
@@ -264,6 +265,7 @@ Result<std::unique_ptr<SlotPool>> SlotPool::create(NetworkLayout layout, size_t 
 
 SlotPool::~SlotPool() {
   *alive_ = false;
+  makers_->join();  // a slot in the making finishes; its acquirer finds no pool
   if (filler_.joinable()) filler_.join();
   ready_.clear();  // slots first: they remove their elements from the table
   // Handed-over slots keep their element, so the table's filter still
@@ -388,6 +390,22 @@ Result<std::unique_ptr<Slot>> SlotPool::acquire(const GuestLink& link) {
   auto s = Slot::create(layout_, i, link);
   if (!s.ok()) in_use_.erase(i);
   return s;
+}
+
+boost::asio::awaitable<Result<std::unique_ptr<Slot>>> SlotPool::acquireAsync() {
+  if (!ready_.empty()) co_return acquire();
+  auto i = nextIndex();
+  if (!i.ok()) co_return std::move(i).error();
+  uint32_t index = *i;
+  auto alive = alive_;
+  // Named, not a temporary argument: g++ 12 destroys a prvalue argument of
+  // a coroutine twice.
+  auto make = [layout = layout_, index] { return Slot::create(layout, index); };
+  auto s = co_await offload(*makers_, std::move(make));
+  // The pool may be gone by now (vesseld stopping): the slot goes with it.
+  if (!*alive) co_return Error(Code::kUnavailable, "network slot pool stopped");
+  if (!s.ok()) in_use_.erase(index);
+  co_return s;
 }
 
 void SlotPool::release(std::unique_ptr<Slot> slot) {

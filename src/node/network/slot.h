@@ -7,7 +7,9 @@
 // slot's transit address (SNAT) is what the gateway maps to a sandbox: the
 // guest cannot choose it. Every guest sees the same MAC and addresses, so a
 // restored snapshot needs no reconfiguration.
+#include <boost/asio/awaitable.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/thread_pool.hpp>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -113,6 +115,10 @@ class SlotPool {
   ~SlotPool();
 
   Result<std::unique_ptr<Slot>> acquire(const GuestLink& link = {});
+  // A ready tap slot, or (when none is ready, e.g. in a burst of creates)
+  // one made on the pool's own thread, so the io thread that serves the
+  // API keeps answering meanwhile.
+  boost::asio::awaitable<Result<std::unique_ptr<Slot>>> acquireAsync();
   void release(std::unique_ptr<Slot> slot);
   // A leftover slot whose VM a restarted vesseld takes over.
   Result<std::unique_ptr<Slot>> adopt(uint32_t index);
@@ -149,6 +155,10 @@ class SlotPool {
   size_t handed_over_ = 0;
   bool filling_ = false;
   std::thread filler_;
+  // Where acquireAsync() makes slots; stopped and joined first thing in
+  // the destructor.
+  std::unique_ptr<boost::asio::thread_pool> makers_ =
+      std::make_unique<boost::asio::thread_pool>(1);
   // Cleared by the destructor: a refill that ends later finds no pool.
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };

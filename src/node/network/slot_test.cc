@@ -3,6 +3,12 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <functional>
+
 #include "base/fd.h"
 #include "os/command.h"
 
@@ -74,6 +80,45 @@ TEST_F(SlotTest, RuleFailureLeavesNoSlot) {
   EXPECT_NE(slot.error().message().find("nftables"), std::string::npos);
   EXPECT_FALSE(netnsExists(bad.prefix + "-7"));
   EXPECT_EQ(run(gw_, {"ip", "-o", "link", "show", "type", "veth"}), "");
+}
+
+TEST_F(SlotTest, AcquireAsyncMakesTheSlotWhileTheIoThreadServesOthers) {
+  auto pool = SlotPool::create(layout_, 0);
+  ASSERT_TRUE(pool.ok()) << pool.error().message();
+  boost::asio::io_context io;
+  // Another client of the io thread: a tick every millisecond. A slot is
+  // about fifteen `ip`/`nft` runs; made inline, no tick would happen
+  // before it is there.
+  int ticks_before = -1, ticks = 0;
+  bool done = false;
+  boost::asio::steady_timer t(io);
+  std::function<void()> tick = [&] {
+    t.expires_after(std::chrono::milliseconds(1));
+    t.async_wait([&](boost::system::error_code ec) {
+      if (ec || done) return;
+      ++ticks;
+      tick();
+    });
+  };
+  tick();
+  Result<std::unique_ptr<Slot>> slot = Error(Code::kInternal, "not run");
+  boost::asio::co_spawn(
+      io,
+      [&]() -> boost::asio::awaitable<void> {
+        slot = co_await (*pool)->acquireAsync();
+        ticks_before = ticks;
+        done = true;
+        t.cancel();
+      },
+      boost::asio::detached);
+  io.run();
+  ASSERT_TRUE(slot.ok()) << slot.error().message();
+  EXPECT_GT(ticks_before, 0) << "the io thread was blocked while the slot was made";
+  EXPECT_TRUE(netnsExists((*slot)->netns().name()));
+  EXPECT_GE((*slot)->tapFd(), 0);
+  std::string name = (*slot)->netns().name();
+  (*pool)->release(std::move(*slot));
+  EXPECT_FALSE(netnsExists(name));
 }
 
 TEST_F(SlotTest, HandedOverSlotIsAdoptedByTheNextPoolAndTheRestRemoved) {
