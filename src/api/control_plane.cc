@@ -281,19 +281,17 @@ asio::awaitable<std::optional<Response>> ControlPlane::handle(const Request& req
   auto method = req.method();
   if (network_)
     if (auto r = network_->handle(req, *tenant, seg)) co_return std::move(*r);
-  auto notAllowed = [&] {
-    return errorResponse(req, Error(Code::kInvalidArgument, "method not allowed on " + path));
-  };
+  auto notAllowed = [&](std::string_view allow) { return methodNotAllowed(req, path, allow); };
 
   if (seg.size() == 2 && seg[1] == "sandboxes") {
     if (method == http::verb::post) co_return createSandbox(req, *tenant);
     if (method == http::verb::get) co_return listSandboxes(req, *tenant);
-    co_return notAllowed();
+    co_return notAllowed("GET, POST");
   }
   if (seg.size() == 2 && seg[1] == "templates") {
     if (method == http::verb::post) co_return buildTemplate(req, *tenant);
     if (method == http::verb::get) co_return listTemplates(req, *tenant);
-    co_return notAllowed();
+    co_return notAllowed("GET, POST");
   }
   if (seg.size() == 3 && seg[1] == "sandboxes") {
     std::string id = seg[2], verb;
@@ -305,9 +303,9 @@ asio::awaitable<std::optional<Response>> ControlPlane::handle(const Request& req
     if (verb.empty()) {
       if (method == http::verb::get) co_return getSandbox(req, *tenant, id);
       if (method == http::verb::delete_) co_return requestAction(req, *tenant, id, Action::kDelete);
-      co_return notAllowed();
+      co_return notAllowed("GET, DELETE");
     }
-    if (method != http::verb::post) co_return notAllowed();
+    if (method != http::verb::post) co_return notAllowed("POST");
     if (verb == "pause") co_return requestAction(req, *tenant, id, Action::kPause);
     if (verb == "resume") co_return requestAction(req, *tenant, id, Action::kResume);
     if (verb == "fork") co_return forkSandbox(req, *tenant, id);
@@ -317,18 +315,18 @@ asio::awaitable<std::optional<Response>> ControlPlane::handle(const Request& req
   if (seg.size() == 4 && seg[1] == "sandboxes" && seg[3] == "sessions" && sessions_) {
     if (!validId(seg[2]))
       co_return errorResponse(req, Error(Code::kInvalidArgument, "bad sandbox id"));
-    if (method != http::verb::post) co_return notAllowed();
+    if (method != http::verb::post) co_return notAllowed("POST");
     co_return sessions_->create(req, *tenant, seg[2]);
   }
   if (seg.size() >= 3 && seg.size() <= 4 && seg[1] == "operations") {
     if (!validId(seg[2]))
       co_return errorResponse(req, Error(Code::kInvalidArgument, "bad operation id"));
-    if (method != http::verb::get) co_return notAllowed();
+    if (method != http::verb::get) co_return notAllowed("GET");
     if (seg.size() == 3) co_return getOperation(req, *tenant, seg[2]);
     if (seg[3] == "events") co_return co_await streamEvents(req, stream, *tenant, seg[2]);
   }
   if (seg.size() == 2 && seg[1] == "events") {
-    if (method != http::verb::get) co_return notAllowed();
+    if (method != http::verb::get) co_return notAllowed("GET");
     co_return co_await streamEvents(req, stream, *tenant, "");
   }
   co_return errorResponse(req, Error(Code::kNotFound, "no such endpoint: " + path));

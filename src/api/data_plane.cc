@@ -212,15 +212,13 @@ asio::awaitable<std::optional<Response>> DataPlane::handle(const Request& req,
   if (!t.ok()) co_return refusal;
   std::string path = pathOnly(req.target());
   auto m = req.method();
-  auto notAllowed = [&] {
-    return fail(req, Error(Code::kInvalidArgument, "method not allowed on " + path));
-  };
+  auto notAllowed = [&](std::string_view allow) { return methodNotAllowed(req, path, allow); };
   if (path == "/v1/exec") {
-    if (m != http::verb::post) co_return notAllowed();
+    if (m != http::verb::post) co_return notAllowed("POST");
     co_return co_await exec(req, stream, std::move(*t));
   }
   if (path == "/v1/processes") {
-    if (m != http::verb::get) co_return notAllowed();
+    if (m != http::verb::get) co_return notAllowed("GET");
     co_return co_await listProcesses(req, std::move(*t));
   }
   constexpr std::string_view kProc = "/v1/processes/";
@@ -229,22 +227,22 @@ asio::awaitable<std::optional<Response>> DataPlane::handle(const Request& req,
     auto slash = rest.find('/');
     if (slash == std::string::npos)
       co_return fail(req, Error(Code::kNotFound, "no such endpoint: " + path));
-    if (m != http::verb::post) co_return notAllowed();
+    if (m != http::verb::post) co_return notAllowed("POST");
     co_return co_await process(req, std::move(*t), rest.substr(0, slash), rest.substr(slash + 1));
   }
   if (path == "/v1/files") {
     if (m == http::verb::get) co_return co_await download(req, stream, std::move(*t));
     if (m == http::verb::delete_) co_return co_await removeFile(req, std::move(*t));
-    co_return notAllowed();
+    co_return notAllowed("GET, PUT, DELETE");  // PUT: the upload route
   }
   if (path == "/v1/files/list" || path == "/v1/files/stat" || path == "/v1/files/watch") {
-    if (m != http::verb::get) co_return notAllowed();
+    if (m != http::verb::get) co_return notAllowed("GET");
     if (path == "/v1/files/list") co_return co_await listFiles(req, std::move(*t));
     if (path == "/v1/files/stat") co_return co_await statFile(req, std::move(*t));
     co_return co_await watch(req, stream, std::move(*t));
   }
   if (path == "/v1/files/mkdir" || path == "/v1/files/move") {
-    if (m != http::verb::post) co_return notAllowed();
+    if (m != http::verb::post) co_return notAllowed("POST");
     if (path == "/v1/files/mkdir") co_return co_await mkdir(req, std::move(*t));
     co_return co_await move(req, std::move(*t));
   }

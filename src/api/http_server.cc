@@ -54,6 +54,16 @@ Response errorResponse(const Request& req, const Error& e, const boost::json::ob
   return jsonResponse(req, statusForCode(e.code()), boost::json::serialize(o));
 }
 
+Response methodNotAllowed(const Request& req, std::string_view path, std::string_view allow) {
+  Response res = errorResponse(
+      req, Error(Code::kInvalidArgument, std::string(req.method_string()) + " is not allowed on " +
+                                             std::string(path) + " (allowed: " +
+                                             std::string(allow) + ")"));
+  res.result(http::status::method_not_allowed);
+  res.set(http::field::allow, allow);
+  return res;
+}
+
 void HttpServer::setMetrics(metrics::Registry& r, std::string plane) {
   // One family for both listeners (the registry hands the same one back),
   // told apart by `plane`.
@@ -256,9 +266,11 @@ asio::awaitable<std::optional<Response>> HttpServer::dispatch(const Request& req
   if (it != routes_.end()) co_return co_await it->second(req);
   for (auto& [prefix, h] : prefix_routes_)
     if (path.compare(0, prefix.size(), prefix) == 0) co_return co_await h(req, stream);
+  std::string allow;
   for (auto& [key, h] : routes_)
     if (key.second == path)
-      co_return errorResponse(req, Error(Code::kInvalidArgument, "method not allowed"));
+      allow += (allow.empty() ? "" : ", ") + std::string(http::to_string(key.first));
+  if (!allow.empty()) co_return methodNotAllowed(req, path, allow);
   co_return errorResponse(req, Error(Code::kNotFound, "no such endpoint: " + path));
 }
 

@@ -13,9 +13,12 @@
 #include <boost/beast/http.hpp>
 #include <boost/json/object.hpp>
 #include <functional>
+#include <string_view>
 #include <map>
 #include <optional>
+#include <initializer_list>
 #include <string>
+#include <string_view>
 #include <utility>
 
 #include "base/config.h"
@@ -73,6 +76,10 @@ Response jsonResponse(const Request& req, http::status status, std::string body)
 Response errorResponse(const Request& req, const Error& e);
 // The same with a `details` object (e.g. the current state behind a 409).
 Response errorResponse(const Request& req, const Error& e, const boost::json::object& details);
+// 405 for a method `path` does not have, with `Allow` listing the ones it
+// has (RFC 9110 15.5.6) and the usual Error body (code invalid_argument).
+// `allow`: "GET, POST".
+Response methodNotAllowed(const Request& req, std::string_view path, std::string_view allow);
 // The one place an error Code becomes an HTTP status.
 http::status statusForCode(Code c);
 

@@ -53,7 +53,9 @@ TEST_F(HttpServerTest, RoutesAndUnknownPaths) {
   EXPECT_EQ(missing.result(), http::status::not_found);
   EXPECT_THAT(missing.body(), HasSubstr(R"("code":"not_found")"));
   auto wrong_method = send("DELETE /healthz HTTP/1.1\r\nHost: x\r\n\r\n");
-  EXPECT_EQ(wrong_method.result(), http::status::bad_request);
+  EXPECT_EQ(wrong_method.result(), http::status::method_not_allowed);
+  EXPECT_EQ(wrong_method[http::field::allow], "GET");
+  EXPECT_THAT(wrong_method.body(), HasSubstr("DELETE is not allowed on /healthz"));
 }
 
 TEST_F(HttpServerTest, OversizedHeaderAndBodyAreRefused) {

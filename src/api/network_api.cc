@@ -64,24 +64,24 @@ NetworkSettings NetworkApi::defaults() const {
 std::optional<Response> NetworkApi::handle(const Request& req, const std::string& tenant,
                                            const std::vector<std::string>& seg) {
   auto method = req.method();
-  auto notAllowed = [&] {
-    return errorResponse(req, Error(Code::kInvalidArgument, "method not allowed"));
-  };
+  std::string path(req.target());
+  if (auto q = path.find('?'); q != std::string::npos) path.resize(q);
+  auto notAllowed = [&](std::string_view allow) { return methodNotAllowed(req, path, allow); };
   if (seg.size() == 2 && seg[1] == "credentials") {
     if (method == http::verb::post) return createCredential(req, tenant);
     if (method == http::verb::get) return listCredentials(req, tenant);
-    return notAllowed();
+    return notAllowed("GET, POST");
   }
   if (seg.size() == 3 && seg[1] == "credentials") {
     if (!credentialName(seg[2])) return errorResponse(req, bad("bad credential name"));
     if (method == http::verb::delete_) return deleteCredential(req, tenant, seg[2]);
-    return notAllowed();
+    return notAllowed("DELETE");
   }
   if (seg.size() == 4 && seg[1] == "sandboxes" && seg[3] == "network") {
     if (!validId(seg[2])) return errorResponse(req, bad("bad sandbox id"));
     if (method == http::verb::put) return putNetwork(req, tenant, seg[2]);
     if (method == http::verb::get) return getNetwork(req, tenant, seg[2]);
-    return notAllowed();
+    return notAllowed("GET, PUT");
   }
   return std::nullopt;
 }

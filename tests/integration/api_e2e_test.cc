@@ -252,6 +252,27 @@ TEST_F(ApiTest, BadInputGetsAJsonErrorWithTheRightStatus) {
     EXPECT_EQ(str(r.js(), "code"), c.code) << c.method << " " << c.target;
     EXPECT_NE(str(r.js(), "message"), "<missing>") << c.target;
   }
+  // A method the path does not have: 405, and Allow says which it has.
+  struct Wrong {
+    std::string method, target, allow;
+  };
+  for (const auto& w : std::vector<Wrong>{{"PATCH", "/v1/sandboxes", "GET, POST"},
+                                          {"PUT", "/v1/sandboxes/sb-000000000000", "GET, DELETE"},
+                                          {"GET", "/v1/sandboxes/sb-000000000000:pause", "POST"},
+                                          {"DELETE", "/v1/operations/op-000000000000", "GET"},
+                                          {"POST", "/v1/templates/x", ""},
+                                          {"PUT", "/v1/credentials", "GET, POST"},
+                                          {"POST", "/v1/sandboxes/sb-000000000000/network",
+                                           "GET, PUT"}}) {
+    Reply r = call(w.method, w.target);
+    if (w.allow.empty()) {
+      EXPECT_EQ(r.status, 404) << w.method << " " << w.target << ": " << r.body;
+      continue;
+    }
+    EXPECT_EQ(r.status, 405) << w.method << " " << w.target << ": " << r.body;
+    EXPECT_EQ(r.header("Allow"), w.allow) << w.method << " " << w.target;
+    EXPECT_EQ(str(r.js(), "code"), "invalid_argument") << r.body;
+  }
   Reply bad_id = call("GET", "/v1/events", "", "-", {"Last-Event-ID: abc"});
   EXPECT_EQ(bad_id.status, 400);
   // The daemon is still serving and nothing was created by any of it.

@@ -326,6 +326,9 @@ TEST_F(DataPlaneTest, TokensReachOnlyTheirSandboxAndDieWithIt) {
   ASSERT_EQ(data(ta, "PUT", "/v1/files?path=/tmp/only-a", "secret", false).status, 201);
   EXPECT_EQ(data(tb, "GET", "/v1/files/stat?path=/tmp/only-a").status, 404);
   EXPECT_EQ(data(ta, "GET", "/v1/files/stat?path=/tmp/only-a").status, 200);
+  Reply wrong = data(ta, "POST", "/v1/files?path=/tmp/only-a");
+  EXPECT_EQ(wrong.status, 405) << wrong.body;
+  EXPECT_EQ(wrong.header("Allow"), "GET, PUT, DELETE");
   // A process of A is not B's to feed or signal.
   {
     auto [s, pid] = startExec(ta, R"({"cmd":["cat"],"stdin":true})");
@@ -354,7 +357,7 @@ TEST_F(DataPlaneTest, TokensReachOnlyTheirSandboxAndDieWithIt) {
   // Session requests: bad bodies, unknown and non-running sandboxes.
   EXPECT_EQ(api("POST", "/v1/sandboxes/" + a + "/sessions", R"({"ttl_seconds":0})").status, 400);
   EXPECT_EQ(api("POST", "/v1/sandboxes/" + a + "/sessions", R"({"bogus":1})").status, 400);
-  EXPECT_EQ(api("GET", "/v1/sandboxes/" + a + "/sessions").status, 400);
+  EXPECT_EQ(api("GET", "/v1/sandboxes/" + a + "/sessions").status, 405);
   EXPECT_EQ(api("POST", "/v1/sandboxes/sb-000000000000/sessions").status, 404);
   {
     auto db = store::openSqlite(d_->stateDir() + "/vessel.db");

@@ -445,7 +445,7 @@ TEST_F(DurabilityTest, BadInputGetsTheRightJsonErrorAndLeaksNothing) {
       {"GET", "/v1/sandboxes", "", "", 401},
       {"GET", "/v1/sandboxes", "", "vsk_not-a-key", 401},
       {"GET", "/v1/sandboxes", "", "", 401, {"Authorization: Basic Zm9vOmJhcg=="}},
-      {"PUT", "/v1/sandboxes", "", "-", 400},
+      {"PUT", "/v1/sandboxes", "", "-", 405},
   };
   for (const auto& c : cases) {
     std::string what = c.method + " " + c.target.substr(0, 60);
