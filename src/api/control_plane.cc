@@ -167,8 +167,8 @@ asio::awaitable<void> ControlPlane::recoverSandbox(store::SandboxRecord rec,
     // network it was promised, so the VM goes instead.
     if (auto a = network_->attach(rec.tenant_id, **sb); !a.ok()) {
       (void)co_await runtime_.destroy(**sb);
-      sb = Error(a.error().code(), "its network policy could not be registered again: " +
-                                       a.error().message());
+      sb = Error(a.error().code(),
+                 "its network policy could not be registered again: " + a.error().message());
     }
   }
   std::optional<SandboxState> actual;

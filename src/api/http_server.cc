@@ -55,10 +55,10 @@ Response errorResponse(const Request& req, const Error& e, const boost::json::ob
 }
 
 Response methodNotAllowed(const Request& req, std::string_view path, std::string_view allow) {
-  Response res = errorResponse(
-      req, Error(Code::kInvalidArgument, std::string(req.method_string()) + " is not allowed on " +
-                                             std::string(path) + " (allowed: " +
-                                             std::string(allow) + ")"));
+  Response res =
+      errorResponse(req, Error(Code::kInvalidArgument,
+                               std::string(req.method_string()) + " is not allowed on " +
+                                   std::string(path) + " (allowed: " + std::string(allow) + ")"));
   res.result(http::status::method_not_allowed);
   res.set(http::field::allow, allow);
   return res;

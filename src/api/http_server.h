@@ -13,10 +13,9 @@
 #include <boost/beast/http.hpp>
 #include <boost/json/object.hpp>
 #include <functional>
-#include <string_view>
+#include <initializer_list>
 #include <map>
 #include <optional>
-#include <initializer_list>
 #include <string>
 #include <string_view>
 #include <utility>

@@ -25,9 +25,8 @@ boost::asio::awaitable<std::invoke_result_t<F>> offload(boost::asio::thread_pool
       [&pool, home](auto handler, F f) {
         boost::asio::post(pool, [home, f = std::move(f), h = std::move(handler)]() mutable {
           T r = f();
-          boost::asio::post(home, [r = std::move(r), h = std::move(h)]() mutable {
-            std::move(h)(std::move(r));
-          });
+          boost::asio::post(
+              home, [r = std::move(r), h = std::move(h)]() mutable { std::move(h)(std::move(r)); });
         });
       },
       boost::asio::use_awaitable, std::move(fn));

@@ -887,7 +887,8 @@ asio::awaitable<Result<std::shared_ptr<Sandbox>>> Runtime::adopt(const std::stri
                                 "it has a network slot and this vesseld runs without egress"));
     if (!sl.ok()) {
       (void)co_await (*vm)->stop();
-      co_return Error(sl.error().code(), ctx + ": " + sl.error().message() + "; its VM was stopped");
+      co_return Error(sl.error().code(),
+                      ctx + ": " + sl.error().message() + "; its VM was stopped");
     }
     sb->slot_ = std::move(*sl);
   }

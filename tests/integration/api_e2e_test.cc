@@ -256,14 +256,14 @@ TEST_F(ApiTest, BadInputGetsAJsonErrorWithTheRightStatus) {
   struct Wrong {
     std::string method, target, allow;
   };
-  for (const auto& w : std::vector<Wrong>{{"PATCH", "/v1/sandboxes", "GET, POST"},
-                                          {"PUT", "/v1/sandboxes/sb-000000000000", "GET, DELETE"},
-                                          {"GET", "/v1/sandboxes/sb-000000000000:pause", "POST"},
-                                          {"DELETE", "/v1/operations/op-000000000000", "GET"},
-                                          {"POST", "/v1/templates/x", ""},
-                                          {"PUT", "/v1/credentials", "GET, POST"},
-                                          {"POST", "/v1/sandboxes/sb-000000000000/network",
-                                           "GET, PUT"}}) {
+  for (const auto& w :
+       std::vector<Wrong>{{"PATCH", "/v1/sandboxes", "GET, POST"},
+                          {"PUT", "/v1/sandboxes/sb-000000000000", "GET, DELETE"},
+                          {"GET", "/v1/sandboxes/sb-000000000000:pause", "POST"},
+                          {"DELETE", "/v1/operations/op-000000000000", "GET"},
+                          {"POST", "/v1/templates/x", ""},
+                          {"PUT", "/v1/credentials", "GET, POST"},
+                          {"POST", "/v1/sandboxes/sb-000000000000/network", "GET, PUT"}}) {
     Reply r = call(w.method, w.target);
     if (w.allow.empty()) {
       EXPECT_EQ(r.status, 404) << w.method << " " << w.target << ": " << r.body;

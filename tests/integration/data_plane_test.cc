@@ -285,7 +285,7 @@ TEST_F(DataPlaneTest, ExecStdinSignalsPtyFilesAndWatch) {
   std::vector<Case> cases = {
       {"POST", "/v1/exec", "{nope", 400, "invalid_argument"},
       {"POST", "/v1/exec", R"({"cmd":["/nonexistent"]})", 404, "not_found"},
-      {"GET", "/v1/exec", "", 400, "invalid_argument"},
+      {"GET", "/v1/exec", "", 405, "invalid_argument"},
       {"GET", "/v1/files?path=relative", "", 400, "invalid_argument"},
       {"GET", "/v1/files?path=/nonexistent", "", 404, "not_found"},
       {"GET", "/v1/files?colour=red", "", 400, "invalid_argument"},

@@ -48,7 +48,7 @@ class DurabilityTest : public ::testing::Test {
                               g_dir->path(),
                               {"--no-egress", "--warm-pool=none"}};
     d = new testing::Vesseld(o);
-    d->keepVmsOnStop(true);  // restarts here are about VMs that outlive vesseld
+    d->keepVmsOnStop(true);                  // restarts here are about VMs that outlive vesseld
     d->setContract(testing::apiContract());  // every reply against api/openapi.yaml
     ASSERT_TRUE(d->start()) << d->log();
   }
@@ -262,14 +262,12 @@ TEST_F(DurabilityTest, NetworkedVmsAreTakenOverWithTheirSlots) {
     auto set = os::runCommand(os::inNetns(
         prefix + "-gw", {"nft", "list", "set", "ip", "vessel_gw_" + prefix, "slot_sources"}));
     ASSERT_TRUE(set.ok()) << set.error().message();
-    EXPECT_THAT(set->out, HasSubstr(prefix + "h" + slot_ns.substr(prefix.size() + 1)))
-        << set->out;
+    EXPECT_THAT(set->out, HasSubstr(prefix + "h" + slot_ns.substr(prefix.size() + 1))) << set->out;
     // Nothing else is left: every slot namespace is the taken-over one or
     // one of the pool's ready ones (the old ready ones were removed).
     for (int i = 0; i < 100; ++i) {
       gw = gatewayHealth();
-      if (slotNamespaces().size() ==
-          static_cast<size_t>(gw["slots_ready"].to_number<int>() + 1))
+      if (slotNamespaces().size() == static_cast<size_t>(gw["slots_ready"].to_number<int>() + 1))
         break;
       std::this_thread::sleep_for(100ms);
     }

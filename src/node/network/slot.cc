@@ -119,8 +119,7 @@ table ip {table} {{
 
 namespace {
 
-Result<SlotAddresses> slotAddresses(const NetworkLayout& l, uint32_t index,
-                                    const GuestLink& link) {
+Result<SlotAddresses> slotAddresses(const NetworkLayout& l, uint32_t index, const GuestLink& link) {
   if (index >= kMaxSlots) return Error(Code::kResourceExhausted, "slot index out of range");
   SlotAddresses a;
   a.guest_if = link.kind == GuestLink::Kind::kTap ? "tap0" : "guest0";
@@ -175,12 +174,7 @@ Result<std::unique_ptr<Slot>> Slot::create(const NetworkLayout& l, uint32_t inde
   s->gateway_side_ = std::move(*transit);
 
   VESSEL_TRY_CTX(os::nftApply(n, sandboxRuleset(l, a)), what);
-  VESSEL_TRY_CTX(
-      os::runCommand(os::inNetns(l.gateway_netns, {"nft", "add", "element", "ip",
-                                                   gatewayTableName(l), "slot_sources",
-                                                   slotSourcesElement(a)})),
-      what + ": register with gateway table");
-  s->element_added_ = true;
+  VESSEL_TRY_CTX(s->addGatewayElement(), what);
 
   VESSEL_TRY_CTX(ip(n, {"link", "set", a.guest_if, "address", l.gateway_mac}), what);
   VESSEL_TRY_CTX(ip(n, {"addr", "add", l.gateway_ip + "/30", "dev", a.guest_if}), what);
@@ -197,6 +191,16 @@ Result<std::unique_ptr<Slot>> Slot::create(const NetworkLayout& l, uint32_t inde
       what);
   VESSEL_TRY_CTX(ip(l.gateway_netns, {"link", "set", a.gateway_side_if, "up"}), what);
   return s;
+}
+
+Status Slot::addGatewayElement() {
+  VESSEL_TRY_CTX(
+      os::runCommand(os::inNetns(layout_.gateway_netns,
+                                 {"nft", "add", "element", "ip", gatewayTableName(layout_),
+                                  "slot_sources", slotSourcesElement(addr_)})),
+      "register with gateway table");
+  element_added_ = true;
+  return okStatus();
 }
 
 Result<std::unique_ptr<Slot>> Slot::adopt(const NetworkLayout& l, uint32_t index) {
@@ -222,12 +226,7 @@ Result<std::unique_ptr<Slot>> Slot::adopt(const NetworkLayout& l, uint32_t index
                  what + ": its guest filter");
   VESSEL_TRY_CTX(s->netns_.run({"nft", "list", "table", "ip", "vessel_slot"}),
                  what + ": its slot rules");
-  VESSEL_TRY_CTX(
-      os::runCommand(os::inNetns(l.gateway_netns, {"nft", "add", "element", "ip",
-                                                   gatewayTableName(l), "slot_sources",
-                                                   slotSourcesElement(a)})),
-      what + ": register with gateway table");
-  s->element_added_ = true;
+  VESSEL_TRY_CTX(s->addGatewayElement(), what);
   return s;
 }
 
@@ -240,10 +239,9 @@ void Slot::handOver() {
 
 Slot::~Slot() {
   if (element_added_) {
-    auto r = os::runCommand(
-        os::inNetns(layout_.gateway_netns, {"nft", "delete", "element", "ip",
-                                            gatewayTableName(layout_), "slot_sources",
-                                            slotSourcesElement(addr_)}));
+    auto r = os::runCommand(os::inNetns(
+        layout_.gateway_netns, {"nft", "delete", "element", "ip", gatewayTableName(layout_),
+                                "slot_sources", slotSourcesElement(addr_)}));
     if (!r.ok()) Logger("network").warn("slot {}: {}", index_, r.error().message());
   }
   // Members: gateway_side_ (the veth pair), tap_, then the namespace.
@@ -317,9 +315,8 @@ void SlotPool::dropLeftovers() {
     }
     // Its veth pair goes with the namespace once nothing holds that; a tap
     // a dying VM still has open would keep it (and the name) a while.
-    (void)os::runCommand(os::inNetns(layout_.gateway_netns, {"ip", "link", "delete",
-                                                             layout_.prefix + "h" +
-                                                                 std::to_string(i)}));
+    (void)os::runCommand(os::inNetns(
+        layout_.gateway_netns, {"ip", "link", "delete", layout_.prefix + "h" + std::to_string(i)}));
     in_use_.erase(i);
   }
   leftovers_.clear();

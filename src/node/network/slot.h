@@ -92,6 +92,8 @@ class Slot {
 
  private:
   Slot() = default;
+  // Puts this slot's source in the gateway table's slot_sources set.
+  Status addGatewayElement();
   uint32_t index_ = 0;
   NetworkLayout layout_;
   SlotAddresses addr_;
@@ -157,8 +159,7 @@ class SlotPool {
   std::thread filler_;
   // Where acquireAsync() makes slots; stopped and joined first thing in
   // the destructor.
-  std::unique_ptr<boost::asio::thread_pool> makers_ =
-      std::make_unique<boost::asio::thread_pool>(1);
+  std::unique_ptr<boost::asio::thread_pool> makers_ = std::make_unique<boost::asio::thread_pool>(1);
   // Cleared by the destructor: a refill that ends later finds no pool.
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };
