@@ -287,6 +287,34 @@ TEST_F(DurabilityTest, NetworkedVmsAreTakenOverWithTheirSlots) {
   EXPECT_EQ(act(p, "resume"), "done") << d->log();
   EXPECT_THAT(d->sh(p, "ip route show default"), HasSubstr("default via"));
 
+  // kill -9 in the middle of two creates: each ends running (taken over
+  // with its slot) or failed, and no slot is left without a VM.
+  auto [c1, op_c1] = create();
+  auto [c2, op_c2] = create();
+  d->kill9();
+  ASSERT_TRUE(d->start()) << d->log();
+  int running = 2;  // a and p
+  for (const auto& c : {c1, c2}) {
+    std::string st = str(get(c), "state");
+    EXPECT_THAT(st, ::testing::AnyOf("running", "failed")) << c;
+    if (st == "running") ++running;
+  }
+  json::object gw;
+  for (int i = 0; i < 100; ++i) {
+    gw = gatewayHealth();
+    if (slotNamespaces().size() ==
+        static_cast<size_t>(gw["slots_ready"].to_number<int>() + running))
+      break;
+    std::this_thread::sleep_for(100ms);
+  }
+  EXPECT_EQ(gw["slots_attached"], json::value(running)) << gw;
+  EXPECT_EQ(slotNamespaces().size(),
+            static_cast<size_t>(gw["slots_ready"].to_number<int>() + running))
+      << gw;
+  EXPECT_EQ(d->qemuPids().size(), static_cast<size_t>(running));
+  destroy(c1);
+  destroy(c2);
+
   // A slot that is gone when vesseld comes back: the VM cannot keep a
   // network it was promised, so it is stopped and the sandbox failed.
   d->kill9();
