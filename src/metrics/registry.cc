@@ -149,19 +149,28 @@ std::string Registry::render() const {
   SampleWriter w;
   {
     std::lock_guard<std::mutex> l(mu_);
-    for (const auto& [name, f] : counters_) {
+    for (const auto& entry : counters_) {
+      // Named, not a structured binding: clang 14 cannot capture those.
+      const std::string& name = entry.first;
+      const auto& f = entry.second;
       w.family(name, f->help(), "counter");
       f->forEach([&](const Labels& ls, const Counter& c) {
         w.sample(name, f->labelNames(), ls, c.value());
       });
     }
-    for (const auto& [name, f] : gauges_) {
+    for (const auto& entry : gauges_) {
+      // Named, not a structured binding: clang 14 cannot capture those.
+      const std::string& name = entry.first;
+      const auto& f = entry.second;
       w.family(name, f->help(), "gauge");
       f->forEach([&](const Labels& ls, const Gauge& g) {
         w.sample(name, f->labelNames(), ls, g.value());
       });
     }
-    for (const auto& [name, f] : histograms_) {
+    for (const auto& entry : histograms_) {
+      // Named, not a structured binding: clang 14 cannot capture those.
+      const std::string& name = entry.first;
+      const auto& f = entry.second;
       w.family(name, f->help(), "histogram");
       f->forEach([&](const Labels& ls, const Histogram& h) {
         auto s = h.snapshot();

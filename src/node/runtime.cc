@@ -299,12 +299,14 @@ asio::awaitable<Status> Runtime::warm(Prepared& p) {
   // report): the guest code a sandbox's first command runs is translated
   // now rather than then. No user code runs before the identity is set.
   // As the template's default user: that is the path a first command takes.
-  ExecSpec ex;
-  ex.argv = {"true"};
-  auto r = co_await (*c)->run(std::move(ex));
-  if (!r.ok()) co_return std::move(r).error().withContext("warm " + p.vm_id);
-  if (!r->exit.exited || r->exit.code != 0)
-    co_return Error(Code::kInternal, "warm " + p.vm_id + ": `true` failed in the guest");
+  if (opts_.warm_exec) {
+    ExecSpec ex;
+    ex.argv = {"true"};
+    auto r = co_await (*c)->run(std::move(ex));
+    if (!r.ok()) co_return std::move(r).error().withContext("warm " + p.vm_id);
+    if (!r->exit.exited || r->exit.code != 0)
+      co_return Error(Code::kInternal, "warm " + p.vm_id + ": `true` failed in the guest");
+  }
   // The network most creates ask for, set up now rather than in the
   // create (the same layout in every slot).
   if (opts_.warm_network && p.slot) {
