@@ -318,9 +318,9 @@ int main(int argc, char** argv) {
   results["cold_over_warm_pool_p50"] = warm_speedup;
 
   // Idle memory: 20 sandboxes from one template, created as vesseld does
-  // by default (from the warm pool), with and without the pool's warm-up
-  // command. Under TCG that command leaves the exec path's translated code
-  // in every VM; without it, a create's first command translates it.
+  // by default (from the warm pool), each after its first command, with and
+  // without the pool's warm-up command: does warming cost idle memory (the
+  // exec path's translated code), or only move when it is translated?
   rt.setPoolMode(node::RuntimeOptions::PoolMode::kWarm);
   auto idle = [&](bool warm_exec) {
     rt.setWarmExec(warm_exec);

@@ -51,10 +51,11 @@ struct RuntimeOptions {
   //  kIncoming: QEMU waits in -incoming defer; a create pays the restore.
   enum class PoolMode { kWarm, kIncoming };
   PoolMode pool_mode = PoolMode::kWarm;
-  // kWarm: also run that one command. Under TCG it trades idle memory (the
-  // translated code of the exec path stays in the VM's code buffer, about
-  // 6 MiB) for a first command that does not translate it; bench/create
-  // measures both. Under KVM it costs only the guest pages it writes.
+  // kWarm: also run that one command. Off, a create's first command pays
+  // for translating the exec path under TCG (about 180 ms more), and the
+  // sandbox's idle memory after it is the same: the translations land in
+  // its code buffer either way (bench/create measures both). For the
+  // benchmark; vesseld keeps it on.
   bool warm_exec = true;
   std::chrono::seconds ready_timeout{60};
   // The guest network most creates ask for (egress on: route + CA). A warm
