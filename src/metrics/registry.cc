@@ -149,8 +149,9 @@ std::string Registry::render() const {
   SampleWriter w;
   {
     std::lock_guard<std::mutex> l(mu_);
+    // Names taken from each entry, not structured bindings: the lambdas
+    // below capture them, which clang 14 cannot do with bindings.
     for (const auto& entry : counters_) {
-      // Named, not a structured binding: clang 14 cannot capture those.
       const std::string& name = entry.first;
       const auto& f = entry.second;
       w.family(name, f->help(), "counter");
@@ -159,7 +160,6 @@ std::string Registry::render() const {
       });
     }
     for (const auto& entry : gauges_) {
-      // Named, not a structured binding: clang 14 cannot capture those.
       const std::string& name = entry.first;
       const auto& f = entry.second;
       w.family(name, f->help(), "gauge");
@@ -168,7 +168,6 @@ std::string Registry::render() const {
       });
     }
     for (const auto& entry : histograms_) {
-      // Named, not a structured binding: clang 14 cannot capture those.
       const std::string& name = entry.first;
       const auto& f = entry.second;
       w.family(name, f->help(), "histogram");

@@ -181,6 +181,18 @@ bool isDateTime(const std::string& s) {
 
 Error invalid(std::string what) { return Error(Code::kInvalidArgument, std::move(what)); }
 
+// minItems/maxItems, minProperties/maxProperties: `n` `what` at `at`.
+Status countWithin(const std::string& at, uint64_t n, const char* what, std::optional<uint64_t> min,
+                   std::optional<uint64_t> max) {
+  if (min && n < *min)
+    return invalid(at + ": " + std::to_string(n) + " " + what + ", want at least " +
+                   std::to_string(*min));
+  if (max && n > *max)
+    return invalid(at + ": " + std::to_string(n) + " " + what + ", want at most " +
+                   std::to_string(*max));
+  return okStatus();
+}
+
 // Validation: every failure names the JSON path of the offending value.
 Status validate(const Schema& s, const json::value& v, const std::string& at) {
   if (s.ref) return validate(*s.ref, v, at);
@@ -219,12 +231,7 @@ Status validate(const Schema& s, const json::value& v, const std::string& at) {
   }
   if (v.is_array()) {
     const auto& a = v.get_array();
-    if (s.min_items && a.size() < *s.min_items)
-      return invalid(at + ": " + std::to_string(a.size()) + " items, want at least " +
-                     std::to_string(*s.min_items));
-    if (s.max_items && a.size() > *s.max_items)
-      return invalid(at + ": " + std::to_string(a.size()) + " items, want at most " +
-                     std::to_string(*s.max_items));
+    VESSEL_TRY(countWithin(at, a.size(), "items", s.min_items, s.max_items));
     if (s.items)
       for (size_t i = 0; i < a.size(); ++i)
         VESSEL_TRY(validate(*s.items, a[i], at + "[" + std::to_string(i) + "]"));
@@ -233,12 +240,7 @@ Status validate(const Schema& s, const json::value& v, const std::string& at) {
     const auto& o = v.get_object();
     for (const auto& r : s.required)
       if (!o.contains(r)) return invalid(at + ": missing required property \"" + r + "\"");
-    if (s.min_properties && o.size() < *s.min_properties)
-      return invalid(at + ": " + std::to_string(o.size()) + " properties, want at least " +
-                     std::to_string(*s.min_properties));
-    if (s.max_properties && o.size() > *s.max_properties)
-      return invalid(at + ": " + std::to_string(o.size()) + " properties, want at most " +
-                     std::to_string(*s.max_properties));
+    VESSEL_TRY(countWithin(at, o.size(), "properties", s.min_properties, s.max_properties));
     for (const auto& kv : o) {
       std::string key(kv.key());
       std::string sub = at + "." + key;

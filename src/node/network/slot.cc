@@ -162,14 +162,15 @@ Result<std::unique_ptr<Slot>> Slot::create(const NetworkLayout& l, uint32_t inde
     if (!v.ok()) return std::move(v).error().withContext(what);
     v->release();  // both ends go with the slot namespace
   }
-  // A gateway side of this name is stale: its slot namespace is gone from
-  // /run/netns but still alive, kept by a VM that is being stopped (a tap
-  // descriptor holds its namespace). Its link goes, so this one can be made.
-  if (ip(l.gateway_netns, {"link", "show", "dev", a.gateway_side_if}).ok()) {
+  auto transit = os::createVeth(l.gateway_netns, a.gateway_side_if, n, a.transit_if);
+  if (!transit.ok() && ip(l.gateway_netns, {"link", "show", "dev", a.gateway_side_if}).ok()) {
+    // A gateway side of this name is stale: its slot namespace is gone from
+    // /run/netns but still alive, kept by a VM that is being stopped (a tap
+    // descriptor holds its namespace). Its link goes, so this one can be made.
     Logger("network").warn("{}: removing the stale link {}", what, a.gateway_side_if);
     (void)ip(l.gateway_netns, {"link", "delete", a.gateway_side_if});
+    transit = os::createVeth(l.gateway_netns, a.gateway_side_if, n, a.transit_if);
   }
-  auto transit = os::createVeth(l.gateway_netns, a.gateway_side_if, n, a.transit_if);
   if (!transit.ok()) return std::move(transit).error().withContext(what);
   s->gateway_side_ = std::move(*transit);
 
@@ -310,13 +311,11 @@ void SlotPool::dropLeftovers() {
   for (uint32_t i : leftovers_) {
     auto ns = os::Netns::adopt(layout_.prefix + "-" + std::to_string(i));
     if (ns.ok()) {
+      // Its veth pair goes with it (a link that outlives it for a while,
+      // held by a dying VM's tap, is replaced by Slot::create).
       Logger("network").info("removing network slot {} left by an earlier run", i);
       ns->destroy();
     }
-    // Its veth pair goes with the namespace once nothing holds that; a tap
-    // a dying VM still has open would keep it (and the name) a while.
-    (void)os::runCommand(os::inNetns(
-        layout_.gateway_netns, {"ip", "link", "delete", layout_.prefix + "h" + std::to_string(i)}));
     in_use_.erase(i);
   }
   leftovers_.clear();
