@@ -3,7 +3,7 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 
-#include "api/daemon.h"
+#include "vesseld/daemon.h"
 #include "base/config.h"
 #include "base/log.h"
 
@@ -82,7 +82,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   vessel::initLogging(cfg.log_level);
-  if (auto s = vessel::api::runDaemon(std::move(cfg)); !s.ok()) {
+  if (auto s = vessel::vesseld::runDaemon(std::move(cfg)); !s.ok()) {
     std::fprintf(stderr, "vesseld: %s\n", s.error().message().c_str());
     return 1;
   }

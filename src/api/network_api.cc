@@ -171,7 +171,7 @@ Response NetworkApi::putNetwork(const Request& req, const std::string& tenant,
                                 const std::string& id) {
   auto sb = store_.getSandbox(tenant, id);
   if (!sb.ok()) return errorResponse(req, sb.error());
-  if (!sb->has_value() || (*sb)->state == "deleted")
+  if (!sb->has_value() || (*sb)->state == store::SandboxState::kDeleted)
     return errorResponse(req, Error(Code::kNotFound, "sandbox " + id + " does not exist"));
   auto body = parseBody(req.body());
   if (!body.ok()) return errorResponse(req, body.error());
@@ -188,7 +188,7 @@ Response NetworkApi::putNetwork(const Request& req, const std::string& tenant,
   auto policy = policyFor(tenant, *s);
   if (!policy.ok()) return errorResponse(req, policy.error());
   auto old = stored(id);
-  if (old.ok() && (old->mode == "none") != (s->mode == "none") && (*sb)->state != "paused")
+  if (old.ok() && (old->mode == "none") != (s->mode == "none") && (*sb)->state != store::SandboxState::kPaused)
     // The guest's route is set up once per restore; switching between none
     // and the others needs its interface reconfigured. Pause/resume does it.
     log().forSandbox(id).info("network mode {} -> {}: the guest's route changes on next resume",
@@ -210,7 +210,7 @@ Response NetworkApi::getNetwork(const Request& req, const std::string& tenant,
                                 const std::string& id) {
   auto sb = store_.getSandbox(tenant, id);
   if (!sb.ok()) return errorResponse(req, sb.error());
-  if (!sb->has_value() || (*sb)->state == "deleted")
+  if (!sb->has_value() || (*sb)->state == store::SandboxState::kDeleted)
     return errorResponse(req, Error(Code::kNotFound, "sandbox " + id + " does not exist"));
   auto s = stored(id);
   if (!s.ok()) return errorResponse(req, s.error());

@@ -96,6 +96,9 @@ class Vm {
   virtual asio::awaitable<Status> loadState(bool ignore_shared) = 0;
   // Graceful quit, then SIGTERM, then SIGKILL; reaps and removes run_dir.
   virtual asio::awaitable<Status> stop() = 0;
+  // Kills the VMM at once (SIGKILL), without waiting: every call on its
+  // channels fails promptly. stop() still reaps and cleans up afterwards.
+  virtual void kill() {}
   // Lets go of the machine without stopping it: channels are closed, the
   // VMM keeps running for a later process to adopt. Nothing else works after.
   virtual void release() {}

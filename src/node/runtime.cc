@@ -16,27 +16,13 @@
 #include "base/log.h"
 #include "base/scope_exit.h"
 #include "base/sha256.h"
+#include "node/guest_deadline.h"
 
 namespace vessel::node {
 
 namespace fs = std::filesystem;
 namespace json = boost::json;
 using namespace std::chrono_literals;
-
-std::string newId(const std::string& prefix) {
-  unsigned char b[6];
-  if (::getrandom(b, sizeof b, 0) != sizeof b) {
-    std::random_device rd;
-    for (auto& x : b) x = static_cast<unsigned char>(rd());
-  }
-  static const char* k = "0123456789abcdef";
-  std::string s = prefix + "-";
-  for (unsigned char x : b) {
-    s.push_back(k[x >> 4]);
-    s.push_back(k[x & 15]);
-  }
-  return s;
-}
 
 namespace {
 
@@ -148,6 +134,39 @@ asio::awaitable<Result<Runtime::Prepared>> Runtime::prepareRestore(
 }
 
 asio::awaitable<Status> Runtime::applyIdentity(Sandbox& sb,
+                                               const std::optional<GuestNetwork>& net_done) {
+  auto agent = sb.agent_;
+  auto calls = identityCalls(sb, net_done);
+  co_return co_await withGuestDeadline(agent, opts_.guest_call_timeout, "identity of " + sb.id_,
+                                       std::move(calls));
+}
+
+void Runtime::abort(const std::string& id) {
+  auto it = making_.find(id);
+  if (it == making_.end()) return;
+  aborted_.insert(id);
+  if (it->second) it->second->kill();
+}
+
+Status Runtime::checkAborted(const std::string& id) const {
+  if (aborted_.count(id)) return Error(Code::kUnavailable, "sandbox " + id + ": aborted");
+  return okStatus();
+}
+
+Status Runtime::discardFiles(const std::string& id) {
+  if (!validId(id)) return Error(Code::kInvalidArgument, "bad sandbox id '" + id + "'");
+  std::string dir = opts_.root + "/sandboxes/" + id;
+  json::object raw;
+  std::error_code ec;
+  if (auto rec = readRecord(id, raw); rec.ok()) {
+    if (!(*rec)->vm_dir_.empty()) fs::remove_all((*rec)->vm_dir_, ec);
+  }
+  fs::remove_all(dir, ec);
+  if (ec) return Error(Code::kInternal, "remove " + dir + ": " + ec.message());
+  return okStatus();
+}
+
+asio::awaitable<Status> Runtime::identityCalls(Sandbox& sb,
                                                const std::optional<GuestNetwork>& net_done) {
   auto& a = sb.agent_;
   // Fresh entropy first: two clones of one snapshot share the guest CRNG.
@@ -310,7 +329,9 @@ asio::awaitable<Status> Runtime::warm(Prepared& p) {
   // The network most creates ask for, set up now rather than in the
   // create (the same layout in every slot).
   if (opts_.warm_network && p.slot) {
-    auto n = co_await configureGuestNetwork(**c, p.slot.get(), *opts_.warm_network, std::nullopt);
+    auto setup = configureGuestNetwork(**c, p.slot.get(), *opts_.warm_network, std::nullopt);
+    auto n = co_await withGuestDeadline(*c, opts_.guest_call_timeout, "warm " + p.vm_id,
+                                        std::move(setup));
     if (!n.ok()) co_return std::move(n).error().withContext("warm " + p.vm_id);
     p.net = opts_.warm_network;
   }
@@ -376,6 +397,11 @@ asio::awaitable<Result<std::shared_ptr<Sandbox>>> Runtime::create(std::string te
   if (!fs::create_directory(sb->dir_, ec))
     co_return Error(Code::kAlreadyExists, "sandbox " + sb->id_ + " exists");
   ScopeExit remove_dir([&] { fs::remove_all(sb->dir_, ec); });
+  making_[sb->id_] = nullptr;
+  ScopeExit unmark([this, id = sb->id_] {
+    making_.erase(id);
+    aborted_.erase(id);
+  });
   sb->template_id_ = (*t)->id();
   sb->hostname_ = opts.hostname.empty() ? sb->id_ : opts.hostname;
   sb->env_ = opts.env;
@@ -400,6 +426,7 @@ asio::awaitable<Result<std::shared_ptr<Sandbox>>> Runtime::create(std::string te
       co_return std::move(m).error().withContext(ctx);
     }
     sb->vm_ = std::move(m->vm);
+    making_[sb->id_] = sb->vm_.get();
     sb->agent_ =
         AgentClient::create(std::move(sb->vm_->agentChannel()), std::move(m->leftover), sb->id_);
     auto id = co_await applyIdentity(*sb);
@@ -431,6 +458,8 @@ asio::awaitable<Result<std::shared_ptr<Sandbox>>> Runtime::create(std::string te
       bool was_warm = p.agent != nullptr;
       sb->vm_dir_ = p.vm_dir;
       sb->vm_ = std::move(p.vm);
+      making_[sb->id_] = sb->vm_.get();
+      if (Status a = checkAborted(sb->id_); !a.ok()) sb->vm_->kill();
       sb->slot_ = std::move(p.slot);
       Status fin = okStatus();
       if (was_warm) {
@@ -445,10 +474,11 @@ asio::awaitable<Result<std::shared_ptr<Sandbox>>> Runtime::create(std::string te
       if (sb->agent_) sb->agent_->close();
       sb->agent_.reset();
       (void)co_await sb->vm_->stop();
+      making_[sb->id_] = nullptr;
       sb->vm_.reset();
       releaseSlot(sb->slot_);
       fs::remove_all(sb->vm_dir_, ec);
-      if (!was_warm || attempt >= 2) {
+      if (!was_warm || attempt >= 2 || !checkAborted(sb->id_).ok()) {
         refillLater(template_name);
         co_return std::move(fin).error().withContext(ctx);
       }
@@ -599,6 +629,11 @@ Result<std::shared_ptr<Sandbox>> Runtime::readRecord(const std::string& id,
 asio::awaitable<Result<std::shared_ptr<Sandbox>>> Runtime::resume(const std::string& id) {
   std::string ctx = "resume sandbox " + id;
   if (!validId(id)) co_return Error(Code::kInvalidArgument, ctx + ": bad id");
+  making_[id] = nullptr;
+  ScopeExit unmark([this, id] {
+    making_.erase(id);
+    aborted_.erase(id);
+  });
   json::object o;
   auto rec = readRecord(id, o);
   if (!rec.ok()) co_return std::move(rec).error().withContext(ctx);
@@ -624,7 +659,9 @@ asio::awaitable<Result<std::shared_ptr<Sandbox>>> Runtime::resume(const std::str
     co_return std::move(vm).error().withContext(ctx);
   }
   sb->vm_ = std::move(*vm);
-  auto fin = co_await finishRestore(*sb, false);
+  making_[id] = sb->vm_.get();
+  Status fin = checkAborted(id);
+  if (fin.ok()) fin = co_await finishRestore(*sb, false);
   if (!fin.ok()) {
     if (sb->agent_) sb->agent_->close();
     (void)co_await sb->vm_->stop();
@@ -658,6 +695,13 @@ asio::awaitable<Result<std::vector<std::shared_ptr<Sandbox>>>> Runtime::forkAs(
   auto at = sb.template_id_.find('@');
   auto t = store_.open(sb.template_id_.substr(0, at), sb.template_id_.substr(at + 1));
   if (!t.ok()) co_return std::move(t).error().withContext(ctx);
+  for (const auto& id : ids) making_[id] = nullptr;
+  ScopeExit unmark([this, ids] {
+    for (const auto& id : ids) {
+      making_.erase(id);
+      aborted_.erase(id);
+    }
+  });
   // A brief pause: state and disk are captured together, then the
   // original carries on.
   std::string snap = sb.dir_ + "/fork-" + newId("s");
@@ -693,7 +737,10 @@ asio::awaitable<Result<std::vector<std::shared_ptr<Sandbox>>>> Runtime::forkAs(
       child->vm_dir_ = r->vm_dir;
       child->vm_ = std::move(r->vm);
       child->slot_ = std::move(r->slot);
-      st = co_await finishRestore(*child, false);
+      making_[child->id_] = child->vm_.get();
+      st = checkAborted(child->id_);
+      if (st.ok()) st = co_await finishRestore(*child, false);
+      making_[child->id_] = nullptr;
     }
     if (!st.ok()) {
       if (child->agent_) child->agent_->close();
@@ -705,8 +752,13 @@ asio::awaitable<Result<std::vector<std::shared_ptr<Sandbox>>>> Runtime::forkAs(
       co_return std::move(st).error().withContext(ctx);
     }
     store_.acquire(child->template_id_);
-    (void)writeRecord(*child);
-    out.push_back(std::move(child));
+    out.push_back(child);
+    // Without its record the copy could not be taken over after a restart:
+    // it is not a sandbox yet.
+    if (auto w = writeRecord(*child); !w.ok()) {
+      for (auto& c : out) (void)co_await destroy(*c);
+      co_return std::move(w).error().withContext(ctx + ": record of " + child->id_);
+    }
   }
   co_return out;
 }

@@ -362,7 +362,7 @@ TEST_F(DataPlaneTest, TokensReachOnlyTheirSandboxAndDieWithIt) {
   {
     auto db = store::openSqlite(d_->stateDir() + "/vessel.db");
     ASSERT_TRUE(db.ok());
-    store::SandboxRecord p{"sb-pausedrecord", "dev", "minimal", "paused"};
+    store::SandboxRecord p{"sb-pausedrecord", "dev", "minimal", store::SandboxState::kPaused};
     ASSERT_TRUE((*db)->insertSandbox(p).ok());
   }
   Reply paused = api("POST", "/v1/sandboxes/sb-pausedrecord/sessions");

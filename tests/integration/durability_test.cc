@@ -392,7 +392,7 @@ TEST_F(DurabilityTest, QuotasAnswer429AndExtendMovesTheDeadlines) {
   ASSERT_TRUE((*db)->createTenant("tq", "quota").ok());
   ASSERT_TRUE((*db)->addApiKey("tq", sha256Hex(key)).ok());
   ASSERT_TRUE((*db)->setTenantLimits("tq", {1, 200}).ok());
-  store::SandboxRecord paused{"sb-q1", "tq", "minimal", "paused", "", 1, 256};
+  store::SandboxRecord paused{"sb-q1", "tq", "minimal", store::SandboxState::kPaused, "", 1, 256};
   paused.created_ms = store::nowMs();
   paused.expires_ms = paused.created_ms + 3600 * 1000;
   ASSERT_TRUE((*db)->insertSandbox(paused).ok());
@@ -421,7 +421,7 @@ TEST_F(DurabilityTest, QuotasAnswer429AndExtendMovesTheDeadlines) {
   EXPECT_EQ(d->call("POST", "/v1/sandboxes/sb-q1:extend", R"({"timeout":"x"})", key).status, 400);
   EXPECT_EQ(d->call("POST", "/v1/sandboxes/sb-q1:extend", R"({"timeout":5})").status, 404)
       << "another tenant's sandbox does not exist for the dev tenant";
-  ASSERT_TRUE((*db)->setSandboxState("sb-q1", "deleted", "").ok());
+  ASSERT_TRUE((*db)->setSandboxState("sb-q1", store::SandboxState::kDeleted, "").ok());
 }
 
 // Every error body is the contract's Error: {code, message, details?},

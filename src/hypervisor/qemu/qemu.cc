@@ -164,6 +164,10 @@ class QemuVm : public Vm {
     co_return okStatus();
   }
 
+  void kill() override {
+    if (!stopped_) (void)child_.signal(SIGKILL);
+  }
+
   void release() override {
     stopped_ = true;
     qmp_->close();

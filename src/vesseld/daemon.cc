@@ -1,4 +1,4 @@
-#include "api/daemon.h"
+#include "vesseld/daemon.h"
 
 #include <fcntl.h>
 #include <sys/file.h>
@@ -30,9 +30,13 @@
 #include "node/network/egress.h"
 #include "node/runtime.h"
 #include "node/template_builder.h"
+#include "ops/lifecycle.h"
 #include "store/store.h"
+#include "vesseld/local_node.h"
 
-namespace vessel::api {
+namespace vessel::vesseld {
+
+using namespace vessel::api;
 
 namespace fs = std::filesystem;
 namespace json = boost::json;
@@ -209,7 +213,9 @@ Status runDaemon(Config cfg) {
   }
   node::Runtime runtime(io, hv, templates, ro);
   for (const auto& [name, n] : cfg.warm_pool_sizes) runtime.setPoolSize(name, n);
-  ControlPlane control(io, *store, runtime, templates, &network);
+  LocalNode local_node(io, runtime, &network);
+  ops::Lifecycle lifecycle(io, *store, local_node, templates);
+  ControlPlane control(io, *store, lifecycle, templates, &network);
   TemplateBuildEnv build_env;
   build_env.qemu_binary = cfg.qemu_binary;
   build_env.qemu_version = qemu_version;
@@ -220,7 +226,7 @@ Status runDaemon(Config cfg) {
   build_env.work_dir = run_root + "/tb";
   control.enableTemplateBuilds(build_env);
   metrics::Registry metrics;
-  control.setMetrics(metrics);
+  lifecycle.setMetrics(metrics);
   SessionOptions session_opts;
   session_opts.data_url = cfg.data_url;
   Sessions sessions(*store, session_opts);
@@ -234,21 +240,21 @@ Status runDaemon(Config cfg) {
   }
   // Take over what an earlier vesseld left (running VMs, paused sandboxes,
   // operations in flight) before anyone can ask about it.
-  runBlocking(io, control.recover());
+  runBlocking(io, lifecycle.recover());
   // Slots of VMs that did not survive the restart (and of pooled VMs,
   // which never do) go now.
   if (egress)
     egress->slots().dropLeftovers();
   else
     node::network::removeLeftovers(slot_prefix);
-  Policy policy;
+  ops::Policy policy;
   policy.default_idle_timeout_s = cfg.default_idle_timeout_s;
   policy.default_lifetime_s = cfg.default_lifetime_s;
   policy.max_lifetime_s = cfg.max_lifetime_s;
-  policy.tenant_max_sandboxes = cfg.tenant_max_sandboxes;
-  policy.tenant_max_memory_mib = cfg.tenant_max_memory_mib;
-  control.setPolicy(policy);
-  control.startReaper();
+  policy.quota.max_sandboxes = cfg.tenant_max_sandboxes;
+  policy.quota.max_memory_mib = cfg.tenant_max_memory_mib;
+  lifecycle.setPolicy(policy);
+  lifecycle.startReaper();
   metrics.addCollector([&](metrics::SampleWriter& w) {
     w.family("vessel_warm_pool_vms", "VMs restored and waiting for a create, per template",
              "gauge");
@@ -325,7 +331,8 @@ Status runDaemon(Config cfg) {
     asio::co_spawn(
         io,
         [&]() -> asio::awaitable<void> {
-          co_await control.shutdown(cfg.stop_vms_on_exit);
+          control.stopTemplateBuilds();
+          co_await lifecycle.shutdown(cfg.stop_vms_on_exit);
           if (egress) egress->stop();
           io.stop();
         },
@@ -336,4 +343,4 @@ Status runDaemon(Config cfg) {
   return okStatus();
 }
 
-}  // namespace vessel::api
+}  // namespace vessel::vesseld
