@@ -8,7 +8,6 @@
 #include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
-#include <boost/json.hpp>
 #include <filesystem>
 #include <random>
 
@@ -17,11 +16,11 @@
 #include "base/scope_exit.h"
 #include "base/sha256.h"
 #include "node/guest_deadline.h"
+#include "node/sandbox_file.h"
 
 namespace vessel::node {
 
 namespace fs = std::filesystem;
-namespace json = boost::json;
 using namespace std::chrono_literals;
 
 namespace {
@@ -156,9 +155,9 @@ Status Runtime::checkAborted(const std::string& id) const {
 Status Runtime::discardFiles(const std::string& id) {
   if (!validId(id)) return Error(Code::kInvalidArgument, "bad sandbox id '" + id + "'");
   std::string dir = opts_.root + "/sandboxes/" + id;
-  json::object raw;
+  SandboxFile file;
   std::error_code ec;
-  if (auto rec = readRecord(id, raw); rec.ok()) {
+  if (auto rec = readRecord(id, file); rec.ok()) {
     if (!(*rec)->vm_dir_.empty()) fs::remove_all((*rec)->vm_dir_, ec);
   }
   fs::remove_all(dir, ec);
@@ -348,27 +347,24 @@ asio::awaitable<void> Runtime::discard(Prepared p) {
 }
 
 Status Runtime::writeRecord(const Sandbox& sb) {
-  json::array env;
-  for (const auto& e : sb.env_) env.push_back(json::string(e));
-  json::object o;
-  o["id"] = sb.id_;
-  o["template"] = sb.template_id_;
-  o["vm_dir"] = sb.vm_dir_;
-  o["hostname"] = sb.hostname_;
-  o["env"] = std::move(env);
-  o["network"] = json::object{{"route", sb.net_.route}, {"ca_pem", sb.net_.ca_pem}};
+  SandboxFile f;
+  f.id = sb.id_;
+  f.template_id = sb.template_id_;
+  f.vm_dir = sb.vm_dir_;
+  f.hostname = sb.hostname_;
+  f.env = sb.env_;
+  f.network = sb.net_;
   // Its VM has a tap in this slot: adopt() takes the slot over with it.
-  if (sb.slot_) o["network_slot"] = sb.slot_->index();
-  o["vcpus"] = sb.vcpus_;
-  o["memory_mib"] = sb.memory_mib_;
-  o["state"] = sb.state_ == Sandbox::State::kPaused ? "paused" : "running";
+  if (sb.slot_) f.network_slot = sb.slot_->index();
+  f.vcpus = sb.vcpus_;
+  f.memory_mib = sb.memory_mib_;
+  f.paused = sb.state_ == Sandbox::State::kPaused;
   // What a later vesseld needs to take the running VM over (adopt()).
   if (sb.vm_ && sb.vm_->pid() > 0) {
-    o["vm_pid"] = sb.vm_->pid();
-    auto ticks = processStartTicks(sb.vm_->pid());
-    if (ticks.ok()) o["vm_start_ticks"] = *ticks;
+    f.vm_pid = sb.vm_->pid();
+    if (auto ticks = processStartTicks(sb.vm_->pid()); ticks.ok()) f.vm_start_ticks = *ticks;
   }
-  return writeFileAtomic(sb.dir_ + "/sandbox.json", json::serialize(o), 0600);
+  return writeFileAtomic(sb.dir_ + "/sandbox.json", encodeSandboxFile(f), 0600);
 }
 
 asio::awaitable<Result<std::shared_ptr<Sandbox>>> Runtime::create(std::string template_name,
@@ -597,32 +593,21 @@ asio::awaitable<Status> Runtime::pause(Sandbox& sb) {
 }
 
 Result<std::shared_ptr<Sandbox>> Runtime::readRecord(const std::string& id,
-                                                     json::object& raw) const {
+                                                     SandboxFile& f) const {
   std::string dir = opts_.root + "/sandboxes/" + id;
   auto text = readFile(dir + "/sandbox.json");
   if (!text.ok()) return Error(Code::kNotFound, "no sandbox record: " + text.error().message());
-  boost::system::error_code jec;
-  json::value v = json::parse(*text, jec);
-  if (jec || !v.is_object()) return Error(Code::kInternal, "sandbox.json is corrupt");
-  raw = std::move(v.as_object());
+  VESSEL_ASSIGN_OR_RETURN(f, decodeSandboxFile(*text));
   auto sb = std::make_shared<Sandbox>();
   sb->id_ = id;
   sb->dir_ = dir;
-  try {
-    sb->vm_dir_ = std::string(raw.at("vm_dir").as_string());
-    sb->template_id_ = std::string(raw.at("template").as_string());
-    sb->hostname_ = std::string(raw.at("hostname").as_string());
-    for (auto& e : raw.at("env").as_array()) sb->env_.emplace_back(e.as_string());
-    if (auto* n = raw.if_contains("network")) {
-      sb->net_.route = n->at("route").as_bool();
-      sb->net_.ca_pem = std::string(n->at("ca_pem").as_string());
-    }
-    sb->vcpus_ = static_cast<unsigned>(raw.at("vcpus").to_number<uint64_t>());
-    sb->memory_mib_ = raw.at("memory_mib").to_number<uint64_t>();
-    (void)raw.at("state").as_string();
-  } catch (const std::exception& e) {
-    return Error(Code::kInternal, std::string("sandbox.json: ") + e.what());
-  }
+  sb->vm_dir_ = f.vm_dir;
+  sb->template_id_ = f.template_id;
+  sb->hostname_ = f.hostname;
+  sb->env_ = f.env;
+  sb->net_ = f.network;
+  sb->vcpus_ = f.vcpus;
+  sb->memory_mib_ = f.memory_mib;
   return sb;
 }
 
@@ -634,12 +619,12 @@ asio::awaitable<Result<std::shared_ptr<Sandbox>>> Runtime::resume(const std::str
     making_.erase(id);
     aborted_.erase(id);
   });
-  json::object o;
-  auto rec = readRecord(id, o);
+  SandboxFile file;
+  auto rec = readRecord(id, file);
   if (!rec.ok()) co_return std::move(rec).error().withContext(ctx);
   std::shared_ptr<Sandbox> sb = std::move(*rec);
   std::string dir = sb->dir_;
-  if (o.at("state").as_string() != "paused")
+  if (!file.paused)
     co_return Error(Code::kFailedPrecondition, ctx + ": sandbox is not paused");
   auto at = sb->template_id_.find('@');
   auto t = store_.open(sb->template_id_.substr(0, at), sb->template_id_.substr(at + 1));
@@ -896,8 +881,8 @@ void Runtime::release(Sandbox& sb) {
 asio::awaitable<Result<std::shared_ptr<Sandbox>>> Runtime::adopt(const std::string& id) {
   std::string ctx = "adopt sandbox " + id;
   if (!validId(id)) co_return Error(Code::kInvalidArgument, ctx + ": bad id");
-  json::object o;
-  auto rec = readRecord(id, o);
+  SandboxFile file;
+  auto rec = readRecord(id, file);
   if (!rec.ok()) {
     if (rec.error().code() == Code::kNotFound)
       co_return Error(Code::kNotFound,
@@ -906,18 +891,10 @@ asio::awaitable<Result<std::shared_ptr<Sandbox>>> Runtime::adopt(const std::stri
   }
   std::shared_ptr<Sandbox> sb = std::move(*rec);
   std::string dir = sb->dir_;
-  pid_t pid = 0;
-  uint64_t ticks = 0;
-  bool paused = false;
-  std::optional<uint32_t> slot_index;
-  try {
-    if (auto* n = o.if_contains("network_slot")) slot_index = n->to_number<uint32_t>();
-    paused = o.at("state").as_string() == "paused";
-    if (auto* p = o.if_contains("vm_pid")) pid = static_cast<pid_t>(p->to_number<int64_t>());
-    if (auto* t = o.if_contains("vm_start_ticks")) ticks = t->to_number<uint64_t>();
-  } catch (const std::exception& e) {
-    co_return Error(Code::kInternal, ctx + ": sandbox.json: " + e.what());
-  }
+  pid_t pid = file.vm_pid;
+  uint64_t ticks = file.vm_start_ticks;
+  bool paused = file.paused;
+  std::optional<uint32_t> slot_index = file.network_slot;
   std::error_code ec;
   if (paused) {
     if (!fs::exists(dir + "/pause.state", ec))
@@ -982,11 +959,8 @@ asio::awaitable<int> Runtime::discardOrphans(std::set<std::string> keep) {
     std::string id = e.path().filename().string();
     if (keep.count(id)) {
       auto text = readFile(e.path().string() + "/sandbox.json");
-      boost::system::error_code jec;
-      json::value v = text.ok() ? json::parse(*text, jec) : json::value();
-      if (!jec && v.is_object())
-        if (auto* d = v.as_object().if_contains("vm_dir"); d && d->is_string())
-          vm_dirs_in_use.insert(std::string(d->as_string()));
+      auto f = text.ok() ? decodeSandboxFile(*text) : Result<SandboxFile>(text.error());
+      if (f.ok()) vm_dirs_in_use.insert(f->vm_dir);
       continue;
     }
     std::error_code rec;

@@ -21,19 +21,14 @@
 #include "base/new_id.h"
 #include "hypervisor/hypervisor.h"
 #include "node/agent_client.h"
+#include "node/guest_network.h"
+#include "node/sandbox_file.h"
 #include "node/machine.h"
 #include "node/network/slot.h"
 #include "templates/store.h"
 
 namespace vessel::node {
 
-// How a sandbox's guest reaches the network, set up on its slot after every
-// restore (one exec as root).
-struct GuestNetwork {
-  bool route = false;  // eth0 up with the slot's guest address, default route and DNS
-  std::string ca_pem;  // the egress CA, added to the guest's trust store (+ env variables)
-  bool operator==(const GuestNetwork&) const = default;
-};
 
 struct RuntimeOptions {
   std::string root;
@@ -232,9 +227,8 @@ class Runtime {
                                                 const std::optional<GuestNetwork>& was);
   Status writeRecord(const Sandbox& sb);
   // sandbox.json of `id`: the sandbox with what every record has, and the
-  // whole record in `raw`. kNotFound without a record, kInternal if corrupt.
-  Result<std::shared_ptr<Sandbox>> readRecord(const std::string& id,
-                                              boost::json::object& raw) const;
+  // whole record in `file`. kNotFound without a record, kInternal if corrupt.
+  Result<std::shared_ptr<Sandbox>> readRecord(const std::string& id, SandboxFile& file) const;
   void refillLater(const std::string& template_name);
   // VMs being made for a sandbox id (abort() kills them), registered for
   // the duration of a create, resume or fork.

@@ -48,6 +48,9 @@ Result<Accepted> Lifecycle::startAction(const std::string& tenant, const std::st
   VESSEL_ASSIGN_OR_RETURN(auto op, log_.begin(tenant, id, std::string(actionName(action))));
   noteActivity(id);
   setSandbox(op, legal.transition.during);
+  // Read before the operation starts: co_spawn runs it inline up to its
+  // first suspension, and a delete of a paused sandbox may finish there.
+  VESSEL_ASSIGN_OR_RETURN(auto now, reread(tenant, id));
   if (action == Action::kDelete) {
     if (auto it = busy_.find(id); it != busy_.end()) {
       // Something is in flight: it is cut short, and the delete runs when
@@ -61,7 +64,6 @@ Result<Accepted> Lifecycle::startAction(const std::string& tenant, const std::st
     busy_[id];
     asio::co_spawn(io_, runAction(op, legal.transition), asio::detached);
   }
-  VESSEL_ASSIGN_OR_RETURN(auto now, reread(tenant, id));
   return Accepted{std::move(now), std::move(op), {}};
 }
 
@@ -157,10 +159,10 @@ Result<Accepted> Lifecycle::fork(const std::string& tenant, const std::string& i
   auto op = log_.begin(tenant, id, "fork");
   if (!op.ok()) return failAll(op.error());
   setSandbox(*op, legal.transition.during);
+  VESSEL_ASSIGN_OR_RETURN(auto now, reread(tenant, id));
   busy_[id];
   for (const auto& c : ids) busy_[c];
   asio::co_spawn(io_, runFork(*op, ids), asio::detached);
-  VESSEL_ASSIGN_OR_RETURN(auto now, reread(tenant, id));
   return Accepted{std::move(now), std::move(*op), std::move(copies)};
 }
 
@@ -208,9 +210,9 @@ Result<Accepted> Lifecycle::forkToTemplate(const std::string& tenant, const std:
   VESSEL_TRY(checkNewTemplateName(name));
   VESSEL_ASSIGN_OR_RETURN(auto op, log_.begin(tenant, id, "fork"));
   setSandbox(op, legal.transition.during);
+  VESSEL_ASSIGN_OR_RETURN(auto now, reread(tenant, id));
   busy_[id];
   asio::co_spawn(io_, runForkToTemplate(op, name), asio::detached);
-  VESSEL_ASSIGN_OR_RETURN(auto now, reread(tenant, id));
   return Accepted{std::move(now), std::move(op), {}};
 }
 

@@ -184,7 +184,8 @@ TEST_F(LifecycleTest, DeletingAPausedSandboxNeverRestoresIt) {
   ASSERT_TRUE(lc_->pause("t1", id).ok());
   drain();
   auto d = lc_->remove("t1", id);
-  ASSERT_TRUE(d.ok());
+  ASSERT_TRUE(d.ok()) << d.error().message();
+  EXPECT_EQ(d->sandbox.state, SandboxState::kDeleting);
   drain();
   EXPECT_EQ(op(d->operation.id).state, OpState::kDone);
   EXPECT_EQ(node_->count("resume " + id), 0) << "a paused sandbox was restored to be deleted";

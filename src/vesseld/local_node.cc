@@ -11,6 +11,7 @@
 #include <boost/asio/detached.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/posix/stream_descriptor.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
 #include "base/log.h"
@@ -226,6 +227,16 @@ asio::awaitable<void> LocalNode::watchLoop(std::string id, uint64_t gen) {
   auto it = held_.find(id);
   // Stopped, paused, released or replaced on purpose: not ours to report.
   if (it == held_.end() || it->second.watch != gen || it->second.sb != sb) co_return;
+  if (which.index() == 1) {
+    // A VM that dies closes its channel first: give its exit a moment to
+    // show, so the reason names what happened rather than its symptom.
+    asio::steady_timer grace(io_, std::chrono::milliseconds(500));
+    auto gone = pidfd.async_wait(asio::posix::stream_descriptor::wait_read,
+                                 asio::as_tuple(asio::use_awaitable));
+    auto late = co_await (std::move(gone) || grace.async_wait(asio::as_tuple(asio::use_awaitable)));
+    if (late.index() == 0) which = decltype(which)(std::in_place_index<0>);
+    if (alive.expired()) co_return;
+  }
   std::string reason;
   if (which.index() == 0) {
     auto st = co_await sb->vm()->waitExit();
