@@ -3,9 +3,9 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 
-#include "vesseld/daemon.h"
 #include "base/config.h"
 #include "base/log.h"
+#include "vesseld/daemon.h"
 
 int main(int argc, char** argv) {
   vessel::Config cfg;

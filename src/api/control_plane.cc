@@ -47,21 +47,19 @@ void ControlPlane::install(HttpServer& server) {
   });
 }
 
-Response ControlPlane::refusal(const Request& req, const std::string& tenant,
-                               const std::string& id, const Error& e) {
+Response ControlPlane::refusal(const Request& req, const std::string& tenant, const std::string& id,
+                               const Error& e) {
   // A request the sandbox's state does not allow says which state it is in.
   if (e.code() == Code::kFailedPrecondition && !id.empty())
     if (auto sb = lifecycle_.get(tenant, id); sb.ok())
-      return errorResponse(req, e,
-                           json::object{{"state", std::string(ops::stateName(sb->state))}});
+      return errorResponse(req, e, json::object{{"state", std::string(ops::stateName(sb->state))}});
   return errorResponse(req, e);
 }
 
-Response ControlPlane::answer(const Request& req, const std::string& tenant,
-                              const std::string& id, const Result<ops::Accepted>& r) {
+Response ControlPlane::answer(const Request& req, const std::string& tenant, const std::string& id,
+                              const Result<ops::Accepted>& r) {
   if (!r.ok()) return refusal(req, tenant, id, r.error());
-  json::object o{{"sandbox", sandboxJson(r->sandbox)},
-                 {"operation", operationJson(r->operation)}};
+  json::object o{{"sandbox", sandboxJson(r->sandbox)}, {"operation", operationJson(r->operation)}};
   return jsonResponse(req, http::status::accepted, json::serialize(o));
 }
 
@@ -165,8 +163,8 @@ Response ControlPlane::listSandboxes(const Request& req, const std::string& tena
   if (!page.ok()) return errorResponse(req, page.error());
   json::array items;
   for (const auto& s : page->sandboxes) items.push_back(sandboxJson(s));
-  return okJson(req,
-                json::object{{"sandboxes", std::move(items)}, {"next_page_token", page->next_page_token}});
+  return okJson(req, json::object{{"sandboxes", std::move(items)},
+                                  {"next_page_token", page->next_page_token}});
 }
 
 Response ControlPlane::forkSandbox(const Request& req, const std::string& tenant,

@@ -188,7 +188,8 @@ Response NetworkApi::putNetwork(const Request& req, const std::string& tenant,
   auto policy = policyFor(tenant, *s);
   if (!policy.ok()) return errorResponse(req, policy.error());
   auto old = stored(id);
-  if (old.ok() && (old->mode == "none") != (s->mode == "none") && (*sb)->state != store::SandboxState::kPaused)
+  if (old.ok() && (old->mode == "none") != (s->mode == "none") &&
+      (*sb)->state != store::SandboxState::kPaused)
     // The guest's route is set up once per restore; switching between none
     // and the others needs its interface reconfigured. Pause/resume does it.
     log().forSandbox(id).info("network mode {} -> {}: the guest's route changes on next resume",

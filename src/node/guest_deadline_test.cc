@@ -37,8 +37,8 @@ TEST(GuestDeadlineTest, AStalledAgentFailsTheCallAtTheDeadline) {
       },
       asio::detached);
   ASSERT_EQ((*h)->process().signal(SIGSTOP).ok(), true);
-  auto st = runFor(io, withGuestDeadline(c, 300ms, "identity of sb-test", c->setHostname("x")),
-                   10s);
+  auto st =
+      runFor(io, withGuestDeadline(c, 300ms, "identity of sb-test", c->setHostname("x")), 10s);
   (void)(*h)->process().signal(SIGCONT);
   ASSERT_FALSE(st.ok());
   EXPECT_EQ(st.error().code(), Code::kDeadlineExceeded);

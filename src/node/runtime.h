@@ -22,13 +22,12 @@
 #include "hypervisor/hypervisor.h"
 #include "node/agent_client.h"
 #include "node/guest_network.h"
-#include "node/sandbox_file.h"
 #include "node/machine.h"
 #include "node/network/slot.h"
+#include "node/sandbox_file.h"
 #include "templates/store.h"
 
 namespace vessel::node {
-
 
 struct RuntimeOptions {
   std::string root;

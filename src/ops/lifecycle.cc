@@ -47,7 +47,11 @@ bool metadataMatches(const std::string& metadata_json,
 
 Lifecycle::Lifecycle(asio::io_context& io, store::Store& store, Node& node,
                      templates::TemplateStore& templates, const WallClock& clock)
-    : io_(io), store_(store), node_(node), templates_(templates), clock_(clock),
+    : io_(io),
+      store_(store),
+      node_(node),
+      templates_(templates),
+      clock_(clock),
       log_(store, clock) {
   node_.onLost([this, alive = std::weak_ptr<bool>(alive_)](
                    const std::string& tenant, const std::string& id, const std::string& why) {
@@ -78,8 +82,7 @@ void Lifecycle::setMetrics(metrics::Registry& r) {
       int64_t n = 0;
       for (auto& [k, v] : *by)
         if (k == st) n = v;
-      w.sample("vessel_sandboxes", {"state"}, {std::string(stateName(st))},
-               static_cast<double>(n));
+      w.sample("vessel_sandboxes", {"state"}, {std::string(stateName(st))}, static_cast<double>(n));
     }
   });
 }
@@ -156,10 +159,10 @@ Result<Accepted> Lifecycle::create(const CreateRequest& in) {
   // A restore keeps the snapshot's machine: asking for another shape is an
   // error, not something silently ignored.
   if ((in.vcpus && *in.vcpus != m.vcpus) || (in.memory_mib && *in.memory_mib != m.memory_mib))
-    return Error(Code::kInvalidArgument,
-                 "template '" + in.template_name + "' has " + std::to_string(m.vcpus) +
-                     " vCPUs and " + std::to_string(m.memory_mib) +
-                     " MiB; restoring it cannot change them");
+    return Error(Code::kInvalidArgument, "template '" + in.template_name + "' has " +
+                                             std::to_string(m.vcpus) + " vCPUs and " +
+                                             std::to_string(m.memory_mib) +
+                                             " MiB; restoring it cannot change them");
   int64_t lifetime = in.lifetime_s.value_or(policy_.default_lifetime_s);
   if (lifetime > policy_.max_lifetime_s || in.timeout_s.value_or(0) > policy_.max_lifetime_s)
     return Error(Code::kInvalidArgument, "timeout and lifetime may be at most " +
@@ -218,19 +221,17 @@ Result<store::SandboxRecord> Lifecycle::extend(const std::string& tenant, const 
                                                std::optional<int64_t> lifetime_s) {
   VESSEL_ASSIGN_OR_RETURN(auto s, get(tenant, id));
   if (s.state == SandboxState::kDeleting || s.state == SandboxState::kFailed)
-    return Error(Code::kFailedPrecondition, "sandbox " + id + " is " +
-                                                std::string(stateName(s.state)) +
-                                                "; cannot extend");
+    return Error(Code::kFailedPrecondition,
+                 "sandbox " + id + " is " + std::string(stateName(s.state)) + "; cannot extend");
   int64_t now = clock_.nowMs();
   int64_t idle = timeout_s.value_or(s.idle_timeout_s);
   int64_t expires = lifetime_s ? now + *lifetime_s * 1000 : s.expires_ms;
   // The hard cap is a cap: counted from creation, whatever was asked.
   int64_t cap = s.created_ms + policy_.max_lifetime_s * 1000;
   if (expires > cap || idle > policy_.max_lifetime_s)
-    return Error(Code::kInvalidArgument, "a sandbox lives at most " +
-                                             std::to_string(policy_.max_lifetime_s) +
-                                             " seconds from its creation here (until " +
-                                             rfc3339(cap) + ")");
+    return Error(Code::kInvalidArgument,
+                 "a sandbox lives at most " + std::to_string(policy_.max_lifetime_s) +
+                     " seconds from its creation here (until " + rfc3339(cap) + ")");
   VESSEL_TRY(store_.setSandboxLifetime(id, idle, expires));
   noteActivity(id);
   return get(tenant, id);
@@ -247,8 +248,7 @@ std::shared_ptr<node::AgentClient> Lifecycle::agentOf(const std::string& id) {
   return a;
 }
 
-Result<std::string> Lifecycle::resolveTemplate(const std::string& tenant,
-                                               const std::string& name) {
+Result<std::string> Lifecycle::resolveTemplate(const std::string& tenant, const std::string& name) {
   if (!plainName(name))
     return Error(Code::kInvalidArgument, "template name may hold letters, digits, - and _");
   // A stored name of some tenant's template is not a name anyone may use.

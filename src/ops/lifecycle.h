@@ -48,8 +48,8 @@ struct CreateRequest {
   std::string template_name = "minimal";  // as the tenant names it
   std::optional<unsigned> vcpus;
   std::optional<uint64_t> memory_mib;
-  std::vector<std::string> env;       // KEY=VALUE
-  std::string metadata_json = "{}";   // an object of strings, checked at the edge
+  std::vector<std::string> env;        // KEY=VALUE
+  std::string metadata_json = "{}";    // an object of strings, checked at the edge
   std::optional<NetworkSpec> network;  // unset: the node's defaults
   bool cold = false;
   // Seconds: idle timeout (0: never) and hard lifetime; unset: the defaults.
@@ -68,7 +68,7 @@ struct Accepted {
 struct ListRequest {
   std::string tenant;
   int page_size = 50;
-  std::string page_token;  // the last id of the previous page
+  std::string page_token;                       // the last id of the previous page
   std::map<std::string, std::string> metadata;  // every pair must match
   std::optional<SandboxState> state;            // only sandboxes in this state
 };

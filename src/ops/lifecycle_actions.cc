@@ -74,7 +74,7 @@ bool Lifecycle::handOverToDelete(store::OperationRecord& op, const Error* error)
   busy_.erase(it);
   if (!del) return false;
   Error e(Code::kFailedPrecondition, "cancelled: the sandbox was deleted" +
-                              (error ? " (" + error->message() + ")" : std::string()));
+                                         (error ? " (" + error->message() + ")" : std::string()));
   log_.set(op, OpState::kFailed, &e);
   asio::co_spawn(io_, runDelete(*del), asio::detached);
   return true;
@@ -172,7 +172,7 @@ asio::awaitable<void> Lifecycle::runFork(store::OperationRecord op, std::vector<
   auto r = co_await node_.fork(op.tenant_id, op.sandbox_id, ids);
   if (alive.expired()) co_return;
   for (size_t i = 0; i < ids.size(); ++i) {
-    Status st = !r.ok() ? Status(r.error())
+    Status st = !r.ok()         ? Status(r.error())
                 : i < r->size() ? (*r)[i]
                                 : Status(Error(Code::kInternal, "the node made too few copies"));
     store::OperationRecord as_copy = op;

@@ -72,8 +72,8 @@ asio::awaitable<int> Lifecycle::recover() {
   int discarded = co_await node_.discardOrphans(keep);
   collectTemplates();  // after every surviving sandbox holds its version again
   if (!sandboxes->empty() || discarded > 0)
-    opsLog().info("recovery: {} sandbox(es) taken over, {} lost, {} leftover(s) removed",
-                  adopted, failed, discarded);
+    opsLog().info("recovery: {} sandbox(es) taken over, {} lost, {} leftover(s) removed", adopted,
+                  failed, discarded);
   co_return adopted;
 }
 
@@ -137,14 +137,14 @@ asio::awaitable<bool> Lifecycle::recoverSandbox(store::SandboxRecord rec,
       }
       auto t = transition(*holding, step.action);
       if (!t.ok()) {
-        Error e(t.error().code(), "vesseld restarted during " + op->kind + ": " +
-                                      t.error().message());
+        Error e(t.error().code(),
+                "vesseld restarted during " + op->kind + ": " + t.error().message());
         record(SandboxState::kFailed, e.message());
         log_.set(*op, OpState::kFailed, &e);
         break;
       }
-      opsLog().info("sandbox {}: running the {} operation {} again after restart", rec.id,
-                    op->kind, op->id);
+      opsLog().info("sandbox {}: running the {} operation {} again after restart", rec.id, op->kind,
+                    op->id);
       record(t->during, "");
       if (step.action == Action::kDelete) {
         asio::co_spawn(io_, runDelete(*op), asio::detached);

@@ -37,7 +37,7 @@ struct NetworkSpec {
 
 struct NodeCreate {
   std::string id, tenant;
-  std::string template_name;  // the stored name (tenant templates are prefixed)
+  std::string template_name;     // the stored name (tenant templates are prefixed)
   std::vector<std::string> env;  // KEY=VALUE
   bool cold = false;             // boot the template's disk instead of restoring it
 };
@@ -72,10 +72,10 @@ class Node {
   // exists. Otherwise one Status per copy, in order (a copy may fail alone,
   // e.g. when its network policy cannot be registered).
   virtual asio::awaitable<Result<std::vector<Status>>> fork(std::string tenant, std::string id,
-                                                           std::vector<std::string> copies) = 0;
+                                                            std::vector<std::string> copies) = 0;
   // Snapshots a running sandbox into a new template named `stored_name`.
-  virtual asio::awaitable<Result<templates::Manifest>> forkToTemplate(
-      std::string id, std::string stored_name) = 0;
+  virtual asio::awaitable<Result<templates::Manifest>> forkToTemplate(std::string id,
+                                                                      std::string stored_name) = 0;
   // Ends a sandbox in whatever state the node holds it (a paused one is
   // never restored to be destroyed); nothing held is not an error.
   virtual asio::awaitable<Status> destroy(std::string id) = 0;

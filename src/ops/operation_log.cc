@@ -6,8 +6,8 @@
 #include <random>
 
 #include "base/log.h"
-#include "ops/events.h"
 #include "base/new_id.h"
+#include "ops/events.h"
 
 namespace vessel::ops {
 
@@ -75,7 +75,8 @@ std::unique_ptr<OperationLog::Subscription> OperationLog::subscribe(
     const std::string& tenant, const asio::any_io_executor& ex) {
   auto s = std::make_unique<Subscription>();
   s->w_ = std::shared_ptr<Subscription::Waiter>(
-      new Subscription::Waiter(ex), [reg = std::weak_ptr<Registry>(subs_)](Subscription::Waiter* w) {
+      new Subscription::Waiter(ex),
+      [reg = std::weak_ptr<Registry>(subs_)](Subscription::Waiter* w) {
         if (auto r = reg.lock()) r->drop(w);
         delete w;
       });
@@ -125,8 +126,7 @@ void OperationLog::set(store::OperationRecord& op, OpState state, const Error* e
 }
 
 void OperationLog::setSandbox(const std::string& tenant, const std::string& op_id,
-                              const std::string& id, SandboxState state,
-                              const std::string& error) {
+                              const std::string& id, SandboxState state, const std::string& error) {
   std::string name(store::stateName(state));
   if (auto s = store_.setSandboxState(id, state, error); !s.ok())
     Logger("ops").error("sandbox {}: {}", id, s.error().message());
@@ -160,9 +160,8 @@ asio::awaitable<Result<store::OperationRecord>> OperationLog::await(
     if (!op->has_value()) co_return Error(Code::kNotFound, "operation " + id + " does not exist");
     if (store::finished((*op)->state)) co_return std::move(**op);
     if (std::chrono::steady_clock::now() >= deadline)
-      co_return Error(Code::kDeadlineExceeded,
-                      "operation " + id + " is still " +
-                          std::string(store::opStateName((*op)->state)));
+      co_return Error(Code::kDeadlineExceeded, "operation " + id + " is still " +
+                                                   std::string(store::opStateName((*op)->state)));
     co_await sub->wait(deadline);
     if (reg.expired()) co_return Error(Code::kUnavailable, "shutting down");
   }

@@ -5,8 +5,7 @@
 namespace vessel::ops {
 
 std::optional<Error> overQuota(const store::TenantLimits& lim, const store::TenantUsage& use,
-                               const QuotaDefaults& defaults, uint64_t memory_mib,
-                               int count_new) {
+                               const QuotaDefaults& defaults, uint64_t memory_mib, int count_new) {
   int64_t max_n = lim.max_sandboxes.value_or(defaults.max_sandboxes);
   int64_t max_mem = lim.max_memory_mib.value_or(defaults.max_memory_mib);
   if (count_new > 0 && use.sandboxes + count_new > max_n)

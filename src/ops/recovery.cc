@@ -4,10 +4,10 @@ namespace vessel::ops {
 
 namespace {
 
-RecoveryStep settle(SandboxState s) { return {RecoveryStep::Kind::kSettle, s, Action::kDelete, ""}; }
-RecoveryStep rerun(Action a) {
-  return {RecoveryStep::Kind::kRerun, SandboxState::kFailed, a, ""};
+RecoveryStep settle(SandboxState s) {
+  return {RecoveryStep::Kind::kSettle, s, Action::kDelete, ""};
 }
+RecoveryStep rerun(Action a) { return {RecoveryStep::Kind::kRerun, SandboxState::kFailed, a, ""}; }
 RecoveryStep fail(std::string why) {
   return {RecoveryStep::Kind::kFail, SandboxState::kFailed, Action::kDelete, std::move(why)};
 }

@@ -10,7 +10,7 @@ constexpr auto kRun = SandboxState::kRunning;
 constexpr auto kPau = SandboxState::kPaused;
 
 struct Row {
-  const char* op;                      // the newest unfinished operation's kind
+  const char* op;                       // the newest unfinished operation's kind
   std::optional<SandboxState> holding;  // what the node took over
   SandboxState recorded;
   K kind;
@@ -57,8 +57,8 @@ TEST(RecoveryTest, EveryOperationKindAgainstEveryOutcome) {
   for (const Row& r : kTable) {
     RecoveryStep s = decideRecovery(r.op, r.holding, r.recorded);
     std::string row = std::string("op '") + r.op + "', holding " +
-                      (r.holding ? std::string(stateName(*r.holding)) : "nothing") +
-                      ", recorded " + std::string(stateName(r.recorded));
+                      (r.holding ? std::string(stateName(*r.holding)) : "nothing") + ", recorded " +
+                      std::string(stateName(r.recorded));
     EXPECT_EQ(s.kind, r.kind) << row;
     if (s.kind == K::kSettle || s.kind == K::kSettleFailOp) EXPECT_EQ(s.state, r.state) << row;
     if (s.kind == K::kRerun) EXPECT_EQ(s.action, r.action) << row;

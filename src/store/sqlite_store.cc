@@ -388,8 +388,7 @@ class SqliteStore : public Store {
     s.bind(o.error_code).bind(o.error_message).bind(o.created_ms).bind(o.updated_ms);
     return done(s, "insert operation " + o.id);
   }
-  Status setOperationState(const std::string& id, OpState state,
-                           const std::string& error_code,
+  Status setOperationState(const std::string& id, OpState state, const std::string& error_code,
                            const std::string& error_message) override {
     Stmt s(db_,
            "UPDATE operations SET state=?, error_code=?, error_message=?, updated_ms=? "

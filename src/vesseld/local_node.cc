@@ -3,9 +3,6 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include <cerrno>
-#include <cstring>
-
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
@@ -13,6 +10,8 @@
 #include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <cerrno>
+#include <cstring>
 
 #include "base/log.h"
 
@@ -32,7 +31,8 @@ Status LocalNode::prepareNetwork(const std::string& tenant, const std::string& i
     pending_net_[id] = node::GuestNetwork{};
     return okStatus();
   }
-  VESSEL_ASSIGN_OR_RETURN(auto g, network_->prepare(tenant, id, spec.value_or(network_->defaults())));
+  VESSEL_ASSIGN_OR_RETURN(auto g,
+                          network_->prepare(tenant, id, spec.value_or(network_->defaults())));
   pending_net_[id] = std::move(g);
   return okStatus();
 }
@@ -104,7 +104,7 @@ asio::awaitable<Status> LocalNode::resume(std::string tenant, std::string id) {
 }
 
 asio::awaitable<Result<std::vector<Status>>> LocalNode::fork(std::string tenant, std::string id,
-                                                            std::vector<std::string> copies) {
+                                                             std::vector<std::string> copies) {
   auto it = held_.find(id);
   if (it == held_.end() || it->second.sb->state() != node::Sandbox::State::kRunning)
     co_return Error(Code::kUnavailable, "sandbox " + id + " has no VM on this node");
@@ -144,13 +144,12 @@ ops::Holding LocalNode::holding(const std::string& id) const {
   auto it = held_.find(id);
   if (it == held_.end()) return ops::Holding::kNothing;
   return it->second.sb->state() == node::Sandbox::State::kRunning ? ops::Holding::kRunning
-                                                                   : ops::Holding::kPaused;
+                                                                  : ops::Holding::kPaused;
 }
 
 std::shared_ptr<node::AgentClient> LocalNode::agent(const std::string& id) {
   auto it = held_.find(id);
-  if (it == held_.end() || it->second.sb->state() != node::Sandbox::State::kRunning)
-    return nullptr;
+  if (it == held_.end() || it->second.sb->state() != node::Sandbox::State::kRunning) return nullptr;
   return it->second.sb->agent();
 }
 

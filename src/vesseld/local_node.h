@@ -33,7 +33,7 @@ class LocalNode final : public ops::Node {
   asio::awaitable<Status> pause(std::string id) override;
   asio::awaitable<Status> resume(std::string tenant, std::string id) override;
   asio::awaitable<Result<std::vector<Status>>> fork(std::string tenant, std::string id,
-                                                   std::vector<std::string> copies) override;
+                                                    std::vector<std::string> copies) override;
   asio::awaitable<Result<templates::Manifest>> forkToTemplate(std::string id,
                                                               std::string stored_name) override;
   asio::awaitable<Status> destroy(std::string id) override;

@@ -1,9 +1,9 @@
 // Boots real QEMU microVMs (TCG here) and checks the foundation's promises:
 // guests reach ready and stop cleanly, several boot at once, bad input is a
 // clear Error and not a hang, and nothing is left behind by any test.
+#include <fcntl.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
 

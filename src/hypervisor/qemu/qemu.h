@@ -23,6 +23,11 @@ class QemuHypervisor : public Hypervisor {
                                                      uint64_t start_ticks,
                                                      Clock::time_point deadline) override;
   asio::awaitable<Status> stopOrphan(std::string run_dir) override;
+  // qemu-img and cp as children, waited on through their pidfds (disk.cc).
+  asio::awaitable<Status> createOverlay(std::string path, std::string backing,
+                                        std::string backing_format) override;
+  asio::awaitable<Status> copyDisk(std::string from, std::string to) override;
+  asio::awaitable<Status> flattenDisk(std::string overlay, std::string to) override;
 
  private:
   QemuOptions opts_;

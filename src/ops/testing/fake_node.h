@@ -23,8 +23,8 @@ class FakeNode final : public Node {
   explicit FakeNode(asio::io_context& io) : io_(io) {}
 
   // What tests set.
-  std::set<std::string> hang;          // ids whose next create/resume/fork copy hangs
-  std::set<std::string> fail;          // ids whose next create/resume fails
+  std::set<std::string> hang;                // ids whose next create/resume/fork copy hangs
+  std::set<std::string> fail;                // ids whose next create/resume fails
   std::map<std::string, Holding> adoptable;  // what adopt() finds after a "restart"
   // What tests read.
   std::vector<std::string> calls;  // "create sb-…", "destroy sb-…", …
@@ -74,7 +74,7 @@ class FakeNode final : public Node {
     co_return okStatus();
   }
   asio::awaitable<Result<std::vector<Status>>> fork(std::string tenant, std::string id,
-                                                   std::vector<std::string> copies) override {
+                                                    std::vector<std::string> copies) override {
     calls.push_back("fork " + id);
     if (held[id] != Holding::kRunning) co_return Error(Code::kUnavailable, "not running");
     std::vector<Status> out;
