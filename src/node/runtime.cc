@@ -1,17 +1,13 @@
 #include "node/runtime.h"
 
 #include <fcntl.h>
-#include <sys/random.h>
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
-#include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <filesystem>
-#include <random>
 
-#include "base/child_process_async.h"
 #include "base/log.h"
 #include "base/scope_exit.h"
 #include "base/sha256.h"

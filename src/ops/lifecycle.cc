@@ -95,10 +95,6 @@ Result<store::SandboxRecord> Lifecycle::get(const std::string& tenant, const std
   return std::move(*sb);
 }
 
-Result<store::SandboxRecord> Lifecycle::reread(const std::string& tenant, const std::string& id) {
-  return get(tenant, id);
-}
-
 Result<Page> Lifecycle::list(const ListRequest& req) {
   // Pages of the store, in id order, filtered until one more than a page
   // matches (then there is a next page) or the store ends.

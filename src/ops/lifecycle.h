@@ -163,7 +163,6 @@ class Lifecycle {
                   const std::string& error = "") {
     log_.setSandbox(op.tenant_id, op.id, op.sandbox_id, state, error);
   }
-  Result<store::SandboxRecord> reread(const std::string& tenant, const std::string& id);
 
   asio::awaitable<void> runCreate(store::OperationRecord op, NodeCreate c);
   asio::awaitable<void> runAction(store::OperationRecord op, Transition t);

@@ -50,7 +50,7 @@ Result<Accepted> Lifecycle::startAction(const std::string& tenant, const std::st
   setSandbox(op, legal.transition.during);
   // Read before the operation starts: co_spawn runs it inline up to its
   // first suspension, and a delete of a paused sandbox may finish there.
-  VESSEL_ASSIGN_OR_RETURN(auto now, reread(tenant, id));
+  VESSEL_ASSIGN_OR_RETURN(auto now, get(tenant, id));
   if (action == Action::kDelete) {
     if (auto it = busy_.find(id); it != busy_.end()) {
       // Something is in flight: it is cut short, and the delete runs when
@@ -159,7 +159,7 @@ Result<Accepted> Lifecycle::fork(const std::string& tenant, const std::string& i
   auto op = log_.begin(tenant, id, "fork");
   if (!op.ok()) return failAll(op.error());
   setSandbox(*op, legal.transition.during);
-  VESSEL_ASSIGN_OR_RETURN(auto now, reread(tenant, id));
+  VESSEL_ASSIGN_OR_RETURN(auto now, get(tenant, id));
   busy_[id];
   for (const auto& c : ids) busy_[c];
   asio::co_spawn(io_, runFork(*op, ids), asio::detached);
@@ -210,7 +210,7 @@ Result<Accepted> Lifecycle::forkToTemplate(const std::string& tenant, const std:
   VESSEL_TRY(checkNewTemplateName(name));
   VESSEL_ASSIGN_OR_RETURN(auto op, log_.begin(tenant, id, "fork"));
   setSandbox(op, legal.transition.during);
-  VESSEL_ASSIGN_OR_RETURN(auto now, reread(tenant, id));
+  VESSEL_ASSIGN_OR_RETURN(auto now, get(tenant, id));
   busy_[id];
   asio::co_spawn(io_, runForkToTemplate(op, name), asio::detached);
   return Accepted{std::move(now), std::move(op), {}};

@@ -86,6 +86,18 @@ class LifecycleTest : public ::testing::Test {
     EXPECT_EQ(op(r->operation.id).state, OpState::kDone);
     return r->sandbox.id;
   }
+  // Starts awaitOperation on the io thread; the result lands in `*out`.
+  void startAwait(std::optional<Result<store::OperationRecord>>* out, const std::string& tenant,
+                  const std::string& op_id, std::chrono::milliseconds limit) {
+    out->reset();
+    auto deadline = std::chrono::steady_clock::now() + limit;
+    asio::co_spawn(
+        io_,
+        [this, out, tenant, op_id, deadline]() -> asio::awaitable<void> {
+          *out = co_await lc_->awaitOperation(tenant, op_id, deadline);
+        },
+        asio::detached);
+  }
   std::vector<std::string> eventTypes(const std::string& sandbox_id) {
     std::vector<std::string> out;
     auto ev = store_->listEvents("t1", "", 0, 1000);
@@ -275,13 +287,7 @@ TEST_F(LifecycleTest, AwaitOperationAnswersWhenItEndsOrAtTheDeadline) {
   auto r = lc_->create(c);
   ASSERT_TRUE(r.ok());
   std::optional<Result<store::OperationRecord>> got;
-  asio::co_spawn(
-      io_,
-      [&]() -> asio::awaitable<void> {
-        got = co_await lc_->awaitOperation("t1", r->operation.id,
-                                           std::chrono::steady_clock::now() + 10s);
-      },
-      asio::detached);
+  startAwait(&got, "t1", r->operation.id, 10s);
   drain();
   ASSERT_TRUE(got.has_value());
   ASSERT_TRUE(got->ok());
@@ -293,14 +299,7 @@ TEST_F(LifecycleTest, AwaitOperationAnswersWhenItEndsOrAtTheDeadline) {
   node_->hang.insert(id);
   auto res = lc_->resume("t1", id);
   ASSERT_TRUE(res.ok());
-  got.reset();
-  asio::co_spawn(
-      io_,
-      [&]() -> asio::awaitable<void> {
-        got = co_await lc_->awaitOperation("t1", res->operation.id,
-                                           std::chrono::steady_clock::now() + 50ms);
-      },
-      asio::detached);
+  startAwait(&got, "t1", res->operation.id, 50ms);
   io_.restart();
   for (int i = 0; i < 200 && !got; ++i) io_.run_one_for(20ms);
   ASSERT_TRUE(got.has_value());
@@ -308,14 +307,7 @@ TEST_F(LifecycleTest, AwaitOperationAnswersWhenItEndsOrAtTheDeadline) {
   EXPECT_EQ(got->error().code(), Code::kDeadlineExceeded);
   EXPECT_THAT(got->error().message(), HasSubstr("running"));
   // Another tenant cannot wait on it.
-  got.reset();
-  asio::co_spawn(
-      io_,
-      [&]() -> asio::awaitable<void> {
-        got = co_await lc_->awaitOperation("t2", res->operation.id,
-                                           std::chrono::steady_clock::now() + 10s);
-      },
-      asio::detached);
+  startAwait(&got, "t2", res->operation.id, 10s);
   drain();
   ASSERT_TRUE(got.has_value());
   EXPECT_EQ(got->error().code(), Code::kNotFound);

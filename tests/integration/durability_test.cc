@@ -53,22 +53,8 @@ class DurabilityTest : public ::testing::Test {
     ASSERT_TRUE(d->start()) << d->log();
   }
   static void TearDownTestSuite() {
-    if (d && d->running()) {
-      // Whatever a failed test left: delete it, so no VM outlives the suite.
-      auto list = d->call("GET", "/v1/sandboxes?page_size=100").js();
-      if (list.is_object())
-        for (auto& s : list.at("sandboxes").as_array())
-          d->call("DELETE", "/v1/sandboxes/" + str(s, "id"));
-      for (int i = 0; i < 300 && !d->qemuPids().empty(); ++i) std::this_thread::sleep_for(100ms);
-      auto e = d->stop();
-      EXPECT_TRUE(e.exited && e.code == 0) << e.describe();
-    }
-    if (d) {
-      EXPECT_THAT(d->qemuPids(), ::testing::IsEmpty()) << d->log();
-      for (int pid : d->qemuPids()) ::kill(pid, SIGKILL);
-    }
-    delete d;
-    d = nullptr;
+    // Whatever a failed test left goes, so no VM outlives the suite.
+    testing::endSuite(d);
     delete g_dir;
     g_dir = nullptr;
   }

@@ -32,23 +32,7 @@ class SupervisionTest : public ::testing::Test {
     d->setContract(testing::apiContract());
     ASSERT_TRUE(d->start()) << d->log();
   }
-  static void TearDownTestSuite() {
-    if (d && d->running()) {
-      auto list = d->call("GET", "/v1/sandboxes?page_size=100").js();
-      if (list.is_object())
-        for (auto& s : list.at("sandboxes").as_array())
-          d->call("DELETE", "/v1/sandboxes/" + str(s, "id"));
-      for (int i = 0; i < 300 && !d->qemuPids().empty(); ++i) std::this_thread::sleep_for(100ms);
-      auto e = d->stop();
-      EXPECT_TRUE(e.exited && e.code == 0) << e.describe();
-    }
-    if (d) {
-      EXPECT_THAT(d->qemuPids(), ::testing::IsEmpty()) << d->log();
-      for (int pid : d->qemuPids()) ::kill(pid, SIGKILL);
-    }
-    delete d;
-    d = nullptr;
-  }
+  static void TearDownTestSuite() { testing::endSuite(d); }
   void SetUp() override { ASSERT_TRUE(d && d->running()) << "vesseld is not running"; }
 
   // A running sandbox.
