@@ -202,10 +202,14 @@ Result<std::unique_ptr<Jail>> Jail::create(const JailerConfig& cfg, JailSpec spe
   j->procs_ = j->cgroup_.procsFiles();
   VESSEL_TRY(j->plan());
   for (const auto& p : j->spec_.owned) {
+    struct stat st {};
+    if (::lstat(p.c_str(), &st) != 0) return Error::fromErrno(ctx + ": " + p);
+    // Lent as the VM's alone; given back as it was (a template build's
+    // files become templates every VM reads).
+    j->lent_.push_back({p, st.st_uid, st.st_gid, st.st_mode & 07777});
     if (::fchownat(AT_FDCWD, p.c_str(), j->uid_, j->uid_, AT_SYMLINK_NOFOLLOW) != 0)
       return Error::fromErrno(ctx + ": chown " + p);
-    struct stat st {};
-    if (::lstat(p.c_str(), &st) == 0) ::chmod(p.c_str(), S_ISDIR(st.st_mode) ? 0700 : 0600);
+    ::chmod(p.c_str(), S_ISDIR(st.st_mode) ? 0700 : 0600);
   }
   return j;
 }
@@ -226,6 +230,9 @@ Result<std::unique_ptr<Jail>> Jail::adopt(const JailerConfig& cfg, JailSpec spec
   j->dir_ = cfg.jail_root + "/" + name;
   auto cg = Cgroup::adopt(cfg.cgroups, name);
   if (cg.ok()) j->cgroup_ = std::move(*cg);
+  // What they were before the earlier vesseld lent them is not known:
+  // vesseld's own, readable as files it makes are.
+  for (const auto& p : j->spec_.owned) j->lent_.push_back({p, 0, 0, 0644});
   return j;
 }
 
@@ -238,11 +245,12 @@ Jail::~Jail() {
   if (released_) return;
   Logger log("jail", spec_.id);
   if (auto s = cgroup_.remove(); !s.ok()) log.warn("{}", s.error().message());
-  for (const auto& p : spec_.owned) {
+  for (const auto& l : lent_) {
     struct stat st {};
-    // The socket directory is removed with the run dir; files stay root's.
-    if (::lstat(p.c_str(), &st) == 0 && !S_ISDIR(st.st_mode))
-      (void)::fchownat(AT_FDCWD, p.c_str(), 0, 0, AT_SYMLINK_NOFOLLOW);
+    // The socket directory is removed with the run dir.
+    if (::lstat(l.path.c_str(), &st) != 0 || S_ISDIR(st.st_mode) || S_ISLNK(st.st_mode)) continue;
+    (void)::fchownat(AT_FDCWD, l.path.c_str(), l.uid, l.gid, AT_SYMLINK_NOFOLLOW);
+    ::chmod(l.path.c_str(), l.mode);
   }
   if (!dir_.empty() && ::rmdir(dir_.c_str()) != 0 && errno != ENOENT)
     log.warn("rmdir {}: {}", dir_, strerror(errno));

@@ -130,6 +130,13 @@ class Jail {
   Cgroup cgroup_;
   std::vector<std::string> procs_;
   std::vector<Step> steps_;
+  struct Lent {
+    std::string path;
+    uid_t uid;
+    gid_t gid;
+    mode_t mode;
+  };
+  std::vector<Lent> lent_;  // owned paths as they were, to give back
   bool released_ = false;
 };
 

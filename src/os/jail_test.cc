@@ -200,6 +200,7 @@ TEST_F(JailTest, ProcessSeesOnlyItsMountsAsItsUidWithoutCapabilities) {
   struct stat st {};
   ASSERT_EQ(::stat(own.c_str(), &st), 0);
   EXPECT_EQ(st.st_uid, 0u);
+  EXPECT_EQ(st.st_mode & 0777, 0644u) << "its mode is given back too";
 }
 
 }  // namespace

@@ -334,8 +334,15 @@ asio::awaitable<Result<std::unique_ptr<Vm>>> QemuHypervisor::start(MachineSpec s
   std::unique_ptr<os::Jail> jail;
   Fd memfile;
   if (opts_.jail) {
-    paths.binary = resolveBinary(opts_.binary);
-    auto js = jailSpecFor(spec, *opts_.jail, paths.binary);
+    // argv[0] stays as given (exec finds it in the jail's /usr through
+    // PATH, and process listings keep naming it so).
+    if (spec.memory_shared && !spec.memory_file.empty()) {
+      // A template build's memory file is QEMU's to create; in the jail it
+      // must exist first to be a mount point (QEMU sizes it).
+      auto m = Fd::open(spec.memory_file, O_WRONLY | O_CREAT, 0600);
+      if (!m.ok()) co_return std::move(m).error().withContext(ctx);
+    }
+    auto js = jailSpecFor(spec, *opts_.jail, resolveBinary(opts_.binary));
     if (!js.ok()) co_return std::move(js).error().withContext(ctx);
     auto j = os::Jail::create(opts_.jail->jailer, std::move(*js));
     if (!j.ok()) co_return std::move(j).error().withContext(ctx);
