@@ -211,6 +211,13 @@ TEST_F(ConfinementTest, HypervisorProcessCannotReachStoreCaKeyOrOtherSandbox) {
     EXPECT_TRUE(mem[0] == EROFS || mem[0] == EACCES)
         << "the template's memory must not be writable by a clone: " << mem[0];
   }
+  // The node says what the guest-to-host boundary is.
+  auto health = d_->call("GET", "/healthz", "", "");
+  auto hj = boost::json::parse(health.body);
+  const auto& iso = hj.at("isolation").as_object();
+  EXPECT_TRUE(iso.at("jail").as_bool());
+  if (!iso.at("boundary").as_bool())
+    EXPECT_THAT(std::string(iso.at("warning").as_string()), HasSubstr("not an isolation boundary"));
   // And the sandbox still works.
   EXPECT_EQ(d_->sh(a, "echo alive"), "alive\n");
   EXPECT_EQ(d_->sh(b, "echo alive"), "alive\n");
@@ -240,6 +247,15 @@ TEST_F(ConfinementTest, KilledQemuLeavesNoCgroupJailOrUidLease) {
   std::string b = d_->createSandbox();
   ASSERT_FALSE(b.empty()) << d_->log();
   EXPECT_EQ(d_->sh(b, "echo alive"), "alive\n");
+}
+
+TEST(RequireKvmTest, RefusesToStartUnderTcg) {
+  if (::geteuid() != 0) GTEST_SKIP() << "vesseld needs root";
+  testing::Vesseld d(VESSELD_PATH, {"--require-kvm"});
+  EXPECT_FALSE(d.start());
+  // The harness asks for TCG: refused by the flags or, under auto, by the probe.
+  EXPECT_THAT(d.log(), HasSubstr("--require-kvm"));
+  EXPECT_THAT(testing::qemuProcessesUsing(d.root()), ::testing::IsEmpty());
 }
 
 }  // namespace
