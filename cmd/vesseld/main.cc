@@ -66,6 +66,20 @@ int main(int argc, char** argv) {
                  "TEMPLATE=N[,...]: VMs kept restored and warmed up per template (\"\": none)")
       ->envname("VESSEL_WARM_POOL")
       ->capture_default_str();
+  app.add_flag("--jail,!--no-jail", cfg.jail,
+               "run every QEMU jailed: own uid, no capabilities, private mounts, own cgroup "
+               "(default on; needs root)");
+  app.add_option("--vm-uid-range", cfg.vm_uid_range, "FIRST-LAST: uids (and gids) leased to VMs")
+      ->capture_default_str();
+  app.add_option("--uid-lease-dir", cfg.uid_lease_dir,
+                 "host-wide directory of uid leases, shared by every vesseld on the host")
+      ->capture_default_str();
+  app.add_option("--vm-memory-overhead", cfg.vm_memory_overhead_mib,
+                 "MiB a VM's cgroup may use above its guest RAM (QEMU itself)")
+      ->capture_default_str();
+  app.add_flag("--require-kvm", cfg.require_kvm,
+               "refuse to start unless sandboxes run under KVM (TCG is not an isolation "
+               "boundary)");
   // Every long option above may also come from a TOML/INI file
   // (`egress-resolver = "192.0.2.53"`); flags win over the file.
   app.set_config("--config", "", "configuration file (TOML or INI)")->envname("VESSEL_CONFIG");

@@ -112,6 +112,8 @@ Status Config::validate() {
   if (!gateway_binary.empty()) VESSEL_TRY(requireFile("gateway binary", gateway_binary));
   if (log_level != "debug" && log_level != "info" && log_level != "warn" && log_level != "error")
     return Error(Code::kInvalidArgument, "log level must be debug, info, warn or error");
+  if (require_kvm && accel == AccelMode::kTcg)
+    return Error(Code::kInvalidArgument, "--require-kvm contradicts --accel=tcg");
   if (default_idle_timeout_s < 0 || default_lifetime_s < 1 || max_lifetime_s < 1 ||
       default_lifetime_s > max_lifetime_s)
     return Error(Code::kInvalidArgument,

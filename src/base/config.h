@@ -54,6 +54,17 @@ struct Config {
   // identity. Every pooled VM holds its memory and a network slot.
   std::string warm_pool = "minimal=2";
 
+  // Confinement (docs/threat-model.md): every QEMU in a jail of its own,
+  // under a uid and gid leased from vm_uid_range. Needs root.
+  bool jail = true;
+  std::string vm_uid_range = "200000-265535";
+  // Host-wide: every vesseld on the host leases from here.
+  std::string uid_lease_dir = "/run/vessel/uids";
+  // Added to each VM's guest RAM for its cgroup's memory limit.
+  uint64_t vm_memory_overhead_mib = 256;
+  // Refuse to start without KVM: TCG is not an isolation boundary.
+  bool require_kvm = false;
+
   // Egress (docs/gateway.md): vesseld runs vessel-gateway and gives every
   // sandbox a network slot. Off: sandboxes have a NIC connected to nothing.
   bool egress = true;
