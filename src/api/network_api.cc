@@ -6,6 +6,7 @@
 #include "api/api_log.h"
 #include "api/resources.h"
 #include "base/log.h"
+#include "gateway/credentials/scrubber.h"
 #include "gateway/name.h"
 #include "gateway/policy/policy.h"
 
@@ -249,7 +250,14 @@ Response NetworkApi::createCredential(const Request& req, const std::string& ten
       for (char ch : v.as_string())
         if (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f)
           return errorResponse(req, bad("value must not hold control characters"));
-      c.value = std::string(v.as_string());
+      // The gateway masks the secret in responses; a short one would be
+      // indistinguishable from ordinary text (and its encodings even more so).
+      std::string_view val = v.as_string(), token = val.substr(val.rfind(' ') + 1);
+      if (val.size() < gateway::credentials::kMinSecretBytes ||
+          token.size() < gateway::credentials::kMinSecretBytes)
+        return errorResponse(req, bad("value must be at least 16 bytes, and so must its token "
+                                      "after a scheme such as 'Bearer '"));
+      c.value = std::string(val);
     } else {
       return errorResponse(req, bad("unknown field '" + std::string(k) + "'"));
     }

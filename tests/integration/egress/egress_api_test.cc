@@ -283,9 +283,14 @@ TEST_F(EgressApiTest, BadNetworkRequestsAreRefused) {
        {R"({"name": "x", "hosts": ["a.test"], "header": "Host", "value": "v"})",
         R"({"name": "x", "hosts": ["127.0.0.1"], "header": "Authorization", "value": "v"})",
         R"({"name": "x", "hosts": ["a.test"], "header": "Authorization", "value": "a\r\nb"})",
-        R"({"name": "x", "hosts": [], "header": "Authorization", "value": "v"})"}) {
+        R"({"name": "x", "hosts": [], "header": "Authorization", "value": "v"})",
+        R"({"name": "x", "hosts": ["a.test"], "header": "X-Key", "value": "0123456789abcde"})",
+        R"({"name": "x", "hosts": ["a.test"], "header": "Authorization",
+            "value": "Bearer 0123456789abcde"})"}) {
     Reply r = call("POST", "/v1/credentials", body);
     EXPECT_EQ(r.status, 400) << body << " -> " << r.body;
+    if (std::string_view(body).find("0123456789abcde") != std::string_view::npos)
+      EXPECT_NE(r.body.find("at least 16 bytes"), std::string::npos) << r.body;
   }
 }
 
