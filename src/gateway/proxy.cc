@@ -329,12 +329,9 @@ asio::awaitable<void> Gateway::httpPlain(Flow& f, tcp::socket& guest, tcp::socke
                      [&up] {
                        boost::system::error_code ec;
                        up.shutdown(tcp::socket::shutdown_send, ec);
-                     }};
-  co_await (relayRequests(guest, up, std::move(first), std::move(rules)) &&
-            relayResponses(up, guest, std::nullopt, [&guest] {
-              boost::system::error_code ec;
-              guest.shutdown(tcp::socket::shutdown_send, ec);
-            }));
+                     },
+                     [this, &f](std::string_view why) { deny(f, why); }};
+  co_await relayHttp(guest, up, guest, std::move(first), std::move(rules), std::nullopt);
 }
 
 }  // namespace vessel::gateway

@@ -105,14 +105,11 @@ asio::awaitable<void> Gateway::terminate(Flow& f, tcp::socket& guest, tcp::socke
                      [&up_sock] {
                        boost::system::error_code ec;
                        up_sock.shutdown(tcp::socket::shutdown_send, ec);
-                     }};
-  std::optional<credentials::Scrubber> scrub;
-  if (cred) scrub.emplace(credentials::secretForms(cred->value));
-  co_await (relayRequests(gs, up, std::string(), std::move(rules)) &&
-            relayResponses(up, gs, std::move(scrub), [&guest] {
-              boost::system::error_code ec;
-              guest.shutdown(tcp::socket::shutdown_send, ec);
-            }));
+                     },
+                     [this, &f](std::string_view why) { deny(f, why); }};
+  std::optional<std::vector<std::string>> secrets;
+  if (cred) secrets = credentials::secretForms(cred->value);
+  co_await relayHttp(gs, up, guest, std::string(), std::move(rules), std::move(secrets));
 }
 
 }  // namespace vessel::gateway

@@ -73,6 +73,16 @@ class EgressWorld {
 
   gateway::ControlClient& control() { return *control_; }
   Result<boost::json::object> stats();
+  // The gateway's counter `name` ("tcp_deny_bad-request"); 0 if absent, -1
+  // if the gateway does not answer.
+  int64_t counter(const std::string& name);
+  // Waits for the gateway's verdict: until counter `name` exceeds `base`
+  // (polling stats; gives up after `limit`). True if it did.
+  bool waitForCounter(const std::string& name, int64_t base,
+                      std::chrono::milliseconds limit = std::chrono::seconds(15));
+  // The attacker's log without the settling pause: for use once the
+  // gateway's verdict on the flow has been seen, so nothing is in flight.
+  std::string attackerLogNow();
   const std::string& dir() const { return dir_; }
   const std::string& gwNetns() const { return gw_.name(); }
   pid_t gatewayPid() const { return gateway_.pid(); }
