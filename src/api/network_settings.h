@@ -11,7 +11,7 @@
 namespace vessel::api {
 
 struct NetworkSettings {
-  std::string mode = "full";             // none | allowlist | full
+  std::string mode;                      // none | allowlist | full; "" = the node's default
   std::vector<std::string> allow;        // "name", "*.name", optional ":port"
   std::vector<std::string> credentials;  // credential names
 };

@@ -45,6 +45,7 @@ struct RequestRules {
   std::function<void(std::string_view reason)> deny;  // logs, then resets both sides
   std::function<void()> on_end;  // the request side is finished (half-close upstream)
   std::function<void(std::string_view reason)> note;  // logs a deny verdict, no reset
+  std::chrono::steady_clock::time_point* last_active = nullptr;  // the idle clock
 };
 
 // What one direction tells the other. Both run on one thread.
@@ -60,6 +61,10 @@ class RelayState {
   bool continue_seen = false;   // a 100 arrived for the newest request
   enum class Upgrade { kNone, kWaiting, kSwitched, kRefused } upgrade = Upgrade::kNone;
   bool closing = false;  // the response side ended the connection
+  std::chrono::steady_clock::time_point* last_active = nullptr;
+  void touch() {
+    if (last_active) *last_active = std::chrono::steady_clock::now();
+  }
 
   // Request side: waits until notify() or `limit` passes.
   boost::asio::awaitable<void> wait(std::chrono::milliseconds limit) {
@@ -98,6 +103,7 @@ boost::asio::awaitable<void> relayRequests(Guest& guest, Up& up, std::string buf
   auto readMore = [&]() -> asio::awaitable<bool> {
     auto [ec, n] = co_await guest.async_read_some(asio::buffer(chunk), tok);
     if (ec || st.closing) co_return false;
+    st.touch();
     buf.append(chunk.data(), n);
     co_return true;
   };
@@ -210,6 +216,7 @@ boost::asio::awaitable<void> relayResponses(From& from, To& to,
       eof = true;
       co_return false;
     }
+    st.touch();
     buf.append(chunk.data(), n);
     co_return true;
   };
@@ -337,6 +344,7 @@ boost::asio::awaitable<void> relayHttp(Guest& guest, Up& up, GuestSocket& guest_
   using namespace asio::experimental::awaitable_operators;
   auto ex = co_await asio::this_coro::executor;
   RelayState st(ex);
+  st.last_active = rules.last_active;
   auto deny = rules.deny;
   auto note = rules.note;
   auto requests = [&]() -> asio::awaitable<void> {

@@ -75,7 +75,8 @@ asio::awaitable<boost::system::error_code> handshakeWithin(
 
 asio::awaitable<void> Gateway::terminate(Flow& f, tcp::socket& guest, tcp::socket& up_sock,
                                          std::string hello,
-                                         std::optional<policy::Credential> cred) {
+                                         std::optional<policy::Credential> cred,
+                                         TimePoint* last_active) {
   // Upstream first: no leaf is minted and no guest handshake is finished for
   // a name whose real server does not verify.
   asio::ssl::stream<tcp::socket&> up(up_sock, *upstream_tls_);
@@ -106,7 +107,8 @@ asio::awaitable<void> Gateway::terminate(Flow& f, tcp::socket& guest, tcp::socke
                        boost::system::error_code ec;
                        up_sock.shutdown(tcp::socket::shutdown_send, ec);
                      },
-                     [this, &f](std::string_view why) { deny(f, why); }};
+                     [this, &f](std::string_view why) { deny(f, why); },
+                     last_active};
   std::optional<std::vector<std::string>> secrets;
   if (cred) secrets = credentials::secretForms(cred->value);
   co_await relayHttp(gs, up, guest, std::string(), std::move(rules), std::move(secrets));

@@ -58,6 +58,12 @@ table ip vessel_slot {{
   }}
   chain forward {{
     type filter hook forward priority filter; policy drop;
+    # One guest cannot take the gateway from the others: bounded open TCP
+    # connections, new connections and DNS packets per second (the gateway
+    # enforces tighter per-sandbox budgets; these hold in the kernel first).
+    iifname "{gif}" meta l4proto tcp ct state new ct count over 4096 drop
+    iifname "{gif}" meta l4proto tcp ct state new limit rate over 400/second burst 800 packets drop
+    iifname "{gif}" udp dport {dns} limit rate over 400/second burst 800 packets drop
     iifname "{gif}" oifname "{tif}" ip saddr {gip} meta l4proto tcp accept
     iifname "{gif}" oifname "{tif}" ip saddr {gip} ip daddr {gwside} udp dport {dns} accept
     iifname "{tif}" oifname "{gif}" ct state established,related accept

@@ -10,6 +10,8 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <thread>
+
 #include "tests/integration/egress/world.h"
 
 namespace vessel::egress_test {
@@ -181,6 +183,53 @@ TEST_F(EgressRelayTest, SecretIsScrubbedInEveryEncodingAndAcrossChunks) {
   EXPECT_NE(out.find("****"), std::string::npos) << out;
   // And the upstream did receive the real secret (the check is not vacuous).
   EXPECT_NE(world_->apiLog().find(std::string("Bearer ") + kSecret), std::string::npos);
+}
+
+TEST_F(EgressRelayTest, ChangedCredentialResetsConnectionsCarryingTheOldValue) {
+  // A keep-alive terminated connection that has injected the secret; then
+  // the credential's value changes (what vesseld sends on POST/DELETE
+  // /v1/credentials). The gateway resets that connection before it answers.
+  std::string script =
+      "import socket,ssl,sys\n"
+      "ctx=ssl.create_default_context(cafile=sys.argv[2])\n"
+      "s=ctx.wrap_socket(socket.create_connection(('api.a.test',443),timeout=20),"
+      "server_hostname='api.a.test')\n"
+      "s.sendall(b'GET /echo HTTP/1.1\\r\\nHost: api.a.test\\r\\n\\r\\n')\n"
+      "print('first', s.recv(4096)[:12], flush=True)\n"
+      "open(sys.argv[1],'w').write('open')\n"
+      "try:\n"
+      "  while s.recv(4096):\n"
+      "    pass\n"
+      "  print('closed', flush=True)\n"
+      "except (ConnectionResetError, ssl.SSLError, OSError) as e:\n"
+      "  print('reset', type(e).__name__, flush=True)\n"
+      "except socket.timeout:\n"
+      "  print('still-open', flush=True)\n";
+  std::string flag = world_->dir() + "/revoke.flag";
+  std::string out;
+  std::thread client(
+      [&] { out = world_->guestRun(*guest_, {"python3", "-c", script, flag, world_->guestTrust()}); });
+  struct Join {
+    std::thread& t;
+    ~Join() {
+      if (t.joinable()) t.join();
+    }
+  } join{client};
+  for (int i = 0; i < 400 && ::access(flag.c_str(), F_OK) != 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_EQ(::access(flag.c_str(), F_OK), 0) << "the connection never opened";
+  int64_t before = world_->counter("tcp_deny_policy-changed");
+  json::value p = policy(++generation_);
+  p.as_object()["credentials"].as_array()[0].as_object()["value"] =
+      "Bearer rotated-0123456789abcdef";
+  ASSERT_TRUE(world_->setPolicy(*guest_, p).ok());
+  // The reset happened before the control call returned.
+  EXPECT_GT(world_->counter("tcp_deny_policy-changed"), before);
+  client.join();
+  EXPECT_NE(out.find("first b'HTTP/1.1 200'"), std::string::npos) << out;
+  EXPECT_TRUE(out.find("reset") != std::string::npos || out.find("closed") != std::string::npos)
+      << out;
 }
 
 }  // namespace
