@@ -1,7 +1,7 @@
 #include "api/network_api.h"
 
-#include <boost/json.hpp>
 #include <algorithm>
+#include <boost/json.hpp>
 #include <cctype>
 
 #include "api/api_log.h"
@@ -171,8 +171,7 @@ void NetworkApi::refreshUsers(const std::string& tenant, const std::string& cred
     if (a.tenant != tenant) continue;
     auto s = stored(id);
     if (!s.ok()) continue;
-    if (std::find(s->credentials.begin(), s->credentials.end(), credential) ==
-        s->credentials.end())
+    if (std::find(s->credentials.begin(), s->credentials.end(), credential) == s->credentials.end())
       continue;
     auto policy = policyFor(tenant, *s, false);
     Status st = policy.ok() ? egress_->setSandbox(id, a.source, std::move(*policy))

@@ -25,8 +25,7 @@ class NetworkApi {
   // egress may be null (vesseld --no-egress): then only mode none is possible.
   // default_mode: what a sandbox created without a network policy gets
   // (vesseld --default-network; "none" unless the operator says "full").
-  NetworkApi(store::Store& store, node::network::Egress* egress,
-             std::string default_mode = "none")
+  NetworkApi(store::Store& store, node::network::Egress* egress, std::string default_mode = "none")
       : store_(store), egress_(egress), default_mode_(std::move(default_mode)) {}
 
   // Handles /v1/credentials[/name] and /v1/sandboxes/{id}/network (`seg`

@@ -194,9 +194,8 @@ std::string Gateway::admitFlow(const std::string& id) {
 
 asio::awaitable<void> Gateway::sweepIdle() {
   auto every = std::max<std::chrono::steady_clock::duration>(
-      std::chrono::seconds(1),
-      std::min<std::chrono::steady_clock::duration>(std::chrono::seconds(30),
-                                                    cfg_.relay_idle_timeout / 4));
+      std::chrono::seconds(1), std::min<std::chrono::steady_clock::duration>(
+                                   std::chrono::seconds(30), cfg_.relay_idle_timeout / 4));
   asio::steady_timer t(io_);
   for (;;) {
     t.expires_after(every);

@@ -17,6 +17,8 @@
 //    guest cannot choose a content encoding the scrubber cannot read.
 // Templates over the stream type so the same code serves tcp::socket and
 // ssl::stream.
+#include <fmt/format.h>
+
 #include <array>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/awaitable.hpp>
@@ -26,7 +28,6 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
 #include <deque>
-#include <fmt/format.h>
 #include <functional>
 #include <optional>
 #include <string>
@@ -44,7 +45,7 @@ struct RequestRules {
   const policy::Credential* credential = nullptr;     // inject (terminated TLS only)
   std::function<void(std::string_view reason)> deny;  // logs, then resets both sides
   std::function<void()> on_end;  // the request side is finished (half-close upstream)
-  std::function<void(std::string_view reason)> note;  // logs a deny verdict, no reset
+  std::function<void(std::string_view reason)> note;             // logs a deny verdict, no reset
   std::chrono::steady_clock::time_point* last_active = nullptr;  // the idle clock
 };
 

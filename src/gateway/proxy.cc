@@ -335,7 +335,9 @@ asio::awaitable<void> Gateway::pump(tcp::socket& from, tcp::socket& to, TimePoin
 asio::awaitable<void> Gateway::httpPlain(Flow& f, tcp::socket& guest, tcp::socket& up,
                                          std::string first, TimePoint* last_active) {
   // Plaintext never carries a credential: only the Host pin is enforced.
-  RequestRules rules{f.name, f.port, nullptr,
+  RequestRules rules{f.name,
+                     f.port,
+                     nullptr,
                      [this, &f, &guest, &up](std::string_view why) {
                        deny(f, why);
                        resetSocket(guest);

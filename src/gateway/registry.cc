@@ -85,11 +85,10 @@ void Registry::enforce(Sandbox& sb) {
     const policy::Credential* cred = c->name.empty() ? nullptr : p.credentialFor(c->name);
     bool same_secret = c->credential.empty() ? cred == nullptr || !c->terminated
                                              : cred != nullptr && cred->value == c->credential;
-    bool still =
-        p.mode == policy::Mode::kFull
-            ? same_secret
-            : (!c->name.empty() && p.allows(c->name, c->port) && same_secret &&
-               (!c->terminated || cred != nullptr || p.inspects(c->name)));
+    bool still = p.mode == policy::Mode::kFull
+                     ? same_secret
+                     : (!c->name.empty() && p.allows(c->name, c->port) && same_secret &&
+                        (!c->terminated || cred != nullptr || p.inspects(c->name)));
     if (!still) {
       record({"tcp", sb.id, c->name, "", c->port, false, "policy-changed"});
       if (c->reset) c->reset();

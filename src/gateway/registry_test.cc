@@ -55,10 +55,8 @@ TEST(RegistryTest, PolicyChangeResetsOnlyDisallowedConnections) {
 policy::Policy withSecret(uint64_t gen, const char* value) {
   boost::json::object p{{"generation", gen}, {"mode", "allowlist"}, {"allow", {"api.a.test"}}};
   if (value) {
-    p["credentials"] = boost::json::array{boost::json::object{{"name", "c"},
-                                                              {"hosts", {"api.a.test"}},
-                                                              {"header", "Authorization"},
-                                                              {"value", value}}};
+    p["credentials"] = boost::json::array{boost::json::object{
+        {"name", "c"}, {"hosts", {"api.a.test"}}, {"header", "Authorization"}, {"value", value}}};
   }
   return *policy::Policy::fromJson(p);
 }
@@ -71,9 +69,8 @@ TEST(RegistryTest, ChangedOrRevokedCredentialResetsConnectionsCarryingIt) {
   int resets = 0, plain_resets = 0;
   auto term = std::make_shared<ConnHandle>(
       ConnHandle{"api.a.test", 443, true, [&] { ++resets; }, "Bearer old-0123456789abcdef"});
-  auto plain = std::make_shared<ConnHandle>(ConnHandle{"api.a.test", 80, false, [&] {
-                                                         ++plain_resets;
-                                                       }});
+  auto plain =
+      std::make_shared<ConnHandle>(ConnHandle{"api.a.test", 80, false, [&] { ++plain_resets; }});
   r.track(*sb, term);
   r.track(*sb, plain);
   // Same value (a re-send): nothing happens.

@@ -74,8 +74,7 @@ asio::awaitable<boost::system::error_code> handshakeWithin(
 }  // namespace
 
 asio::awaitable<void> Gateway::terminate(Flow& f, tcp::socket& guest, tcp::socket& up_sock,
-                                         std::string hello,
-                                         std::optional<policy::Credential> cred,
+                                         std::string hello, std::optional<policy::Credential> cred,
                                          TimePoint* last_active) {
   // Upstream first: no leaf is minted and no guest handshake is finished for
   // a name whose real server does not verify.
@@ -97,7 +96,9 @@ asio::awaitable<void> Gateway::terminate(Flow& f, tcp::socket& guest, tcp::socke
     deny(f, "guest-tls:" + ec.message());
     co_return;
   }
-  RequestRules rules{f.name, f.port, cred ? &*cred : nullptr,
+  RequestRules rules{f.name,
+                     f.port,
+                     cred ? &*cred : nullptr,
                      [this, &f, &guest, &up_sock](std::string_view why) {
                        deny(f, why);
                        resetSocket(guest);

@@ -203,8 +203,7 @@ ParseResult parseRequestHead(std::string_view buf) {
   if (cl_count && h.content_length > 0) h.body = BodyKind::kLength;
   // Servers commonly ignore a body on these methods and would read it as the
   // next request, which the gateway never checked.
-  if (h.body != BodyKind::kNone &&
-      (method == "GET" || method == "HEAD" || method == "OPTIONS")) {
+  if (h.body != BodyKind::kNone && (method == "GET" || method == "HEAD" || method == "OPTIONS")) {
     return failWith("body on " + std::string(method));
   }
   if (h.expect_continue && h.body == BodyKind::kNone) return failWith("Expect without a body");
@@ -225,8 +224,7 @@ std::string RequestHead::serialize() const {
   return out;
 }
 
-BodyTracker::BodyTracker(const RequestHead& head)
-    : BodyTracker(head.body, head.content_length) {}
+BodyTracker::BodyTracker(const RequestHead& head) : BodyTracker(head.body, head.content_length) {}
 
 BodyTracker::BodyTracker(BodyKind kind, uint64_t length) {
   switch (kind) {

@@ -37,7 +37,7 @@ struct RequestHead {
   bool websocket_upgrade = false;   // "Upgrade: websocket"
   bool connection_upgrade = false;  // "Connection" lists "upgrade"
   bool expect_continue = false;     // "Expect: 100-continue"
-  size_t head_bytes = 0;  // length of the head including the final CRLF CRLF
+  size_t head_bytes = 0;            // length of the head including the final CRLF CRLF
 
   // An upgrade the gateway may switch to opaque bytes for, once the upstream
   // answers 101: both the Upgrade and the Connection token are present.

@@ -120,8 +120,9 @@ TEST(RequestHeadTest, FramingAnUpstreamMayReadDifferentlyIsRefused) {
   }
   EXPECT_EQ(parse("GET / HTTP/1.1\r\nHost: a.test\r\nContent-Length: 0\r\n\r\n").state,
             State::kDone);
-  auto r = parse("POST / HTTP/1.1\r\nHost: a.test\r\nContent-Length: 1\r\n"
-                 "Expect: 100-Continue\r\n\r\n");
+  auto r = parse(
+      "POST / HTTP/1.1\r\nHost: a.test\r\nContent-Length: 1\r\n"
+      "Expect: 100-Continue\r\n\r\n");
   ASSERT_EQ(r.state, State::kDone) << r.error;
   EXPECT_TRUE(r.head.expect_continue);
 }
@@ -140,10 +141,10 @@ TEST(RequestHeadTest, UpgradeNeedsConnectionUpgrade) {
 TEST(RequestHeadTest, ChunkLinesAndTrailersAreStrict) {
   auto r = parse("POST / HTTP/1.1\r\nHost: a.test\r\nTransfer-Encoding: chunked\r\n\r\n");
   ASSERT_EQ(r.state, State::kDone) << r.error;
-  for (const char* body : {"5;a\rb\r\nhello\r\n0\r\n\r\n", "5\r\r\nhello\r\n0\r\n\r\n",
-                           "5;\x01\r\nhello\r\n0\r\n\r\n", "0\r\nno colon\r\n\r\n",
-                           "0\r\nContent-Length: 5\r\n\r\n", "0\r\nHost: x.test\r\n\r\n",
-                           "0\r\n folded\r\n\r\n", "0\r\nX: a\rb\r\n\r\n", "0\r\nX: y\n\r\n"}) {
+  for (const char* body :
+       {"5;a\rb\r\nhello\r\n0\r\n\r\n", "5\r\r\nhello\r\n0\r\n\r\n", "5;\x01\r\nhello\r\n0\r\n\r\n",
+        "0\r\nno colon\r\n\r\n", "0\r\nContent-Length: 5\r\n\r\n", "0\r\nHost: x.test\r\n\r\n",
+        "0\r\n folded\r\n\r\n", "0\r\nX: a\rb\r\n\r\n", "0\r\nX: y\n\r\n"}) {
     BodyTracker t(r.head);
     t.consume(body);
     EXPECT_TRUE(t.failed()) << body;

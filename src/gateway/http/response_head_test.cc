@@ -39,10 +39,11 @@ TEST(ResponseHeadTest, UpgradeNeedsBothHeaders) {
 }
 
 TEST(ResponseHeadTest, AmbiguousResponsesAreErrors) {
-  for (const char* h : {"HTTP/1.1 200 OK\r\nContent-Length: 1\r\nContent-Length: 1\r\n\r\n",
-                        "HTTP/1.1 200 OK\r\nContent-Length: 1\r\nTransfer-Encoding: chunked\r\n\r\n",
-                        "HTTP/1.1 2000 OK\r\n\r\n", "HTTP/2 200\r\n\r\n", "HTTP/1.1 200 OK\r\nX\r\n\r\n",
-                        "HTTP/1.1 200 OK\r\nX: a\rb\r\n\r\n", "HTTP/1.1 200 OK\nX: y\r\n\r\n"}) {
+  for (const char* h :
+       {"HTTP/1.1 200 OK\r\nContent-Length: 1\r\nContent-Length: 1\r\n\r\n",
+        "HTTP/1.1 200 OK\r\nContent-Length: 1\r\nTransfer-Encoding: chunked\r\n\r\n",
+        "HTTP/1.1 2000 OK\r\n\r\n", "HTTP/2 200\r\n\r\n", "HTTP/1.1 200 OK\r\nX\r\n\r\n",
+        "HTTP/1.1 200 OK\r\nX: a\rb\r\n\r\n", "HTTP/1.1 200 OK\nX: y\r\n\r\n"}) {
     EXPECT_EQ(parseResponseHead(h, "GET").state, State::kError) << h;
   }
   EXPECT_EQ(parseResponseHead("HTTP/1.1 200 OK\r\n", "GET").state, State::kNeedMore);

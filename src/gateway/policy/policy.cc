@@ -160,8 +160,9 @@ Result<Policy> Policy::fromJson(const json::value& v) {
           cred.value.find_first_of("\r\n") != std::string::npos || cred.value.empty()) {
         return Error(Code::kInvalidArgument, "policy: credential " + cred.name + " header");
       }
-      if (std::string_view v = cred.value; v.size() < credentials::kMinSecretBytes ||
-                                           v.size() - v.rfind(' ') - 1 < credentials::kMinSecretBytes) {
+      if (std::string_view v = cred.value;
+          v.size() < credentials::kMinSecretBytes ||
+          v.size() - v.rfind(' ') - 1 < credentials::kMinSecretBytes) {
         return Error(Code::kInvalidArgument,
                      "policy: credential " + cred.name + " value shorter than 16 bytes");
       }

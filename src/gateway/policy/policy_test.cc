@@ -79,14 +79,14 @@ TEST(PolicyTest, Credentials) {
                    .ok());
   // Too short to scrub reliably: the value, or its token after the scheme.
   for (const char* v : {"0123456789abcde", "Bearer 0123456789abcde"}) {
-    EXPECT_FALSE(Policy::fromJson(boost::json::object{
-                                      {"generation", 3},
-                                      {"mode", "allowlist"},
-                                      {"credentials", boost::json::array{boost::json::object{
-                                                          {"name", "c"},
-                                                          {"hosts", boost::json::array{"a.test"}},
-                                                          {"header", "X"},
-                                                          {"value", v}}}}})
+    EXPECT_FALSE(Policy::fromJson(boost::json::object{{"generation", 3},
+                                                      {"mode", "allowlist"},
+                                                      {"credentials",
+                                                       boost::json::array{boost::json::object{
+                                                           {"name", "c"},
+                                                           {"hosts", boost::json::array{"a.test"}},
+                                                           {"header", "X"},
+                                                           {"value", v}}}}})
                      .ok())
         << v;
   }

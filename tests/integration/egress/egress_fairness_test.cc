@@ -41,7 +41,8 @@ TEST(EgressFairnessTest, FloodingGuestDoesNotStarveAnother) {
     }
   } join{flood};
   // The flood is on once every connection has been started.
-  for (int i = 0; i < 600 && ::access(flag.c_str(), F_OK) != 0; ++i) std::this_thread::sleep_for(50ms);
+  for (int i = 0; i < 600 && ::access(flag.c_str(), F_OK) != 0; ++i)
+    std::this_thread::sleep_for(50ms);
   if (::access(flag.c_str(), F_OK) != 0) {
     flood.join();
     FAIL() << "the flood never started: " << flood_out;

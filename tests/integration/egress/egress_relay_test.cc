@@ -104,13 +104,11 @@ uint64_t EgressRelayTest::generation_ = 1;
 TEST_F(EgressRelayTest, PositiveControlSmuggledRequestReachesTheAttackerUnfiltered) {
   // The same bytes from the gateway's namespace (no gateway in the way)
   // reach the CDN as two requests: the second is logged as the attacker's.
-  std::string out =
-      world_->runIn(world_->gwNetns(), {"python3", VESSEL_EGRESS_DIR "/guest_tool.py", "tcp", kCdn,
-                                        "80",
-                                        escaped("GET / HTTP/1.1\r\nHost: a2.test\r\n"
-                                                "Content-Length: " +
-                                                std::to_string(kSmuggled.size()) + "\r\n\r\n" +
-                                                kSmuggled)});
+  std::string out = world_->runIn(
+      world_->gwNetns(), {"python3", VESSEL_EGRESS_DIR "/guest_tool.py", "tcp", kCdn, "80",
+                          escaped("GET / HTTP/1.1\r\nHost: a2.test\r\n"
+                                  "Content-Length: " +
+                                  std::to_string(kSmuggled.size()) + "\r\n\r\n" + kSmuggled)});
   EXPECT_NE(world_->attackerLog().find("x2.test /smuggled"), std::string::npos) << out;
 }
 
@@ -155,10 +153,11 @@ TEST_F(EgressRelayTest, EarlyAnswerToAnExpectContinueRequestEndsTheConnection) {
   // /early answers 401 on the head and never reads the body; the guest sends
   // a request as that "body" at once. Forwarded, it would be the CDN's next
   // request; the gateway holds the body until the upstream asks for it.
-  expectDenied("POST /early HTTP/1.1\r\nHost: a2.test\r\nExpect: 100-continue\r\n"
-               "Content-Length: " +
-                   std::to_string(kSmuggled.size()) + "\r\n\r\n" + kSmuggled,
-               "early-response");
+  expectDenied(
+      "POST /early HTTP/1.1\r\nHost: a2.test\r\nExpect: 100-continue\r\n"
+      "Content-Length: " +
+          std::to_string(kSmuggled.size()) + "\r\n\r\n" + kSmuggled,
+      "early-response");
 }
 
 TEST_F(EgressRelayTest, ExpectContinueStillDeliversTheBody) {
@@ -172,11 +171,10 @@ TEST_F(EgressRelayTest, SecretIsScrubbedInEveryEncodingAndAcrossChunks) {
   // 7-byte pieces (splitting the secret) and echo it raw, in base64 and
   // base64url at all three alignments, JSON-escaped and percent-encoded in
   // both cases. The guest decodes every line; the secret must be in none.
-  std::string out = world_->guestTool(
-      *guest_, {"reflect", "https://api.a.test/reflect", world_->guestTrust()});
-  for (const char* label :
-       {"raw =", "b64-0 =", "b64-1 =", "b64-2 =", "b64url-0 =", "b64url-1 =", "b64url-2 =",
-        "json =", "pct-upper =", "pct-lower ="}) {
+  std::string out =
+      world_->guestTool(*guest_, {"reflect", "https://api.a.test/reflect", world_->guestTrust()});
+  for (const char* label : {"raw =", "b64-0 =", "b64-1 =", "b64-2 =", "b64url-0 =", "b64url-1 =",
+                            "b64url-2 =", "json =", "pct-upper =", "pct-lower ="}) {
     EXPECT_NE(out.find(label), std::string::npos) << label << " missing: " << out;
   }
   EXPECT_EQ(out.find(kSecret), std::string::npos) << out;
@@ -207,8 +205,9 @@ TEST_F(EgressRelayTest, ChangedCredentialResetsConnectionsCarryingTheOldValue) {
       "  print('still-open', flush=True)\n";
   std::string flag = world_->dir() + "/revoke.flag";
   std::string out;
-  std::thread client(
-      [&] { out = world_->guestRun(*guest_, {"python3", "-c", script, flag, world_->guestTrust()}); });
+  std::thread client([&] {
+    out = world_->guestRun(*guest_, {"python3", "-c", script, flag, world_->guestTrust()});
+  });
   struct Join {
     std::thread& t;
     ~Join() {

@@ -194,9 +194,10 @@ TEST_F(EgressTest, T05_AllowedSniToAttackerIpGoesToTheRealName) {
 
 TEST_F(EgressTest, T06_T07_DisallowedOrMissingSniIsRefused) {
   expectRefused({{"tcp_deny_policy", 1}, {"tcp_deny_no-sni", 2}}, [&] {
-    std::string out = w().guestRun(g(), {"sh", "-c",
-                                         std::string("echo | timeout 10 openssl s_client -connect ") +
-                                             kA + ":443 -servername x.test 2>&1 | head -3"});
+    std::string out =
+        w().guestRun(g(), {"sh", "-c",
+                           std::string("echo | timeout 10 openssl s_client -connect ") + kA +
+                               ":443 -servername x.test 2>&1 | head -3"});
     out += w().guestRun(g(), {"sh", "-c",
                               std::string("echo | timeout 10 openssl s_client -connect ") + kX +
                                   ":443 -noservername 2>&1 | head -3"});
@@ -217,8 +218,9 @@ TEST_F(EgressTest, T10_DomainFrontingIsRefusedWhenInspected) {
   json::value p = basePolicy(++generation_);
   p.as_object()["inspect"] = json::array{"a2.test"};
   ASSERT_TRUE(w().setPolicy(g(), p).ok());
-  expectRefused({{"tcp_deny_host-mismatch", 1}},
-                [&] { return w().curl(g(), {"-H", "Host: x2.test", "https://a2.test/"}); });
+  expectRefused({{"tcp_deny_host-mismatch", 1}}, [&] {
+    return w().curl(g(), {"-H", "Host: x2.test", "https://a2.test/"});
+  });
   std::string ok = w().curl(g(), {"https://a2.test/"});
   EXPECT_NE(ok.find("cdn"), std::string::npos) << ok;
 }
