@@ -50,9 +50,14 @@ boost::json::value noneMode(uint64_t g) {
 }
 
 Result<std::unique_ptr<EgressWorld>> EgressWorld::create(std::vector<std::string> gateway_args,
-                                                         bool start_gateway) {
+                                                         bool start_gateway, bool bulk) {
   std::unique_ptr<EgressWorld> w(new EgressWorld());
   w->gateway_args_ = std::move(gateway_args);
+  w->bulk_ = bulk;
+  if (bulk) {
+    w->gateway_args_.insert(w->gateway_args_.end(), {"--max-flows-per-sandbox", "1000000",
+                                                     "--new-flows-per-second", "1000000"});
+  }
   // Unique per world, short enough for interface names ("v12345h0").
   static int worlds = 0;
   w->prefix_ = "v" + std::to_string(::getpid() % 10000) + std::to_string(worlds++ % 10);
@@ -145,6 +150,7 @@ Status EgressWorld::buildNetwork() {
   node::network::NetworkLayout layout;
   layout.gateway_netns = gw_.name();
   layout.prefix = prefix_;
+  if (bulk_) layout.max_tcp_connections = layout.new_tcp_per_second = 1000000;
   VESSEL_ASSIGN_OR_RETURN(pool_, node::network::SlotPool::create(layout, 0));
   return okStatus();
 }

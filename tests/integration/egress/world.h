@@ -44,8 +44,10 @@ class EgressWorld {
   // start_gateway false: no gateway and no slots here; the test runs one
   // that is started by something else (vesseld) in gwNetns(), with
   // upNetns(), kResolver and testCa() as its --egress-* flags.
+  // bulk: per-sandbox limits (slot and gateway) raised far out of the way,
+  // for tests that measure thousands of flows from one sandbox.
   static Result<std::unique_ptr<EgressWorld>> create(std::vector<std::string> gateway_args = {},
-                                                     bool start_gateway = true);
+                                                     bool start_gateway = true, bool bulk = false);
   ~EgressWorld();
 
   // A sandbox with its own slot and a namespace playing its root guest.
@@ -104,6 +106,7 @@ class EgressWorld {
   Status startGateway();
 
   std::vector<std::string> gateway_args_;
+  bool bulk_ = false;
   std::string prefix_;
   std::string dir_;
   os::Netns inet_, gw_, up_;
