@@ -46,6 +46,10 @@ int main(int argc, char** argv) {
   app.add_option("--egress-ca-bundle", cfg.egress_ca_bundle,
                  "CA bundle the gateway verifies upstreams against")
       ->envname("VESSEL_EGRESS_CA_BUNDLE");
+  app.add_option("--default-network", cfg.default_network,
+                 "network mode of a sandbox created without one: none or full")
+      ->capture_default_str()
+      ->envname("VESSEL_DEFAULT_NETWORK");
   app.add_flag("--stop-vms-on-exit", cfg.stop_vms_on_exit,
                "stop running VMs on SIGTERM/SIGINT instead of leaving them for the next vesseld");
   app.add_option("--default-idle-timeout", cfg.default_idle_timeout_s,

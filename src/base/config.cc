@@ -109,6 +109,8 @@ Status Config::validate() {
     if (!hp.ok()) return std::move(hp).error().withContext("--egress-resolver");
   }
   if (!egress_ca_bundle.empty()) VESSEL_TRY(requireFile("egress CA bundle", egress_ca_bundle));
+  if (default_network != "none" && default_network != "full")
+    return Error(Code::kInvalidArgument, "--default-network must be none or full");
   if (!gateway_binary.empty()) VESSEL_TRY(requireFile("gateway binary", gateway_binary));
   if (log_level != "debug" && log_level != "info" && log_level != "warn" && log_level != "error")
     return Error(Code::kInvalidArgument, "log level must be debug, info, warn or error");

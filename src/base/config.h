@@ -73,6 +73,9 @@ struct Config {
   std::string egress_upstream_netns;  // "" = vesseld's own namespace
   std::string egress_resolver;        // IP[:PORT]; "" = first nameserver of /etc/resolv.conf
   std::string egress_ca_bundle;       // "" = the gateway's default system bundle
+  // The network mode of a sandbox whose create names none: "none" (fail
+  // closed, the default) or "full".
+  std::string default_network = "none";
 
   // Filled by validate(): the parsed listener.
   HostPort listen_addr;

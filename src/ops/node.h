@@ -30,7 +30,7 @@ namespace asio = boost::asio;
 // A sandbox's egress settings as the lifecycle carries them (parsed and
 // validated at the API's edge, api/network_settings.h).
 struct NetworkSpec {
-  std::string mode = "full";             // none | allowlist | full
+  std::string mode;                      // none | allowlist | full; "" = the node's default
   std::vector<std::string> allow;        // "name", "*.name", optional ":port"
   std::vector<std::string> credentials;  // credential names
 };

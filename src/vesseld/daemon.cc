@@ -251,7 +251,7 @@ Status runDaemon(Config cfg) {
   } else {
     log.warn("egress disabled (--no-egress): sandboxes have no network");
   }
-  NetworkApi network(*store, egress.get());
+  NetworkApi network(*store, egress.get(), cfg.default_network);
 
   node::RuntimeOptions ro;
   ro.root = cfg.state_dir + "/runtime";

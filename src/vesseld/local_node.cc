@@ -26,7 +26,7 @@ LocalNode::~LocalNode() { alive_.reset(); }
 Status LocalNode::prepareNetwork(const std::string& tenant, const std::string& id,
                                  const std::optional<ops::NetworkSpec>& spec) {
   if (!network_) {
-    if (spec && spec->mode != "none")
+    if (spec && !spec->mode.empty() && spec->mode != "none")
       return Error(Code::kFailedPrecondition, "this node has no egress: only network mode none");
     pending_net_[id] = node::GuestNetwork{};
     return okStatus();

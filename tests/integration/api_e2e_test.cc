@@ -344,8 +344,10 @@ TEST_F(ApiTest, RestartKeepsRunningAndPausedSandboxes) {
     ASSERT_TRUE(g->d->start()) << readLog();
     g->d->keepVmsOnStop(false);  // from the next start: no VM outlives the suite
   }
-  auto [running, op1] = create();
-  auto [paused, op2] = create();
+  // Networked on purpose (the route is checked below): a create without a
+  // policy gets the node's default, none.
+  auto [running, op1] = create(R"({"network":{"mode":"full"}})");
+  auto [paused, op2] = create(R"({"network":{"mode":"full"}})");
   ASSERT_EQ(finish(op1), "done");
   ASSERT_EQ(finish(op2), "done");
   Reply p = call("POST", "/v1/sandboxes/" + paused + ":pause");

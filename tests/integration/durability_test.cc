@@ -213,8 +213,9 @@ TEST_F(DurabilityTest, NetworkedVmsAreTakenOverWithTheirSlots) {
   ASSERT_TRUE(e.exited && e.code == 0) << e.describe();
   ASSERT_TRUE(d->start()) << d->log();
 
-  auto [a, op_a] = create();
-  auto [p, op_p] = create();
+  // Networked on purpose: a create without a policy gets none.
+  auto [a, op_a] = create(R"({"network":{"mode":"full"}})");
+  auto [p, op_p] = create(R"({"network":{"mode":"full"}})");
   ASSERT_EQ(d->finish(op_a), "done") << d->log();
   ASSERT_EQ(d->finish(op_p), "done") << d->log();
   EXPECT_EQ(act(p, "pause"), "done") << d->log();

@@ -67,7 +67,7 @@ class RobustnessTest : public ::testing::Test {
     if (::geteuid() != 0) GTEST_SKIP() << "needs root";
     // Idle means idle: a guest that never finishes its hello is held until
     // the classify timeout, so make it longer than the test.
-    auto w = EgressWorld::create({"--classify-timeout-ms", "600000"});
+    auto w = EgressWorld::create({"--classify-timeout-ms", "600000"}, true, /*bulk=*/true);
     ASSERT_TRUE(w.ok()) << w.error().message();
     world_ = std::move(*w);
     auto g1 = world_->addGuest("sb-1", allowlist(1, {"a.test", "hold.test:7000"}));
