@@ -42,22 +42,27 @@ Result<json::object> networkFlag(const std::string& spec) {
 namespace {
 
 void printNetwork(const json::value& v) {
-  std::string allow, creds;
-  if (const json::value* a = client::field(v, "allow"); a && a->is_array())
-    for (const auto& x : a->as_array())
-      allow += (allow.empty() ? "" : ",") + std::string(x.is_string() ? x.as_string() : "?");
+  auto joined = [&](const char* key) {
+    std::string out;
+    if (const json::value* a = client::field(v, key); a && a->is_array())
+      for (const auto& x : a->as_array())
+        out += (out.empty() ? "" : ",") + std::string(x.is_string() ? x.as_string() : "?");
+    return out;
+  };
+  std::string allow = joined("allow"), inspect = joined("inspect"), creds;
   if (const json::value* c = client::field(v, "credentials"); c && c->is_array())
     for (const auto& x : c->as_array())
       creds += (creds.empty() ? "" : ",") + std::string(x.is_string() ? x.as_string() : "?");
   std::printf("mode:        %s\n", client::str(v, "mode").c_str());
   if (!allow.empty()) std::printf("allow:       %s\n", allow.c_str());
+  if (!inspect.empty()) std::printf("inspect:     %s\n", inspect.c_str());
   std::printf("credentials: %s\n", creds.empty() ? "-" : creds.c_str());
 }
 
 struct NetworkOptions {
   std::string id, spec;
-  std::vector<std::string> credentials;
-  bool clear_credentials = false;
+  std::vector<std::string> credentials, inspect;
+  bool clear_credentials = false, clear_inspect = false;
 };
 
 int runNetwork(const NetworkOptions& o) {
@@ -65,7 +70,8 @@ int runNetwork(const NetworkOptions& o) {
   std::string path = "/v1/sandboxes/" + o.id + "/network";
   auto now = c.get(path);
   if (!now.ok()) return fail(now.error());
-  if (o.spec.empty() && o.credentials.empty() && !o.clear_credentials) {
+  if (o.spec.empty() && o.credentials.empty() && !o.clear_credentials && o.inspect.empty() &&
+      !o.clear_inspect) {
     printNetwork(*now);
     return 0;
   }
@@ -81,7 +87,14 @@ int runNetwork(const NetworkOptions& o) {
     if (!net.ok()) return fail(net.error());
     body = std::move(*net);
   }
-  // PUT replaces the whole policy; credentials stay unless changed here.
+  // PUT replaces the whole policy; inspected names and credentials stay
+  // unless changed here.
+  if (!o.inspect.empty()) {
+    body["inspect"] = json::value_from(o.inspect);
+  } else if (!o.clear_inspect && body.at("mode") != "none") {
+    if (const json::value* i = client::field(*now, "inspect"); i && i->is_array())
+      body["inspect"] = *i;
+  }
   if (!o.credentials.empty()) {
     body["credentials"] = json::value_from(o.credentials);
   } else if (!o.clear_credentials) {
@@ -164,6 +177,10 @@ void addSandboxNetwork(CLI::App& sandbox, std::function<int()>* run) {
                 "none | full | allow:NAME[,NAME...] (names: a.com, *.a.com:443)");
   n->add_option("--credential", o->credentials, "credential the gateway injects, repeatable");
   n->add_flag("--clear-credentials", o->clear_credentials, "inject no credential any more");
+  n->add_option("--inspect", o->inspect,
+                "NAME[:PORT] whose TLS the gateway terminates to check every request's Host, "
+                "repeatable (replaces the list)");
+  n->add_flag("--clear-inspect", o->clear_inspect, "terminate no name's TLS for inspection");
   n->callback([o, run] { *run = [o] { return runNetwork(*o); }; });
 }
 

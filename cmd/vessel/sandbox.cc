@@ -22,7 +22,7 @@ struct CreateOptions {
   std::optional<unsigned> vcpus;
   std::optional<int64_t> timeout_s;
   std::optional<int64_t> lifetime_s;
-  std::vector<std::string> env, metadata, credentials;
+  std::vector<std::string> env, metadata, credentials, inspect;
   std::string network;
   bool async = false, cold = false;
 };
@@ -51,6 +51,10 @@ int runCreate(const CreateOptions& o) {
     auto net = networkFlag(o.network);
     if (!net.ok()) return fail(net.error());
     body["network"] = std::move(*net);
+  }
+  if (!o.inspect.empty()) {
+    if (!body.contains("network")) body["network"] = json::object();
+    body["network"].as_object()["inspect"] = json::value_from(o.inspect);
   }
   if (!o.credentials.empty()) body["credentials"] = json::value_from(o.credentials);
   auto env = keyValues(o.env, "--env");
@@ -228,6 +232,9 @@ void addSandbox(CLI::App& app, std::function<int()>* run) {
   create->add_option("--lifetime", co->lifetime_s, "seconds until it is deleted whatever it does");
   create->add_option("--network", co->network,
                      "egress: none, full or allow:NAME[,NAME...] (default: the node's)");
+  create->add_option("--inspect", co->inspect,
+                     "NAME[:PORT] whose TLS the gateway terminates to check every request's "
+                     "Host (the guest trusts the deployment CA), repeatable");
   create->add_option("--credential", co->credentials,
                      "credential the gateway injects for its hosts, repeatable");
   create->add_option("-e,--env", co->env, "KEY=VALUE for every process, repeatable");

@@ -50,6 +50,9 @@ int main(int argc, char** argv) {
                  "network mode of a sandbox created without one: none or full")
       ->capture_default_str()
       ->envname("VESSEL_DEFAULT_NETWORK");
+  app.add_flag("--allow-public-suffix-wildcards", cfg.allow_public_suffix_wildcards,
+               "accept wildcard rules on public suffixes (*.co.uk, *.github.io), refused by "
+               "default");
   app.add_flag("--stop-vms-on-exit", cfg.stop_vms_on_exit,
                "stop running VMs on SIGTERM/SIGINT instead of leaving them for the next vesseld");
   app.add_option("--default-idle-timeout", cfg.default_idle_timeout_s,

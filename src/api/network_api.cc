@@ -108,6 +108,9 @@ Result<json::object> NetworkApi::policyFor(const std::string& tenant, const Netw
   }
   p["allow"] = std::move(allow);
   p["credentials"] = std::move(creds);
+  json::array inspect;
+  for (const auto& i : s.inspect) inspect.emplace_back(i);
+  p["inspect"] = std::move(inspect);
   // What the gateway will accept, checked before anything depends on it.
   json::object check = p;
   check["generation"] = 1;  // Egress gives the real one
@@ -124,6 +127,7 @@ Result<node::GuestNetwork> NetworkApi::prepare(const std::string& tenant,
   if (!egress_ && s.mode != "none")
     return Error(Code::kFailedPrecondition,
                  "this node runs without egress (vesseld --no-egress): only network mode none");
+  if (!allow_public_suffix_wildcards_) VESSEL_TRY(checkWildcards(s));
   VESSEL_TRY(policyFor(tenant, s));
   VESSEL_TRY(store_.setSandboxNetwork(sandbox_id, json::serialize(networkJson(s))));
   node::GuestNetwork g;
@@ -146,7 +150,8 @@ Result<NetworkSettings> NetworkApi::stored(const std::string& sandbox_id) {
   boost::system::error_code ec;
   json::value v = json::parse(text, ec);
   if (ec || !v.is_object()) return Error(Code::kInternal, "stored network settings are corrupt");
-  json::value net = json::object{{"mode", v.at("mode")}, {"allow", v.at("allow")}};
+  json::object net{{"mode", v.at("mode")}, {"allow", v.at("allow")}};
+  if (const auto* i = v.as_object().if_contains("inspect")) net["inspect"] = *i;
   return parseNetworkSettings(net, v.as_object().if_contains("credentials"));
 }
 
@@ -207,6 +212,8 @@ Response NetworkApi::putNetwork(const Request& req, const std::string& tenant,
   if (!egress_ && s->mode != "none")
     return errorResponse(req, Error(Code::kFailedPrecondition,
                                     "this node runs without egress: only network mode none"));
+  if (!allow_public_suffix_wildcards_)
+    if (auto w = checkWildcards(*s); !w.ok()) return errorResponse(req, w.error());
   auto policy = policyFor(tenant, *s);
   if (!policy.ok()) return errorResponse(req, policy.error());
   auto old = stored(id);

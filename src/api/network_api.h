@@ -33,6 +33,10 @@ class NetworkApi {
   std::optional<Response> handle(const Request& req, const std::string& tenant,
                                  const std::vector<std::string>& seg);
 
+  // vesseld --allow-public-suffix-wildcards: `*.co.uk` and the like are
+  // accepted (refused by default).
+  void allowPublicSuffixWildcards(bool allow) { allow_public_suffix_wildcards_ = allow; }
+
   // The defaults for a create request without `network`.
   NetworkSettings defaults() const;
   // At create, before the VM exists: checks the settings against this node
@@ -68,6 +72,7 @@ class NetworkApi {
   void refreshUsers(const std::string& tenant, const std::string& credential);
   node::network::Egress* egress_;
   std::string default_mode_;
+  bool allow_public_suffix_wildcards_ = false;
   struct Attached {
     std::string tenant, source;
   };

@@ -3,6 +3,7 @@
 #include <boost/json.hpp>
 
 #include "gateway/policy/policy.h"
+#include "gateway/policy/public_suffix.h"
 
 namespace vessel::api {
 
@@ -48,6 +49,17 @@ Result<NetworkSettings> parseNetworkSettings(const json::value& network,
           return bad("network.allow: '" + text + "': " + rule.error().message());
         s.allow.push_back(std::move(text));
       }
+    } else if (k == "inspect") {
+      if (!v.is_array() || v.as_array().size() > kMaxRules)
+        return bad("network.inspect must be an array of at most 256 names");
+      for (const auto& r : v.as_array()) {
+        if (!r.is_string() || r.as_string().size() > 300)
+          return bad("network.inspect holds a non-string or an over-long entry");
+        std::string text(r.as_string());
+        if (auto rule = gateway::policy::parseRule(text); !rule.ok())
+          return bad("network.inspect: '" + text + "': " + rule.error().message());
+        s.inspect.push_back(std::move(text));
+      }
     } else {
       return bad("network: unknown field '" + std::string(k) + "'");
     }
@@ -58,6 +70,8 @@ Result<NetworkSettings> parseNetworkSettings(const json::value& network,
     s.mode = s.allow.empty() ? "none" : "allowlist";
   if (s.mode != "allowlist" && !s.allow.empty())
     return bad("network.allow is only meaningful with mode allowlist");
+  if (s.mode == "none" && !s.inspect.empty())
+    return bad("network.inspect is meaningless with mode none");
   if (credentials) {
     if (!credentials->is_array() || credentials->as_array().size() > kMaxCredentials)
       return bad("credentials must be an array of at most 16 names");
@@ -70,11 +84,27 @@ Result<NetworkSettings> parseNetworkSettings(const json::value& network,
   return s;
 }
 
+Status checkWildcards(const NetworkSettings& s) {
+  for (const auto* list : {&s.allow, &s.inspect}) {
+    for (const std::string& text : *list) {
+      auto r = gateway::policy::parseRule(text);
+      if (!r.ok()) return bad("'" + text + "': " + r.error().message());
+      if (r->wildcard && gateway::policy::isPublicSuffix(r->name))
+        return bad("'" + text + "': a wildcard on the public suffix '" + r->name +
+                   "' would reach every name registered under it (vesseld "
+                   "--allow-public-suffix-wildcards permits it)");
+    }
+  }
+  return okStatus();
+}
+
 json::object networkJson(const NetworkSettings& s) {
-  json::array allow, creds;
+  json::array allow, creds, inspect;
   for (const auto& a : s.allow) allow.emplace_back(a);
   for (const auto& c : s.credentials) creds.emplace_back(c);
-  return json::object{{"mode", s.mode}, {"allow", allow}, {"credentials", creds}};
+  for (const auto& i : s.inspect) inspect.emplace_back(i);
+  return json::object{
+      {"mode", s.mode}, {"allow", allow}, {"credentials", creds}, {"inspect", inspect}};
 }
 
 }  // namespace vessel::api

@@ -76,6 +76,8 @@ struct Config {
   // The network mode of a sandbox whose create names none: "none" (fail
   // closed, the default) or "full".
   std::string default_network = "none";
+  // Wildcard rules on public suffixes (`*.co.uk`): refused unless set.
+  bool allow_public_suffix_wildcards = false;
 
   // Filled by validate(): the parsed listener.
   HostPort listen_addr;

@@ -2,6 +2,8 @@
 
 #include <fcntl.h>
 #include <ifaddrs.h>
+#include <linux/netlink.h>
+#include <linux/rtnetlink.h>
 #include <sched.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -9,6 +11,7 @@
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
+#include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/read_until.hpp>
 #include <boost/asio/streambuf.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -156,9 +159,12 @@ Status Gateway::run() {
     // upstream dials) live upstream; the listeners stay where they were made.
     if (::setns(ns.get(), CLONE_NEWNET) != 0) return Error::fromErrno("setns " + path);
   }
-  // The gateway's own addresses on both sides are never a destination.
-  for (const auto& a : listen_addresses_) classifier_.addDenied({a, a.is_v4() ? 32 : 128});
-  for (const auto& a : localAddresses()) classifier_.addDenied({a, a.is_v4() ? 32 : 128});
+  // The gateway's own addresses on both sides are never a destination; the
+  // upstream side's are re-read whenever they change (a DHCP renewal, an
+  // address added to the host), so a new one is never reachable.
+  refreshHostAddresses();
+  if (auto w = watchAddresses(); !w.ok())
+    log_.warn("host addresses are read only at start: {}", w.error().message());
 
   asio::co_spawn(io_, acceptProxy(), asio::detached);
   asio::co_spawn(io_, serveDnsUdp(), asio::detached);
@@ -190,6 +196,44 @@ std::string Gateway::admitFlow(const std::string& id) {
   b.tokens -= 1;
   ++b.flows;
   return "";
+}
+
+void Gateway::refreshHostAddresses() {
+  std::vector<asio::ip::address> host = listen_addresses_;
+  for (const auto& a : localAddresses()) host.push_back(a);
+  classifier_.setHostAddresses(std::move(host));
+}
+
+Status Gateway::watchAddresses() {
+  // Opened on this thread, after setns: the upstream namespace's events.
+  Fd nl(::socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC | SOCK_NONBLOCK, NETLINK_ROUTE));
+  if (!nl.valid()) return Error::fromErrno("netlink socket");
+  sockaddr_nl sa{};
+  sa.nl_family = AF_NETLINK;
+  sa.nl_groups = RTMGRP_IPV4_IFADDR | RTMGRP_IPV6_IFADDR;
+  // SAFETY: sockaddr_nl is a sockaddr for bind().
+  if (::bind(nl.get(), reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0)
+    return Error::fromErrno("netlink bind");
+  auto sd = std::make_shared<asio::posix::stream_descriptor>(io_, nl.release());
+  asio::co_spawn(
+      io_,
+      [this, sd]() -> asio::awaitable<void> {
+        std::array<char, 8192> buf;
+        for (;;) {
+          auto [ec] = co_await sd->async_wait(asio::posix::descriptor_base::wait_read,
+                                              asio::as_tuple(asio::use_awaitable));
+          if (ec) co_return;
+          // The messages only say that something changed; the whole set is
+          // read again (an overflow, ENOBUFS, means the same).
+          while (::recv(sd->native_handle(), buf.data(), buf.size(), MSG_DONTWAIT) > 0 ||
+                 errno == ENOBUFS) {
+          }
+          refreshHostAddresses();
+          log_.info("host addresses changed; refused destinations updated");
+        }
+      },
+      asio::detached);
+  return okStatus();
 }
 
 asio::awaitable<void> Gateway::sweepIdle() {

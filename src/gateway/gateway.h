@@ -129,6 +129,11 @@ class Gateway {
   // Takes a new flow from the sandbox's budget; "" or the refusal reason.
   std::string admitFlow(const std::string& sandbox);
   boost::asio::awaitable<void> sweepIdle();
+  // The classifier's host addresses: both listen sides and the upstream
+  // namespace's current addresses.
+  void refreshHostAddresses();
+  // Re-reads them on every netlink address event of the upstream namespace.
+  Status watchAddresses();
   std::vector<boost::asio::ip::address> listen_addresses_;
   // Shared relay buffer: a splice reads into it only when the socket is
   // readable and writes it out at once, so idle connections hold no buffer.

@@ -163,10 +163,11 @@ asio::awaitable<void> Gateway::handleConn(tcp::socket guest) {
         co_return;
       }
       f.name = std::move(*n);
-      if (f.port == 443) {
+      // Credentials are injected on 443; inspection applies on every port
+      // its rule names.
+      if (f.port == 443)
         if (const auto* c = p.credentialFor(f.name)) cred = *c;
-        terminate_tls = cred.has_value() || p.inspects(f.name);
-      }
+      terminate_tls = cred.has_value() || p.inspects(f.name, f.port);
     }
   } else if (kind == Kind::kHttp && head.state == http::ParseResult::State::kDone) {
     f.name = head.head.authority.name;

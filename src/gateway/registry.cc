@@ -88,7 +88,7 @@ void Registry::enforce(Sandbox& sb) {
     bool still = p.mode == policy::Mode::kFull
                      ? same_secret
                      : (!c->name.empty() && p.allows(c->name, c->port) && same_secret &&
-                        (!c->terminated || cred != nullptr || p.inspects(c->name)));
+                        (!c->terminated || cred != nullptr || p.inspects(c->name, c->port)));
     if (!still) {
       record({"tcp", sb.id, c->name, "", c->port, false, "policy-changed"});
       if (c->reset) c->reset();

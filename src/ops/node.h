@@ -33,6 +33,7 @@ struct NetworkSpec {
   std::string mode;                      // none | allowlist | full; "" = the node's default
   std::vector<std::string> allow;        // "name", "*.name", optional ":port"
   std::vector<std::string> credentials;  // credential names
+  std::vector<std::string> inspect;      // names (as in allow) whose TLS the gateway terminates
 };
 
 struct NodeCreate {

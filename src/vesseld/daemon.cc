@@ -1,6 +1,7 @@
 #include "vesseld/daemon.h"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -28,6 +29,7 @@
 #include "metrics/registry.h"
 #include "node/accel.h"
 #include "node/network/egress.h"
+#include "node/network/host_networks.h"
 #include "node/runtime.h"
 #include "node/template_builder.h"
 #include "ops/lifecycle.h"
@@ -245,6 +247,11 @@ Status runDaemon(Config cfg) {
     eo.ca_bundle = cfg.egress_ca_bundle;
     eo.log_level = cfg.log_level;
     eo.layout.prefix = slot_prefix;
+    // The node's own networks are never a sandbox's destination: its
+    // neighbours on the segment may have public addresses.
+    eo.deny_cidrs = node::network::hostNetworks();
+    if (!eo.deny_cidrs.empty())
+      log.info("egress refuses this node's networks: {}", fmt::join(eo.deny_cidrs, ", "));
     auto e = node::network::Egress::start(io, eo);
     if (!e.ok()) return std::move(e).error().withContext("egress");
     egress = std::move(*e);
@@ -252,6 +259,7 @@ Status runDaemon(Config cfg) {
     log.warn("egress disabled (--no-egress): sandboxes have no network");
   }
   NetworkApi network(*store, egress.get(), cfg.default_network);
+  network.allowPublicSuffixWildcards(cfg.allow_public_suffix_wildcards);
 
   node::RuntimeOptions ro;
   ro.root = cfg.state_dir + "/runtime";

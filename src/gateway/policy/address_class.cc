@@ -108,6 +108,9 @@ std::string AddressClassifier::refusalReason(const ip::address& a) const {
   for (const Cidr& c : extra_) {
     if (c.contains(a)) return "denied-range " + c.str();
   }
+  for (const auto& h : host_) {
+    if (h == a) return "host-address";
+  }
   return "";
 }
 

@@ -30,6 +30,9 @@ class AddressClassifier {
   AddressClassifier();
   // Extra refused ranges (host addresses, transit range, --egress-deny-cidr).
   void addDenied(Cidr c) { extra_.push_back(std::move(c)); }
+  // The host's own addresses, replaced whenever they change (the gateway
+  // watches its upstream namespace's addresses over netlink).
+  void setHostAddresses(std::vector<boost::asio::ip::address> a) { host_ = std::move(a); }
 
   // Empty if `a` may be dialled; otherwise the reason ("loopback", ...).
   std::string refusalReason(const boost::asio::ip::address& a) const;
@@ -41,6 +44,7 @@ class AddressClassifier {
   };
   std::vector<Range> builtin_;
   std::vector<Cidr> extra_;
+  std::vector<boost::asio::ip::address> host_;
 };
 
 }  // namespace vessel::gateway::policy

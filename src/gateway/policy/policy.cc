@@ -89,9 +89,9 @@ const Credential* Policy::credentialFor(std::string_view name) const {
   return nullptr;
 }
 
-bool Policy::inspects(std::string_view name) const {
-  for (const std::string& n : inspect) {
-    if (n == name) return true;
+bool Policy::inspects(std::string_view name, uint16_t port) const {
+  for (const Rule& r : inspect) {
+    if (r.matchesName(name) && r.matchesPort(port)) return true;
   }
   return false;
 }
@@ -179,8 +179,8 @@ Result<Policy> Policy::fromJson(const json::value& v) {
   }
   VESSEL_ASSIGN_OR_RETURN(auto inspect, strList(o, "inspect"));
   for (const std::string& h : inspect) {
-    VESSEL_ASSIGN_OR_RETURN(std::string n, normalizeName(h));
-    p.inspect.push_back(std::move(n));
+    VESSEL_ASSIGN_OR_RETURN(Rule r, parseRule(h));
+    p.inspect.push_back(std::move(r));
   }
   return p;
 }

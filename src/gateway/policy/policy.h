@@ -40,22 +40,23 @@ struct Policy {
   Mode mode = Mode::kNone;
   std::vector<Rule> rules;
   std::vector<Credential> credentials;
-  // Names whose TLS the gateway terminates even without a credential, so
-  // every request's Host is checked (defeats fronting to CDN co-tenants; the
-  // guest must trust the deployment CA).
-  std::vector<std::string> inspect;
+  // Names (and ports, as in `rules`: none named means 80 and 443) whose TLS
+  // the gateway terminates even without a credential, so every request's
+  // Host is checked (defeats fronting to CDN co-tenants; the guest must
+  // trust the deployment CA).
+  std::vector<Rule> inspect;
 
   // May the guest resolve `name` at all (DNS)? Any port of a rule counts.
   bool allowsName(std::string_view name) const;
   // May the guest open a connection to name:port?
   bool allows(std::string_view name, uint16_t port) const;
   const Credential* credentialFor(std::string_view name) const;
-  bool inspects(std::string_view name) const;
+  bool inspects(std::string_view name, uint16_t port) const;
 
   // {"generation":N,"mode":"allowlist","allow":["a.test","*.b.test:8443"],
   //  "credentials":[{"name":"gh","hosts":["api.a.test"],
   //                  "header":"Authorization","value":"Bearer x"}],
-  //  "inspect":["a2.test"]}
+  //  "inspect":["a2.test","*.b.test:8443"]}
   static Result<Policy> fromJson(const boost::json::value& v);
 };
 

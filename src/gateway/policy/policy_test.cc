@@ -92,6 +92,24 @@ TEST(PolicyTest, Credentials) {
   }
 }
 
+TEST(PolicyTest, InspectionByNameAndPort) {
+  auto p = Policy::fromJson(boost::json::object{
+      {"generation", 1},
+      {"mode", "allowlist"},
+      {"allow", boost::json::array{"a.test", "a.test:8443", "*.b.test:9443"}},
+      {"inspect", boost::json::array{"a.test", "a.test:8443", "*.b.test:9443"}}});
+  ASSERT_TRUE(p.ok()) << p.error().message();
+  EXPECT_TRUE(p->inspects("a.test", 443));
+  EXPECT_TRUE(p->inspects("a.test", 8443));
+  EXPECT_FALSE(p->inspects("a.test", 9443));
+  EXPECT_TRUE(p->inspects("x.b.test", 9443));
+  EXPECT_FALSE(p->inspects("x.b.test", 443));
+  EXPECT_FALSE(p->inspects("b.test", 9443));
+  auto bad = Policy::fromJson(boost::json::object{
+      {"generation", 1}, {"mode", "full"}, {"inspect", boost::json::array{"a.test:0"}}});
+  EXPECT_FALSE(bad.ok());
+}
+
 TEST(AddressClassTest, InwardAddressesAreRefused) {
   AddressClassifier c;
   c.addDenied(*parseCidr("203.0.113.200/32"));

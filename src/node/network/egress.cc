@@ -97,6 +97,7 @@ Status Egress::spawnGateway() {
   flag("--egress-upstream-netns", opts_.upstream_netns);
   flag("--egress-resolver", opts_.resolver);
   flag("--egress-ca-bundle", opts_.ca_bundle);
+  for (const std::string& c : opts_.deny_cidrs) argv.insert(argv.end(), {"--deny-cidr", c});
   argv.insert(argv.end(), {"--proxy-port", std::to_string(opts_.layout.proxy_port), "--dns-port",
                            std::to_string(opts_.layout.dns_port)});
   SpawnOptions so;

@@ -35,6 +35,9 @@ struct EgressOptions {
   std::string upstream_netns;
   std::string resolver;   // --egress-resolver ("" = the gateway's default)
   std::string ca_bundle;  // --egress-ca-bundle ("" = the gateway's default)
+  // Refused destination ranges passed to the gateway: by default the
+  // networks this node is on (hostNetworks()), read when it starts.
+  std::vector<std::string> deny_cidrs;
   std::string log_level = "info";
   NetworkLayout layout;
   size_t ready_slots = 2;

@@ -20,6 +20,7 @@
 
 #include "base/child_process.h"
 #include "base/sha256.h"
+#include "node/network/host_networks.h"
 #include "os/command.h"
 #include "tests/integration/egress/world.h"
 #include "tests/integration/guest_env.h"
@@ -336,6 +337,15 @@ TEST_F(EgressApiTest, BadNetworkRequestsAreRefused) {
     Reply r = call("POST", "/v1/sandboxes", body);
     EXPECT_TRUE(r.status == 400 || r.status == 404) << body << " -> " << r.status << r.body;
   }
+  // Wildcards on public suffixes reach every name registered under them.
+  for (const char* body :
+       {R"({"network": {"mode": "allowlist", "allow": ["*.co.uk"]}})",
+        R"({"network": {"mode": "allowlist", "allow": ["*.s3.amazonaws.com:443"]}})",
+        R"({"network": {"mode": "full", "inspect": ["*.github.io"]}})"}) {
+    Reply r = call("POST", "/v1/sandboxes", body);
+    EXPECT_EQ(r.status, 400) << body << " -> " << r.body;
+    EXPECT_NE(r.body.find("public suffix"), std::string::npos) << r.body;
+  }
   for (const char* body :
        {R"({"name": "x", "hosts": ["a.test"], "header": "Host", "value": "v"})",
         R"({"name": "x", "hosts": ["127.0.0.1"], "header": "Authorization", "value": "v"})",
@@ -349,6 +359,29 @@ TEST_F(EgressApiTest, BadNetworkRequestsAreRefused) {
     if (std::string_view(body).find("0123456789abcde") != std::string_view::npos)
       EXPECT_NE(r.body.find("at least 16 bytes"), std::string::npos) << r.body;
   }
+}
+
+// vesseld hands the gateway the networks its node is on as refused ranges
+// (they may be public: a sandbox must not reach the node's neighbours).
+TEST_F(EgressApiTest, TheNodesNetworksAreRefusedRanges) {
+  auto h = call("GET", "/healthz").js();
+  ASSERT_TRUE(h.is_object() && h.as_object().contains("gateway")) << json::serialize(h);
+  int64_t pid = h.at("gateway").at("pid").to_number<int64_t>();
+  std::ifstream f("/proc/" + std::to_string(pid) + "/cmdline");
+  std::string raw((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  std::vector<std::string> argv;
+  for (size_t at = 0; at < raw.size();) {
+    size_t end = raw.find('\0', at);
+    if (end == std::string::npos) end = raw.size();
+    argv.push_back(raw.substr(at, end - at));
+    at = end + 1;
+  }
+  std::vector<std::string> denied;
+  for (size_t i = 0; i + 1 < argv.size(); ++i)
+    if (argv[i] == "--deny-cidr") denied.push_back(argv[i + 1]);
+  auto nets = node::network::hostNetworks();
+  ASSERT_FALSE(nets.empty()) << "this host has no non-loopback address";
+  for (const auto& n : nets) EXPECT_THAT(denied, ::testing::Contains(n));
 }
 
 TEST_F(EgressApiTest, GatewayIsSupervisedAndCounted) {

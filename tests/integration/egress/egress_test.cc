@@ -11,6 +11,7 @@
 #include <map>
 #include <thread>
 
+#include "base/scope_exit.h"
 #include "gateway/tls/hello_builder.h"
 #include "tests/integration/egress/world.h"
 
@@ -225,6 +226,20 @@ TEST_F(EgressTest, T10_DomainFrontingIsRefusedWhenInspected) {
   EXPECT_NE(ok.find("cdn"), std::string::npos) << ok;
 }
 
+// Inspection follows the port its rule names: before, only 443 was ever
+// terminated, so fronting on 8443 passed unchecked.
+TEST_F(EgressTest, T10_InspectionAppliesOnEveryPortItsRuleNames) {
+  json::value p = basePolicy(++generation_);
+  p.as_object()["allow"].as_array().emplace_back("a2.test:8443");
+  p.as_object()["inspect"] = json::array{"a2.test:8443"};
+  ASSERT_TRUE(w().setPolicy(g(), p).ok());
+  expectRefused({{"tcp_deny_host-mismatch", 1}}, [&] {
+    return w().curl(g(), {"-H", "Host: x2.test", "https://a2.test:8443/"});
+  });
+  std::string ok = w().curl(g(), {"https://a2.test:8443/"});
+  EXPECT_NE(ok.find("cdn"), std::string::npos) << ok;
+}
+
 TEST_F(EgressTest, T12_AbsoluteFormMustAgreeWithHost) {
   expectRefused({{"tcp_deny_bad-request", 2}}, [&] {
     return w().guestTool(g(), {"tcp", "a2.test", "80",
@@ -405,6 +420,29 @@ TEST_F(EgressTest, T42_GatewayAndHostServicesAreNotReachable) {
   // The DNS port is reachable only as DNS.
   out += w().guestTool(g(), {"tcp", "172.16.0.1", "53", "GET / HTTP/1.1\\r\\n\\r\\n"});
   expectAttackerSawNothing(out);
+}
+
+// The host's addresses are re-read when they change: one the upstream side
+// gains after the gateway started is refused like the others (before, only
+// the set read at start was).
+TEST_F(EgressTest, T42_AnAddressTheHostGainsLaterIsRefused) {
+  const std::string addr = "203.0.113.77";
+  size_t log_at = w().gatewayLog().size();
+  ASSERT_EQ(w().runIn(w().upNetns(), {"ip", "addr", "add", addr + "/32", "dev", "lo"}), "");
+  ScopeExit drop([&] {
+    w().runIn(w().upNetns(), {"ip", "addr", "del", addr + "/32", "dev", "lo"});
+  });
+  // Its netlink event, not a sleep: the gateway says when it re-read them.
+  bool seen = false;
+  for (int i = 0; i < 100 && !seen; ++i) {
+    seen = w().gatewayLog().find("host addresses changed", log_at) != std::string::npos;
+    if (!seen) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_TRUE(seen) << "the gateway never noticed the new address";
+  expectRefused({{"tcp_deny_inward-destination", 1}},
+                [&] { return w().curl(*other_, {"http://" + addr + "/"}); });
+  EXPECT_NE(w().gatewayLog().find("reason=inward-destination:host-address", log_at),
+            std::string::npos);
 }
 
 // --- G. name normalisation ---

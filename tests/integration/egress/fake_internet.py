@@ -297,6 +297,7 @@ def main():
     serve_hold("198.51.100.30", 7000)
     serve_http("198.51.100.20", 80, "cdn")
     serve_http("198.51.100.20", 443, "cdn", "cdn")
+    serve_http("198.51.100.20", 8443, "cdn", "cdn")  # inspection on a named port
     for port in (80, 443, 8443, 22, 25, 53, 587, 5432, 6379, 15001, 15053):
         serve_raw_tcp(X_IP, port)
     for port in (53, 123, 443, 51820):

@@ -1,0 +1,57 @@
+#include "api/network_settings.h"
+
+#include <gtest/gtest.h>
+
+#include <boost/json.hpp>
+
+namespace vessel::api {
+namespace {
+
+namespace json = boost::json;
+
+Result<NetworkSettings> parse(std::string_view text) {
+  return parseNetworkSettings(json::parse(text), nullptr);
+}
+
+TEST(NetworkSettingsTest, InspectIsParsedKeptAndShown) {
+  auto s = parse(R"({"mode": "allowlist", "allow": ["a.test", "a.test:8443"],
+                     "inspect": ["a.test:8443", "*.b.test"]})");
+  ASSERT_TRUE(s.ok()) << s.error().message();
+  EXPECT_EQ(s->inspect, (std::vector<std::string>{"a.test:8443", "*.b.test"}));
+  json::object o = networkJson(*s);
+  EXPECT_EQ(o.at("inspect").as_array().size(), 2u);
+  auto again = parseNetworkSettings(
+      json::object{{"mode", o.at("mode")}, {"allow", o.at("allow")}, {"inspect", o.at("inspect")}},
+      nullptr);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->inspect, s->inspect);
+}
+
+TEST(NetworkSettingsTest, BadInspectionsAreRefused) {
+  EXPECT_FALSE(parse(R"({"mode": "none", "inspect": ["a.test"]})").ok());
+  EXPECT_FALSE(parse(R"({"mode": "full", "inspect": ["a.test:99999"]})").ok());
+  EXPECT_FALSE(parse(R"({"mode": "full", "inspect": "a.test"})").ok());
+  EXPECT_FALSE(parse(R"({"mode": "full", "inspect": [1]})").ok());
+}
+
+TEST(NetworkSettingsTest, WildcardsOnPublicSuffixesAreRefused) {
+  for (const char* bad : {R"({"allow": ["*.co.uk"]})", R"({"allow": ["*.s3.amazonaws.com:443"]})",
+                          R"({"mode": "full", "inspect": ["*.github.io"]})"}) {
+    auto s = parse(bad);
+    ASSERT_TRUE(s.ok()) << bad;
+    auto c = checkWildcards(*s);
+    EXPECT_FALSE(c.ok()) << bad;
+    if (!c.ok()) {
+      EXPECT_NE(c.error().message().find("public suffix"), std::string::npos);
+    }
+  }
+  for (const char* good : {R"({"allow": ["*.bbc.co.uk", "pypi.org", "*.a.test:8443"]})",
+                           R"({"mode": "full", "inspect": ["*.octocat.github.io"]})"}) {
+    auto s = parse(good);
+    ASSERT_TRUE(s.ok()) << good;
+    EXPECT_TRUE(checkWildcards(*s).ok()) << good;
+  }
+}
+
+}  // namespace
+}  // namespace vessel::api
