@@ -1,0 +1,97 @@
+#pragma once
+// VMs restored ahead of time so that a create only has to claim one
+// (Runtime owns one WarmPool). Per template version: a deque of ready VMs,
+// filled in the background after creates, drained at shutdown. How a VM is
+// made ready is the Source's business (Runtime: restore, warm, network).
+// Used from one io thread.
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/io_context.hpp>
+#include <deque>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "hypervisor/hypervisor.h"
+#include "node/agent_client.h"
+#include "node/network/slot.h"
+#include "templates/store.h"
+
+namespace vessel::node {
+
+// How a sandbox's guest reaches the network, set up on its slot after every
+// restore (one exec as root).
+struct GuestNetwork {
+  bool route = false;  // eth0 up with the slot's guest address, default route and DNS
+  std::string ca_pem;  // the egress CA, added to the guest's trust store (+ env variables)
+  bool operator==(const GuestNetwork&) const = default;
+};
+
+// A QEMU started for a template's (or a fork's) state; pooled ones may be
+// warm already.
+struct PreparedVm {
+  std::string vm_id, vm_dir;
+  std::unique_ptr<hypervisor::Vm> vm;
+  std::shared_ptr<const templates::Template> tmpl;
+  std::shared_ptr<AgentClient> agent;  // set once warm (restored and running)
+  std::optional<GuestNetwork> net;     // what the guest's network is set up as, if it is
+  std::unique_ptr<network::Slot> slot;
+};
+
+class WarmPool {
+ public:
+  // Makes and unmakes pooled VMs.
+  class Source {
+   public:
+    virtual ~Source() = default;
+    // A QEMU waiting for the template's state.
+    virtual asio::awaitable<Result<PreparedVm>> prepare(
+        std::shared_ptr<const templates::Template> t) = 0;
+    // Takes it as far as the pool mode says (may do nothing).
+    virtual asio::awaitable<Status> warm(PreparedVm& p) = 0;
+    virtual asio::awaitable<void> discard(PreparedVm p) = 0;
+  };
+
+  WarmPool(asio::io_context& io, templates::TemplateStore& store, Source& source,
+           size_t default_size)
+      : io_(io), store_(store), source_(source), default_size_(default_size) {}
+
+  // A ready VM of template version `template_id`, if one waits; the pool's
+  // hold on the template version goes with it (the caller takes its own).
+  std::optional<PreparedVm> take(const std::string& template_id);
+
+  // Starts QEMU processes for `template_name` until the pool is full.
+  asio::awaitable<Status> fill(const std::string& template_name);
+  // Fills the pool in the background (failures are logged).
+  void refillLater(const std::string& template_name);
+  // Stops every pooled QEMU process, after waiting for fills in progress;
+  // nothing is pooled afterwards.
+  asio::awaitable<void> drain();
+
+  size_t pooled(const std::string& template_id) const;
+  std::vector<pid_t> pooledPids(const std::string& template_id) const;
+  void setDefaultSize(size_t n) { default_size_ = n; }
+  void setSize(const std::string& template_name, size_t n) { sizes_[template_name] = n; }
+  size_t size(const std::string& template_name) const;
+
+  // Creates in flight hold back refills (see refillLater); the last one to
+  // finish lets them go.
+  void createStarted() { ++creating_; }
+  void createFinished();
+
+ private:
+  asio::io_context& io_;
+  templates::TemplateStore& store_;
+  Source& source_;
+  size_t default_size_;
+  std::map<std::string, std::deque<PreparedVm>> pools_;  // template id -> ready QEMUs
+  std::map<std::string, bool> filling_;
+  std::map<std::string, size_t> sizes_;  // template name -> its own pool size
+  bool draining_ = false;
+  int creating_ = 0;                     // creates in flight
+  std::set<std::string> refill_wanted_;  // pools to refill once none are
+};
+
+}  // namespace vessel::node
