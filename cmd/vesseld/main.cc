@@ -66,6 +66,11 @@ int main(int argc, char** argv) {
                  "TEMPLATE=N[,...]: VMs kept restored and warmed up per template (\"\": none)")
       ->envname("VESSEL_WARM_POOL")
       ->capture_default_str();
+  app.add_option("--warm-pool-budget", cfg.warm_pool_budget,
+                 "MIB or TEMPLATE=MIB[,...]: memory each warm pool may grow to with demand "
+                 "(0: fixed at its --warm-pool N)")
+      ->envname("VESSEL_WARM_POOL_BUDGET")
+      ->capture_default_str();
   // Every long option above may also come from a TOML/INI file
   // (`egress-resolver = "192.0.2.53"`); flags win over the file.
   app.set_config("--config", "", "configuration file (TOML or INI)")->envname("VESSEL_CONFIG");

@@ -348,9 +348,6 @@ Status Runtime::writeRecord(const Sandbox& sb) {
 asio::awaitable<Result<std::shared_ptr<Sandbox>>> Runtime::create(std::string template_name,
                                                                   CreateOptions opts) {
   auto t0 = Clock::now();
-  // Creates in flight hold back pool refills (WarmPool::refillLater).
-  pool_.createStarted();
-  ScopeExit done_creating([this] { pool_.createFinished(); });
   auto t = store_.open(template_name);
   if (!t.ok()) co_return std::move(t).error();
   auto sb = std::make_shared<Sandbox>();
@@ -403,7 +400,11 @@ asio::awaitable<Result<std::shared_ptr<Sandbox>>> Runtime::create(std::string te
     for (int attempt = 0;; ++attempt) {
       Prepared p;
       PhaseClock pc(sb->phases_ms_);
-      if (auto pooled = pool_.take((*t)->id())) {
+      auto pooled = pool_.take(template_name, (*t)->id(), attempt == 0);
+      // Now, not after the create: in a burst the pool starts making what
+      // the next creates will want (at a lower priority than this one).
+      pool_.refillLater(template_name);
+      if (pooled) {
         p = std::move(*pooled);
         pc.mark("from_pool");
       } else {
@@ -440,9 +441,7 @@ asio::awaitable<Result<std::shared_ptr<Sandbox>>> Runtime::create(std::string te
       Logger("runtime", sb->id_)
           .warn("pooled VM {} failed, trying another: {}", p.vm_id, fin.error().message());
     }
-    // Refilled after the create, not during it: on a loaded node the new
-    // QEMU would compete for the CPU with the restore a caller waits for.
-    pool_.refillLater(template_name);
+    pool_.refillLater(template_name);  // if the one above stopped early
   }
   store_.acquire(sb->template_id_);
   auto t1 = Clock::now();

@@ -166,6 +166,14 @@ class Runtime : private WarmPool::Source {
   // RuntimeOptions::pool_size.
   void setPoolSize(const std::string& template_name, size_t n) { pool_.setSize(template_name, n); }
   size_t poolSize(const std::string& template_name) const { return pool_.size(template_name); }
+  // Sizes `template_name`'s pool from demand within `mib` of pooled VMs'
+  // memory, poolSize() the floor (vesseld --warm-pool-budget); 0: fixed.
+  void setPoolBudget(const std::string& template_name, uint64_t mib) {
+    pool_.setBudget(template_name, mib);
+  }
+  WarmPool::Stats poolStats(const std::string& template_name) const {
+    return pool_.stats(template_name);
+  }
   // Fills the template's pool in the background (failures are logged).
   void keepPoolFull(const std::string& template_name) { pool_.refillLater(template_name); }
   // Applies to VMs pooled from now on.

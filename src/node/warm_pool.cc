@@ -1,20 +1,94 @@
 #include "node/warm_pool.h"
 
+#include <sys/resource.h>
+#include <unistd.h>
+
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
-#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <filesystem>
+#include <fstream>
 
 #include "base/log.h"
 
 namespace vessel::node {
 
-std::optional<PreparedVm> WarmPool::take(const std::string& template_id) {
+namespace {
+
+// Every thread of `pid` (nice is per thread on Linux; threads QEMU starts
+// later inherit it from the thread that starts them).
+void renice(pid_t pid, int nice) {
+  std::error_code ec;
+  for (auto& e : std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/task", ec))
+    ::setpriority(PRIO_PROCESS, static_cast<id_t>(std::atoi(e.path().filename().c_str())), nice);
+}
+
+// Raising a priority back needs CAP_SYS_NICE: without it a claimed VM
+// would stay behind, so pooled VMs are not lowered at all.
+bool canRenice() { return ::geteuid() == 0; }
+
+uint64_t pssMib(pid_t pid) {
+  std::ifstream f("/proc/" + std::to_string(pid) + "/smaps_rollup");
+  std::string k;
+  uint64_t v = 0;
+  while (f >> k) {
+    if (k == "Pss:") {
+      f >> v;
+      return v / 1024;
+    }
+    f.ignore(1 << 12, '\n');
+  }
+  return 0;
+}
+
+}  // namespace
+
+WarmPool::PerTemplate& WarmPool::per(const std::string& template_name) {
+  return per_[template_name];
+}
+
+size_t WarmPool::target(const std::string& template_name) {
+  auto& pt = per(template_name);
+  pt.sizer.setFloor(size(template_name));
+  return pt.sizer.target(PoolSizer::Clock::now());
+}
+
+void WarmPool::setBudget(const std::string& template_name, uint64_t mib) {
+  per(template_name).sizer.setBudget(mib);
+}
+
+WarmPool::Stats WarmPool::stats(const std::string& template_name) const {
+  Stats s;
+  auto it = per_.find(template_name);
+  if (it == per_.end()) {
+    s.target = size(template_name);
+    return s;
+  }
+  const auto& pt = it->second;
+  s.hits = pt.hits;
+  s.misses = pt.misses;
+  s.pooled = pt.id.empty() ? 0 : pooled(pt.id);
+  s.target = pt.sizer.target(PoolSizer::Clock::now());
+  s.vm_cost_mib = pt.vm_cost_mib;
+  return s;
+}
+
+std::optional<PreparedVm> WarmPool::take(const std::string& template_name,
+                                         const std::string& template_id, bool count) {
   auto it = pools_.find(template_id);
-  if (it == pools_.end() || it->second.empty()) return std::nullopt;
+  bool hit = it != pools_.end() && !it->second.empty();
+  if (count) {
+    auto& pt = per(template_name);
+    pt.id = template_id;
+    ++(hit ? pt.hits : pt.misses);
+    pt.sizer.onCreate(PoolSizer::Clock::now(), hit);
+    scheduleTrim(template_name);
+  }
+  if (!hit) return std::nullopt;
   PreparedVm p = std::move(it->second.front());
   it->second.pop_front();
-  store_.release(template_id);  // the pool's hold; the sandbox takes its own
+  store_.release(template_id);                      // the pool's hold; the sandbox takes its own
+  if (p.vm && canRenice()) renice(p.vm->pid(), 0);  // a sandbox now: as fast as any
   return p;
 }
 
@@ -35,29 +109,16 @@ size_t WarmPool::size(const std::string& template_name) const {
   return it == sizes_.end() ? default_size_ : it->second;
 }
 
-void WarmPool::createFinished() {
-  if (--creating_ == 0) {
-    auto wanted = std::move(refill_wanted_);
-    refill_wanted_.clear();
-    for (const auto& name : wanted) refillLater(name);
-  }
-}
-
 void WarmPool::refillLater(const std::string& template_name) {
-  if (draining_ || size(template_name) == 0 || filling_[template_name]) return;
-  // Not while creates run: on a loaded node a new VM's restore would take
-  // CPU from the restores callers are waiting for (a burst then finishes
-  // later than it would without a pool).
-  if (creating_ > 0) {
-    refill_wanted_.insert(template_name);
-    return;
-  }
-  filling_[template_name] = true;
+  auto& pt = per(template_name);
+  if (draining_ || pt.filling) return;
+  if (target(template_name) == 0) return;
+  pt.filling = true;
   asio::co_spawn(
       io_,
       [this, template_name]() -> asio::awaitable<void> {
         auto s = co_await fill(template_name);
-        filling_[template_name] = false;
+        per(template_name).filling = false;
         if (!s.ok())
           Logger("runtime").warn("pool refill for {}: {}", template_name, s.error().message());
       },
@@ -67,13 +128,15 @@ void WarmPool::refillLater(const std::string& template_name) {
 asio::awaitable<Status> WarmPool::fill(const std::string& template_name) {
   auto t = store_.open(template_name);
   if (!t.ok()) co_return std::move(t).error();
-  while (!draining_ && pools_[(*t)->id()].size() < size(template_name)) {
-    if (creating_ > 0) {
-      refill_wanted_.insert(template_name);  // goes on when the creates are done
-      break;
-    }
+  const std::string id = (*t)->id();
+  per(template_name).id = id;
+  // The target is asked again after every VM: demand may have grown or
+  // gone meanwhile.
+  while (!draining_ && pools_[id].size() < target(template_name)) {
     auto r = co_await source_.prepare(*t);
     if (!r.ok()) co_return std::move(r).error();
+    // Before it restores: the restore and warm-up are most of its CPU.
+    if (r->vm && canRenice()) renice(r->vm->pid(), kPooledNice);
     if (!draining_) {
       if (auto w = co_await source_.warm(*r); !w.ok()) {
         co_await source_.discard(std::move(*r));
@@ -85,22 +148,65 @@ asio::awaitable<Status> WarmPool::fill(const std::string& template_name) {
       co_await source_.discard(std::move(*r));
       break;
     }
+    if (r->vm) {
+      // What the budget is counted in: what this VM holds once warm.
+      if (uint64_t mib = pssMib(r->vm->pid()); mib > 0) {
+        auto& pt = per(template_name);
+        pt.vm_cost_mib = mib;
+        pt.sizer.setVmCost(mib);
+      }
+    }
     // A pooled VM holds its template version: a newer build must not let
     // the garbage collector take the files under it.
-    store_.acquire((*t)->id());
-    pools_[(*t)->id()].push_back(std::move(*r));
+    store_.acquire(id);
+    pools_[id].push_back(std::move(*r));
   }
   co_return okStatus();
 }
 
+void WarmPool::scheduleTrim(const std::string& template_name) {
+  auto& pt = per(template_name);
+  if (!pt.sizer.adaptive() || draining_) return;
+  if (!pt.trim) pt.trim = std::make_unique<asio::steady_timer>(io_);
+  // One timer per template, pushed back by every create: nothing runs
+  // while creates keep coming, one wake-up per idle period after.
+  pt.trim->expires_after(pt.sizer.idle() + std::chrono::milliseconds(100));
+  pt.trim->async_wait([this, template_name](boost::system::error_code ec) {
+    if (ec) return;  // re-armed, or the pool is going away
+    asio::co_spawn(io_, trim(template_name), asio::detached);
+  });
+}
+
+asio::awaitable<void> WarmPool::trim(std::string template_name) {
+  auto& pt = per(template_name);
+  if (draining_ || pt.id.empty()) co_return;
+  size_t want = target(template_name);
+  auto& pool = pools_[pt.id];
+  size_t n = 0;
+  while (!draining_ && pool.size() > want) {
+    PreparedVm p = std::move(pool.back());  // the newest: the oldest are the warmest
+    pool.pop_back();
+    store_.release(pt.id);
+    co_await source_.discard(std::move(p));
+    ++n;
+  }
+  if (n > 0)
+    Logger("runtime").info("warm pool of {}: idle, {} VM(s) stopped, {} kept", template_name, n,
+                           pool.size());
+  // Still above the floor: it halves again after another idle period.
+  if (want > size(template_name)) scheduleTrim(template_name);
+}
+
 asio::awaitable<void> WarmPool::drain() {
   draining_ = true;
+  for (auto& [name, pt] : per_)
+    if (pt.trim) pt.trim->cancel();
   // A fill in progress discards its VM when it sees draining_ (bounded by
   // the restore's own deadlines).
   asio::steady_timer wait(io_);
   for (int i = 0; i < 3000; ++i) {
     bool any = false;
-    for (auto& [name, busy] : filling_) any = any || busy;
+    for (auto& [name, pt] : per_) any = any || pt.filling;
     if (!any) break;
     wait.expires_after(std::chrono::milliseconds(20));
     co_await wait.async_wait(asio::use_awaitable);

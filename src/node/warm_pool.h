@@ -1,11 +1,12 @@
 #pragma once
 // VMs restored ahead of time so that a create only has to claim one
 // (Runtime owns one WarmPool). Per template version: a deque of ready VMs,
-// filled in the background after creates, drained at shutdown. How a VM is
-// made ready is the Source's business (Runtime: restore, warm, network).
-// Used from one io thread.
+// filled in the background after creates, sized from demand (PoolSizer),
+// drained at shutdown. How a VM is made ready is the Source's business
+// (Runtime: restore, warm, network). Used from one io thread.
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <deque>
 #include <map>
 #include <memory>
@@ -17,6 +18,7 @@
 #include "hypervisor/hypervisor.h"
 #include "node/agent_client.h"
 #include "node/network/slot.h"
+#include "node/pool_sizer.h"
 #include "templates/store.h"
 
 namespace vessel::node {
@@ -58,13 +60,19 @@ class WarmPool {
            size_t default_size)
       : io_(io), store_(store), source_(source), default_size_(default_size) {}
 
-  // A ready VM of template version `template_id`, if one waits; the pool's
-  // hold on the template version goes with it (the caller takes its own).
-  std::optional<PreparedVm> take(const std::string& template_id);
+  // A ready VM of template version `template_id` (a create of
+  // `template_name`), if one waits; the pool's hold on the template version
+  // goes with it (the caller takes its own). Counted as a hit or a miss for
+  // the pool's sizing and /metrics unless `count` is false (a retry).
+  std::optional<PreparedVm> take(const std::string& template_name, const std::string& template_id,
+                                 bool count = true);
 
-  // Starts QEMU processes for `template_name` until the pool is full.
+  // Starts QEMU processes for `template_name` until the pool holds its
+  // target.
   asio::awaitable<Status> fill(const std::string& template_name);
-  // Fills the pool in the background (failures are logged).
+  // Fills the pool in the background (failures are logged). Pooled VMs are
+  // made at a lower CPU priority than creates (kPooledNice): a refill never
+  // holds a create back, it uses what the creates leave.
   void refillLater(const std::string& template_name);
   // Stops every pooled QEMU process, after waiting for fills in progress;
   // nothing is pooled afterwards.
@@ -73,25 +81,45 @@ class WarmPool {
   size_t pooled(const std::string& template_id) const;
   std::vector<pid_t> pooledPids(const std::string& template_id) const;
   void setDefaultSize(size_t n) { default_size_ = n; }
+  // The floor: VMs kept even when idle (vesseld --warm-pool).
   void setSize(const std::string& template_name, size_t n) { sizes_[template_name] = n; }
   size_t size(const std::string& template_name) const;
+  // Sizing from demand within `mib` of pooled VMs' memory (PoolSizer);
+  // 0: the pool holds exactly size().
+  void setBudget(const std::string& template_name, uint64_t mib);
 
-  // Creates in flight hold back refills (see refillLater); the last one to
-  // finish lets them go.
-  void createStarted() { ++creating_; }
-  void createFinished();
+  struct Stats {
+    uint64_t hits = 0, misses = 0;
+    size_t pooled = 0, target = 0;
+    uint64_t vm_cost_mib = 0;  // measured PSS of a pooled VM (0: not yet)
+  };
+  Stats stats(const std::string& template_name) const;
+
+  // Nice value of pooled VMs' QEMU threads until a create claims one.
+  static constexpr int kPooledNice = 10;
 
  private:
+  struct PerTemplate {
+    PoolSizer sizer;
+    bool filling = false;
+    uint64_t hits = 0, misses = 0, vm_cost_mib = 0;
+    std::string id;  // the version last filled or taken
+    std::unique_ptr<asio::steady_timer> trim;
+  };
+  PerTemplate& per(const std::string& template_name);
+  size_t target(const std::string& template_name);
+  // Discards pooled VMs above the target once the template has been idle.
+  void scheduleTrim(const std::string& template_name);
+  asio::awaitable<void> trim(std::string template_name);
+
   asio::io_context& io_;
   templates::TemplateStore& store_;
   Source& source_;
   size_t default_size_;
   std::map<std::string, std::deque<PreparedVm>> pools_;  // template id -> ready QEMUs
-  std::map<std::string, bool> filling_;
-  std::map<std::string, size_t> sizes_;  // template name -> its own pool size
+  std::map<std::string, PerTemplate> per_;               // template name -> its sizing
+  std::map<std::string, size_t> sizes_;                  // template name -> its own floor
   bool draining_ = false;
-  int creating_ = 0;                     // creates in flight
-  std::set<std::string> refill_wanted_;  // pools to refill once none are
 };
 
 }  // namespace vessel::node
