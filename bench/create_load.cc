@@ -2,7 +2,9 @@
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
+#include <fstream>
 #include <map>
+#include <sstream>
 
 #include "base/run_blocking.h"
 #include "bench_util.h"
@@ -75,6 +77,49 @@ void idle(LoadEnv& e, std::chrono::seconds d) {
   e.io.restart();
 }
 
+// utime + stime of a process, in clock ticks.
+uint64_t cpuTicks(pid_t pid) {
+  std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  std::getline(f, line);
+  auto r = line.rfind(')');
+  if (r == std::string::npos) return 0;
+  std::istringstream in(line.substr(r + 2));
+  std::string field;
+  uint64_t ut = 0, st = 0;
+  // Fields 3.. after the command; utime and stime are fields 14 and 15.
+  for (int i = 3; i <= 15 && in >> field; ++i) {
+    if (i == 14) ut = std::stoull(field);
+    if (i == 15) st = std::stoull(field);
+  }
+  return ut + st;
+}
+
+// PSS of a process, and the part in TCG's code buffer (its one anonymous
+// rwx mapping), KiB.
+std::pair<uint64_t, uint64_t> pssAndTcg(pid_t pid) {
+  std::ifstream f("/proc/" + std::to_string(pid) + "/smaps");
+  std::string line;
+  uint64_t all = 0, tcg = 0;
+  bool in_tcg = false;
+  while (std::getline(f, line)) {
+    if (line.empty()) continue;
+    if (std::isxdigit(static_cast<unsigned char>(line[0])) && line.find('-') < line.find(' ')) {
+      std::istringstream h(line);
+      std::string range, perms, off, dev, inode, path;
+      h >> range >> perms >> off >> dev >> inode >> path;
+      in_tcg = path.empty() && perms == "rwxp";
+      continue;
+    }
+    if (line.rfind("Pss:", 0) == 0) {
+      uint64_t v = std::stoull(line.substr(4));
+      all += v;
+      if (in_tcg) tcg += v;
+    }
+  }
+  return {all, tcg};
+}
+
 std::vector<double> ms(const std::vector<Sample>& v) {
   std::vector<double> out;
   for (auto& s : v) out.push_back(s.ms);
@@ -141,6 +186,33 @@ int runLoad(LoadEnv& e, boost::json::object& out) {
     b2b.insert(b2b.end(), b.begin(), b.end());
   }
   auto b2b_s = row("back to back x20", ms(b2b), hits(b2b));
+  // Those 20 idle: host CPU per sandbox over 10 s (nothing runs in them),
+  // and what each holds.
+  idle(e, std::chrono::seconds(3));
+  std::vector<std::pair<pid_t, uint64_t>> before;
+  for (auto& sb : live) before.emplace_back(sb->vm()->pid(), cpuTicks(sb->vm()->pid()));
+  auto t_idle = Clock::now();
+  idle(e, std::chrono::seconds(10));
+  double secs = msSince(t_idle) / 1000;
+  std::vector<double> cpu_pct;
+  uint64_t pss = 0, tcg = 0;
+  for (auto& [pid, t0] : before) {
+    cpu_pct.push_back(100.0 * static_cast<double>(cpuTicks(pid) - t0) /
+                      static_cast<double>(::sysconf(_SC_CLK_TCK)) / secs);
+    auto [p, c] = pssAndTcg(pid);
+    pss += p;
+    tcg += c;
+  }
+  auto cpu = stats(cpu_pct);
+  double n_idle = static_cast<double>(std::max<size_t>(before.size(), 1));
+  std::printf(
+      "\n%zu idle sandboxes over %.0f s: host CPU per sandbox p50 %.2f%% max %.2f%% of a core; "
+      "PSS per sandbox %.1f MiB, %.1f MiB without TCG's code buffer\n\n",
+      before.size(), secs, cpu.p50, cpu.max, static_cast<double>(pss) / 1024 / n_idle,
+      static_cast<double>(pss - tcg) / 1024 / n_idle);
+  out["idle_cpu_percent_per_sandbox"] = toJson(cpu);
+  out["idle_pss_mib_per_sandbox"] = static_cast<double>(pss) / 1024 / n_idle;
+  out["idle_pss_mib_per_sandbox_without_tcg_code"] = static_cast<double>(pss - tcg) / 1024 / n_idle;
   destroyAll(e, rt, live);
   if (box.ok()) row("bwrap, back to back x20", box.loop(20), -1);
 
