@@ -10,6 +10,7 @@
 #include <fstream>
 
 #include "base/log.h"
+#include "base/scope_exit.h"
 
 namespace vessel::node {
 
@@ -110,29 +111,37 @@ size_t WarmPool::size(const std::string& template_name) const {
 }
 
 void WarmPool::refillLater(const std::string& template_name) {
+  if (draining_) return;
   auto& pt = per(template_name);
-  if (draining_ || pt.filling) return;
-  if (target(template_name) == 0) return;
-  pt.filling = true;
-  asio::co_spawn(
-      io_,
-      [this, template_name]() -> asio::awaitable<void> {
-        auto s = co_await fill(template_name);
-        per(template_name).filling = false;
-        if (!s.ok())
-          Logger("runtime").warn("pool refill for {}: {}", template_name, s.error().message());
-      },
-      asio::detached);
+  size_t want = target(template_name);
+  size_t have = pt.id.empty() ? 0 : pooled(pt.id);
+  size_t short_by = want > have ? want - have : 0;
+  // One filler per missing VM, up to kMaxFillers.
+  while (pt.fillers < kMaxFillers && static_cast<size_t>(pt.fillers) < short_by) {
+    ++pt.fillers;
+    asio::co_spawn(
+        io_,
+        [this, template_name]() -> asio::awaitable<void> {
+          auto s = co_await fill(template_name);
+          --per(template_name).fillers;
+          if (!s.ok())
+            Logger("runtime").warn("pool refill for {}: {}", template_name, s.error().message());
+        },
+        asio::detached);
+  }
 }
 
 asio::awaitable<Status> WarmPool::fill(const std::string& template_name) {
   auto t = store_.open(template_name);
   if (!t.ok()) co_return std::move(t).error();
   const std::string id = (*t)->id();
-  per(template_name).id = id;
+  auto& pt = per(template_name);
+  pt.id = id;
   // The target is asked again after every VM: demand may have grown or
-  // gone meanwhile.
-  while (!draining_ && pools_[id].size() < target(template_name)) {
+  // gone meanwhile. VMs other fillers are making count as there.
+  while (!draining_ && pools_[id].size() + pt.making < target(template_name)) {
+    ++pt.making;
+    ScopeExit made([&pt] { --pt.making; });
     auto r = co_await source_.prepare(*t);
     if (!r.ok()) co_return std::move(r).error();
     // Before it restores: the restore and warm-up are most of its CPU.
@@ -151,7 +160,6 @@ asio::awaitable<Status> WarmPool::fill(const std::string& template_name) {
     if (r->vm) {
       // What the budget is counted in: what this VM holds once warm.
       if (uint64_t mib = pssMib(r->vm->pid()); mib > 0) {
-        auto& pt = per(template_name);
         pt.vm_cost_mib = mib;
         pt.sizer.setVmCost(mib);
       }
@@ -206,7 +214,7 @@ asio::awaitable<void> WarmPool::drain() {
   asio::steady_timer wait(io_);
   for (int i = 0; i < 3000; ++i) {
     bool any = false;
-    for (auto& [name, pt] : per_) any = any || pt.filling;
+    for (auto& [name, pt] : per_) any = any || pt.fillers > 0 || pt.making > 0;
     if (!any) break;
     wait.expires_after(std::chrono::milliseconds(20));
     co_await wait.async_wait(asio::use_awaitable);

@@ -97,11 +97,15 @@ class WarmPool {
 
   // Nice value of pooled VMs' QEMU threads until a create claims one.
   static constexpr int kPooledNice = 10;
+  // VMs made at once for one template while it is more than one short:
+  // one at a time cannot keep up with a loop of creates.
+  static constexpr int kMaxFillers = 2;
 
  private:
   struct PerTemplate {
     PoolSizer sizer;
-    bool filling = false;
+    int fillers = 0;    // refillLater's fill() coroutines running
+    size_t making = 0;  // VMs being made for the pool right now
     uint64_t hits = 0, misses = 0, vm_cost_mib = 0;
     std::string id;  // the version last filled or taken
     std::unique_ptr<asio::steady_timer> trim;
