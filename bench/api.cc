@@ -264,7 +264,8 @@ int run() {
   std::printf(
       "(ms; ready = create until its operation is done; exec = create until the exit of "
       "a first `true` through a session on the data plane)\n");
-  writeResults("api", {{"rounds", rounds}, {"load", load}});
+  writeResults(std::getenv("VESSEL_BENCH_LOAD_ONLY") ? "api-load" : "api",
+               {{"rounds", rounds}, {"load", load}});
   return rc;
 }
 
