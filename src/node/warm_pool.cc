@@ -122,7 +122,7 @@ void WarmPool::refillLater(const std::string& template_name) {
     asio::co_spawn(
         io_,
         [this, template_name]() -> asio::awaitable<void> {
-          auto s = co_await fill(template_name);
+          auto s = co_await fill(template_name, true);
           --per(template_name).fillers;
           if (!s.ok())
             Logger("runtime").warn("pool refill for {}: {}", template_name, s.error().message());
@@ -131,15 +131,19 @@ void WarmPool::refillLater(const std::string& template_name) {
   }
 }
 
-asio::awaitable<Status> WarmPool::fill(const std::string& template_name) {
+asio::awaitable<Status> WarmPool::fill(const std::string& template_name, bool background) {
   auto t = store_.open(template_name);
   if (!t.ok()) co_return std::move(t).error();
   const std::string id = (*t)->id();
   auto& pt = per(template_name);
   pt.id = id;
   // The target is asked again after every VM: demand may have grown or
-  // gone meanwhile. VMs other fillers are making count as there.
-  while (!draining_ && pools_[id].size() + pt.making < target(template_name)) {
+  // gone meanwhile. For background fillers, VMs the others are making
+  // count as there; a caller of fill() wants the pool full on return.
+  auto short_of_target = [&] {
+    return pools_[id].size() + (background ? pt.making : 0) < target(template_name);
+  };
+  while (!draining_ && short_of_target()) {
     ++pt.making;
     ScopeExit made([&pt] { --pt.making; });
     auto r = co_await source_.prepare(*t);

@@ -68,8 +68,8 @@ class WarmPool {
                                  bool count = true);
 
   // Starts QEMU processes for `template_name` until the pool holds its
-  // target.
-  asio::awaitable<Status> fill(const std::string& template_name);
+  // target (`background`: counting VMs other fillers are making).
+  asio::awaitable<Status> fill(const std::string& template_name, bool background = false);
   // Fills the pool in the background (failures are logged). Pooled VMs are
   // made at a lower CPU priority than creates (kPooledNice): a refill never
   // holds a create back, it uses what the creates leave.
