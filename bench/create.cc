@@ -22,6 +22,7 @@
 #include "hypervisor/qemu/qemu.h"
 #include "node/runtime.h"
 #include "node/template_builder.h"
+#include "os/jail.h"
 
 using namespace vessel;
 namespace asio = boost::asio;
@@ -150,6 +151,25 @@ uint64_t pssKib(pid_t pid) {
   return 0;
 }
 
+// What the memory cgroup of `pid` (v1 or v2) is charged, in KiB.
+uint64_t cgroupMemoryKib(pid_t pid, bool unified) {
+  std::ifstream f("/proc/" + std::to_string(pid) + "/cgroup");
+  std::string line;
+  while (std::getline(f, line)) {
+    auto c1 = line.find(':'), c2 = line.find(':', c1 + 1);
+    if (c2 == std::string::npos) continue;
+    std::string ctrl = line.substr(c1 + 1, c2 - c1 - 1), path = line.substr(c2 + 1);
+    std::string file;
+    if (unified && ctrl.empty()) file = "/sys/fs/cgroup" + path + "/memory.current";
+    if (!unified && ctrl == "memory")
+      file = "/sys/fs/cgroup/memory" + path + "/memory.usage_in_bytes";
+    if (file.empty()) continue;
+    auto v = readFile(file);
+    return v.ok() ? std::stoull(*v) / 1024 : 0;
+  }
+  return 0;
+}
+
 }  // namespace
 
 // `bench_create --profile N`: N pooled creates one at a time, with the
@@ -212,6 +232,75 @@ int profile(Env& e, int n) {
   return 0;
 }
 
+// `bench_create --jail-overhead N`: what the VM jail (os/jail.h) costs,
+// in one run: create-to-first-exec p50 (restore, no pool, one at a time,
+// N creates) and the idle PSS of 8 sandboxes, with QEMU unjailed and jailed.
+// The jail's own memory lives in the kernel (a mount namespace, a tmpfs, a
+// cgroup), so the table also shows the cgroup's charge of a jailed VM.
+int jailOverhead(Env& e, int n) {
+  auto uids = os::UidPool::open({280000, 280999}, "/run/vessel/uids", e.root);
+  auto cgroups = os::detectCgroups();
+  if (!uids.ok() || !cgroups.ok()) {
+    std::fprintf(stderr, "jail: needs root and cgroups\n");
+    return 1;
+  }
+  hypervisor::qemu::JailOptions jo;
+  jo.jailer = {*uids, *cgroups, e.root + "/jail", "bench" + std::to_string(::getpid()) + "-"};
+  jo.memfile_shim = VESSEL_MEMFILE_SHIM;
+  jo.backing_roots = {e.root};
+  hypervisor::qemu::QemuHypervisor jailed({"qemu-system-x86_64", jo});
+  boost::json::array rows;
+  std::printf(
+      "\n| QEMU | create p50 ms | create p99 ms | idle PSS MiB each (8 x 256 MiB) | cgroup "
+      "memory MiB each |\n|---|---|---|---|---|\n");
+  for (bool jail : {false, true}) {
+    node::RuntimeOptions o;
+    o.root = e.root + (jail ? "/rt-jail" : "/rt-nojail");
+    o.kernel = e.kernel;
+    o.pool_size = 0;
+    node::Runtime rt(e.io, jail ? static_cast<hypervisor::Hypervisor&>(jailed) : e.hv, *e.store, o);
+    std::vector<std::shared_ptr<node::Sandbox>> live;
+    Batch b;
+    for (int i = 0; i < n; ++i) {
+      auto one = createBatch(e, rt, "bench256", 1, false, live);
+      b.latency_ms.insert(b.latency_ms.end(), one.latency_ms.begin(), one.latency_ms.end());
+      b.failures += one.failures;
+      destroyAll(e, rt, live);
+    }
+    for (int i = 0; i < 8; ++i) (void)createBatch(e, rt, "bench256", 1, false, live);
+    runBlocking(e.io, [&]() -> asio::awaitable<int> {  // let them settle
+      asio::steady_timer t(e.io, std::chrono::seconds(2));
+      co_await t.async_wait(asio::use_awaitable);
+      co_return 0;
+    }());
+    uint64_t pss = 0, charged = 0;
+    for (auto& sb : live) {
+      pid_t pid = sb->vm()->pid();
+      pss += pssKib(pid);
+      if (jail) charged += cgroupMemoryKib(pid, cgroups->unified);
+    }
+    size_t m = live.size();
+    destroyAll(e, rt, live);
+    auto st = bench::stats(b.latency_ms);
+    double each = m ? static_cast<double>(pss) / 1024 / static_cast<double>(m) : 0;
+    double cg_each = m ? static_cast<double>(charged) / 1024 / static_cast<double>(m) : 0;
+    std::printf("| %s | %.0f | %.0f | %.1f | %s |\n", jail ? "jailed" : "unjailed", st.p50, st.p99,
+                each, jail ? std::to_string(cg_each).substr(0, 5).c_str() : "-");
+    std::fflush(stdout);
+    boost::json::object j = bench::toJson(st);
+    j["jail"] = jail;
+    j["failures"] = b.failures;
+    j["idle_pss_mib_each"] = each;
+    j["sandboxes"] = m;
+    if (jail) j["cgroup_memory_mib_each"] = cg_each;
+    rows.push_back(std::move(j));
+  }
+  bench::writeResults("create_jail", boost::json::object{{"benchmark", "create_jail"},
+                                                         {"accel", "tcg"},
+                                                         {"rows", std::move(rows)}});
+  return 0;
+}
+
 int main(int argc, char** argv) {
   initLogging("warn");
   Env e;
@@ -240,6 +329,11 @@ int main(int argc, char** argv) {
   }
   if (argc == 3 && std::string(argv[1]) == "--profile") {
     int rc = profile(e, std::atoi(argv[2]));
+    fs::remove_all(e.root);
+    return rc;
+  }
+  if (argc == 3 && std::string(argv[1]) == "--jail-overhead") {
+    int rc = jailOverhead(e, std::atoi(argv[2]));
     fs::remove_all(e.root);
     return rc;
   }

@@ -1,5 +1,6 @@
 // vessel-gateway: flags -> GatewayConfig -> Gateway::create -> run.
 #include <signal.h>
+#include <sys/resource.h>
 
 #include <CLI/CLI.hpp>
 #include <thread>
@@ -44,11 +45,32 @@ int main(int argc, char** argv) {
   app.add_option("--classify-timeout-ms", classify_ms,
                  "how long a guest may take to send SNI/Host");
   app.add_option("--log-level", log_level, "debug, info, warn, error");
+  app.add_option("--max-flows-per-sandbox", cfg.max_flows_per_sandbox,
+                 "open TCP flows one sandbox may have")
+      ->capture_default_str();
+  app.add_option("--new-flows-per-second", cfg.new_flows_per_second,
+                 "new TCP flows per second one sandbox may open (bursts of twice that)")
+      ->capture_default_str();
+  app.add_option("--max-dns-inflight-per-sandbox", cfg.max_dns_inflight_per_sandbox,
+                 "DNS queries of one sandbox being answered at once")
+      ->capture_default_str();
+  int idle_s = static_cast<int>(cfg.relay_idle_timeout.count());
+  app.add_option("--relay-idle-timeout-s", idle_s,
+                 "seconds a relayed connection may pass no byte before it is reset")
+      ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
+  cfg.relay_idle_timeout = std::chrono::seconds(idle_s);
   if (app.count("--egress-resolver") == 0) cfg.resolver = systemResolver();
   cfg.classify_timeout = std::chrono::milliseconds(classify_ms);
   vessel::initLogging(log_level);
   ::signal(SIGPIPE, SIG_IGN);
+  // Every flow is two descriptors; the default soft limit (1024) would let
+  // a few hundred connections starve every sandbox. Take the hard limit.
+  if (rlimit rl{}; ::getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+    rl.rlim_cur = rl.rlim_max;
+    if (::setrlimit(RLIMIT_NOFILE, &rl) != 0)
+      vessel::Logger("gateway").warn("raising RLIMIT_NOFILE failed");
+  }
 
   auto gw = vessel::gateway::Gateway::create(cfg);
   if (!gw.ok()) {

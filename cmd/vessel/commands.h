@@ -3,6 +3,7 @@
 // chosen, sets the function main() runs. One file per command family.
 #include <CLI/CLI.hpp>
 #include <boost/json/object.hpp>
+#include <boost/json/value.hpp>
 #include <functional>
 #include <string>
 
@@ -25,5 +26,8 @@ void addAdmin(CLI::App& app, std::function<int()>* run);
 void addExec(CLI::App& app, std::function<int()>* run);
 void addShell(CLI::App& app, std::function<int()>* run);
 void addCp(CLI::App& app, std::function<int()>* run);
+void addStatus(CLI::App& app, std::function<int()>* run);
+// Prints /healthz's isolation warning (TCG, no jail) on stderr, if any.
+void warnIsolation(const boost::json::value& health);
 
 }  // namespace vessel::cli

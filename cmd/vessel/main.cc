@@ -20,6 +20,7 @@ int main(int argc, char** argv) {
   vessel::cli::addShell(app, &run);
   vessel::cli::addCp(app, &run);
   vessel::cli::addCredential(app, &run);
+  vessel::cli::addStatus(app, &run);
   CLI11_PARSE(app, argc, argv);
   return run ? run() : 0;
 }

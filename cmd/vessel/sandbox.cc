@@ -73,6 +73,8 @@ int runCreate(const CreateOptions& o) {
   if (!done.ok()) return fail(done.error().withContext("sandbox " + id));
   if (client::str(*done, "state") != "done")
     return fail("sandbox " + id + " failed to start: " + operationError(*done));
+  // Said on every create: under TCG the sandbox is no isolation boundary.
+  if (auto h = c.get("/healthz"); h.ok()) warnIsolation(*h);
   std::printf("%s\n", id.c_str());
   return 0;
 }

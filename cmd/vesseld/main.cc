@@ -3,9 +3,9 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 
-#include "api/daemon.h"
 #include "base/config.h"
 #include "base/log.h"
+#include "vesseld/daemon.h"
 
 int main(int argc, char** argv) {
   vessel::Config cfg;
@@ -46,6 +46,10 @@ int main(int argc, char** argv) {
   app.add_option("--egress-ca-bundle", cfg.egress_ca_bundle,
                  "CA bundle the gateway verifies upstreams against")
       ->envname("VESSEL_EGRESS_CA_BUNDLE");
+  app.add_option("--default-network", cfg.default_network,
+                 "network mode of a sandbox created without one: none or full")
+      ->capture_default_str()
+      ->envname("VESSEL_DEFAULT_NETWORK");
   app.add_flag("--stop-vms-on-exit", cfg.stop_vms_on_exit,
                "stop running VMs on SIGTERM/SIGINT instead of leaving them for the next vesseld");
   app.add_option("--default-idle-timeout", cfg.default_idle_timeout_s,
@@ -71,6 +75,20 @@ int main(int argc, char** argv) {
                  "(0: fixed at its --warm-pool N)")
       ->envname("VESSEL_WARM_POOL_BUDGET")
       ->capture_default_str();
+  app.add_flag("--jail,!--no-jail", cfg.jail,
+               "run every QEMU jailed: own uid, no capabilities, private mounts, own cgroup "
+               "(default on; needs root)");
+  app.add_option("--vm-uid-range", cfg.vm_uid_range, "FIRST-LAST: uids (and gids) leased to VMs")
+      ->capture_default_str();
+  app.add_option("--uid-lease-dir", cfg.uid_lease_dir,
+                 "host-wide directory of uid leases, shared by every vesseld on the host")
+      ->capture_default_str();
+  app.add_option("--vm-memory-overhead", cfg.vm_memory_overhead_mib,
+                 "MiB a VM's cgroup may use above its guest RAM (QEMU itself)")
+      ->capture_default_str();
+  app.add_flag("--require-kvm", cfg.require_kvm,
+               "refuse to start unless sandboxes run under KVM (TCG is not an isolation "
+               "boundary)");
   // Every long option above may also come from a TOML/INI file
   // (`egress-resolver = "192.0.2.53"`); flags win over the file.
   app.set_config("--config", "", "configuration file (TOML or INI)")->envname("VESSEL_CONFIG");
@@ -87,7 +105,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   vessel::initLogging(cfg.log_level);
-  if (auto s = vessel::api::runDaemon(std::move(cfg)); !s.ok()) {
+  if (auto s = vessel::vesseld::runDaemon(std::move(cfg)); !s.ok()) {
     std::fprintf(stderr, "vesseld: %s\n", s.error().message().c_str());
     return 1;
   }

@@ -35,10 +35,15 @@ std::optional<std::string_view> bearerToken(const Request& req) {
 }
 
 Result<std::string> authenticate(const Request& req, store::Store& store) {
-  Error denied(Code::kUnauthenticated, "missing or invalid API key");
   auto key = bearerToken(req);
-  if (!key) return denied;
-  auto tenant = store.tenantForKey(sha256Hex(*key));
+  if (!key) return Error(Code::kUnauthenticated, "missing or invalid API key");
+  return tenantForKey(*key, store);
+}
+
+Result<std::string> tenantForKey(std::string_view key, store::Store& store) {
+  Error denied(Code::kUnauthenticated, "missing or invalid API key");
+  if (key.empty() || key.size() > 512) return denied;
+  auto tenant = store.tenantForKey(sha256Hex(key));
   if (!tenant.ok()) return std::move(tenant).error().withContext("authenticate");
   if (!tenant->has_value()) return denied;
   return **tenant;

@@ -19,8 +19,11 @@ Result<std::string> newApiKey();
 // all), or nullopt when the header is missing or malformed. Both planes
 // authenticate from it.
 std::optional<std::string_view> bearerToken(const Request& req);
-// The tenant a request's bearer key belongs to, or kUnauthenticated: a
-// missing, malformed or unknown key is always the same error.
+// The tenant an API key belongs to, or kUnauthenticated: a malformed or
+// unknown key is always the same error. For any front end, with the key it
+// extracted from its own header.
+Result<std::string> tenantForKey(std::string_view key, store::Store& store);
+// tenantForKey() of a request's bearer key (a missing one: kUnauthenticated).
 Result<std::string> authenticate(const Request& req, store::Store& store);
 
 // On the first start (no tenant at all) creates the tenant "dev" with one

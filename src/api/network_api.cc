@@ -1,11 +1,13 @@
 #include "api/network_api.h"
 
+#include <algorithm>
 #include <boost/json.hpp>
 #include <cctype>
 
 #include "api/api_log.h"
 #include "api/resources.h"
 #include "base/log.h"
+#include "gateway/credentials/scrubber.h"
 #include "gateway/name.h"
 #include "gateway/policy/policy.h"
 
@@ -57,7 +59,7 @@ json::object credentialJson(const store::CredentialRecord& c) {
 
 NetworkSettings NetworkApi::defaults() const {
   NetworkSettings s;
-  s.mode = egress_ ? "full" : "none";
+  s.mode = egress_ ? default_mode_ : "none";
   return s;
 }
 
@@ -116,7 +118,9 @@ Result<json::object> NetworkApi::policyFor(const std::string& tenant, const Netw
 
 Result<node::GuestNetwork> NetworkApi::prepare(const std::string& tenant,
                                                const std::string& sandbox_id,
-                                               const NetworkSettings& s) {
+                                               const NetworkSettings& given) {
+  NetworkSettings s = given;
+  if (s.mode.empty()) s.mode = defaults().mode;  // credentials alone: the node's default
   if (!egress_ && s.mode != "none")
     return Error(Code::kFailedPrecondition,
                  "this node runs without egress (vesseld --no-egress): only network mode none");
@@ -161,6 +165,23 @@ Status NetworkApi::attach(const std::string& tenant, const node::Sandbox& sb) {
   return okStatus();
 }
 
+void NetworkApi::refreshUsers(const std::string& tenant, const std::string& credential) {
+  if (!egress_) return;
+  for (const auto& [id, a] : attached_) {
+    if (a.tenant != tenant) continue;
+    auto s = stored(id);
+    if (!s.ok()) continue;
+    if (std::find(s->credentials.begin(), s->credentials.end(), credential) == s->credentials.end())
+      continue;
+    auto policy = policyFor(tenant, *s, false);
+    Status st = policy.ok() ? egress_->setSandbox(id, a.source, std::move(*policy))
+                            : Status(policy.error());
+    if (!st.ok())
+      log().forSandbox(id).error("credential '{}' change not applied: {}", credential,
+                                 st.error().message());
+  }
+}
+
 void NetworkApi::detach(const std::string& sandbox_id) {
   if (!egress_ || !attached_.erase(sandbox_id)) return;
   if (auto s = egress_->removeSandbox(sandbox_id); !s.ok())
@@ -171,7 +192,7 @@ Response NetworkApi::putNetwork(const Request& req, const std::string& tenant,
                                 const std::string& id) {
   auto sb = store_.getSandbox(tenant, id);
   if (!sb.ok()) return errorResponse(req, sb.error());
-  if (!sb->has_value() || (*sb)->state == "deleted")
+  if (!sb->has_value() || (*sb)->state == store::SandboxState::kDeleted)
     return errorResponse(req, Error(Code::kNotFound, "sandbox " + id + " does not exist"));
   auto body = parseBody(req.body());
   if (!body.ok()) return errorResponse(req, body.error());
@@ -182,13 +203,15 @@ Response NetworkApi::putNetwork(const Request& req, const std::string& tenant,
     if (k != "credentials") net[k] = v;
   auto s = parseNetworkSettings(net, o.if_contains("credentials"));
   if (!s.ok()) return errorResponse(req, s.error());
+  if (s->mode.empty()) s->mode = defaults().mode;
   if (!egress_ && s->mode != "none")
     return errorResponse(req, Error(Code::kFailedPrecondition,
                                     "this node runs without egress: only network mode none"));
   auto policy = policyFor(tenant, *s);
   if (!policy.ok()) return errorResponse(req, policy.error());
   auto old = stored(id);
-  if (old.ok() && (old->mode == "none") != (s->mode == "none") && (*sb)->state != "paused")
+  if (old.ok() && (old->mode == "none") != (s->mode == "none") &&
+      (*sb)->state != store::SandboxState::kPaused)
     // The guest's route is set up once per restore; switching between none
     // and the others needs its interface reconfigured. Pause/resume does it.
     log().forSandbox(id).info("network mode {} -> {}: the guest's route changes on next resume",
@@ -210,7 +233,7 @@ Response NetworkApi::getNetwork(const Request& req, const std::string& tenant,
                                 const std::string& id) {
   auto sb = store_.getSandbox(tenant, id);
   if (!sb.ok()) return errorResponse(req, sb.error());
-  if (!sb->has_value() || (*sb)->state == "deleted")
+  if (!sb->has_value() || (*sb)->state == store::SandboxState::kDeleted)
     return errorResponse(req, Error(Code::kNotFound, "sandbox " + id + " does not exist"));
   auto s = stored(id);
   if (!s.ok()) return errorResponse(req, s.error());
@@ -249,7 +272,14 @@ Response NetworkApi::createCredential(const Request& req, const std::string& ten
       for (char ch : v.as_string())
         if (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f)
           return errorResponse(req, bad("value must not hold control characters"));
-      c.value = std::string(v.as_string());
+      // The gateway masks the secret in responses; a short one would be
+      // indistinguishable from ordinary text (and its encodings even more so).
+      std::string_view val = v.as_string(), token = val.substr(val.rfind(' ') + 1);
+      if (val.size() < gateway::credentials::kMinSecretBytes ||
+          token.size() < gateway::credentials::kMinSecretBytes)
+        return errorResponse(req, bad("value must be at least 16 bytes, and so must its token "
+                                      "after a scheme such as 'Bearer '"));
+      c.value = std::string(val);
     } else {
       return errorResponse(req, bad("unknown field '" + std::string(k) + "'"));
     }
@@ -259,8 +289,9 @@ Response NetworkApi::createCredential(const Request& req, const std::string& ten
   c.hosts_json = json::serialize(hosts);
   c.created_ms = store::nowMs();
   if (auto s = store_.putCredential(c); !s.ok()) return errorResponse(req, s.error());
-  // Sandboxes already using it get it with their next policy (PUT network,
-  // resume); the value itself is never sent back.
+  // Running sandboxes using it get the new value now; the gateway resets
+  // their connections that carry the old one. The value is never sent back.
+  refreshUsers(tenant, c.name);
   return jsonResponse(req, http::status::created, json::serialize(credentialJson(c)));
 }
 
@@ -280,6 +311,9 @@ Response NetworkApi::deleteCredential(const Request& req, const std::string& ten
   if (!c->has_value())
     return errorResponse(req, Error(Code::kNotFound, "credential '" + name + "' does not exist"));
   if (auto s = store_.deleteCredential(tenant, name); !s.ok()) return errorResponse(req, s.error());
+  // Revocation reaches live sandboxes: their policy loses the credential and
+  // the gateway resets connections that carried it before this returns.
+  refreshUsers(tenant, name);
   Response r = jsonResponse(req, http::status::no_content, "");
   return r;
 }

@@ -23,7 +23,10 @@ namespace vessel::api {
 class NetworkApi {
  public:
   // egress may be null (vesseld --no-egress): then only mode none is possible.
-  NetworkApi(store::Store& store, node::network::Egress* egress) : store_(store), egress_(egress) {}
+  // default_mode: what a sandbox created without a network policy gets
+  // (vesseld --default-network; "none" unless the operator says "full").
+  NetworkApi(store::Store& store, node::network::Egress* egress, std::string default_mode = "none")
+      : store_(store), egress_(egress), default_mode_(std::move(default_mode)) {}
 
   // Handles /v1/credentials[/name] and /v1/sandboxes/{id}/network (`seg`
   // is the split path, seg[0] == "v1"); nullopt when the path is not ours.
@@ -60,7 +63,11 @@ class NetworkApi {
                                         bool strict = true);
 
   store::Store& store_;
+  // Re-sends the policy of every attached sandbox of `tenant` that uses
+  // `credential` (after it changed or was deleted).
+  void refreshUsers(const std::string& tenant, const std::string& credential);
   node::network::Egress* egress_;
+  std::string default_mode_;
   struct Attached {
     std::string tenant, source;
   };

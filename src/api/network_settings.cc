@@ -52,8 +52,10 @@ Result<NetworkSettings> parseNetworkSettings(const json::value& network,
       return bad("network: unknown field '" + std::string(k) + "'");
     }
   }
-  // {"allow": [...]} alone means an allowlist.
-  if (!has_mode) s.mode = s.allow.empty() ? "full" : "allowlist";
+  // {"allow": [...]} alone means an allowlist, and an empty one allows
+  // nothing (never "everything"); no mode and no allow: the node's default.
+  if (!has_mode && network.as_object().contains("allow"))
+    s.mode = s.allow.empty() ? "none" : "allowlist";
   if (s.mode != "allowlist" && !s.allow.empty())
     return bad("network.allow is only meaningful with mode allowlist");
   if (credentials) {

@@ -7,14 +7,12 @@
 #include <vector>
 
 #include "base/result.h"
+#include "ops/node.h"
 
 namespace vessel::api {
 
-struct NetworkSettings {
-  std::string mode = "full";             // none | allowlist | full
-  std::vector<std::string> allow;        // "name", "*.name", optional ":port"
-  std::vector<std::string> credentials;  // credential names
-};
+// The lifecycle carries them as ops::NetworkSpec.
+using NetworkSettings = ops::NetworkSpec;
 // The API's `network` object ({"mode": ..., "allow": [...]}) and a
 // `credentials` name list, validated as the gateway will read them.
 Result<NetworkSettings> parseNetworkSettings(const boost::json::value& network,

@@ -11,7 +11,10 @@
 
 #include "api/network_settings.h"
 #include "base/result.h"
+#include "ops/events.h"
+#include "ops/lifecycle.h"
 #include "store/store.h"
+#include "templates/naming.h"
 
 namespace vessel::api {
 
@@ -58,25 +61,12 @@ struct ListQuery {
   std::map<std::string, std::string> metadata;
 };
 Result<ListQuery> parseListQuery(std::string_view target);
-// Whether a sandbox's stored metadata has every pair of `want`.
-bool metadataMatches(const std::string& metadata_json,
-                     const std::map<std::string, std::string>& want);
-
-// Templates live in one store on the node. A tenant's own templates are
-// stored under a name private to it, "t-<12 hex of sha256(tenant)>-<name>";
-// every other name is built in and visible to all. A tenant names its
-// templates without the prefix and can never name another tenant's.
-std::string tenantTemplateName(const std::string& tenant, const std::string& name);
-// The name `tenant` sees for a stored template, or nullopt when the stored
-// template belongs to another tenant.
-std::optional<std::string> visibleTemplateName(const std::string& tenant,
-                                               const std::string& stored);
-// Whether a stored name is a built-in template's.
-bool builtinTemplateName(const std::string& stored);
-
-// Milliseconds since the epoch as RFC 3339 UTC, "2026-11-30T06:40:00.123Z".
-std::string rfc3339(int64_t ms);
-boost::json::object sandboxJson(const store::SandboxRecord& s);
-boost::json::object operationJson(const store::OperationRecord& o);
+using ops::metadataMatches;
+using ops::operationJson;
+using ops::rfc3339;
+using ops::sandboxJson;
+using templates::builtinTemplateName;
+using templates::tenantTemplateName;
+using templates::visibleTemplateName;
 
 }  // namespace vessel::api

@@ -51,6 +51,14 @@ TEST(ResourcesTest, CreateRequestNetwork) {
   r = parseCreateRequest(R"({"network":{"mode":"none"}})");
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->network->mode, "none");
+  // Fail closed: an empty allowlist allows nothing; credentials alone take
+  // the node's default ("" until NetworkApi resolves it).
+  r = parseCreateRequest(R"({"network":{"allow":[]}})");
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->network->mode, "none");
+  r = parseCreateRequest(R"({"credentials":["gh"]})");
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->network->mode, "");
   for (const char* body :
        {R"({"network":"full"})", R"({"network":{"mode":"open"}})",
         R"({"network":{"mode":"full","allow":["a.test"]}})",

@@ -43,62 +43,76 @@ Result<SessionRequest> parseSessionRequest(std::string_view body, const SessionO
 
 Result<std::string> newSessionToken() { return randomToken("vst_"); }
 
+Result<SessionGrant> Sessions::issue(const std::string& tenant, const std::string& sandbox_id,
+                                     std::chrono::seconds ttl, std::string* state) {
+  VESSEL_ASSIGN_OR_RETURN(auto sb, store_.getSandbox(tenant, sandbox_id));
+  if (!sb || sb->state == store::SandboxState::kDeleted)
+    return Error(Code::kNotFound, "sandbox " + sandbox_id + " does not exist");
+  if (sb->state != store::SandboxState::kRunning) {
+    std::string st(store::stateName(sb->state));
+    if (state) *state = st;
+    return Error(Code::kFailedPrecondition,
+                 "sandbox " + sandbox_id + " is " + st + ", not running");
+  }
+  // Expired sessions are forgotten lazily, here, rather than by a timer.
+  if (auto n = store_.deleteExpiredSessions(clock_.nowMs()); !n.ok())
+    log().warn("forget expired sessions: {}", n.error().message());
+  VESSEL_ASSIGN_OR_RETURN(std::string token, newSessionToken());
+  store::SessionRecord rec;
+  rec.token_sha256 = sha256Hex(token);
+  rec.tenant_id = tenant;
+  rec.sandbox_id = sandbox_id;
+  rec.created_ms = clock_.nowMs();
+  if (ttl.count() <= 0) ttl = opts_.default_ttl;
+  rec.expires_ms = rec.created_ms + ttl.count() * 1000;
+  VESSEL_TRY(store_.insertSession(rec));
+  return SessionGrant{std::move(token), sandbox_id, opts_.data_url, rec.expires_ms};
+}
+
 Response Sessions::create(const Request& req, const std::string& tenant,
                           const std::string& sandbox_id) {
   auto in = parseSessionRequest(req.body(), opts_);
   if (!in.ok()) return errorResponse(req, in.error());
-  auto sb = store_.getSandbox(tenant, sandbox_id);
-  if (!sb.ok()) return errorResponse(req, sb.error());
-  if (!sb->has_value() || (*sb)->state == "deleted")
-    return errorResponse(req, Error(Code::kNotFound, "sandbox " + sandbox_id + " does not exist"));
-  if ((*sb)->state != "running") {
-    json::object details{{"state", (*sb)->state}};
-    return errorResponse(req,
-                         Error(Code::kFailedPrecondition,
-                               "sandbox " + sandbox_id + " is " + (*sb)->state + ", not running"),
-                         details);
+  std::string state;
+  auto g = issue(tenant, sandbox_id, in->ttl, &state);
+  if (!g.ok()) {
+    if (!state.empty()) return errorResponse(req, g.error(), json::object{{"state", state}});
+    return errorResponse(req, g.error());
   }
-  // Expired sessions are forgotten lazily, here, rather than by a timer.
-  if (auto n = store_.deleteExpiredSessions(store::nowMs()); !n.ok())
-    log().warn("forget expired sessions: {}", n.error().message());
-  auto token = newSessionToken();
-  if (!token.ok()) return errorResponse(req, token.error());
-  store::SessionRecord rec;
-  rec.token_sha256 = sha256Hex(*token);
-  rec.tenant_id = tenant;
-  rec.sandbox_id = sandbox_id;
-  rec.created_ms = store::nowMs();
-  auto ttl = in->ttl.count() > 0 ? in->ttl : opts_.default_ttl;
-  rec.expires_ms = rec.created_ms + ttl.count() * 1000;
-  if (auto s = store_.insertSession(rec); !s.ok()) return errorResponse(req, s.error());
-  json::object o{{"data_url", opts_.data_url},
-                 {"token", *token},
-                 {"sandbox_id", sandbox_id},
-                 {"expires_at", rfc3339(rec.expires_ms)}};
+  json::object o{{"data_url", g->data_url},
+                 {"token", g->token},
+                 {"sandbox_id", g->sandbox_id},
+                 {"expires_at", rfc3339(g->expires_ms)}};
   return jsonResponse(req, http::status::created, json::serialize(o));
 }
 
 Result<Sessions::Bound> Sessions::authenticate(const Request& req, std::string* state) {
-  Error denied(Code::kUnauthenticated, "missing or invalid session token");
   auto token = bearerToken(req);
-  if (!token) return denied;
-  auto s = store_.sessionForToken(sha256Hex(*token));
+  if (!token) return Error(Code::kUnauthenticated, "missing or invalid session token");
+  return resolve(*token, state);
+}
+
+Result<Sessions::Bound> Sessions::resolve(std::string_view token, std::string* state) {
+  Error denied(Code::kUnauthenticated, "missing or invalid session token");
+  auto s = store_.sessionForToken(sha256Hex(token));
   if (!s.ok()) return std::move(s).error().withContext("authenticate session");
   if (!s->has_value()) return denied;
   const store::SessionRecord& rec = **s;
-  if (rec.expires_ms <= store::nowMs())
+  if (rec.expires_ms <= clock_.nowMs())
     return Error(Code::kUnauthenticated, "session token expired at " + rfc3339(rec.expires_ms));
   // Scoped by the session's own tenant: a token never reaches a sandbox its
   // tenant does not own, whatever the sessions table says.
   auto sb = store_.getSandbox(rec.tenant_id, rec.sandbox_id);
   if (!sb.ok()) return std::move(sb).error().withContext("authenticate session");
-  if (!sb->has_value() || (*sb)->state == "deleted" || (*sb)->state == "deleting" ||
-      (*sb)->state == "failed")
+  using store::SandboxState;
+  if (!sb->has_value() || (*sb)->state == SandboxState::kDeleted ||
+      (*sb)->state == SandboxState::kDeleting || (*sb)->state == SandboxState::kFailed)
     return Error(Code::kUnauthenticated, "session revoked: its sandbox has ended");
-  if ((*sb)->state != "running") {
-    if (state) *state = (*sb)->state;
+  if ((*sb)->state != SandboxState::kRunning) {
+    std::string st(store::stateName((*sb)->state));
+    if (state) *state = st;
     return Error(Code::kFailedPrecondition,
-                 "sandbox " + rec.sandbox_id + " is " + (*sb)->state + ", not running");
+                 "sandbox " + rec.sandbox_id + " is " + st + ", not running");
   }
   return Bound{rec.tenant_id, rec.sandbox_id};
 }

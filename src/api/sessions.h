@@ -8,6 +8,7 @@
 #include <string>
 
 #include "api/http_server.h"
+#include "base/clock.h"
 #include "store/store.h"
 
 namespace vessel::api {
@@ -27,28 +28,43 @@ Result<SessionRequest> parseSessionRequest(std::string_view body, const SessionO
 // A fresh token, "vst_" + 64 hex digits (32 random bytes).
 Result<std::string> newSessionToken();
 
+// A session issued: the token (shown once; only its hash is stored).
+struct SessionGrant {
+  std::string token, sandbox_id, data_url;
+  int64_t expires_ms = 0;
+};
+
 class Sessions {
  public:
-  Sessions(store::Store& store, SessionOptions opts) : store_(store), opts_(std::move(opts)) {}
+  Sessions(store::Store& store, SessionOptions opts, const WallClock& clock = systemWallClock())
+      : store_(store), opts_(std::move(opts)), clock_(clock) {}
   const SessionOptions& options() const { return opts_; }
+
+  // Typed, for every front end: a new session on the tenant's running
+  // sandbox (ttl 0: the default). kNotFound for a sandbox the tenant does
+  // not have; kFailedPrecondition (its state in `state`) unless running.
+  Result<SessionGrant> issue(const std::string& tenant, const std::string& sandbox_id,
+                             std::chrono::seconds ttl, std::string* state = nullptr);
+  struct Bound {
+    std::string tenant_id, sandbox_id;
+  };
+  // The live session `token` names: kUnauthenticated for an unknown,
+  // revoked or expired token, kFailedPrecondition (with the state in
+  // `state`) when its sandbox is not running.
+  Result<Bound> resolve(std::string_view token, std::string* state = nullptr);
 
   // POST /v1/sandboxes/{id}/sessions for an authenticated tenant: 201
   // {data_url, token, expires_at}; 404 for a sandbox the tenant does not
   // have; 409 (details.state) unless it is running.
   Response create(const Request& req, const std::string& tenant, const std::string& sandbox_id);
 
-  // The live session a data-plane request's bearer token names: 401 for a
-  // missing, unknown, revoked or expired token, 409 (with the state) when
-  // its sandbox is not running. `state` receives the sandbox's state when
-  // that is the reason.
-  struct Bound {
-    std::string tenant_id, sandbox_id;
-  };
+  // resolve() of a data-plane request's bearer token (401 when missing).
   Result<Bound> authenticate(const Request& req, std::string* state = nullptr);
 
  private:
   store::Store& store_;
   SessionOptions opts_;
+  const WallClock& clock_;
 };
 
 }  // namespace vessel::api

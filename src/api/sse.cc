@@ -47,7 +47,8 @@ asio::awaitable<std::optional<Response>> ControlPlane::streamEvents(const Reques
 
   if (!co_await writeSseHead(stream, req)) co_return std::nullopt;
 
-  auto waiters = waiters_;  // outlives this object if the io_context is torn down first
+  // Subscribed before the first read: nothing published after it is missed.
+  auto sub = lifecycle_.operations().subscribe(tenant, stream.get_executor());
   for (;;) {
     // The operation's state is read before its events: once it is final,
     // every event it will ever have is already stored.
@@ -55,7 +56,7 @@ asio::awaitable<std::optional<Response>> ControlPlane::streamEvents(const Reques
     if (!op_id.empty()) {
       auto op = store_.getOperation(tenant, op_id);
       if (!op.ok() || !op->has_value()) break;
-      finished = (*op)->state == "done" || (*op)->state == "failed";
+      finished = store::finished((*op)->state);
     }
     auto events = store_.listEvents(tenant, op_id, after, kBatch);
     if (!events.ok()) break;
@@ -73,11 +74,8 @@ asio::awaitable<std::optional<Response>> ControlPlane::streamEvents(const Reques
       continue;
     }
     if (finished) break;
-    asio::steady_timer timer(io_, kSseKeepalive);
-    waiters->insert(&timer);
-    ScopeExit unregister([&] { waiters->erase(&timer); });
-    auto [ec] = co_await timer.async_wait(asio::as_tuple(asio::use_awaitable));
-    if (!ec) {
+    bool woken = co_await sub->wait(std::chrono::steady_clock::now() + kSseKeepalive);
+    if (!woken) {
       bool written = co_await writeAll(stream, std::string(kSsePing));
       if (!written) break;
     }

@@ -58,7 +58,7 @@ void TemplateWorker::loop() {
 }
 
 void TemplateWorker::build(Job& job) {
-  hypervisor::qemu::QemuHypervisor hv({env_.qemu_binary});
+  hypervisor::qemu::QemuHypervisor hv({env_.qemu_binary, env_.jail});
   templates::TemplateStore store(env_.template_root, env_.qemu_version, env_.kernel_sha256);
   // Short: the build VM's sockets live under it (unix socket paths are
   // limited to 108 bytes). Builds run one at a time, so one dir serves.

@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "hypervisor/hypervisor.h"
+#include "hypervisor/qemu/jail_spec.h"
 #include "node/template_builder.h"
 #include "templates/manifest.h"
 
@@ -27,6 +28,8 @@ struct TemplateBuildEnv {
   std::string template_root;  // the node's template store
   std::string work_dir;       // scratch for build VMs
   size_t max_queued = 8;      // builds waiting or running, per node
+  // Build VMs run tenant code: jailed like every other VM.
+  std::optional<hypervisor::qemu::JailOptions> jail;
 };
 
 class TemplateWorker {

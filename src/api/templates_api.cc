@@ -19,73 +19,6 @@ namespace vessel::api {
 
 namespace json = boost::json;
 using ops::OpState;
-using ops::SandboxState;
-
-namespace {
-
-bool plainName(const std::string& n) {
-  if (n.empty() || n.size() > 64) return false;
-  for (char c : n)
-    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_') return false;
-  return true;
-}
-
-json::object templateJson(const templates::Manifest& m, const std::string& name, bool builtin) {
-  return json::object{{"name", name},       {"version", m.version},
-                      {"vcpus", m.vcpus},   {"memory_mib", m.memory_mib},
-                      {"builtin", builtin}, {"created_at", m.created_at}};
-}
-
-}  // namespace
-
-Status ControlPlane::checkNewTemplateName(const std::string& name) {
-  if (!builtinTemplateName(name))
-    return Error(Code::kInvalidArgument, "template name '" + name + "' is reserved (t-<hex>-...)");
-  for (const auto& m : templates_.list())
-    if (m.name == name)
-      return Error(Code::kAlreadyExists,
-                   "template '" + name + "' is built in; choose another name");
-  return okStatus();
-}
-
-Response ControlPlane::forkToTemplate(const Request& req, const store::SandboxRecord& sb,
-                                      const std::string& name, ops::Transition t) {
-  if (auto s = checkNewTemplateName(name); !s.ok()) return errorResponse(req, s.error());
-  auto op = newOperation(sb.tenant_id, sb.id, "fork");
-  if (!op.ok()) return errorResponse(req, op.error());
-  setSandbox(*op, t.during, "");
-  asio::co_spawn(io_, runForkToTemplate(*op, name), asio::detached);
-  store::SandboxRecord now = sb;
-  if (auto r = store_.getSandbox(sb.tenant_id, sb.id); r.ok() && r->has_value()) now = **r;
-  json::object o{{"sandbox", sandboxJson(now)},
-                 {"operation", operationJson(*op)},
-                 {"template", json::object{{"name", name}}}};
-  return jsonResponse(req, http::status::accepted, json::serialize(o));
-}
-
-asio::awaitable<void> ControlPlane::runForkToTemplate(store::OperationRecord op, std::string name) {
-  setOperation(op, OpState::kRunning, nullptr);
-  auto it = live_.find(op.sandbox_id);
-  Result<std::shared_ptr<const templates::Template>> r =
-      Error(Code::kUnavailable, "sandbox " + op.sandbox_id + " has no VM on this node");
-  if (it != live_.end()) {
-    std::shared_ptr<node::Sandbox> src = it->second;  // kept alive across the await
-    std::string stored = tenantTemplateName(op.tenant_id, name);
-    r = co_await runtime_.forkToTemplate(*src, stored);
-  }
-  setSandbox(op, SandboxState::kRunning, "");
-  if (!r.ok()) {
-    log()
-        .forSandbox(op.sandbox_id)
-        .warn("fork into template {} failed: {}", name, r.error().message());
-    setOperation(op, OpState::kFailed, &r.error());
-    co_return;
-  }
-  publish({0, op.tenant_id, op.id, op.sandbox_id, "template.built",
-           json::serialize(templateJson((*r)->manifest, name, false))});
-  setOperation(op, OpState::kDone, nullptr);
-  collectTemplates();
-}
 
 void ControlPlane::enableTemplateBuilds(TemplateBuildEnv env) {
   builder_ = std::make_unique<TemplateWorker>(std::move(env));
@@ -97,21 +30,8 @@ void ControlPlane::stopTemplateBuilds() {
   builds_in_flight_.clear();
   for (auto& [id, op] : ops) {
     Error e(Code::kUnavailable, "vesseld stopped during the build");
-    setOperation(op, OpState::kFailed, &e);
+    lifecycle_.operations().set(op, OpState::kFailed, &e);
   }
-}
-
-Result<std::string> ControlPlane::resolveTemplate(const std::string& tenant,
-                                                  const std::string& name) {
-  if (!plainName(name))
-    return Error(Code::kInvalidArgument, "template name may hold letters, digits, - and _");
-  // A stored name of some tenant's template is not a name anyone may use.
-  if (!builtinTemplateName(name))
-    return Error(Code::kNotFound, "template '" + name + "' does not exist");
-  std::string own = tenantTemplateName(tenant, name);
-  std::error_code ec;
-  if (std::filesystem::exists(templates_.root() + "/" + own, ec)) return own;
-  return name;
 }
 
 Response ControlPlane::buildTemplate(const Request& req, const std::string& tenant) {
@@ -121,8 +41,8 @@ Response ControlPlane::buildTemplate(const Request& req, const std::string& tena
   auto spec = node::parseBuildSpec(req.body());
   if (!spec.ok()) return errorResponse(req, spec.error());
   std::string name = spec->name;
-  if (auto s = checkNewTemplateName(name); !s.ok()) return errorResponse(req, s.error());
-  auto base = resolveTemplate(tenant, spec->base);
+  if (auto s = lifecycle_.checkNewTemplateName(name); !s.ok()) return errorResponse(req, s.error());
+  auto base = lifecycle_.resolveTemplate(tenant, spec->base);
   if (!base.ok()) return errorResponse(req, base.error().withContext("base"));
   auto bt = templates_.open(*base);
   if (!bt.ok()) {
@@ -134,7 +54,7 @@ Response ControlPlane::buildTemplate(const Request& req, const std::string& tena
         req, Error(Code::kUnavailable, "base template '" + spec->base + "' is not usable"));
   }
 
-  auto op = newOperation(tenant, "", "build");
+  auto op = lifecycle_.operations().begin(tenant, "", "build");
   if (!op.ok()) return errorResponse(req, op.error());
   builds_in_flight_[op->id] = *op;
   TemplateWorker::Job job;
@@ -151,9 +71,10 @@ Response ControlPlane::buildTemplate(const Request& req, const std::string& tena
       auto it = builds_in_flight_.find(op_id);
       if (it == builds_in_flight_.end()) return;
       store::OperationRecord& o = it->second;
-      if (o.state == "pending") setOperation(o, OpState::kRunning, nullptr);
+      if (o.state == OpState::kPending) lifecycle_.operations().set(o, OpState::kRunning);
       json::object d{{"template", name}, {"step", step}, {"percent", percent}};
-      publish({0, o.tenant_id, o.id, "", "template.progress", json::serialize(d)});
+      lifecycle_.operations().publish(
+          {0, o.tenant_id, o.id, "", "template.progress", json::serialize(d)});
     });
   };
   job.done = [this, alive, op_id, name](Result<templates::Manifest> r) {
@@ -163,7 +84,7 @@ Response ControlPlane::buildTemplate(const Request& req, const std::string& tena
       if (it == builds_in_flight_.end()) return;
       store::OperationRecord o = it->second;
       builds_in_flight_.erase(it);
-      if (o.state == "pending") setOperation(o, OpState::kRunning, nullptr);
+      if (o.state == OpState::kPending) lifecycle_.operations().set(o, OpState::kRunning);
       if (!r.ok()) {
         log().warn("template build {} failed: {}", name, r.error().message());
         // The tenant knows its template by its own name, not the stored one.
@@ -172,19 +93,19 @@ Response ControlPlane::buildTemplate(const Request& req, const std::string& tena
         for (size_t at; (at = msg.find(stored)) != std::string::npos;)
           msg.replace(at, stored.size(), name);
         Error e(r.error().code(), msg, r.error().sysErrno());
-        setOperation(o, OpState::kFailed, &e);
+        lifecycle_.operations().set(o, OpState::kFailed, &e);
         return;
       }
-      publish({0, o.tenant_id, o.id, "", "template.built",
-               json::serialize(templateJson(*r, name, false))});
-      setOperation(o, OpState::kDone, nullptr);
-      collectTemplates();
+      lifecycle_.operations().publish({0, o.tenant_id, o.id, "", "template.built",
+                                       json::serialize(ops::templateJson(*r, name, false))});
+      lifecycle_.operations().set(o, OpState::kDone);
+      lifecycle_.collectTemplates();
     });
   };
   if (auto s = builder_->submit(std::move(job)); !s.ok()) {
     auto it = builds_in_flight_.find(op_id);
     if (it != builds_in_flight_.end()) {
-      setOperation(it->second, OpState::kFailed, &s.error());
+      lifecycle_.operations().set(it->second, OpState::kFailed, &s.error());
       builds_in_flight_.erase(it);
     }
     return errorResponse(req, s.error());
@@ -205,7 +126,8 @@ Response ControlPlane::listTemplates(const Request& req, const std::string& tena
     newest[*visible] = {std::move(m), builtin};
   }
   json::array items;
-  for (const auto& [name, mb] : newest) items.push_back(templateJson(mb.first, name, mb.second));
+  for (const auto& [name, mb] : newest)
+    items.push_back(ops::templateJson(mb.first, name, mb.second));
   json::object o{{"templates", std::move(items)}};
   return jsonResponse(req, http::status::ok, json::serialize(o));
 }

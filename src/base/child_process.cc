@@ -67,6 +67,12 @@ namespace {
   sigset_t none;
   sigemptyset(&none);
   ::sigprocmask(SIG_SETMASK, &none, nullptr);
+  if (opts.pre_exec) {
+    if (int e = opts.pre_exec(); e != 0) {
+      (void)!::write(err_fd, &e, sizeof e);
+      ::_exit(127);
+    }
+  }
 
   // Move every source fd above all targets first, so a mapping never
   // overwrites a source another mapping still needs.

@@ -6,6 +6,7 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <functional>
 #include <optional>
 #include <string>
 #include <utility>
@@ -36,6 +37,11 @@ struct SpawnOptions {
   bool new_session = true;
   // Deliver SIGKILL to the child if the spawning thread dies (tests, probes).
   bool die_with_parent = false;
+  // Runs in the child after fork, before the fds are mapped and exec: 0 to
+  // go on, or an errno that spawn() returns as the error. It runs in a copy
+  // of a multithreaded process, so it may only make async-signal-safe calls
+  // on data prepared before spawn() (the jail: namespaces, mounts, ids).
+  std::function<int()> pre_exec;
 };
 
 class ChildProcess {

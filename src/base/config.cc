@@ -140,9 +140,13 @@ Status Config::validate() {
     if (!hp.ok()) return std::move(hp).error().withContext("--egress-resolver");
   }
   if (!egress_ca_bundle.empty()) VESSEL_TRY(requireFile("egress CA bundle", egress_ca_bundle));
+  if (default_network != "none" && default_network != "full")
+    return Error(Code::kInvalidArgument, "--default-network must be none or full");
   if (!gateway_binary.empty()) VESSEL_TRY(requireFile("gateway binary", gateway_binary));
   if (log_level != "debug" && log_level != "info" && log_level != "warn" && log_level != "error")
     return Error(Code::kInvalidArgument, "log level must be debug, info, warn or error");
+  if (require_kvm && accel == AccelMode::kTcg)
+    return Error(Code::kInvalidArgument, "--require-kvm contradicts --accel=tcg");
   if (default_idle_timeout_s < 0 || default_lifetime_s < 1 || max_lifetime_s < 1 ||
       default_lifetime_s > max_lifetime_s)
     return Error(Code::kInvalidArgument,

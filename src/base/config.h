@@ -70,6 +70,17 @@ struct Config {
   // "1024,debian=4096"); 0 for fixed pools of N.
   std::string warm_pool_budget = "1024";
 
+  // Confinement (docs/threat-model.md): every QEMU in a jail of its own,
+  // under a uid and gid leased from vm_uid_range. Needs root.
+  bool jail = true;
+  std::string vm_uid_range = "200000-265535";
+  // Host-wide: every vesseld on the host leases from here.
+  std::string uid_lease_dir = "/run/vessel/uids";
+  // Added to each VM's guest RAM for its cgroup's memory limit.
+  uint64_t vm_memory_overhead_mib = 256;
+  // Refuse to start without KVM: TCG is not an isolation boundary.
+  bool require_kvm = false;
+
   // Egress (docs/gateway.md): vesseld runs vessel-gateway and gives every
   // sandbox a network slot. Off: sandboxes have a NIC connected to nothing.
   bool egress = true;
@@ -78,6 +89,9 @@ struct Config {
   std::string egress_upstream_netns;  // "" = vesseld's own namespace
   std::string egress_resolver;        // IP[:PORT]; "" = first nameserver of /etc/resolv.conf
   std::string egress_ca_bundle;       // "" = the gateway's default system bundle
+  // The network mode of a sandbox whose create names none: "none" (fail
+  // closed, the default) or "full".
+  std::string default_network = "none";
 
   // Filled by validate(): the parsed listener.
   HostPort listen_addr;

@@ -164,6 +164,7 @@ Status Gateway::run() {
   asio::co_spawn(io_, serveDnsUdp(), asio::detached);
   asio::co_spawn(io_, acceptDnsTcp(), asio::detached);
   asio::co_spawn(io_, acceptControl(), asio::detached);
+  asio::co_spawn(io_, sweepIdle(), asio::detached);
   log_.info("listening proxy :{} dns :{} control {} upstream netns {} resolver {}", proxy_port_,
             dns_port_, cfg_.control_socket,
             cfg_.upstream_netns.empty() ? "(own)" : cfg_.upstream_netns, cfg_.resolver);
@@ -172,6 +173,42 @@ Status Gateway::run() {
 }
 
 void Gateway::stop() { io_.stop(); }
+
+std::string Gateway::admitFlow(const std::string& id) {
+  Budget& b = budgets_[id];
+  if (b.flows >= cfg_.max_flows_per_sandbox) return "overloaded:flows";
+  auto now = std::chrono::steady_clock::now();
+  double burst = 2 * cfg_.new_flows_per_second;
+  if (b.tokens < 0) {
+    b.tokens = burst;
+    b.refilled = now;
+  }
+  double elapsed = std::chrono::duration<double>(now - b.refilled).count();
+  b.tokens = std::min(burst, b.tokens + elapsed * cfg_.new_flows_per_second);
+  b.refilled = now;
+  if (b.tokens < 1) return "overloaded:rate";
+  b.tokens -= 1;
+  ++b.flows;
+  return "";
+}
+
+asio::awaitable<void> Gateway::sweepIdle() {
+  auto every = std::max<std::chrono::steady_clock::duration>(
+      std::chrono::seconds(1), std::min<std::chrono::steady_clock::duration>(
+                                   std::chrono::seconds(30), cfg_.relay_idle_timeout / 4));
+  asio::steady_timer t(io_);
+  for (;;) {
+    t.expires_after(every);
+    auto [ec] = co_await t.async_wait(kTok);
+    if (ec) co_return;
+    registry_.resetIdle(std::chrono::steady_clock::now() - cfg_.relay_idle_timeout);
+    // Budgets of sandboxes that are gone and idle.
+    for (auto it = budgets_.begin(); it != budgets_.end();) {
+      bool idle = it->second.flows == 0 && it->second.dns == 0;
+      it = idle && !registry_.byId(it->first) ? budgets_.erase(it) : std::next(it);
+    }
+  }
+}
 
 asio::awaitable<void> Gateway::acceptProxy() {
   for (;;) {

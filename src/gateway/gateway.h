@@ -15,6 +15,7 @@
 #include <boost/asio/local/stream_protocol.hpp>
 #include <boost/asio/ssl/context.hpp>
 #include <chrono>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -46,6 +47,13 @@ struct GatewayConfig {
   std::chrono::milliseconds connect_timeout{5000};
   std::chrono::milliseconds resolve_timeout{2000};
   size_t max_dns_inflight = 512;
+  // Per sandbox, so one cannot take egress away from the others (the slot's
+  // nftables rules bound the same things in the kernel, more loosely).
+  size_t max_flows_per_sandbox = 1024;       // open TCP flows, classifying ones included
+  double new_flows_per_second = 200;         // sustained; bursts of twice that
+  size_t max_dns_inflight_per_sandbox = 32;  // of max_dns_inflight
+  // A relayed connection with no byte either way for this long is reset.
+  std::chrono::seconds relay_idle_timeout{600};
 };
 
 class Gateway {
@@ -78,12 +86,15 @@ class Gateway {
   boost::asio::awaitable<void> handleConn(tcp::socket guest);
   boost::asio::awaitable<std::optional<tcp::socket>> dial(Flow& f, const std::string& name);
   boost::asio::awaitable<std::optional<tcp::socket>> dialEndpoint(Flow& f, tcp::endpoint ep);
+  using TimePoint = std::chrono::steady_clock::time_point;
+  // last_active: the connection's idle clock (ConnHandle::last_active).
   boost::asio::awaitable<void> httpPlain(Flow& f, tcp::socket& guest, tcp::socket& up,
-                                         std::string first);
-  boost::asio::awaitable<void> splice(tcp::socket& a, tcp::socket& b);
-  boost::asio::awaitable<void> pump(tcp::socket& from, tcp::socket& to);
+                                         std::string first, TimePoint* last_active);
+  boost::asio::awaitable<void> splice(tcp::socket& a, tcp::socket& b, TimePoint* last_active);
+  boost::asio::awaitable<void> pump(tcp::socket& from, tcp::socket& to, TimePoint* last_active);
   boost::asio::awaitable<void> terminate(Flow& f, tcp::socket& guest, tcp::socket& up,
-                                         std::string hello, std::optional<policy::Credential> cred);
+                                         std::string hello, std::optional<policy::Credential> cred,
+                                         TimePoint* last_active);
   void deny(const Flow& f, std::string_view reason);
 
   // dns_server.cc
@@ -107,6 +118,17 @@ class Gateway {
   uint16_t proxy_port_ = 0;
   uint16_t dns_port_ = 0;
   size_t dns_inflight_ = 0;
+  // Per-sandbox budgets (by sandbox id), see GatewayConfig.
+  struct Budget {
+    size_t flows = 0;
+    size_t dns = 0;
+    double tokens = -1;  // new-flow bucket; < 0: not started
+    std::chrono::steady_clock::time_point refilled;
+  };
+  std::map<std::string, Budget> budgets_;
+  // Takes a new flow from the sandbox's budget; "" or the refusal reason.
+  std::string admitFlow(const std::string& sandbox);
+  boost::asio::awaitable<void> sweepIdle();
   std::vector<boost::asio::ip::address> listen_addresses_;
   // Shared relay buffer: a splice reads into it only when the socket is
   // readable and writes it out at once, so idle connections hold no buffer.

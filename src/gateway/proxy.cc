@@ -70,6 +70,19 @@ asio::awaitable<void> Gateway::handleConn(tcp::socket guest) {
     co_return;
   }
   f.sandbox = sb->id;
+  if (std::string why = admitFlow(f.sandbox); !why.empty()) {
+    deny(f, why);
+    resetSocket(guest);
+    co_return;
+  }
+  struct FlowSlot {
+    std::map<std::string, Budget>& budgets;
+    std::string id;
+    ~FlowSlot() {
+      auto it = budgets.find(id);
+      if (it != budgets.end() && it->second.flows > 0) --it->second.flows;
+    }
+  } flow_slot{budgets_, f.sandbox};
   auto orig = originalDestination(guest);
   if (!orig) {
     deny(f, "no-original-destination");
@@ -211,6 +224,7 @@ asio::awaitable<void> Gateway::handleConn(tcp::socket guest) {
   handle->name = f.name;
   handle->port = f.port;
   handle->terminated = terminate_tls;
+  if (cred) handle->credential = cred->value;
   tcp::socket* g = &guest;
   tcp::socket* u = &*up;
   handle->reset = [g, u] {
@@ -222,14 +236,14 @@ asio::awaitable<void> Gateway::handleConn(tcp::socket guest) {
                     terminate_tls ? "terminate" : (kind == Kind::kHttp ? "http" : "splice")});
 
   if (terminate_tls) {
-    co_await terminate(f, guest, *up, std::move(first), std::move(cred));
+    co_await terminate(f, guest, *up, std::move(first), std::move(cred), &handle->last_active);
   } else if (kind == Kind::kHttp) {
-    co_await httpPlain(f, guest, *up, std::move(first));
+    co_await httpPlain(f, guest, *up, std::move(first), &handle->last_active);
   } else {
     auto [wec, wn] = co_await asio::async_write(*up, asio::buffer(first), kTok);
     if (!wec) {
       first = std::string();  // release the classification buffer before idling
-      co_await splice(guest, *up);
+      co_await splice(guest, *up, &handle->last_active);
     }
   }
   resetSocket(guest);
@@ -278,16 +292,17 @@ asio::awaitable<std::optional<tcp::socket>> Gateway::dialEndpoint(Flow& f, tcp::
   co_return std::move(s);
 }
 
-asio::awaitable<void> Gateway::splice(tcp::socket& a, tcp::socket& b) {
-  co_await (pump(a, b) && pump(b, a));
+asio::awaitable<void> Gateway::splice(tcp::socket& a, tcp::socket& b, TimePoint* last_active) {
+  co_await (pump(a, b, last_active) && pump(b, a, last_active));
 }
 
-asio::awaitable<void> Gateway::pump(tcp::socket& from, tcp::socket& to) {
+asio::awaitable<void> Gateway::pump(tcp::socket& from, tcp::socket& to, TimePoint* last_active) {
   boost::system::error_code ec;
   bool failed = false;
   while (!failed) {
     auto [wait_ec] = co_await from.async_wait(tcp::socket::wait_read, kTok);
     if (wait_ec) break;
+    *last_active = std::chrono::steady_clock::now();
     // Drain what is readable before waiting again (bounded, so one busy flow
     // cannot starve the others on this thread).
     for (int burst = 0; burst < 16 && !failed; ++burst) {
@@ -318,9 +333,11 @@ asio::awaitable<void> Gateway::pump(tcp::socket& from, tcp::socket& to) {
 }
 
 asio::awaitable<void> Gateway::httpPlain(Flow& f, tcp::socket& guest, tcp::socket& up,
-                                         std::string first) {
+                                         std::string first, TimePoint* last_active) {
   // Plaintext never carries a credential: only the Host pin is enforced.
-  RequestRules rules{f.name, f.port, nullptr,
+  RequestRules rules{f.name,
+                     f.port,
+                     nullptr,
                      [this, &f, &guest, &up](std::string_view why) {
                        deny(f, why);
                        resetSocket(guest);
@@ -329,12 +346,10 @@ asio::awaitable<void> Gateway::httpPlain(Flow& f, tcp::socket& guest, tcp::socke
                      [&up] {
                        boost::system::error_code ec;
                        up.shutdown(tcp::socket::shutdown_send, ec);
-                     }};
-  co_await (relayRequests(guest, up, std::move(first), std::move(rules)) &&
-            relayResponses(up, guest, std::nullopt, [&guest] {
-              boost::system::error_code ec;
-              guest.shutdown(tcp::socket::shutdown_send, ec);
-            }));
+                     },
+                     [this, &f](std::string_view why) { deny(f, why); },
+                     last_active};
+  co_await relayHttp(guest, up, guest, std::move(first), std::move(rules), std::nullopt);
 }
 
 }  // namespace vessel::gateway

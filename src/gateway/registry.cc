@@ -80,11 +80,15 @@ void Registry::enforce(Sandbox& sb) {
       it = sb.conns.erase(it);
       continue;
     }
-    bool still =
-        p.mode == policy::Mode::kFull
-            ? true
-            : (!c->name.empty() && p.allows(c->name, c->port) &&
-               (!c->terminated || p.credentialFor(c->name) != nullptr || p.inspects(c->name)));
+    // A terminated connection injects the value it started with: if that
+    // value is no longer the policy's (changed or revoked), it goes too.
+    const policy::Credential* cred = c->name.empty() ? nullptr : p.credentialFor(c->name);
+    bool same_secret = c->credential.empty() ? cred == nullptr || !c->terminated
+                                             : cred != nullptr && cred->value == c->credential;
+    bool still = p.mode == policy::Mode::kFull
+                     ? same_secret
+                     : (!c->name.empty() && p.allows(c->name, c->port) && same_secret &&
+                        (!c->terminated || cred != nullptr || p.inspects(c->name)));
     if (!still) {
       record({"tcp", sb.id, c->name, "", c->port, false, "policy-changed"});
       if (c->reset) c->reset();
@@ -106,6 +110,26 @@ void Registry::record(const FlowEvent& e) {
   // after ':' carries detail and is not a counter key.
   std::string_view reason = e.reason.substr(0, e.reason.find(':'));
   counters_[std::string(e.kind) + "_" + verdict + "_" + std::string(reason)]++;
+}
+
+size_t Registry::resetIdle(std::chrono::steady_clock::time_point before) {
+  size_t n = 0;
+  for (auto& [id, sb] : sandboxes_) {
+    for (auto it = sb.conns.begin(); it != sb.conns.end();) {
+      auto c = it->lock();
+      if (!c || c->last_active < before) {
+        if (c) {
+          record({"tcp", sb.id, c->name, "", c->port, false, "idle-timeout"});
+          if (c->reset) c->reset();
+          ++n;
+        }
+        it = sb.conns.erase(it);
+        continue;
+      }
+      ++it;
+    }
+  }
+  return n;
 }
 
 size_t Registry::liveConnections() {

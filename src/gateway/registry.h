@@ -5,6 +5,7 @@
 // flow/DNS decision log with its counters. Single-threaded: it lives on the
 // gateway's io_context thread, like everything that touches it.
 #include <boost/asio/ip/address.hpp>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <list>
@@ -25,6 +26,10 @@ struct ConnHandle {
   bool terminated = false;  // TLS terminated (credential or inspect)
   // Resets both sides (RST); set by the connection, called on policy change.
   std::function<void()> reset;
+  std::string credential;  // the injected header value ("" for none)
+  // Last byte relayed either way (the idle sweep resets connections idle
+  // past the gateway's relay timeout).
+  std::chrono::steady_clock::time_point last_active = std::chrono::steady_clock::now();
 };
 
 struct Sandbox {
@@ -62,6 +67,8 @@ class Registry {
   void record(const FlowEvent& e);
   const std::map<std::string, uint64_t>& counters() const { return counters_; }
   size_t liveConnections();
+  // Resets connections with nothing relayed since `before`; returns how many.
+  size_t resetIdle(std::chrono::steady_clock::time_point before);
 
  private:
   void enforce(Sandbox& sb);

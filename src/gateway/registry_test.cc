@@ -52,5 +52,42 @@ TEST(RegistryTest, PolicyChangeResetsOnlyDisallowedConnections) {
   EXPECT_EQ(r.counters().at("tcp_deny_policy-changed"), 2u);
 }
 
+policy::Policy withSecret(uint64_t gen, const char* value) {
+  boost::json::object p{{"generation", gen}, {"mode", "allowlist"}, {"allow", {"api.a.test"}}};
+  if (value) {
+    p["credentials"] = boost::json::array{boost::json::object{
+        {"name", "c"}, {"hosts", {"api.a.test"}}, {"header", "Authorization"}, {"value", value}}};
+  }
+  return *policy::Policy::fromJson(p);
+}
+
+TEST(RegistryTest, ChangedOrRevokedCredentialResetsConnectionsCarryingIt) {
+  Registry r;
+  auto src = ip::make_address("10.200.0.2");
+  ASSERT_TRUE(r.setSandbox("sb-1", src, withSecret(1, "Bearer old-0123456789abcdef")).ok());
+  Sandbox* sb = r.byId("sb-1");
+  int resets = 0, plain_resets = 0;
+  auto term = std::make_shared<ConnHandle>(
+      ConnHandle{"api.a.test", 443, true, [&] { ++resets; }, "Bearer old-0123456789abcdef"});
+  auto plain =
+      std::make_shared<ConnHandle>(ConnHandle{"api.a.test", 80, false, [&] { ++plain_resets; }});
+  r.track(*sb, term);
+  r.track(*sb, plain);
+  // Same value (a re-send): nothing happens.
+  ASSERT_TRUE(r.setSandbox("sb-1", src, withSecret(2, "Bearer old-0123456789abcdef")).ok());
+  EXPECT_EQ(resets, 0);
+  // A new value: the connection injecting the old one goes.
+  ASSERT_TRUE(r.setSandbox("sb-1", src, withSecret(3, "Bearer new-0123456789abcdef")).ok());
+  EXPECT_EQ(resets, 1);
+  EXPECT_EQ(plain_resets, 0);
+  auto term2 = std::make_shared<ConnHandle>(
+      ConnHandle{"api.a.test", 443, true, [&] { ++resets; }, "Bearer new-0123456789abcdef"});
+  r.track(*sb, term2);
+  // Revoked: gone as well.
+  ASSERT_TRUE(r.setSandbox("sb-1", src, withSecret(4, nullptr)).ok());
+  EXPECT_EQ(resets, 2);
+  EXPECT_EQ(plain_resets, 0);
+}
+
 }  // namespace
 }  // namespace vessel::gateway

@@ -74,8 +74,8 @@ asio::awaitable<boost::system::error_code> handshakeWithin(
 }  // namespace
 
 asio::awaitable<void> Gateway::terminate(Flow& f, tcp::socket& guest, tcp::socket& up_sock,
-                                         std::string hello,
-                                         std::optional<policy::Credential> cred) {
+                                         std::string hello, std::optional<policy::Credential> cred,
+                                         TimePoint* last_active) {
   // Upstream first: no leaf is minted and no guest handshake is finished for
   // a name whose real server does not verify.
   asio::ssl::stream<tcp::socket&> up(up_sock, *upstream_tls_);
@@ -96,7 +96,9 @@ asio::awaitable<void> Gateway::terminate(Flow& f, tcp::socket& guest, tcp::socke
     deny(f, "guest-tls:" + ec.message());
     co_return;
   }
-  RequestRules rules{f.name, f.port, cred ? &*cred : nullptr,
+  RequestRules rules{f.name,
+                     f.port,
+                     cred ? &*cred : nullptr,
                      [this, &f, &guest, &up_sock](std::string_view why) {
                        deny(f, why);
                        resetSocket(guest);
@@ -105,14 +107,12 @@ asio::awaitable<void> Gateway::terminate(Flow& f, tcp::socket& guest, tcp::socke
                      [&up_sock] {
                        boost::system::error_code ec;
                        up_sock.shutdown(tcp::socket::shutdown_send, ec);
-                     }};
-  std::optional<credentials::Scrubber> scrub;
-  if (cred) scrub.emplace(credentials::secretForms(cred->value));
-  co_await (relayRequests(gs, up, std::string(), std::move(rules)) &&
-            relayResponses(up, gs, std::move(scrub), [&guest] {
-              boost::system::error_code ec;
-              guest.shutdown(tcp::socket::shutdown_send, ec);
-            }));
+                     },
+                     [this, &f](std::string_view why) { deny(f, why); },
+                     last_active};
+  std::optional<std::vector<std::string>> secrets;
+  if (cred) secrets = credentials::secretForms(cred->value);
+  co_await relayHttp(gs, up, guest, std::string(), std::move(rules), std::move(secrets));
 }
 
 }  // namespace vessel::gateway

@@ -96,6 +96,9 @@ class Vm {
   virtual asio::awaitable<Status> loadState(bool ignore_shared) = 0;
   // Graceful quit, then SIGTERM, then SIGKILL; reaps and removes run_dir.
   virtual asio::awaitable<Status> stop() = 0;
+  // Kills the VMM at once (SIGKILL), without waiting: every call on its
+  // channels fails promptly. stop() still reaps and cleans up afterwards.
+  virtual void kill() {}
   // Lets go of the machine without stopping it: channels are closed, the
   // VMM keeps running for a later process to adopt. Nothing else works after.
   virtual void release() {}
@@ -122,6 +125,25 @@ class Hypervisor {
   // Stops a VMM still serving `run_dir` that nobody owns any more (left by
   // a process that died mid-start); nothing to do if none is there.
   virtual asio::awaitable<Status> stopOrphan(std::string run_dir) { co_return okStatus(); }
+
+  // Disk images, made the way this VMM reads them (QEMU: qcow2 overlays;
+  // another VMM would use reflinks or device-mapper snapshots). None of
+  // these blocks the caller's thread: the copying runs in a child process.
+  // A writable disk at `path` whose unwritten blocks read from `backing`
+  // (of `backing_format`): nothing is copied, nothing is written to it.
+  virtual asio::awaitable<Status> createOverlay(std::string path, std::string backing,
+                                                std::string backing_format) {
+    co_return Error(Code::kUnavailable, std::string(name()) + " cannot make disks");
+  }
+  // A private copy of a writable disk (a fork's), sparse where it was.
+  virtual asio::awaitable<Status> copyDisk(std::string from, std::string to) {
+    co_return Error(Code::kUnavailable, std::string(name()) + " cannot copy disks");
+  }
+  // `overlay` and what it is backed by, flattened into one raw image at `to`
+  // (a sandbox's disk becoming a template's base).
+  virtual asio::awaitable<Status> flattenDisk(std::string overlay, std::string to) {
+    co_return Error(Code::kUnavailable, std::string(name()) + " cannot flatten disks");
+  }
 };
 
 }  // namespace vessel::hypervisor

@@ -160,6 +160,16 @@ void AgentClient::fail(Error e) {
   outq_.clear();
   boost::system::error_code ec;
   sock_.close(ec);
+  for (auto* t : closed_waiters_) t->cancel();
+}
+
+asio::awaitable<void> AgentClient::waitClosed() {
+  if (failure_) co_return;
+  auto self = shared_from_this();
+  asio::steady_timer t(sock_.get_executor(), asio::steady_timer::time_point::max());
+  closed_waiters_.insert(&t);
+  (void)co_await t.async_wait(asio::as_tuple(asio::use_awaitable));
+  self->closed_waiters_.erase(&t);
 }
 
 asio::awaitable<void> AgentClient::readLoop(std::shared_ptr<AgentClient> self) {

@@ -21,6 +21,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -190,6 +191,9 @@ class AgentClient : public std::enable_shared_from_this<AgentClient> {
   void close();
   // Set once the channel has failed, with the reason.
   const std::optional<Error>& failure() const { return failure_; }
+  // Completes once the channel has failed or was closed (at once if it
+  // has), or when the wait is cancelled: for supervisors.
+  asio::awaitable<void> waitClosed();
   // Bytes the guest's frames occupy in stream inboxes, waiting for callers:
   // bounded by the window per stream (tests and metrics).
   size_t bufferedBytes() const;
@@ -261,6 +265,7 @@ class AgentClient : public std::enable_shared_from_this<AgentClient> {
   std::deque<std::string> outq_;
   bool writing_ = false;
   std::optional<Error> failure_;
+  std::set<asio::steady_timer*> closed_waiters_;
 };
 
 }  // namespace vessel::node

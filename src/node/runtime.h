@@ -17,11 +17,14 @@
 #include <string>
 #include <vector>
 
+#include "base/new_id.h"
 #include "hypervisor/hypervisor.h"
 #include "node/agent_client.h"
+#include "node/guest_network.h"
 #include "node/machine.h"
 #include "node/network/slot.h"
 #include "node/warm_pool.h"
+#include "node/sandbox_file.h"
 #include "templates/store.h"
 
 namespace vessel::node {
@@ -50,6 +53,10 @@ struct RuntimeOptions {
   // benchmark; vesseld keeps it on.
   bool warm_exec = true;
   std::chrono::seconds ready_timeout{60};
+  // Host-side deadline on each call into a guest on the create, restore
+  // and fork paths (identity, guest network): a guest that stops answering
+  // fails its own sandbox instead of holding it forever.
+  std::chrono::milliseconds guest_call_timeout{15000};
   // The guest network most creates ask for (egress on: route + CA). A warm
   // pooled VM with a slot is set up so ahead of time; a create that asks
   // for it pays nothing, one that asks for another pays one exec.
@@ -123,8 +130,16 @@ class Runtime : private WarmPool::Source {
   // the original carries on.
   asio::awaitable<Result<std::shared_ptr<const templates::Template>>> forkToTemplate(
       Sandbox& sb, std::string name);
-  // Stops the VM and deletes every file of the sandbox.
+  // Stops the VM (if it has one: a paused sandbox is not restored) and
+  // deletes every file of the sandbox.
   asio::awaitable<Status> destroy(Sandbox& sb);
+  // The same for a sandbox nobody holds any more (a failed one whose files
+  // remain), from its directory and record; nothing there is not an error.
+  Status discardFiles(const std::string& id);
+  // Kills the VM a create, resume or fork is making for sandbox `id` right
+  // now, so that call fails promptly (a guest that does not answer); a
+  // no-op when none is.
+  void abort(const std::string& id);
 
   // Lets go of a running sandbox without stopping it, for the next vesseld
   // to adopt(): its QEMU keeps running; its files and its network slot
@@ -204,8 +219,10 @@ class Runtime : private WarmPool::Source {
   asio::awaitable<void> discard(Prepared p) override;
   // Entropy, clock, hostname, env; then the guest network unless the guest
   // is set up as `net_done` says already.
+  // Bounded by guest_call_timeout.
   asio::awaitable<Status> applyIdentity(Sandbox& sb,
                                         const std::optional<GuestNetwork>& net_done = std::nullopt);
+  asio::awaitable<Status> identityCalls(Sandbox& sb, const std::optional<GuestNetwork>& net_done);
   // Gives a VM of template `m` its NIC: a slot's tap when there are slots.
   asio::awaitable<Status> attachNetwork(hypervisor::MachineSpec& s, const templates::Manifest& m,
                                         std::unique_ptr<network::Slot>& slot);
@@ -217,9 +234,13 @@ class Runtime : private WarmPool::Source {
                                                 const std::optional<GuestNetwork>& was);
   Status writeRecord(const Sandbox& sb);
   // sandbox.json of `id`: the sandbox with what every record has, and the
-  // whole record in `raw`. kNotFound without a record, kInternal if corrupt.
-  Result<std::shared_ptr<Sandbox>> readRecord(const std::string& id,
-                                              boost::json::object& raw) const;
+  // whole record in `file`. kNotFound without a record, kInternal if corrupt.
+  Result<std::shared_ptr<Sandbox>> readRecord(const std::string& id, SandboxFile& file) const;
+  // VMs being made for a sandbox id (abort() kills them), registered for
+  // the duration of a create, resume or fork.
+  std::map<std::string, hypervisor::Vm*> making_;
+  std::set<std::string> aborted_;  // ids abort() was called for while making
+  Status checkAborted(const std::string& id) const;
 
   asio::io_context& io_;
   hypervisor::Hypervisor& hv_;
@@ -228,7 +249,6 @@ class Runtime : private WarmPool::Source {
   WarmPool pool_;
 };
 
-// A short random id with a prefix, e.g. "sb-3f9a0c1d2e4b".
-std::string newId(const std::string& prefix);
+using vessel::newId;
 
 }  // namespace vessel::node

@@ -17,19 +17,12 @@
 
 #include "hypervisor/hypervisor.h"
 #include "node/agent_client.h"
+#include "node/guest_network.h"
 #include "node/network/slot.h"
 #include "node/pool_sizer.h"
 #include "templates/store.h"
 
 namespace vessel::node {
-
-// How a sandbox's guest reaches the network, set up on its slot after every
-// restore (one exec as root).
-struct GuestNetwork {
-  bool route = false;  // eth0 up with the slot's guest address, default route and DNS
-  std::string ca_pem;  // the egress CA, added to the guest's trust store (+ env variables)
-  bool operator==(const GuestNetwork&) const = default;
-};
 
 // A QEMU started for a template's (or a fork's) state; pooled ones may be
 // warm already.

@@ -24,11 +24,23 @@ TEST(StateMachineTest, IllegalRequestsNameTheCurrentState) {
   ASSERT_FALSE(t.ok());
   EXPECT_EQ(t.error().code(), Code::kFailedPrecondition);
   EXPECT_THAT(t.error().message(), ::testing::HasSubstr("running"));
-  // Nothing may happen to a sandbox while another operation changes it.
+  // Nothing but a delete may happen to a sandbox while another operation
+  // changes it; nothing at all once it is being deleted.
   for (auto s : {SandboxState::kCreating, SandboxState::kPausing, SandboxState::kResuming,
                  SandboxState::kForking, SandboxState::kDeleting, SandboxState::kDeleted})
-    for (auto a : {Action::kPause, Action::kResume, Action::kDelete, Action::kFork})
+    for (auto a : {Action::kPause, Action::kResume, Action::kFork})
       EXPECT_FALSE(transition(s, a).ok()) << stateName(s) << " " << actionName(a);
+  EXPECT_FALSE(transition(SandboxState::kDeleting, Action::kDelete).ok());
+  EXPECT_FALSE(transition(SandboxState::kDeleted, Action::kDelete).ok());
+}
+
+TEST(StateMachineTest, DeleteIsAcceptedInEveryStateButDeletingAndDeleted) {
+  for (auto s : store::kAllSandboxStates) {
+    bool want = s != SandboxState::kDeleting && s != SandboxState::kDeleted;
+    auto t = transition(s, Action::kDelete);
+    EXPECT_EQ(t.ok(), want) << stateName(s);
+    if (t.ok()) EXPECT_EQ(t->done, SandboxState::kDeleted);
+  }
 }
 
 TEST(StateMachineTest, NamesRoundTrip) {

@@ -115,7 +115,7 @@ SandboxRecord readSandbox(const Stmt& s) {
   r.id = s.text(0);
   r.tenant_id = s.text(1);
   r.template_name = s.text(2);
-  r.state = s.text(3);
+  r.state = parseState(s.text(3)).value_or(SandboxState::kFailed);
   r.error = s.text(4);
   r.vcpus = static_cast<unsigned>(s.integer(5));
   r.memory_mib = static_cast<uint64_t>(s.integer(6));
@@ -136,7 +136,7 @@ OperationRecord readOperation(const Stmt& s) {
   o.tenant_id = s.text(1);
   o.sandbox_id = s.text(2);
   o.kind = s.text(3);
-  o.state = s.text(4);
+  o.state = parseOpState(s.text(4)).value_or(OpState::kFailed);
   o.error_code = s.text(5);
   o.error_message = s.text(6);
   o.created_ms = s.integer(7);
@@ -146,7 +146,8 @@ OperationRecord readOperation(const Stmt& s) {
 
 class SqliteStore : public Store {
  public:
-  explicit SqliteStore(sqlite3* db) : db_(db) {}
+  SqliteStore(sqlite3* db, const WallClock& clock) : db_(db), clock_(clock) {}
+  int64_t nowMs() const { return clock_.nowMs(); }
   ~SqliteStore() override { sqlite3_close_v2(db_); }
 
   std::string_view engine() const override { return "sqlite"; }
@@ -339,16 +340,17 @@ class SqliteStore : public Store {
            "INSERT INTO sandboxes(id,tenant_id,template,state,error,vcpus,memory_mib,metadata,"
            "created_ms,updated_ms,idle_timeout_s,expires_ms,last_active_ms) "
            "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?)");
-    s.bind(r.id).bind(r.tenant_id).bind(r.template_name).bind(r.state).bind(r.error);
+    s.bind(r.id).bind(r.tenant_id).bind(r.template_name).bind(std::string(stateName(r.state)));
+    s.bind(r.error);
     s.bind(int64_t{r.vcpus}).bind(static_cast<int64_t>(r.memory_mib)).bind(r.metadata_json);
     s.bind(r.created_ms).bind(r.updated_ms);
     s.bind(r.idle_timeout_s).bind(r.expires_ms).bind(r.last_active_ms);
     return done(s, "insert sandbox " + r.id);
   }
-  Status setSandboxState(const std::string& id, const std::string& state,
+  Status setSandboxState(const std::string& id, SandboxState state,
                          const std::string& error) override {
     Stmt s(db_, "UPDATE sandboxes SET state=?, error=?, updated_ms=? WHERE id=?");
-    s.bind(state).bind(error).bind(nowMs()).bind(id);
+    s.bind(std::string(stateName(state))).bind(error).bind(nowMs()).bind(id);
     return done(s, "update sandbox " + id);
   }
   Result<std::optional<SandboxRecord>> getSandbox(const std::string& tenant_id,
@@ -381,17 +383,18 @@ class SqliteStore : public Store {
     Stmt s(db_,
            "INSERT INTO operations(id,tenant_id,sandbox_id,kind,state,error_code,error_message,"
            "created_ms,updated_ms) VALUES(?,?,?,?,?,?,?,?,?)");
-    s.bind(o.id).bind(o.tenant_id).bind(o.sandbox_id).bind(o.kind).bind(o.state);
+    s.bind(o.id).bind(o.tenant_id).bind(o.sandbox_id).bind(o.kind);
+    s.bind(std::string(opStateName(o.state)));
     s.bind(o.error_code).bind(o.error_message).bind(o.created_ms).bind(o.updated_ms);
     return done(s, "insert operation " + o.id);
   }
-  Status setOperationState(const std::string& id, const std::string& state,
-                           const std::string& error_code,
+  Status setOperationState(const std::string& id, OpState state, const std::string& error_code,
                            const std::string& error_message) override {
     Stmt s(db_,
            "UPDATE operations SET state=?, error_code=?, error_message=?, updated_ms=? "
            "WHERE id=?");
-    s.bind(state).bind(error_code).bind(error_message).bind(nowMs()).bind(id);
+    s.bind(std::string(opStateName(state))).bind(error_code).bind(error_message);
+    s.bind(nowMs()).bind(id);
     return done(s, "update operation " + id);
   }
   Result<std::optional<OperationRecord>> getOperation(const std::string& tenant_id,
@@ -474,11 +477,12 @@ class SqliteStore : public Store {
     if (rc != SQLITE_DONE) return err("list unfinished operations");
     return out;
   }
-  Result<std::vector<std::pair<std::string, int64_t>>> countSandboxesByState() override {
+  Result<std::vector<std::pair<SandboxState, int64_t>>> countSandboxesByState() override {
     Stmt s(db_, "SELECT state, count(*) FROM sandboxes GROUP BY state ORDER BY state");
-    std::vector<std::pair<std::string, int64_t>> out;
+    std::vector<std::pair<SandboxState, int64_t>> out;
     int rc;
-    while ((rc = s.step()) == SQLITE_ROW) out.emplace_back(s.text(0), s.integer(1));
+    while ((rc = s.step()) == SQLITE_ROW)
+      if (auto st = parseState(s.text(0))) out.emplace_back(*st, s.integer(1));
     if (rc != SQLITE_DONE) return err("count sandboxes");
     return out;
   }
@@ -579,18 +583,15 @@ class SqliteStore : public Store {
   }
 
   sqlite3* db_;
+  const WallClock& clock_;
   int version_ = 0;
 };
 
 }  // namespace
 
-int64_t nowMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
+int64_t nowMs() { return systemWallClock().nowMs(); }
 
-Result<std::unique_ptr<Store>> openSqlite(const std::string& path) {
+Result<std::unique_ptr<Store>> openSqlite(const std::string& path, const WallClock* clock) {
   sqlite3* db = nullptr;
   int rc =
       sqlite3_open_v2(path.c_str(), &db,
@@ -600,7 +601,7 @@ Result<std::unique_ptr<Store>> openSqlite(const std::string& path) {
     sqlite3_close_v2(db);
     return Error(Code::kUnavailable, "open database " + path + ": " + m);
   }
-  auto s = std::make_unique<SqliteStore>(db);
+  auto s = std::make_unique<SqliteStore>(db, clock ? *clock : systemWallClock());
   if (auto r = s->init(); !r.ok()) return std::move(r).error().withContext("open database " + path);
   return std::unique_ptr<Store>(std::move(s));
 }

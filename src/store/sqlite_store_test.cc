@@ -54,8 +54,8 @@ TEST_F(SqliteStoreTest, EveryQueryIsScopedToItsTenant) {
   EXPECT_EQ(st.tenantForKey("hash1")->value_or(""), "t1");
   EXPECT_FALSE(st.tenantForKey("hash2")->has_value());
 
-  SandboxRecord a{"sb-a", "t1", "minimal", "running"};
-  SandboxRecord b{"sb-b", "t2", "minimal", "running"};
+  SandboxRecord a{"sb-a", "t1", "minimal", SandboxState::kRunning};
+  SandboxRecord b{"sb-b", "t2", "minimal", SandboxState::kRunning};
   ASSERT_TRUE(st.insertSandbox(a).ok());
   ASSERT_TRUE(st.insertSandbox(b).ok());
   EXPECT_TRUE(st.getSandbox("t1", "sb-a")->has_value());
@@ -65,10 +65,10 @@ TEST_F(SqliteStoreTest, EveryQueryIsScopedToItsTenant) {
   ASSERT_EQ(l1->size(), 1u);
   EXPECT_EQ((*l1)[0].id, "sb-a");
 
-  OperationRecord o{"op-1", "t1", "sb-a", "create", "pending"};
+  OperationRecord o{"op-1", "t1", "sb-a", "create", OpState::kPending};
   ASSERT_TRUE(st.insertOperation(o).ok());
   EXPECT_FALSE(st.getOperation("t2", "op-1")->has_value());
-  ASSERT_TRUE(st.setOperationState("op-1", "failed", "internal", "boom").ok());
+  ASSERT_TRUE(st.setOperationState("op-1", OpState::kFailed, "internal", "boom").ok());
   EXPECT_EQ((*st.getOperation("t1", "op-1"))->error_message, "boom");
 
   EventRecord e1{0, "t1", "op-1", "sb-a", "operation.running"};
@@ -92,12 +92,12 @@ TEST_F(SqliteStoreTest, RecoveryListsLiveSandboxesAndUnfinishedOperations) {
   ASSERT_TRUE(s.ok());
   Store& st = **s;
   ASSERT_TRUE(st.createTenant("t1", "one").ok());
-  SandboxRecord a{"sb-a", "t1", "minimal", "creating"};
-  SandboxRecord p{"sb-p", "t1", "minimal", "paused"};
-  SandboxRecord f{"sb-f", "t1", "minimal", "failed"};
+  SandboxRecord a{"sb-a", "t1", "minimal", SandboxState::kCreating};
+  SandboxRecord p{"sb-p", "t1", "minimal", SandboxState::kPaused};
+  SandboxRecord f{"sb-f", "t1", "minimal", SandboxState::kFailed};
   for (auto* r : {&a, &p, &f}) ASSERT_TRUE(st.insertSandbox(*r).ok());
-  OperationRecord o1{"op-1", "t1", "sb-a", "create", "running"};
-  OperationRecord o2{"op-2", "t1", "sb-p", "pause", "done"};
+  OperationRecord o1{"op-1", "t1", "sb-a", "create", OpState::kRunning};
+  OperationRecord o2{"op-2", "t1", "sb-p", "pause", OpState::kDone};
   ASSERT_TRUE(st.insertOperation(o1).ok());
   ASSERT_TRUE(st.insertOperation(o2).ok());
   auto live = st.listLiveSandboxes();
@@ -116,8 +116,8 @@ TEST_F(SqliteStoreTest, SessionsAreFoundByHashRevokedAndExpired) {
   ASSERT_TRUE(s.ok());
   Store& st = **s;
   ASSERT_TRUE(st.createTenant("t1", "one").ok());
-  SandboxRecord a{"sb-a", "t1", "minimal", "running"};
-  SandboxRecord b{"sb-b", "t1", "minimal", "running"};
+  SandboxRecord a{"sb-a", "t1", "minimal", SandboxState::kRunning};
+  SandboxRecord b{"sb-b", "t1", "minimal", SandboxState::kRunning};
   ASSERT_TRUE(st.insertSandbox(a).ok());
   ASSERT_TRUE(st.insertSandbox(b).ok());
   ASSERT_TRUE(st.insertSession({"h1", "t1", "sb-a", 1, 1000}).ok());
@@ -198,13 +198,13 @@ TEST_F(SqliteStoreTest, LimitsUsageAndExpiry) {
   EXPECT_EQ(st.tenantLimits("t1")->max_memory_mib.value_or(0), 1024);
   EXPECT_EQ(st.setTenantLimits("nope", {}).error().code(), Code::kNotFound);
 
-  SandboxRecord run{"sb-run", "t1", "minimal", "running", "", 1, 256};
+  SandboxRecord run{"sb-run", "t1", "minimal", SandboxState::kRunning, "", 1, 256};
   run.idle_timeout_s = 10;
   run.last_active_ms = 1000;
-  SandboxRecord paused{"sb-paused", "t1", "minimal", "paused", "", 1, 512};
+  SandboxRecord paused{"sb-paused", "t1", "minimal", SandboxState::kPaused, "", 1, 512};
   paused.idle_timeout_s = 10;
   paused.expires_ms = 50000;
-  SandboxRecord failed{"sb-failed", "t1", "minimal", "failed", "x", 1, 128};
+  SandboxRecord failed{"sb-failed", "t1", "minimal", SandboxState::kFailed, "x", 1, 128};
   for (auto* r : {&run, &paused, &failed}) ASSERT_TRUE(st.insertSandbox(*r).ok());
   auto u = st.tenantUsage("t1");
   ASSERT_TRUE(u.ok());

@@ -11,13 +11,15 @@
 #include <string>
 #include <vector>
 
+#include "base/clock.h"
 #include "base/result.h"
+#include "store/states.h"
 
 namespace vessel::store {
 
 struct SandboxRecord {
   std::string id, tenant_id, template_name;
-  std::string state;  // ops::SandboxState name
+  SandboxState state = SandboxState::kCreating;
   std::string error;  // why it failed, when it did
   unsigned vcpus = 1;
   uint64_t memory_mib = 256;
@@ -30,7 +32,7 @@ struct SandboxRecord {
 
 struct OperationRecord {
   std::string id, tenant_id, sandbox_id, kind;
-  std::string state;  // pending, running, done, failed
+  OpState state = OpState::kPending;
   std::string error_code, error_message;
   int64_t created_ms = 0, updated_ms = 0;
 };
@@ -84,7 +86,7 @@ class Store {
   virtual Result<std::optional<std::string>> tenantForKey(const std::string& key_sha256) = 0;
 
   virtual Status insertSandbox(const SandboxRecord& s) = 0;
-  virtual Status setSandboxState(const std::string& id, const std::string& state,
+  virtual Status setSandboxState(const std::string& id, SandboxState state,
                                  const std::string& error) = 0;
   virtual Result<std::optional<SandboxRecord>> getSandbox(const std::string& tenant_id,
                                                           const std::string& id) = 0;
@@ -94,7 +96,7 @@ class Store {
                                                            int limit) = 0;
 
   virtual Status insertOperation(const OperationRecord& o) = 0;
-  virtual Status setOperationState(const std::string& id, const std::string& state,
+  virtual Status setOperationState(const std::string& id, OpState state,
                                    const std::string& error_code,
                                    const std::string& error_message) = 0;
   virtual Result<std::optional<OperationRecord>> getOperation(const std::string& tenant_id,
@@ -125,7 +127,7 @@ class Store {
   virtual Result<std::vector<SandboxRecord>> listLiveSandboxes() = 0;
   virtual Result<std::vector<OperationRecord>> listUnfinishedOperations() = 0;
   // Metrics: how many sandboxes are in each state, every tenant together.
-  virtual Result<std::vector<std::pair<std::string, int64_t>>> countSandboxesByState() = 0;
+  virtual Result<std::vector<std::pair<SandboxState, int64_t>>> countSandboxesByState() = 0;
 
   // Data-plane sessions. A token's session is returned even when expired, so
   // the caller can say so; it is gone once revoked.
@@ -153,7 +155,9 @@ int64_t nowMs();
 
 // Opens (creating if needed) the SQLite database at `path` in WAL mode and
 // migrates it to the newest schema. Refuses a database whose schema is newer
-// than this binary knows.
-Result<std::unique_ptr<Store>> openSqlite(const std::string& path);
+// than this binary knows. The store's own timestamps (updated_ms, ...) come
+// from `clock` (which must outlive the store; null: the system's).
+Result<std::unique_ptr<Store>> openSqlite(const std::string& path,
+                                          const WallClock* clock = nullptr);
 
 }  // namespace vessel::store

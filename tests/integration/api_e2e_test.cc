@@ -344,8 +344,10 @@ TEST_F(ApiTest, RestartKeepsRunningAndPausedSandboxes) {
     ASSERT_TRUE(g->d->start()) << readLog();
     g->d->keepVmsOnStop(false);  // from the next start: no VM outlives the suite
   }
-  auto [running, op1] = create();
-  auto [paused, op2] = create();
+  // Networked on purpose (the route is checked below): a create without a
+  // policy gets the node's default, none.
+  auto [running, op1] = create(R"({"network":{"mode":"full"}})");
+  auto [paused, op2] = create(R"({"network":{"mode":"full"}})");
   ASSERT_EQ(finish(op1), "done");
   ASSERT_EQ(finish(op2), "done");
   Reply p = call("POST", "/v1/sandboxes/" + paused + ":pause");
@@ -384,7 +386,7 @@ TEST_F(ApiTest, ListPagesThroughEverySandboxOnce) {
   ASSERT_TRUE((*db)->createTenant("t3", "third").ok());
   ASSERT_TRUE((*db)->addApiKey("t3", sha256Hex(key3)).ok());
   for (const char* id : {"sb-p1", "sb-p2", "sb-p3"}) {
-    store::SandboxRecord r{id, "t3", "minimal", "failed", "test"};
+    store::SandboxRecord r{id, "t3", "minimal", store::SandboxState::kFailed, "test"};
     r.metadata_json = std::string(id) == "sb-p2" ? R"({"team":"b"})" : R"({"team":"a b","x":"1"})";
     ASSERT_TRUE((*db)->insertSandbox(r).ok());
   }

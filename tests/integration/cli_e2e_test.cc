@@ -322,7 +322,7 @@ TEST_F(CliTest, NetworkCredentialAndLifetimeFlags) {
   EXPECT_EQ(nocred.code, 1);
   EXPECT_THAT(nocred.err, HasSubstr("nope"));
 
-  const std::string secret = "Bearer cli-secret-7f3a";
+  const std::string secret = "Bearer cli-secret-7f3a-0123456789";
   CliRun cc = vessel({"credential", "create", "gh", "--host", "api.gh.test", "--header",
                       "Authorization: " + secret});
   ASSERT_EQ(cc.code, 0) << cc.err;

@@ -362,20 +362,17 @@ TEST_F(DataPlaneTest, TokensReachOnlyTheirSandboxAndDieWithIt) {
   {
     auto db = store::openSqlite(d_->stateDir() + "/vessel.db");
     ASSERT_TRUE(db.ok());
-    store::SandboxRecord p{"sb-pausedrecord", "dev", "minimal", "paused"};
+    store::SandboxRecord p{"sb-pausedrecord", "dev", "minimal", store::SandboxState::kPaused};
     ASSERT_TRUE((*db)->insertSandbox(p).ok());
   }
   Reply paused = api("POST", "/v1/sandboxes/sb-pausedrecord/sessions");
   EXPECT_EQ(paused.status, 409) << paused.body;
   EXPECT_EQ(str(paused.js().at("details"), "state"), "paused");
 
-  // An expired token is refused, saying so.
+  // A short-lived token works; its expiry is proven by the clock in
+  // src/api/sessions_test.cc rather than by sleeping here.
   std::string short_lived = session(a, R"({"ttl_seconds":1})");
   EXPECT_EQ(data(short_lived, "GET", "/v1/files/stat?path=/").status, 200);
-  std::this_thread::sleep_for(1100ms);
-  Reply expired = data(short_lived, "GET", "/v1/files/stat?path=/");
-  EXPECT_EQ(expired.status, 401);
-  EXPECT_THAT(str(expired.js(), "message"), HasSubstr("expired"));
 
   // Deleting B revokes its tokens, also one whose stream is open; A's live on.
   {

@@ -53,22 +53,8 @@ class DurabilityTest : public ::testing::Test {
     ASSERT_TRUE(d->start()) << d->log();
   }
   static void TearDownTestSuite() {
-    if (d && d->running()) {
-      // Whatever a failed test left: delete it, so no VM outlives the suite.
-      auto list = d->call("GET", "/v1/sandboxes?page_size=100").js();
-      if (list.is_object())
-        for (auto& s : list.at("sandboxes").as_array())
-          d->call("DELETE", "/v1/sandboxes/" + str(s, "id"));
-      for (int i = 0; i < 300 && !d->qemuPids().empty(); ++i) std::this_thread::sleep_for(100ms);
-      auto e = d->stop();
-      EXPECT_TRUE(e.exited && e.code == 0) << e.describe();
-    }
-    if (d) {
-      EXPECT_THAT(d->qemuPids(), ::testing::IsEmpty()) << d->log();
-      for (int pid : d->qemuPids()) ::kill(pid, SIGKILL);
-    }
-    delete d;
-    d = nullptr;
+    // Whatever a failed test left goes, so no VM outlives the suite.
+    testing::endSuite(d);
     delete g_dir;
     g_dir = nullptr;
   }
@@ -227,8 +213,9 @@ TEST_F(DurabilityTest, NetworkedVmsAreTakenOverWithTheirSlots) {
   ASSERT_TRUE(e.exited && e.code == 0) << e.describe();
   ASSERT_TRUE(d->start()) << d->log();
 
-  auto [a, op_a] = create();
-  auto [p, op_p] = create();
+  // Networked on purpose: a create without a policy gets none.
+  auto [a, op_a] = create(R"({"network":{"mode":"full"}})");
+  auto [p, op_p] = create(R"({"network":{"mode":"full"}})");
   ASSERT_EQ(d->finish(op_a), "done") << d->log();
   ASSERT_EQ(d->finish(op_p), "done") << d->log();
   EXPECT_EQ(act(p, "pause"), "done") << d->log();
@@ -392,7 +379,7 @@ TEST_F(DurabilityTest, QuotasAnswer429AndExtendMovesTheDeadlines) {
   ASSERT_TRUE((*db)->createTenant("tq", "quota").ok());
   ASSERT_TRUE((*db)->addApiKey("tq", sha256Hex(key)).ok());
   ASSERT_TRUE((*db)->setTenantLimits("tq", {1, 200}).ok());
-  store::SandboxRecord paused{"sb-q1", "tq", "minimal", "paused", "", 1, 256};
+  store::SandboxRecord paused{"sb-q1", "tq", "minimal", store::SandboxState::kPaused, "", 1, 256};
   paused.created_ms = store::nowMs();
   paused.expires_ms = paused.created_ms + 3600 * 1000;
   ASSERT_TRUE((*db)->insertSandbox(paused).ok());
@@ -421,7 +408,7 @@ TEST_F(DurabilityTest, QuotasAnswer429AndExtendMovesTheDeadlines) {
   EXPECT_EQ(d->call("POST", "/v1/sandboxes/sb-q1:extend", R"({"timeout":"x"})", key).status, 400);
   EXPECT_EQ(d->call("POST", "/v1/sandboxes/sb-q1:extend", R"({"timeout":5})").status, 404)
       << "another tenant's sandbox does not exist for the dev tenant";
-  ASSERT_TRUE((*db)->setSandboxState("sb-q1", "deleted", "").ok());
+  ASSERT_TRUE((*db)->setSandboxState("sb-q1", store::SandboxState::kDeleted, "").ok());
 }
 
 // Every error body is the contract's Error: {code, message, details?},

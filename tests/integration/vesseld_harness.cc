@@ -130,6 +130,26 @@ void Vesseld::checkContract(const std::string& method, const std::string& target
   ADD_FAILURE() << "contract (api/openapi.yaml): " << st.error().message() << "\n  " << what;
 }
 
+void endSuite(Vesseld*& d) {
+  using namespace std::chrono_literals;
+  if (d && d->running()) {
+    auto list = d->call("GET", "/v1/sandboxes?page_size=100").js();
+    if (list.is_object())
+      for (auto& s : list.at("sandboxes").as_array())
+        d->call("DELETE", "/v1/sandboxes/" + str(s, "id"));
+    for (int i = 0; i < 300 && !d->qemuPids().empty(); ++i) std::this_thread::sleep_for(100ms);
+    auto e = d->stop();
+    EXPECT_TRUE(e.exited && e.code == 0) << e.describe();
+  }
+  if (d) {
+    auto left = d->qemuPids();
+    EXPECT_TRUE(left.empty()) << left.size() << " QEMU process(es) left\n" << d->log();
+    for (int pid : left) ::kill(pid, SIGKILL);
+  }
+  delete d;
+  d = nullptr;
+}
+
 const OpenApi* apiContract() {
   static const OpenApi* spec = [] {
     auto s = OpenApi::load(VESSEL_OPENAPI_SPEC);

@@ -108,6 +108,12 @@ class Vesseld {
   void checkContract(const std::string& method, const std::string& target, const Reply& r) const;
 };
 
+// The end of a test suite's daemon: whatever a failed test left is deleted
+// (so no VM outlives the suite), the daemon is stopped and must exit
+// cleanly, and no QEMU of it may remain (any left is killed, and the
+// suite fails). Deletes `d` and sets it to null.
+void endSuite(Vesseld*& d);
+
 // api/openapi.yaml, loaded once for the process; nullptr (and a test
 // failure) if it cannot be loaded.
 const OpenApi* apiContract();

@@ -133,7 +133,8 @@ Result<X509Ptr> CertificateAuthority::mintLeaf(const std::string& name, EVP_PKEY
   X509_set_version(c, 2);
   randomSerial(c);
   X509_gmtime_adj(X509_getm_notBefore(c), -3600);
-  X509_gmtime_adj(X509_getm_notAfter(c), 7L * 24 * 3600);
+  X509_gmtime_adj(X509_getm_notAfter(c),
+                  std::chrono::duration_cast<std::chrono::seconds>(kLeafLifetime).count());
   X509_NAME* n = X509_get_subject_name(c);
   X509_NAME_add_entry_by_txt(n, "CN", MBSTRING_ASC,
                              reinterpret_cast<const unsigned char*>(name.c_str()), -1, -1, 0);
@@ -152,7 +153,10 @@ Result<X509Ptr> CertificateAuthority::mintLeaf(const std::string& name, EVP_PKEY
 
 Result<std::shared_ptr<boost::asio::ssl::context>> CertificateAuthority::serverContext(
     const std::string& name) {
-  if (auto it = contexts_.find(name); it != contexts_.end()) return it->second;
+  auto now = now_();
+  if (auto it = contexts_.find(name);
+      it != contexts_.end() && now - it->second.at < kLeafRenewAfter)
+    return it->second.ctx;
   VESSEL_ASSIGN_OR_RETURN(X509Ptr leaf, mintLeaf(name, leaf_key_.get()));
   auto ctx = std::make_shared<boost::asio::ssl::context>(boost::asio::ssl::context::tls_server);
   SSL_CTX* s = ctx->native_handle();
@@ -163,7 +167,7 @@ Result<std::shared_ptr<boost::asio::ssl::context>> CertificateAuthority::serverC
   }
   SSL_CTX_set_alpn_select_cb(s, selectHttp11, nullptr);
   if (contexts_.size() > 1024) contexts_.clear();
-  contexts_[name] = ctx;
+  contexts_[name] = {ctx, now};
   return ctx;
 }
 

@@ -8,6 +8,8 @@
 #include <openssl/x509.h>
 
 #include <boost/asio/ssl/context.hpp>
+#include <chrono>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -39,12 +41,24 @@ class CertificateAuthority {
   // Mints a leaf certificate for `name` signed by this CA (exposed for tests).
   Result<X509Ptr> mintLeaf(const std::string& name, EVP_PKEY* leaf_key);
 
+  // Leaves are valid for kLeafLifetime and re-minted once kLeafRenewAfter
+  // has passed, so a cached one never reaches its expiry in use.
+  static constexpr std::chrono::hours kLeafLifetime{7 * 24};
+  static constexpr std::chrono::hours kLeafRenewAfter{5 * 24};
+  using Clock = std::function<std::chrono::system_clock::time_point()>;
+  void setClockForTest(Clock c) { now_ = std::move(c); }
+
  private:
   PkeyPtr key_;
   X509Ptr cert_;
   std::string cert_pem_;
   PkeyPtr leaf_key_;  // one key for all leaves; certificates differ per name
-  std::map<std::string, std::shared_ptr<boost::asio::ssl::context>> contexts_;
+  struct Minted {
+    std::shared_ptr<boost::asio::ssl::context> ctx;
+    std::chrono::system_clock::time_point at;
+  };
+  std::map<std::string, Minted> contexts_;
+  Clock now_ = [] { return std::chrono::system_clock::now(); };
 };
 
 // "<why>: <first OpenSSL error>", and clears the OpenSSL error queue.

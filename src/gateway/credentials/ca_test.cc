@@ -62,5 +62,21 @@ TEST_F(CaTest, LeafVerifiesForItsNameOnly) {
   EXPECT_TRUE(ca->serverContext("api.a.test").ok());
 }
 
+TEST_F(CaTest, CachedLeafIsRenewedBeforeItExpires) {
+  auto ca = CertificateAuthority::loadOrCreate(dir_);
+  ASSERT_TRUE(ca.ok()) << ca.error().message();
+  auto now = std::chrono::system_clock::now();
+  ca->setClockForTest([&] { return now; });
+  auto first = ca->serverContext("api.a.test");
+  ASSERT_TRUE(first.ok());
+  now += std::chrono::hours(24);
+  EXPECT_EQ(ca->serverContext("api.a.test")->get(), first->get()) << "cached within a day";
+  now += CertificateAuthority::kLeafRenewAfter;
+  auto renewed = ca->serverContext("api.a.test");
+  ASSERT_TRUE(renewed.ok());
+  EXPECT_NE(renewed->get(), first->get()) << "re-minted well before the 7-day expiry";
+  static_assert(CertificateAuthority::kLeafRenewAfter < CertificateAuthority::kLeafLifetime);
+}
+
 }  // namespace
 }  // namespace vessel::gateway::credentials

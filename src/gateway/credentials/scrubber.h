@@ -12,7 +12,8 @@ namespace vessel::gateway::credentials {
 
 class Scrubber {
  public:
-  // Each secret is masked raw; short ones (< 6 bytes) are refused by policy.
+  // Each string is masked as given; secretForms() makes the list. Values
+  // under kMinSecretBytes are refused before they get here (policy, API).
   explicit Scrubber(std::vector<std::string> secrets);
   // Returns the bytes that can be sent now.
   std::string process(std::string_view in);
@@ -24,8 +25,15 @@ class Scrubber {
   std::string carry_;
 };
 
-// The forms a secret is scrubbed in: the header value, its token (the part
-// after "Bearer " or "token "), and their base64 and percent-encodings.
+// Credential values (and their token after "Bearer ") shorter than this are
+// refused: short secrets cannot be told apart from ordinary text.
+inline constexpr size_t kMinSecretBytes = 16;
+
+// The forms a secret is scrubbed in: the header value and its token (the
+// part after "Bearer " or "token "), each raw, in base64 and base64url at
+// the three alignments a secret can have inside a longer encoded text, in
+// percent-encoding (upper and lower case hex, minimal and every byte, '+'
+// for space), and JSON-escaped.
 std::vector<std::string> secretForms(std::string_view header_value);
 
 }  // namespace vessel::gateway::credentials

@@ -36,6 +36,22 @@ asio::awaitable<std::optional<std::string>> Gateway::answerDns(std::string packe
     co_return std::nullopt;
   }
   std::string sid = sb->id;
+  // Each sandbox gets its share of the in-flight queries, so one flooding
+  // sandbox cannot starve the others' resolution.
+  Budget& budget = budgets_[sid];
+  if (budget.dns >= cfg_.max_dns_inflight_per_sandbox) {
+    registry_.record({"dns", sid, "", "", 0, false, "overloaded"});
+    co_return std::nullopt;
+  }
+  struct InFlight {
+    std::map<std::string, Budget>& budgets;
+    std::string id;
+    ~InFlight() {
+      auto it = budgets.find(id);
+      if (it != budgets.end() && it->second.dns > 0) --it->second.dns;
+    }
+  } in_flight{budgets_, sid};
+  ++budget.dns;
   auto q = dns::parseQuery(packet);
   if (!q.ok()) {
     registry_.record({"dns", sid, "", "", 0, false, "malformed"});

@@ -65,6 +65,25 @@ bool listHas(std::string_view list, std::string_view want) {
 
 }  // namespace
 
+bool parseHeaderLine(std::string_view line, Header* out, std::string* why) {
+  if (line.empty()) return *why = "empty header line", false;
+  if (line.front() == ' ' || line.front() == '\t') return *why = "obs-fold", false;
+  size_t colon = line.find(':');
+  if (colon == std::string_view::npos) return *why = "header without colon", false;
+  std::string_view name = line.substr(0, colon);
+  if (!isToken(name)) return *why = "bad header name", false;
+  std::string_view value = trimOws(line.substr(colon + 1));
+  for (char c : value) {
+    unsigned char u = static_cast<unsigned char>(c);
+    if ((u < 0x20 && u != '\t') || u == 0x7f) {
+      return *why = "control character in header value", false;
+    }
+  }
+  out->name = lower(name);
+  out->value = std::string(value);
+  return true;
+}
+
 ParseResult parseRequestHead(std::string_view buf) {
   size_t end = buf.find("\r\n\r\n");
   if (end == std::string_view::npos) {
@@ -77,6 +96,11 @@ ParseResult parseRequestHead(std::string_view buf) {
   }
   if (end + 4 > kMaxHeadBytes) return failWith("head over size cap");
   std::string_view head = buf.substr(0, end + 2);  // keep the last header's CRLF
+  // A CR is only ever the first half of a line end: some parsers treat a
+  // bare CR as a line break, so one would split the head differently.
+  for (size_t i = 0; i < head.size(); ++i) {
+    if (head[i] == '\r' && head[i + 1] != '\n') return failWith("bare CR");
+  }
   ParseResult r;
   r.head.head_bytes = end + 4;
   RequestHead& h = r.head;
@@ -94,7 +118,10 @@ ParseResult parseRequestHead(std::string_view buf) {
   std::string_view version = line.substr(sp2 + 1);
   if (!isToken(method) || method.size() > 32) return failWith("bad method");
   if (version != "HTTP/1.1" && version != "HTTP/1.0") return failWith("unsupported version");
-  if (method == "CONNECT" || method == "PRI") return failWith("method not proxied");
+  // TRACE echoes the request (injected headers included) back to the guest.
+  if (method == "CONNECT" || method == "PRI" || method == "TRACE" || method == "TRACK") {
+    return failWith("method not proxied");
+  }
   if (target.empty() || target.size() > 8192) return failWith("bad target");
   for (char c : target) {
     if (static_cast<unsigned char>(c) <= 0x20 || static_cast<unsigned char>(c) >= 0x7f) {
@@ -126,21 +153,11 @@ ParseResult parseRequestHead(std::string_view buf) {
     eol = head.find("\r\n");
     line = head.substr(0, eol);
     head.remove_prefix(eol + 2);
-    if (line.empty()) return failWith("empty header line");
-    if (line.front() == ' ' || line.front() == '\t') return failWith("obs-fold");
-    size_t colon = line.find(':');
-    if (colon == std::string_view::npos) return failWith("header without colon");
-    std::string_view name = line.substr(0, colon);
-    if (!isToken(name)) return failWith("bad header name");
-    std::string_view value = trimOws(line.substr(colon + 1));
-    for (char c : value) {
-      unsigned char u = static_cast<unsigned char>(c);
-      if ((u < 0x20 && u != '\t') || u == 0x7f || c == '\r' || c == '\n') {
-        return failWith("control character in header value");
-      }
-    }
+    Header hd;
+    std::string why;
+    if (!parseHeaderLine(line, &hd, &why)) return failWith(why);
+    std::string_view value = hd.value;
     if (h.headers.size() >= kMaxHeaders) return failWith("too many headers");
-    Header hd{lower(name), std::string(value)};
     if (hd.name == "host") {
       ++host_count;
       host_value = hd.value;
@@ -154,6 +171,13 @@ ParseResult parseRequestHead(std::string_view buf) {
       if (listHas(value, "h2c")) return failWith("h2c upgrade refused");
       if (!iequals(value, "websocket")) return failWith("upgrade other than websocket");
       h.websocket_upgrade = true;
+    } else if (hd.name == "connection") {
+      if (listHas(value, "upgrade")) h.connection_upgrade = true;
+    } else if (hd.name == "expect") {
+      // Only 100-continue exists; anything else is refused rather than
+      // guessed at (the relay holds the body until the upstream answers).
+      if (!iequals(value, "100-continue") || h.expect_continue) return failWith("bad Expect");
+      h.expect_continue = true;
     } else if (hd.name == "http2-settings") {
       return failWith("h2c upgrade refused");
     }
@@ -177,6 +201,12 @@ ParseResult parseRequestHead(std::string_view buf) {
   if (te_count && version == "HTTP/1.0") return failWith("chunked on HTTP/1.0");
   if (te_count) h.body = BodyKind::kChunked;
   if (cl_count && h.content_length > 0) h.body = BodyKind::kLength;
+  // Servers commonly ignore a body on these methods and would read it as the
+  // next request, which the gateway never checked.
+  if (h.body != BodyKind::kNone && (method == "GET" || method == "HEAD" || method == "OPTIONS")) {
+    return failWith("body on " + std::string(method));
+  }
+  if (h.expect_continue && h.body == BodyKind::kNone) return failWith("Expect without a body");
   r.state = State::kDone;
   return r;
 }
@@ -194,18 +224,73 @@ std::string RequestHead::serialize() const {
   return out;
 }
 
-BodyTracker::BodyTracker(const RequestHead& head) {
-  switch (head.body) {
+BodyTracker::BodyTracker(const RequestHead& head) : BodyTracker(head.body, head.content_length) {}
+
+BodyTracker::BodyTracker(BodyKind kind, uint64_t length) {
+  switch (kind) {
     case BodyKind::kNone: state_ = State::kDone; break;
     case BodyKind::kLength:
-      state_ = State::kLength;
-      remaining_ = head.content_length;
+      state_ = length ? State::kLength : State::kDone;
+      remaining_ = length;
       break;
     case BodyKind::kChunked: state_ = State::kChunkSize; break;
+    case BodyKind::kUntilClose:
+      state_ = State::kLength;
+      remaining_ = UINT64_MAX;
+      break;
   }
 }
 
-size_t BodyTracker::consume(std::string_view data) {
+void BodyTracker::fail(std::string why) {
+  state_ = State::kError;
+  error_ = std::move(why);
+}
+
+// A complete chunk-size or trailer line is in line_ (CRLF included).
+void BodyTracker::endLine() {
+  std::string_view l(line_.data(), line_.size() - 2);
+  if (l.find('\r') != std::string_view::npos) return fail("bare CR in chunk line");
+  if (state_ == State::kTrailer) {
+    if (l.empty()) {
+      state_ = State::kDone;
+      return;
+    }
+    Header h;
+    std::string why;
+    if (!parseHeaderLine(l, &h, &why)) return fail("trailer: " + why);
+    // Fields that frame or route a message have no business after the body.
+    for (const char* f : {"content-length", "transfer-encoding", "host", "trailer", "connection",
+                          "upgrade", "expect", "authorization", "proxy-authorization"}) {
+      if (h.name == f) return fail("trailer: " + h.name + " not allowed");
+    }
+    if (trailers_.size() + line_.size() > 8192) return fail("trailers over size cap");
+    trailers_.append(line_);
+    return;
+  }
+  // chunk-size [; ext]: hex digits only, bounded; extensions printable.
+  size_t semi = l.find(';');
+  if (semi != std::string_view::npos) {
+    for (char c : l.substr(semi)) {
+      unsigned char u = static_cast<unsigned char>(c);
+      if ((u < 0x20 && u != '\t') || u == 0x7f) return fail("control byte in chunk extension");
+    }
+  }
+  std::string_view hex = l.substr(0, semi);
+  if (hex.empty() || hex.size() > 12) return fail("bad chunk size");
+  uint64_t size = 0;
+  for (char c : hex) {
+    int d = (c >= '0' && c <= '9')   ? c - '0'
+            : (c >= 'a' && c <= 'f') ? c - 'a' + 10
+            : (c >= 'A' && c <= 'F') ? c - 'A' + 10
+                                     : -1;
+    if (d < 0) return fail("bad chunk size");
+    size = size * 16 + static_cast<uint64_t>(d);
+  }
+  remaining_ = size;
+  state_ = size == 0 ? State::kTrailer : State::kChunkData;
+}
+
+size_t BodyTracker::consume(std::string_view data, std::string* payload) {
   size_t used = 0;
   auto take = [&](size_t n) {
     used += n;
@@ -216,8 +301,9 @@ size_t BodyTracker::consume(std::string_view data) {
       case State::kLength:
       case State::kChunkData: {
         size_t n = static_cast<size_t>(std::min<uint64_t>(remaining_, data.size()));
+        if (payload) payload->append(data.substr(0, n));
         take(n);
-        remaining_ -= n;
+        if (remaining_ != UINT64_MAX) remaining_ -= n;
         if (remaining_ == 0) {
           state_ = state_ == State::kLength ? State::kDone : State::kChunkDataCrlf;
           line_.clear();
@@ -228,10 +314,11 @@ size_t BodyTracker::consume(std::string_view data) {
         line_.push_back(data.front());
         take(1);
         if (line_.size() == 2) {
-          if (line_ != "\r\n")
-            state_ = State::kError;
-          else
+          if (line_ != "\r\n") {
+            fail("chunk data not followed by CRLF");
+          } else {
             state_ = State::kChunkSize;
+          }
           line_.clear();
         }
         break;
@@ -240,42 +327,16 @@ size_t BodyTracker::consume(std::string_view data) {
         line_.push_back(data.front());
         take(1);
         if (line_.size() > 1024) {
-          state_ = State::kError;
+          fail("chunk line over size cap");
           break;
         }
         if (line_.back() != '\n') break;
         if (line_.size() < 2 || line_[line_.size() - 2] != '\r') {
-          state_ = State::kError;
+          fail("bare LF in chunk line");
           break;
         }
-        std::string_view l(line_.data(), line_.size() - 2);
-        if (state_ == State::kTrailer) {
-          if (l.empty()) state_ = State::kDone;
-          line_.clear();
-          break;
-        }
-        // chunk-size [; ext]: hex digits only, bounded.
-        l = l.substr(0, l.find(';'));
-        if (l.empty() || l.size() > 12) {
-          state_ = State::kError;
-          break;
-        }
-        uint64_t size = 0;
-        for (char c : l) {
-          int d = (c >= '0' && c <= '9')   ? c - '0'
-                  : (c >= 'a' && c <= 'f') ? c - 'a' + 10
-                  : (c >= 'A' && c <= 'F') ? c - 'A' + 10
-                                           : -1;
-          if (d < 0) {
-            state_ = State::kError;
-            break;
-          }
-          size = size * 16 + static_cast<uint64_t>(d);
-        }
-        if (state_ == State::kError) break;
+        endLine();
         line_.clear();
-        remaining_ = size;
-        state_ = size == 0 ? State::kTrailer : State::kChunkData;
         break;
       }
       case State::kDone:

@@ -23,7 +23,8 @@ struct Header {
   std::string value;
 };
 
-enum class BodyKind { kNone, kLength, kChunked };
+// kUntilClose: a response framed by the connection's end.
+enum class BodyKind { kNone, kLength, kChunked, kUntilClose };
 
 struct RequestHead {
   std::string method;
@@ -33,9 +34,14 @@ struct RequestHead {
   std::vector<Header> headers;
   BodyKind body = BodyKind::kNone;
   uint64_t content_length = 0;
-  bool websocket_upgrade = false;
-  size_t head_bytes = 0;  // length of the head including the final CRLF CRLF
+  bool websocket_upgrade = false;   // "Upgrade: websocket"
+  bool connection_upgrade = false;  // "Connection" lists "upgrade"
+  bool expect_continue = false;     // "Expect: 100-continue"
+  size_t head_bytes = 0;            // length of the head including the final CRLF CRLF
 
+  // An upgrade the gateway may switch to opaque bytes for, once the upstream
+  // answers 101: both the Upgrade and the Connection token are present.
+  bool upgradeWellFormed() const { return websocket_upgrade && connection_upgrade; }
   // Removes every header named `name` (lowercase).
   void removeHeader(std::string_view name);
   // The head serialized again, as forwarded upstream.
@@ -52,23 +58,40 @@ struct ParseResult {
 // (and kError past kMaxHeadBytes).
 ParseResult parseRequestHead(std::string_view buf);
 
-// Follows a request body so the gateway knows where the next request head
-// starts: Content-Length bytes or a chunked body up to its last-chunk and
-// trailers.
+// Follows a body so the gateway knows where the next head starts:
+// Content-Length bytes, a chunked body up to its last-chunk and trailers, or
+// (responses only) everything until the connection closes. Chunk lines and
+// trailers are checked as strictly as heads: CRLF only, no bare CR, no
+// control bytes in extensions, trailers are `token: value` and never carry
+// framing or routing fields.
 class BodyTracker {
  public:
   explicit BodyTracker(const RequestHead& head);
+  BodyTracker(BodyKind kind, uint64_t length);
   // Consumes as much of `data` as belongs to this body; returns that count.
-  // Sets done() at the end of the body and error() on malformed chunking.
-  size_t consume(std::string_view data);
+  // Sets done() at the end of the body and failed() on malformed chunking.
+  // The payload bytes (chunk framing removed) are appended to `payload`
+  // when given.
+  size_t consume(std::string_view data, std::string* payload = nullptr);
   bool done() const { return state_ == State::kDone; }
   bool failed() const { return state_ == State::kError; }
+  // The trailer section as received (empty lines excluded), once done().
+  const std::string& trailers() const { return trailers_; }
+  const std::string& error() const { return error_; }
 
  private:
   enum class State { kLength, kChunkSize, kChunkData, kChunkDataCrlf, kTrailer, kDone, kError };
+  void fail(std::string why);
+  void endLine();
   State state_;
   uint64_t remaining_ = 0;
   std::string line_;  // current chunk-size or trailer line
+  std::string trailers_;
+  std::string error_;
 };
+
+// Parses a header line "name: value" (no CRLF) the way heads and trailers
+// are checked; false on anything ambiguous.
+bool parseHeaderLine(std::string_view line, Header* out, std::string* why);
 
 }  // namespace vessel::gateway::http

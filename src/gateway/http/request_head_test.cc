@@ -85,7 +85,7 @@ TEST(RequestHeadTest, ContentLengthBody) {
 TEST(RequestHeadTest, ChunkedBody) {
   auto r = parse("POST / HTTP/1.1\r\nHost: a.test\r\nTransfer-Encoding: chunked\r\n\r\n");
   ASSERT_EQ(r.state, State::kDone) << r.error;
-  std::string body = "5;ext=1\r\nhello\r\nA\r\n0123456789\r\n0\r\nTrailer: x\r\n\r\n";
+  std::string body = "5;ext=1\r\nhello\r\nA\r\n0123456789\r\n0\r\nChecksum: x\r\n\r\n";
   std::string next = "GET / HTTP/1.1\r\n";
   for (size_t step : {1u, 4u, 1000u}) {
     BodyTracker t(r.head);
@@ -100,6 +100,62 @@ TEST(RequestHeadTest, ChunkedBody) {
   BodyTracker bad(r.head);
   bad.consume("zz\r\n");
   EXPECT_TRUE(bad.failed());
+}
+
+TEST(RequestHeadTest, FramingAnUpstreamMayReadDifferentlyIsRefused) {
+  const char* heads[] = {
+      "GET / HTTP/1.1\r\nHost: a.test\r\nContent-Length: 5\r\n",
+      "HEAD / HTTP/1.1\r\nHost: a.test\r\nTransfer-Encoding: chunked\r\n",
+      "OPTIONS / HTTP/1.1\r\nHost: a.test\r\nContent-Length: 1\r\n",
+      "TRACE / HTTP/1.1\r\nHost: a.test\r\n",
+      "TRACK / HTTP/1.1\r\nHost: a.test\r\n",
+      "GET / HTTP/1.1\r\nHost: a.test\r\nX: a\rb\r\n",
+      "GET / HTTP/1.1\r\nHost: a.test\rX: b\r\n",
+      "GET /\r HTTP/1.1\r\nHost: a.test\r\n",
+      "POST / HTTP/1.1\r\nHost: a.test\r\nContent-Length: 1\r\nExpect: 200-ok\r\n",
+      "GET / HTTP/1.1\r\nHost: a.test\r\nExpect: 100-continue\r\n",
+  };
+  for (const char* h : heads) {
+    EXPECT_EQ(parse(std::string(h) + "\r\n").state, State::kError) << h;
+  }
+  EXPECT_EQ(parse("GET / HTTP/1.1\r\nHost: a.test\r\nContent-Length: 0\r\n\r\n").state,
+            State::kDone);
+  auto r = parse(
+      "POST / HTTP/1.1\r\nHost: a.test\r\nContent-Length: 1\r\n"
+      "Expect: 100-Continue\r\n\r\n");
+  ASSERT_EQ(r.state, State::kDone) << r.error;
+  EXPECT_TRUE(r.head.expect_continue);
+}
+
+TEST(RequestHeadTest, UpgradeNeedsConnectionUpgrade) {
+  auto r = parse("GET / HTTP/1.1\r\nHost: a.test\r\nUpgrade: websocket\r\n\r\n");
+  ASSERT_EQ(r.state, State::kDone) << r.error;
+  EXPECT_FALSE(r.head.upgradeWellFormed());
+  r = parse(
+      "GET / HTTP/1.1\r\nHost: a.test\r\nUpgrade: websocket\r\nConnection: keep-alive, "
+      "Upgrade\r\n\r\n");
+  ASSERT_EQ(r.state, State::kDone) << r.error;
+  EXPECT_TRUE(r.head.upgradeWellFormed());
+}
+
+TEST(RequestHeadTest, ChunkLinesAndTrailersAreStrict) {
+  auto r = parse("POST / HTTP/1.1\r\nHost: a.test\r\nTransfer-Encoding: chunked\r\n\r\n");
+  ASSERT_EQ(r.state, State::kDone) << r.error;
+  for (const char* body :
+       {"5;a\rb\r\nhello\r\n0\r\n\r\n", "5\r\r\nhello\r\n0\r\n\r\n", "5;\x01\r\nhello\r\n0\r\n\r\n",
+        "0\r\nno colon\r\n\r\n", "0\r\nContent-Length: 5\r\n\r\n", "0\r\nHost: x.test\r\n\r\n",
+        "0\r\n folded\r\n\r\n", "0\r\nX: a\rb\r\n\r\n", "0\r\nX: y\n\r\n"}) {
+    BodyTracker t(r.head);
+    t.consume(body);
+    EXPECT_TRUE(t.failed()) << body;
+  }
+  BodyTracker ok(r.head);
+  std::string payload;
+  std::string body = "3\r\nabc\r\n2;x=\"y\"\r\nde\r\n0\r\nX-Sum: 1\r\n\r\n";
+  EXPECT_EQ(ok.consume(body, &payload), body.size());
+  EXPECT_TRUE(ok.done());
+  EXPECT_EQ(payload, "abcde");
+  EXPECT_EQ(ok.trailers(), "X-Sum: 1\r\n");
 }
 
 TEST(RequestHeadTest, SerializeReplacesHeaders) {

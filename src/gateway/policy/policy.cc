@@ -2,6 +2,7 @@
 
 #include <boost/json.hpp>
 
+#include "gateway/credentials/scrubber.h"
 #include "gateway/name.h"
 
 namespace vessel::gateway::policy {
@@ -158,6 +159,12 @@ Result<Policy> Policy::fromJson(const json::value& v) {
       if (header.empty() || header.find_first_of(": \r\n") != std::string::npos ||
           cred.value.find_first_of("\r\n") != std::string::npos || cred.value.empty()) {
         return Error(Code::kInvalidArgument, "policy: credential " + cred.name + " header");
+      }
+      if (std::string_view v = cred.value;
+          v.size() < credentials::kMinSecretBytes ||
+          v.size() - v.rfind(' ') - 1 < credentials::kMinSecretBytes) {
+        return Error(Code::kInvalidArgument,
+                     "policy: credential " + cred.name + " value shorter than 16 bytes");
       }
       cred.header = std::move(header);
       for (const std::string& h : hosts) {

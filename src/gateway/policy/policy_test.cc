@@ -69,7 +69,7 @@ TEST(PolicyTest, ModesNoneAndFull) {
 TEST(PolicyTest, Credentials) {
   auto p = Policy::fromJson(boost::json::parse(R"({"generation":3,"mode":"allowlist",
     "allow":["api.a.test"],"credentials":[{"name":"c","hosts":["API.a.test"],
-    "header":"Authorization","value":"Bearer s"}]})"));
+    "header":"Authorization","value":"Bearer s-0123456789abcdef"}]})"));
   ASSERT_TRUE(p.ok()) << p.error().message();
   ASSERT_NE(p->credentialFor("api.a.test"), nullptr);
   EXPECT_EQ(p->credentialFor("api.a.test")->header, "authorization");
@@ -77,6 +77,19 @@ TEST(PolicyTest, Credentials) {
   EXPECT_FALSE(Policy::fromJson(boost::json::parse(R"({"generation":3,"mode":"allowlist",
     "credentials":[{"name":"c","hosts":["a.test"],"header":"X","value":"a\r\nHost: x"}]})"))
                    .ok());
+  // Too short to scrub reliably: the value, or its token after the scheme.
+  for (const char* v : {"0123456789abcde", "Bearer 0123456789abcde"}) {
+    EXPECT_FALSE(Policy::fromJson(boost::json::object{{"generation", 3},
+                                                      {"mode", "allowlist"},
+                                                      {"credentials",
+                                                       boost::json::array{boost::json::object{
+                                                           {"name", "c"},
+                                                           {"hosts", boost::json::array{"a.test"}},
+                                                           {"header", "X"},
+                                                           {"value", v}}}}})
+                     .ok())
+        << v;
+  }
 }
 
 TEST(AddressClassTest, InwardAddressesAreRefused) {

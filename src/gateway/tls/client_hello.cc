@@ -148,7 +148,11 @@ ClientHelloParser::State ClientHelloParser::parseBody() {
       }
     } else if (type == kExtEarlyData) {
       hello_.has_early_data = true;
-    } else if (type == kExtEch) {
+    } else if (type == kExtEch || type == 0xffce || type == 0xff02 || type == 0xfd00 ||
+               (type >= 0xfe08 && type <= 0xfe0c)) {
+      // ECH (0xfe0d) and its drafts: ESNI (0xffce), draft-07 (0xff02),
+      // drafts 08-12 (0xfe08-0xfe0c), ech_outer_extensions (0xfd00). The
+      // name inside is hidden from the gateway either way.
       hello_.has_ech = true;
     }
   }

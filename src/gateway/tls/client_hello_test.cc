@@ -113,5 +113,14 @@ TEST(ClientHelloTest, EveryTruncationIsNeedMoreOrError) {
   }
 }
 
+TEST(ClientHelloTest, EchDraftCodePointsCountAsEch) {
+  for (uint16_t code : {0xfe0d, 0xffce, 0xff02, 0xfe08, 0xfe0a, 0xfe0c, 0xfd00}) {
+    ClientHelloParser p;
+    ASSERT_EQ(p.feed(buildClientHello({.server_names = {"a.test"}, .ech = true, .ech_code = code})),
+              ClientHelloParser::State::kDone);
+    EXPECT_TRUE(p.hello().has_ech) << std::hex << code;
+  }
+}
+
 }  // namespace
 }  // namespace vessel::gateway::tls

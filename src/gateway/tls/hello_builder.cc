@@ -48,7 +48,7 @@ std::string buildClientHello(const HelloSpec& spec) {
   }
   ext(exts, 43, std::string("\x02\x03\x04", 3));  // supported_versions: TLS 1.3
   if (spec.early_data) ext(exts, 42, "");
-  if (spec.ech) ext(exts, 0xfe0d, std::string(32, '\x01'));
+  if (spec.ech) ext(exts, spec.ech_code, std::string(32, '\x01'));
   if (spec.padding) ext(exts, 21, std::string(spec.padding, '\0'));
 
   std::string body;

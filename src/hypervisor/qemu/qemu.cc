@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <boost/asio/as_tuple.hpp>
@@ -22,6 +23,7 @@
 #include "base/scope_exit.h"
 #include "hypervisor/qemu/argv.h"
 #include "hypervisor/qemu/console.h"
+#include "hypervisor/qemu/jail_spec.h"
 #include "hypervisor/qemu/qmp.h"
 
 namespace vessel::hypervisor::qemu {
@@ -63,8 +65,10 @@ asio::awaitable<Result<Socket>> connectWhenReady(const std::string& path, ChildP
 class QemuVm : public Vm {
  public:
   QemuVm(MachineSpec spec, ChildProcess child, std::shared_ptr<QmpClient> qmp, Socket agent,
-         std::shared_ptr<ConsoleLog> console, std::string stderr_path)
+         std::shared_ptr<ConsoleLog> console, std::string stderr_path,
+         std::unique_ptr<os::Jail> jail)
       : spec_(std::move(spec)),
+        jail_(std::move(jail)),
         child_(std::move(child)),
         qmp_(std::move(qmp)),
         agent_(std::move(agent)),
@@ -164,6 +168,10 @@ class QemuVm : public Vm {
     co_return okStatus();
   }
 
+  void kill() override {
+    if (!stopped_) (void)child_.signal(SIGKILL);
+  }
+
   void release() override {
     stopped_ = true;
     qmp_->close();
@@ -171,6 +179,7 @@ class QemuVm : public Vm {
     agent_.close(ec);
     console_->close();
     child_.release();
+    if (jail_) jail_->release();
   }
 
  private:
@@ -231,6 +240,9 @@ class QemuVm : public Vm {
     if (!ec) acc.bind(asio::local::stream_protocol::endpoint(sock_path), ec);
     if (!ec) acc.listen(1, ec);
     if (ec) co_return Error(Code::kInternal, "listen on " + sock_path + ": " + ec.message());
+    // A jailed QEMU connects as its own uid; run_dir (0700, that uid's)
+    // keeps everyone else out.
+    if (jail_) ::chmod(sock_path.c_str(), 0666);
     ScopeExit unlink_sock([&] { ::unlink(sock_path.c_str()); });
     auto out = Fd::open(path + ".tmp", O_WRONLY | O_CREAT | O_TRUNC, 0600);
     if (!out.ok()) co_return std::move(out).error();
@@ -285,9 +297,13 @@ class QemuVm : public Vm {
     }
     std::error_code fec;
     fs::remove_all(spec_.run_dir, fec);
+    // The process is gone: its cgroup can go, its uid can be leased again.
+    jail_.reset();
   }
 
   MachineSpec spec_;
+  // Declared before child_: destroyed after it, once QEMU is reaped.
+  std::unique_ptr<os::Jail> jail_;
   ChildProcess child_;
   std::shared_ptr<QmpClient> qmp_;
   Socket agent_;
@@ -319,6 +335,31 @@ asio::awaitable<Result<std::unique_ptr<Vm>>> QemuHypervisor::start(MachineSpec s
   if (!err_fd.ok()) co_return std::move(err_fd).error().withContext(ctx);
 
   SpawnOptions so;
+  std::unique_ptr<os::Jail> jail;
+  Fd memfile;
+  if (opts_.jail) {
+    // argv[0] stays as given (exec finds it in the jail's /usr through
+    // PATH, and process listings keep naming it so).
+    if (spec.memory_shared && !spec.memory_file.empty()) {
+      // A template build's memory file is QEMU's to create; in the jail it
+      // must exist first to be a mount point (QEMU sizes it).
+      auto m = Fd::open(spec.memory_file, O_WRONLY | O_CREAT, 0600);
+      if (!m.ok()) co_return std::move(m).error().withContext(ctx);
+    }
+    auto js = jailSpecFor(spec, *opts_.jail, resolveBinary(opts_.binary));
+    if (!js.ok()) co_return std::move(js).error().withContext(ctx);
+    auto j = os::Jail::create(opts_.jail->jailer, std::move(*js));
+    if (!j.ok()) co_return std::move(j).error().withContext(ctx);
+    jail = std::move(*j);
+    so.pre_exec = jail->preExec();
+    so.env = jailedEnv(spec, *opts_.jail);
+    if (!spec.memory_file.empty() && !spec.memory_shared) {
+      auto m = Fd::open(spec.memory_file, O_RDONLY);
+      if (!m.ok()) co_return std::move(m).error().withContext(ctx);
+      memfile = std::move(*m);
+      so.fds.push_back({memfile.get(), kMemFileChildFd});
+    }
+  }
   so.argv = buildArgv(spec, paths);
   so.fds.push_back({err_fd->get(), 2});
   if (spec.tap_fd) so.fds.push_back({*spec.tap_fd, kTapChildFd});
@@ -352,9 +393,9 @@ asio::awaitable<Result<std::unique_ptr<Vm>>> QemuHypervisor::start(MachineSpec s
     if (!r.ok()) co_return fail(std::move(r).error());
   }
   remove_dir.dismiss();
-  std::unique_ptr<Vm> vm =
-      std::make_unique<QemuVm>(std::move(spec), std::move(*child), std::move(*qmp),
-                               std::move(*asock), std::move(*console), std::move(stderr_path));
+  std::unique_ptr<Vm> vm = std::make_unique<QemuVm>(
+      std::move(spec), std::move(*child), std::move(*qmp), std::move(*asock), std::move(*console),
+      std::move(stderr_path), std::move(jail));
   co_return vm;
 }
 
@@ -385,12 +426,28 @@ asio::awaitable<Result<std::unique_ptr<Vm>>> QemuHypervisor::adopt(MachineSpec s
   if (!console.ok()) co_return std::move(console).error().withContext(ctx);
   auto asock = co_await connectWhenReady(paths.agent_socket, *child, deadline);
   if (!asock.ok()) co_return std::move(asock).error().withContext(ctx);
+  std::unique_ptr<os::Jail> jail;
+  if (opts_.jail) {
+    // Its jail: the uid it runs as (leased again), its cgroup, and the
+    // files lent to it. A QEMU of an unjailed vesseld stays unjailed.
+    os::JailSpec js;
+    js.id = spec.id;
+    for (const Disk& d : spec.disks)
+      if (!d.read_only) js.owned.push_back(d.path);
+    if (!spec.memory_file.empty() && spec.memory_shared) js.owned.push_back(spec.memory_file);
+    js.owned.push_back(spec.run_dir);
+    auto j = os::Jail::adopt(opts_.jail->jailer, std::move(js), pid);
+    if (j.ok())
+      jail = std::move(*j);
+    else
+      Logger("qemu", spec.id).warn("adopted without a jail: {}", j.error().message());
+  }
   spec.incoming = false;
   spec.incoming_state_fd.reset();
   std::string stderr_path = spec.run_dir + "/qemu.stderr";
-  std::unique_ptr<Vm> vm =
-      std::make_unique<QemuVm>(std::move(spec), std::move(*child), std::move(*qmp),
-                               std::move(*asock), std::move(*console), std::move(stderr_path));
+  std::unique_ptr<Vm> vm = std::make_unique<QemuVm>(
+      std::move(spec), std::move(*child), std::move(*qmp), std::move(*asock), std::move(*console),
+      std::move(stderr_path), std::move(jail));
   co_return vm;
 }
 
@@ -412,6 +469,27 @@ asio::awaitable<Status> QemuHypervisor::stopOrphan(std::string run_dir) {
     co_await t.async_wait(asio::as_tuple(asio::use_awaitable));
   }
   co_return Error(Code::kDeadlineExceeded, "the QEMU serving " + run_dir + " did not quit");
+}
+
+void QemuHypervisor::sweepJails() {
+  if (!opts_.jail) return;
+  const os::JailerConfig& jc = opts_.jail->jailer;
+  Logger log("qemu");
+  size_t uids = jc.uids ? jc.uids->sweep() : 0;
+  size_t groups = os::sweepCgroups(jc.cgroups, jc.name_prefix);
+  size_t dirs = 0;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(jc.jail_root, ec)) {
+    std::string name = e.path().filename().string();
+    if (name.rfind(jc.name_prefix, 0) != 0) continue;
+    // A live VM's cgroup is still there (its QEMU is in it).
+    auto cg = os::Cgroup::dirsFor(jc.cgroups, name);
+    if (!cg.empty() && fs::exists(cg.front(), ec)) continue;
+    if (::rmdir(e.path().c_str()) == 0) ++dirs;
+  }
+  if (uids + groups + dirs > 0)
+    log.info("removed what dead VMs left: {} uid leases, {} cgroups, {} jail dirs", uids, groups,
+             dirs);
 }
 
 Result<std::string> qemuVersion(const std::string& binary) {

@@ -1,16 +1,21 @@
 #pragma once
 // The QEMU backend: Debian's qemu-system-x86_64 with machine `microvm`,
 // driven over QMP. One QEMU process per machine, confined by QEMU's own
-// seccomp sandbox; its sockets live in the machine's run_dir.
+// seccomp sandbox and, when QemuOptions::jail is set, by a jail of its own
+// (jail_spec.h, os/jail.h); its sockets live in the machine's run_dir.
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "hypervisor/hypervisor.h"
+#include "hypervisor/qemu/jail_spec.h"
 
 namespace vessel::hypervisor::qemu {
 
 struct QemuOptions {
   std::string binary = "qemu-system-x86_64";
+  // Unset: QEMU runs as the caller (tests of QEMU itself, unprivileged use).
+  std::optional<JailOptions> jail;
 };
 
 class QemuHypervisor : public Hypervisor {
@@ -23,6 +28,15 @@ class QemuHypervisor : public Hypervisor {
                                                      uint64_t start_ticks,
                                                      Clock::time_point deadline) override;
   asio::awaitable<Status> stopOrphan(std::string run_dir) override;
+  // qemu-img and cp as children, waited on through their pidfds (disk.cc).
+  asio::awaitable<Status> createOverlay(std::string path, std::string backing,
+                                        std::string backing_format) override;
+  asio::awaitable<Status> copyDisk(std::string from, std::string to) override;
+  asio::awaitable<Status> flattenDisk(std::string overlay, std::string to) override;
+  bool jailed() const { return opts_.jail.has_value(); }
+  // Removes what VMs that died unwatched left of their jails (empty
+  // cgroups, mount-point directories, uid leases). After adopting.
+  void sweepJails();
 
  private:
   QemuOptions opts_;

@@ -42,7 +42,8 @@ std::string gatewayTableName(const NetworkLayout& l) { return "vessel_gw_" + l.p
 
 std::string sandboxRuleset(const NetworkLayout& l, const SlotAddresses& a) {
   // Loaded with nft -f: atomic, so a slot has all of this or nothing.
-  return fmt::format(R"(table netdev vessel_guest {{
+  return fmt::format(
+      R"(table netdev vessel_guest {{
   chain ingress {{
     type filter hook ingress device "{gif}" priority -500; policy drop;
     ether saddr != {gmac} drop
@@ -58,6 +59,12 @@ table ip vessel_slot {{
   }}
   chain forward {{
     type filter hook forward priority filter; policy drop;
+    # One guest cannot take the gateway from the others: bounded open TCP
+    # connections, new connections and DNS packets per second (the gateway
+    # enforces tighter per-sandbox budgets; these hold in the kernel first).
+    iifname "{gif}" meta l4proto tcp ct state new ct count over {maxconn} drop
+    iifname "{gif}" meta l4proto tcp ct state new limit rate over {tcprate}/second burst {tcpburst} packets drop
+    iifname "{gif}" udp dport {dns} limit rate over {dnsrate}/second burst {dnsburst} packets drop
     iifname "{gif}" oifname "{tif}" ip saddr {gip} meta l4proto tcp accept
     iifname "{gif}" oifname "{tif}" ip saddr {gip} ip daddr {gwside} udp dport {dns} accept
     iifname "{tif}" oifname "{gif}" ct state established,related accept
@@ -77,10 +84,12 @@ table ip vessel_slot {{
   }}
 }}
 )",
-                     fmt::arg("gif", a.guest_if), fmt::arg("tif", a.transit_if),
-                     fmt::arg("gmac", l.guest_mac), fmt::arg("gip", l.guest_ip),
-                     fmt::arg("gw", l.gateway_ip), fmt::arg("gwside", a.gateway_address),
-                     fmt::arg("dns", l.dns_port), fmt::arg("slot", a.slot_address));
+      fmt::arg("gif", a.guest_if), fmt::arg("tif", a.transit_if), fmt::arg("gmac", l.guest_mac),
+      fmt::arg("gip", l.guest_ip), fmt::arg("gw", l.gateway_ip),
+      fmt::arg("gwside", a.gateway_address), fmt::arg("dns", l.dns_port),
+      fmt::arg("slot", a.slot_address), fmt::arg("maxconn", l.max_tcp_connections),
+      fmt::arg("tcprate", l.new_tcp_per_second), fmt::arg("tcpburst", 2 * l.new_tcp_per_second),
+      fmt::arg("dnsrate", l.dns_per_second), fmt::arg("dnsburst", 2 * l.dns_per_second));
 }
 
 std::string gatewayRuleset(const NetworkLayout& l) {

@@ -35,6 +35,12 @@ struct NetworkLayout {
   std::string gateway_ip = "172.16.0.1";  // the guest's default route and resolver
   std::string guest_mac = "06:00:ac:10:00:02";
   std::string gateway_mac = "06:00:ac:10:00:01";
+  // Per-slot kernel limits (docs/gateway.md, "Fair share"): open TCP
+  // connections, new TCP connections and DNS packets per second (bursts of
+  // twice the rate).
+  uint32_t max_tcp_connections = 4096;
+  uint32_t new_tcp_per_second = 400;
+  uint32_t dns_per_second = 400;
 };
 
 // The guest's side of the slot: a tap for a VM, or (tests without a VM) a

@@ -251,6 +251,63 @@ TEST_F(EgressApiTest, LiveNetworkChangeResetsAnOpenConnection) {
   EXPECT_EQ(r.status, 200) << r.body;
 }
 
+TEST_F(EgressApiTest, ChangingACredentialResetsConnectionsCarryingTheOldValue) {
+  // A keep-alive terminated connection that injected the secret, then the
+  // credential is replaced through the API: before POST answers, vesseld has
+  // sent the sandbox a new policy and the gateway has reset the connection.
+  std::string script =
+      "import socket,ssl\n"
+      "ctx=ssl.create_default_context(cafile='/etc/vessel/ca-bundle.crt')\n"
+      "s=ctx.wrap_socket(socket.create_connection(('api.a.test',443),timeout=15),"
+      "server_hostname='api.a.test')\n"
+      "s.sendall(b'GET /echo HTTP/1.1\\r\\nHost: api.a.test\\r\\n\\r\\n')\n"
+      "print('first', s.recv(4096)[:12], flush=True)\n"
+      "open('/tmp/rot.flag','w').write('open')\n"
+      "try:\n"
+      "  while s.recv(4096):\n"
+      "    pass\n"
+      "  print('closed', flush=True)\n"
+      "except socket.timeout:\n"
+      "  print('still-open', flush=True)\n"
+      "except OSError as e:\n"
+      "  print('reset', type(e).__name__, flush=True)\n";
+  std::string out;
+  std::thread client(
+      [&] { out = sh(sb(), "rm -f /tmp/rot.flag; python3 - <<'EOF'\n" + script + "EOF"); });
+  bool open = false;
+  for (int i = 0; i < 100 && !open; ++i) {
+    open = sh(sb(), "cat /tmp/rot.flag 2>/dev/null") == "open";
+    if (!open) std::this_thread::sleep_for(100ms);
+  }
+  auto put = [&](const std::string& value) {
+    json::object cred{{"name", "a-api"},
+                      {"hosts", json::array{"api.a.test"}},
+                      {"header", "Authorization"},
+                      {"value", value}};
+    return call("POST", "/v1/credentials", json::serialize(cred));
+  };
+  Reply r = put("Bearer rotated-0123456789abcdef");
+  client.join();
+  EXPECT_EQ(r.status, 201) << r.body;
+  EXPECT_TRUE(open) << out;
+  EXPECT_THAT(out, HasSubstr("first b'HTTP/1.1 200'"));
+  EXPECT_TRUE(out.find("reset") != std::string::npos || out.find("closed") != std::string::npos)
+      << out;
+  // Back to the value the other cases expect.
+  EXPECT_EQ(put(std::string("Bearer ") + kSecret).status, 201);
+}
+
+TEST_F(EgressApiTest, NoPolicyMeansNoNetworkAndAnEmptyAllowlistAllowsNothing) {
+  std::string id = createSandbox(R"({"template": "minimal"})");
+  ASSERT_FALSE(id.empty()) << vesseldLog();
+  Reply n = call("GET", "/v1/sandboxes/" + id + "/network");
+  EXPECT_EQ(str(n.js(), "mode"), "none") << n.body;
+  Reply r = call("PUT", "/v1/sandboxes/" + id + "/network", R"({"allow": []})");
+  EXPECT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(str(r.js(), "mode"), "none") << r.body;
+  EXPECT_TRUE(deleteSandbox(id));
+}
+
 TEST_F(EgressApiTest, NetworkNoneHasNoEgress) {
   std::string id = createSandbox(R"({"template": "debian", "network": {"mode": "none"}})");
   ASSERT_FALSE(id.empty());
@@ -283,9 +340,14 @@ TEST_F(EgressApiTest, BadNetworkRequestsAreRefused) {
        {R"({"name": "x", "hosts": ["a.test"], "header": "Host", "value": "v"})",
         R"({"name": "x", "hosts": ["127.0.0.1"], "header": "Authorization", "value": "v"})",
         R"({"name": "x", "hosts": ["a.test"], "header": "Authorization", "value": "a\r\nb"})",
-        R"({"name": "x", "hosts": [], "header": "Authorization", "value": "v"})"}) {
+        R"({"name": "x", "hosts": [], "header": "Authorization", "value": "v"})",
+        R"({"name": "x", "hosts": ["a.test"], "header": "X-Key", "value": "0123456789abcde"})",
+        R"({"name": "x", "hosts": ["a.test"], "header": "Authorization",
+            "value": "Bearer 0123456789abcde"})"}) {
     Reply r = call("POST", "/v1/credentials", body);
     EXPECT_EQ(r.status, 400) << body << " -> " << r.body;
+    if (std::string_view(body).find("0123456789abcde") != std::string_view::npos)
+      EXPECT_NE(r.body.find("at least 16 bytes"), std::string::npos) << r.body;
   }
 }
 

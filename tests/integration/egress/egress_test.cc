@@ -7,6 +7,8 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <functional>
+#include <map>
 #include <thread>
 
 #include "gateway/tls/hello_builder.h"
@@ -76,6 +78,26 @@ class EgressTest : public ::testing::Test {
   // The verdict: nothing attacker-controlled saw a byte.
   void expectAttackerSawNothing(const std::string& guest_output) {
     EXPECT_EQ(w().attackerLog(), "") << "guest saw: " << guest_output;
+  }
+  // Runs the guest's attempt, then waits for the gateway's own verdicts on
+  // it: each counter in `want` ("tcp_deny_policy") must rise by at least
+  // its count. Only then is the attacker's log read: once the gateway has
+  // refused, nothing is in flight. A case whose guest command never ran, or
+  // whose gateway was down, fails here rather than passing on silence.
+  void expectRefused(const std::map<std::string, int>& want,
+                     const std::function<std::string()>& attempt) {
+    std::map<std::string, int64_t> base;
+    for (const auto& [k, n] : want) {
+      base[k] = w().counter(k);
+      ASSERT_GE(base[k], 0) << "gateway not answering";
+    }
+    std::string out = attempt();
+    for (const auto& [k, n] : want) {
+      EXPECT_TRUE(w().waitForCounter(k, base[k] + n - 1))
+          << k << " did not rise by " << n << " (now " << w().counter(k) - base[k]
+          << "); guest saw: " << out;
+    }
+    EXPECT_EQ(w().attackerLogNow(), "") << "guest saw: " << out;
   }
 
   static EgressWorld* world_;
@@ -171,20 +193,23 @@ TEST_F(EgressTest, T05_AllowedSniToAttackerIpGoesToTheRealName) {
 }
 
 TEST_F(EgressTest, T06_T07_DisallowedOrMissingSniIsRefused) {
-  std::string out = w().guestRun(g(), {"sh", "-c",
-                                       std::string("echo | timeout 10 openssl s_client -connect ") +
-                                           kA + ":443 -servername x.test 2>&1 | head -3"});
-  out += w().guestRun(g(), {"sh", "-c",
-                            std::string("echo | timeout 10 openssl s_client -connect ") + kX +
-                                ":443 -noservername 2>&1 | head -3"});
-  out += w().curl(g(), {"-k", std::string("https://") + kX + "/"});
-  expectAttackerSawNothing(out);
+  expectRefused({{"tcp_deny_policy", 1}, {"tcp_deny_no-sni", 2}}, [&] {
+    std::string out =
+        w().guestRun(g(), {"sh", "-c",
+                           std::string("echo | timeout 10 openssl s_client -connect ") + kA +
+                               ":443 -servername x.test 2>&1 | head -3"});
+    out += w().guestRun(g(), {"sh", "-c",
+                              std::string("echo | timeout 10 openssl s_client -connect ") + kX +
+                                  ":443 -noservername 2>&1 | head -3"});
+    return out + w().curl(g(), {"-k", std::string("https://") + kX + "/"});
+  });
 }
 
 TEST_F(EgressTest, T08_CdnCoTenantIsRefused) {
-  std::string out = w().curl(g(), {"--connect-to", "x2.test:443:a2.test:443", "https://x2.test/"});
-  out += w().curl(g(), {"-H", "Host: x2.test", "http://a2.test/"});
-  expectAttackerSawNothing(out);
+  expectRefused({{"tcp_deny_policy", 2}}, [&] {
+    return w().curl(g(), {"--connect-to", "x2.test:443:a2.test:443", "https://x2.test/"}) +
+           w().curl(g(), {"-H", "Host: x2.test", "http://a2.test/"});
+  });
 }
 
 // --- B. authority confusion inside an allowed connection ---
@@ -193,18 +218,20 @@ TEST_F(EgressTest, T10_DomainFrontingIsRefusedWhenInspected) {
   json::value p = basePolicy(++generation_);
   p.as_object()["inspect"] = json::array{"a2.test"};
   ASSERT_TRUE(w().setPolicy(g(), p).ok());
-  std::string out = w().curl(g(), {"-H", "Host: x2.test", "https://a2.test/"});
+  expectRefused({{"tcp_deny_host-mismatch", 1}}, [&] {
+    return w().curl(g(), {"-H", "Host: x2.test", "https://a2.test/"});
+  });
   std::string ok = w().curl(g(), {"https://a2.test/"});
   EXPECT_NE(ok.find("cdn"), std::string::npos) << ok;
-  expectAttackerSawNothing(out);
 }
 
 TEST_F(EgressTest, T12_AbsoluteFormMustAgreeWithHost) {
-  std::string out = w().guestTool(
-      g(), {"tcp", "a2.test", "80", "GET http://x2.test/ HTTP/1.1\\r\\nHost: a2.test\\r\\n\\r\\n"});
-  out += w().guestTool(
-      g(), {"tcp", "a2.test", "80", "GET http://a2.test/ HTTP/1.1\\r\\nHost: x2.test\\r\\n\\r\\n"});
-  expectAttackerSawNothing(out);
+  expectRefused({{"tcp_deny_bad-request", 2}}, [&] {
+    return w().guestTool(g(), {"tcp", "a2.test", "80",
+                               "GET http://x2.test/ HTTP/1.1\\r\\nHost: a2.test\\r\\n\\r\\n"}) +
+           w().guestTool(g(), {"tcp", "a2.test", "80",
+                               "GET http://a2.test/ HTTP/1.1\\r\\nHost: x2.test\\r\\n\\r\\n"});
+  });
 }
 
 TEST_F(EgressTest, T15_SmugglingIsRefused) {
@@ -217,21 +244,24 @@ TEST_F(EgressTest, T15_SmugglingIsRefused) {
       // A pipelined second request on the pinned connection.
       "GET / HTTP/1.1\\r\\nHost: a2.test\\r\\n\\r\\nGET /s HTTP/1.1\\r\\nHost: x2.test\\r\\n\\r\\n",
   };
-  std::string out;
-  for (const char* s : smuggle) out += w().guestTool(g(), {"tcp", "a2.test", "80", s});
-  expectAttackerSawNothing(out);
+  expectRefused({{"tcp_deny_bad-request", 3}, {"tcp_deny_host-mismatch", 1}}, [&] {
+    std::string out;
+    for (const char* s : smuggle) out += w().guestTool(g(), {"tcp", "a2.test", "80", s});
+    return out;
+  });
 }
 
 TEST_F(EgressTest, T16_MalformedHostIsRefused) {
-  std::string out;
-  for (const char* h :
-       {"Host: a2.test\\r\\nHost: x2.test", "Host: a2.test@x2.test", "Host: a2.test:443@x2.test",
-        "Host: x2.test#.a2.test", "Host: a2.test\\tx2.test"}) {
-    out += w().guestTool(
-        g(), {"tcp", kCdn, "80", std::string("GET / HTTP/1.1\\r\\n") + h + "\\r\\n\\r\\n"});
-  }
-  out += w().guestTool(g(), {"tcp", kCdn, "80", "GET / HTTP/1.0\\r\\n\\r\\n"});
-  expectAttackerSawNothing(out);
+  expectRefused({{"tcp_deny_bad-request", 6}}, [&] {
+    std::string out;
+    for (const char* h :
+         {"Host: a2.test\\r\\nHost: x2.test", "Host: a2.test@x2.test", "Host: a2.test:443@x2.test",
+          "Host: x2.test#.a2.test", "Host: a2.test\\tx2.test"}) {
+      out += w().guestTool(
+          g(), {"tcp", kCdn, "80", std::string("GET / HTTP/1.1\\r\\n") + h + "\\r\\n\\r\\n"});
+    }
+    return out + w().guestTool(g(), {"tcp", kCdn, "80", "GET / HTTP/1.0\\r\\n\\r\\n"});
+  });
 }
 
 TEST_F(EgressTest, T19_T57_RedirectCarriesNoCredential) {
@@ -254,17 +284,26 @@ TEST_F(EgressTest, T21_T22_OddClientHellos) {
       buildClientHello({.server_names = {""}}),
       std::string("\x80\x2e\x01\x00\x02\x00\x15\x00\x00\x00\x10", 11),
   };
+  // x.test (large hello), two names, x.test (3-byte records), ECH, an IP
+  // literal, an empty name, an SSLv2 hello.
   std::string out;
-  for (const std::string& h : hellos) {
-    std::string hex;
-    for (unsigned char c : h) hex += fmt::format("\\x{:02x}", c);
-    out += w().guestTool(g(), {"tcp", kX, "443", hex}).substr(0, 80);
-  }
+  expectRefused({{"tcp_deny_policy", 2},
+                 {"tcp_deny_multiple-sni", 1},
+                 {"tcp_deny_ech", 1},
+                 {"tcp_deny_bad-sni", 2},
+                 {"tcp_deny_unparseable", 1}},
+                [&] {
+                  for (const std::string& h : hellos) {
+                    std::string hex;
+                    for (unsigned char c : h) hex += fmt::format("\\x{:02x}", c);
+                    out += w().guestTool(g(), {"tcp", kX, "443", hex}).substr(0, 80);
+                  }
+                  return out;
+                });
   // Uppercase with a trailing dot is the same allowed name, and reaches a.test.
   std::string ok =
       w().curl(g(), {"--resolve", std::string("A.TEST.:443:") + kX, "https://A.TEST./"});
   EXPECT_NE(ok.find("hello from a.test"), std::string::npos) << ok;
-  expectAttackerSawNothing(out);
 }
 
 TEST_F(EgressTest, T24_T25_T26_OtherPortsAndProtocolsAreRefused) {
@@ -372,6 +411,7 @@ TEST_F(EgressTest, T42_GatewayAndHostServicesAreNotReachable) {
 
 TEST_F(EgressTest, T46_T49_SuffixAndEncodingTricksAreRefused) {
   std::string out;
+  int64_t policy = w().counter("tcp_deny_policy"), bad = w().counter("tcp_deny_bad-request");
   for (const char* host : {"evila.test", "a.test.x.test", "wild.a.test", "x.test/a.test"}) {
     out += w().guestTool(
         g(), {"tcp", kX, "80", std::string("GET / HTTP/1.1\\r\\nHost: ") + host + "\\r\\n\\r\\n"});
@@ -382,10 +422,13 @@ TEST_F(EgressTest, T46_T49_SuffixAndEncodingTricksAreRefused) {
         g(), {"tcp", kX, "80",
               std::string("GET ") + target + " HTTP/1.1\\r\\nHost: a.test\\r\\n\\r\\n"});
   }
+  // Three names outside the policy, one unparseable Host, three bad targets.
+  EXPECT_TRUE(w().waitForCounter("tcp_deny_policy", policy + 2)) << out;
+  EXPECT_TRUE(w().waitForCounter("tcp_deny_bad-request", bad + 3)) << out;
   // *.wild.a.test matches deeper labels only.
   std::string dns = w().guestTool(g(), {"dns", "172.16.0.1", "wild.a.test"});
   EXPECT_NE(dns.find("rcode 5"), std::string::npos) << dns;
-  expectAttackerSawNothing(out);
+  EXPECT_EQ(w().attackerLogNow(), "") << out;
 }
 
 // --- H. time and state ---

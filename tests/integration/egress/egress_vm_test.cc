@@ -149,6 +149,51 @@ TEST_F(EgressVmTest, SpoofedSourceAndMacAreDroppedEvenInFullMode) {
   EXPECT_NE(world_->attackerLog().find("/back"), std::string::npos) << back;
 }
 
+// Request framing from a real guest (issue 14): each sends a harmless
+// request to a2.test followed by one for the CDN's other tenant x2.test that
+// only an unchecked byte stream would deliver. The gateway's own verdict is
+// awaited, then the attacker's log must be empty.
+class EgressVmRelayTest : public EgressVmTest {
+ protected:
+  void SetUp() override {
+    EgressVmTest::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
+    ASSERT_TRUE(world_->setPolicy(*guest_, allowlist(++generation_, {"a.test", "a2.test"})).ok());
+  }
+  void expectDenied(const std::string& printf_bytes, const std::string& reason) {
+    std::string counter = "tcp_deny_" + reason;
+    int64_t before = world_->counter(counter);
+    ASSERT_GE(before, 0) << "gateway not answering";
+    std::string o = out("printf '" + printf_bytes + "' | nc -w 3 198.51.100.20 80");
+    EXPECT_TRUE(world_->waitForCounter(counter, before)) << "no " << reason << " verdict: " << o;
+    EXPECT_EQ(world_->attackerLogNow(), "") << o;
+  }
+};
+
+constexpr const char* kSmuggledX2 = "GET /smuggled HTTP/1.1\\r\\nHost: x2.test\\r\\n\\r\\n";
+
+TEST_F(EgressVmRelayTest, UpgradeRequestTheUpstreamRefusedKeepsHostChecking) {
+  expectDenied(std::string("GET / HTTP/1.1\\r\\nHost: a2.test\\r\\nUpgrade: websocket\\r\\n"
+                           "Connection: Upgrade\\r\\n\\r\\n") +
+                   kSmuggledX2,
+               "host-mismatch");
+}
+
+TEST_F(EgressVmRelayTest, BodyOnGetIsRefused) {
+  // 41 bytes: exactly the smuggled request.
+  expectDenied(std::string("GET / HTTP/1.1\\r\\nHost: a2.test\\r\\nContent-Length: 41\\r\\n"
+                           "\\r\\n") +
+                   kSmuggledX2,
+               "bad-request");
+}
+
+TEST_F(EgressVmRelayTest, EarlyAnswerEndsTheConnection) {
+  expectDenied(std::string("POST /early HTTP/1.1\\r\\nHost: a2.test\\r\\nExpect: 100-continue"
+                           "\\r\\nContent-Length: 41\\r\\n\\r\\n") +
+                   kSmuggledX2,
+               "early-response");
+}
+
 TEST_F(EgressVmTest, InwardAddressesAreRefusedInFullMode) {
   ASSERT_TRUE(world_->setPolicy(*guest_, fullMode(++generation_)).ok());
   std::string o =

@@ -106,6 +106,40 @@ def raw_frame(ethertype_hex, dst_mac="ff:ff:ff:ff:ff:ff"):
     print("sent")
 
 
+def reflect(url, cafile):
+    # Fetches the origin's /reflect offering gzip (as any client may), then
+    # decodes every line, so the test sees the secret if any encoding of it
+    # got through.
+    import base64, gzip, json, ssl, urllib.parse, urllib.request
+    ctx = ssl.create_default_context(cafile=cafile)
+    req = urllib.request.Request(url, headers={"Accept-Encoding": "gzip",
+                                               "Authorization": "Bearer placeholder"})
+    try:
+        with urllib.request.urlopen(req, context=ctx, timeout=5) as r:
+            body = r.read()
+            if r.headers.get("Content-Encoding") == "gzip":
+                body = gzip.decompress(body)
+    except Exception as e:
+        print("error", type(e).__name__, e)
+        return
+    for line in body.decode("latin-1").splitlines():
+        label, _, data = line.partition(": ")
+        try:
+            if label.startswith("b64url"):
+                out = base64.urlsafe_b64decode(data.replace("*", "A")).decode("latin-1")
+            elif label.startswith("b64"):
+                out = base64.b64decode(data.replace("*", "A")).decode("latin-1")
+            elif label == "json":
+                out = json.loads('"' + data + '"')
+            elif label.startswith("pct"):
+                out = urllib.parse.unquote(data)
+            else:
+                out = data
+        except Exception as e:
+            out = "undecodable " + type(e).__name__
+        print(label, "=", out, "| sent", data)
+
+
 def main():
     cmd, rest = sys.argv[1], sys.argv[2:]
     {"dns": lambda: dns(rest[0], rest[1], int(rest[2]) if len(rest) > 2 else 1,
@@ -116,7 +150,8 @@ def main():
      "rawproto": lambda: rawproto(*rest),
      "spoof-udp": lambda: spoof_udp(*rest),
      "frag-udp": lambda: frag_udp(*rest),
-     "raw-frame": lambda: raw_frame(*rest)}[cmd]()
+     "raw-frame": lambda: raw_frame(*rest),
+     "reflect": lambda: reflect(*rest)}[cmd]()
 
 
 if __name__ == "__main__":

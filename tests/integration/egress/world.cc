@@ -50,9 +50,14 @@ boost::json::value noneMode(uint64_t g) {
 }
 
 Result<std::unique_ptr<EgressWorld>> EgressWorld::create(std::vector<std::string> gateway_args,
-                                                         bool start_gateway) {
+                                                         bool start_gateway, bool bulk) {
   std::unique_ptr<EgressWorld> w(new EgressWorld());
   w->gateway_args_ = std::move(gateway_args);
+  w->bulk_ = bulk;
+  if (bulk) {
+    w->gateway_args_.insert(w->gateway_args_.end(), {"--max-flows-per-sandbox", "1000000",
+                                                     "--new-flows-per-second", "1000000"});
+  }
   // Unique per world, short enough for interface names ("v12345h0").
   static int worlds = 0;
   w->prefix_ = "v" + std::to_string(::getpid() % 10000) + std::to_string(worlds++ % 10);
@@ -145,6 +150,7 @@ Status EgressWorld::buildNetwork() {
   node::network::NetworkLayout layout;
   layout.gateway_netns = gw_.name();
   layout.prefix = prefix_;
+  if (bulk_) layout.max_tcp_connections = layout.new_tcp_per_second = 1000000;
   VESSEL_ASSIGN_OR_RETURN(pool_, node::network::SlotPool::create(layout, 0));
   return okStatus();
 }
@@ -172,7 +178,10 @@ Status EgressWorld::startFakeInternet() {
 Status EgressWorld::startGateway() {
   VESSEL_ASSIGN_OR_RETURN(Fd log, Fd::open(dir_ + "/gateway.log", O_WRONLY | O_CREAT | O_TRUNC));
   std::string sock = dir_ + "/gateway.sock";
-  std::vector<std::string> argv{VESSEL_GATEWAY_BINARY,
+  // VESSEL_TEST_GATEWAY runs another build of the gateway against the same
+  // cases (how a fix's tests are shown to fail without it).
+  const char* bin = ::getenv("VESSEL_TEST_GATEWAY");
+  std::vector<std::string> argv{bin && *bin ? bin : VESSEL_GATEWAY_BINARY,
                                 "--egress-upstream-netns",
                                 up_.name(),
                                 "--egress-resolver",
@@ -308,5 +317,26 @@ Result<Fd> EgressWorld::socketIn(const std::string& netns_path, int type) {
 }
 
 Result<boost::json::object> EgressWorld::stats() { return control_->call({{"op", "stats"}}); }
+
+int64_t EgressWorld::counter(const std::string& name) {
+  auto s = stats();
+  if (!s.ok()) return -1;
+  const auto* c = s->if_contains("counters");
+  if (!c || !c->is_object()) return -1;
+  const auto* v = c->as_object().if_contains(name);
+  return v && v->is_int64() ? v->as_int64() : (v && v->is_uint64() ? int64_t(v->as_uint64()) : 0);
+}
+
+bool EgressWorld::waitForCounter(const std::string& name, int64_t base,
+                                 std::chrono::milliseconds limit) {
+  auto deadline = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (counter(name) > base) return true;
+    std::this_thread::sleep_for(20ms);
+  }
+  return false;
+}
+
+std::string EgressWorld::attackerLogNow() { return slurp(dir_ + "/attacker.log"); }
 
 }  // namespace vessel::egress_test

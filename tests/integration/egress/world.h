@@ -44,8 +44,10 @@ class EgressWorld {
   // start_gateway false: no gateway and no slots here; the test runs one
   // that is started by something else (vesseld) in gwNetns(), with
   // upNetns(), kResolver and testCa() as its --egress-* flags.
+  // bulk: per-sandbox limits (slot and gateway) raised far out of the way,
+  // for tests that measure thousands of flows from one sandbox.
   static Result<std::unique_ptr<EgressWorld>> create(std::vector<std::string> gateway_args = {},
-                                                     bool start_gateway = true);
+                                                     bool start_gateway = true, bool bulk = false);
   ~EgressWorld();
 
   // A sandbox with its own slot and a namespace playing its root guest.
@@ -73,6 +75,16 @@ class EgressWorld {
 
   gateway::ControlClient& control() { return *control_; }
   Result<boost::json::object> stats();
+  // The gateway's counter `name` ("tcp_deny_bad-request"); 0 if absent, -1
+  // if the gateway does not answer.
+  int64_t counter(const std::string& name);
+  // Waits for the gateway's verdict: until counter `name` exceeds `base`
+  // (polling stats; gives up after `limit`). True if it did.
+  bool waitForCounter(const std::string& name, int64_t base,
+                      std::chrono::milliseconds limit = std::chrono::seconds(15));
+  // The attacker's log without the settling pause: for use once the
+  // gateway's verdict on the flow has been seen, so nothing is in flight.
+  std::string attackerLogNow();
   const std::string& dir() const { return dir_; }
   const std::string& gwNetns() const { return gw_.name(); }
   pid_t gatewayPid() const { return gateway_.pid(); }
@@ -94,6 +106,7 @@ class EgressWorld {
   Status startGateway();
 
   std::vector<std::string> gateway_args_;
+  bool bulk_ = false;
   std::string prefix_;
   std::string dir_;
   os::Netns inet_, gw_, up_;

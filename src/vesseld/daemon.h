@@ -4,8 +4,8 @@
 #include "base/config.h"
 #include "base/result.h"
 
-namespace vessel::api {
+namespace vessel::vesseld {
 
 Status runDaemon(Config cfg);
 
-}  // namespace vessel::api
+}  // namespace vessel::vesseld

@@ -1,4 +1,4 @@
-#include "api/daemon.h"
+#include "vesseld/daemon.h"
 
 #include <fcntl.h>
 #include <sys/file.h>
@@ -30,9 +30,14 @@
 #include "node/network/egress.h"
 #include "node/runtime.h"
 #include "node/template_builder.h"
+#include "ops/lifecycle.h"
+#include "os/jail.h"
 #include "store/store.h"
+#include "vesseld/local_node.h"
 
-namespace vessel::api {
+namespace vessel::vesseld {
+
+using namespace vessel::api;
 
 namespace fs = std::filesystem;
 namespace json = boost::json;
@@ -78,6 +83,40 @@ std::string gatewayBinary(const Config& cfg) {
       if (fs::exists(p, ec)) return p.string();
   }
   return "vessel-gateway";
+}
+
+// The jail's LD_PRELOAD library (memfile_shim.c), next to vesseld.
+std::string memfileShim() {
+  std::error_code ec;
+  fs::path self = fs::read_symlink("/proc/self/exe", ec);
+  if (ec) return "";
+  fs::path p = self.parent_path() / "vessel-memfile-shim.so";
+  return fs::exists(p, ec) ? p.string() : "";
+}
+
+// How each QEMU is confined; unset with --no-jail.
+Result<std::optional<hypervisor::qemu::JailOptions>> jailOptions(const Config& cfg,
+                                                                 const std::string& prefix) {
+  if (!cfg.jail) return std::optional<hypervisor::qemu::JailOptions>();
+  if (::geteuid() != 0)
+    return Error(Code::kFailedPrecondition,
+                 "the VM jail needs root (uids, mounts, cgroups); run as root or pass --no-jail");
+  auto range = os::parseUidRange(cfg.vm_uid_range);
+  if (!range.ok()) return std::move(range).error().withContext("--vm-uid-range");
+  VESSEL_ASSIGN_OR_RETURN(auto uids, os::UidPool::open(*range, cfg.uid_lease_dir, cfg.state_dir));
+  VESSEL_ASSIGN_OR_RETURN(auto cgroups, os::detectCgroups());
+  hypervisor::qemu::JailOptions jo;
+  jo.jailer = {uids, cgroups, cfg.state_dir + "/jail", prefix + "-"};
+  jo.memfile_shim = memfileShim();
+  if (jo.memfile_shim.empty())
+    return Error(Code::kFailedPrecondition, "vessel-memfile-shim.so is not next to vesseld");
+  jo.memory_overhead_mib = cfg.vm_memory_overhead_mib;
+  // Templates and images: the only files a qcow2 overlay may be backed by.
+  jo.backing_roots = {cfg.cache_dir};
+  std::error_code ec;
+  fs::create_directories(jo.jailer.jail_root, ec);
+  ::chmod(jo.jailer.jail_root.c_str(), 0700);
+  return std::optional<hypervisor::qemu::JailOptions>(std::move(jo));
 }
 
 // The gateway's "stats" counters as metrics: "tcp_deny_policy" becomes
@@ -146,7 +185,17 @@ Status runDaemon(Config cfg) {
   }
   VESSEL_ASSIGN_OR_RETURN(std::string qemu_version, hypervisor::qemu::qemuVersion(cfg.qemu_binary));
   asio::io_context io;
-  hypervisor::qemu::QemuHypervisor hv({cfg.qemu_binary});
+  // Names derive from the state dir so two vesselds on one host never
+  // share a namespace, cgroup or jail.
+  const std::string slot_prefix = "v" + sha256Hex(cfg.state_dir).substr(0, 4);
+  VESSEL_ASSIGN_OR_RETURN(auto jail, jailOptions(cfg, slot_prefix));
+  hypervisor::qemu::QemuHypervisor hv({cfg.qemu_binary, jail});
+  if (jail)
+    log.info("VM jail: uids {}, cgroup {} ({}), QEMU memory overhead {} MiB", cfg.vm_uid_range,
+             jail->jailer.cgroups.fs_root + "/.../" + jail->jailer.cgroups.parent,
+             jail->jailer.cgroups.unified ? "v2" : "v1", jail->memory_overhead_mib);
+  else
+    log.warn("VM jail disabled (--no-jail): QEMU runs as vesseld's own user");
   std::string run_root = cfg.state_dir + "/run";
   std::error_code ec;
   fs::create_directories(run_root, ec);
@@ -159,6 +208,14 @@ Status runDaemon(Config cfg) {
   if (!accel.ok()) return std::move(accel).error();
   log.info("hypervisor qemu ({}), acceleration {}: {}", qemu_version,
            hypervisor::accelName(accel->accel), accel->reason);
+  if (accel->accel != hypervisor::Accel::kKvm) {
+    if (cfg.require_kvm)
+      return Error(Code::kFailedPrecondition, "--require-kvm: KVM is not usable (" + accel->reason +
+                                                  "); refusing to run sandboxes under TCG");
+    log.warn(
+        "sandboxes run under TCG: QEMU's emulator is not an isolation boundary; do not run "
+        "untrusted code on this node in production (--require-kvm enforces KVM)");
+  }
 
   // The `minimal` template, built once per (image, kernel, QEMU) and cached.
   VESSEL_ASSIGN_OR_RETURN(std::string kernel_sha, sha256File(cfg.kernel));
@@ -178,7 +235,6 @@ Status runDaemon(Config cfg) {
   // Egress: the gateway and its slots. Names derive from the state dir so
   // two vesselds on one host never share a namespace.
   std::unique_ptr<node::network::Egress> egress;
-  const std::string slot_prefix = "v" + sha256Hex(cfg.state_dir).substr(0, 4);
   if (cfg.egress) {
     node::network::EgressOptions eo;
     eo.gateway_binary = gatewayBinary(cfg);
@@ -195,7 +251,7 @@ Status runDaemon(Config cfg) {
   } else {
     log.warn("egress disabled (--no-egress): sandboxes have no network");
   }
-  NetworkApi network(*store, egress.get());
+  NetworkApi network(*store, egress.get(), cfg.default_network);
 
   node::RuntimeOptions ro;
   ro.root = cfg.state_dir + "/runtime";
@@ -212,7 +268,9 @@ Status runDaemon(Config cfg) {
     runtime.setPoolSize(name, n);
     runtime.setPoolBudget(name, cfg.warm_pool_budgets.forTemplate(name));
   }
-  ControlPlane control(io, *store, runtime, templates, &network);
+  LocalNode local_node(io, runtime, &network);
+  ops::Lifecycle lifecycle(io, *store, local_node, templates);
+  ControlPlane control(io, *store, lifecycle, templates, &network);
   TemplateBuildEnv build_env;
   build_env.qemu_binary = cfg.qemu_binary;
   build_env.qemu_version = qemu_version;
@@ -221,9 +279,10 @@ Status runDaemon(Config cfg) {
   build_env.accel = accel->accel;
   build_env.template_root = template_root;
   build_env.work_dir = run_root + "/tb";
+  build_env.jail = jail;
   control.enableTemplateBuilds(build_env);
   metrics::Registry metrics;
-  control.setMetrics(metrics);
+  lifecycle.setMetrics(metrics);
   SessionOptions session_opts;
   session_opts.data_url = cfg.data_url;
   Sessions sessions(*store, session_opts);
@@ -237,21 +296,23 @@ Status runDaemon(Config cfg) {
   }
   // Take over what an earlier vesseld left (running VMs, paused sandboxes,
   // operations in flight) before anyone can ask about it.
-  runBlocking(io, control.recover());
+  runBlocking(io, lifecycle.recover());
+  // Jails of VMs that died while no vesseld watched them.
+  hv.sweepJails();
   // Slots of VMs that did not survive the restart (and of pooled VMs,
   // which never do) go now.
   if (egress)
     egress->slots().dropLeftovers();
   else
     node::network::removeLeftovers(slot_prefix);
-  Policy policy;
+  ops::Policy policy;
   policy.default_idle_timeout_s = cfg.default_idle_timeout_s;
   policy.default_lifetime_s = cfg.default_lifetime_s;
   policy.max_lifetime_s = cfg.max_lifetime_s;
-  policy.tenant_max_sandboxes = cfg.tenant_max_sandboxes;
-  policy.tenant_max_memory_mib = cfg.tenant_max_memory_mib;
-  control.setPolicy(policy);
-  control.startReaper();
+  policy.quota.max_sandboxes = cfg.tenant_max_sandboxes;
+  policy.quota.max_memory_mib = cfg.tenant_max_memory_mib;
+  lifecycle.setPolicy(policy);
+  lifecycle.startReaper();
   metrics.addCollector([&](metrics::SampleWriter& w) {
     std::map<std::string, node::WarmPool::Stats> st;
     for (const auto& [name, n] : cfg.warm_pool_sizes) st[name] = runtime.poolStats(name);
@@ -295,6 +356,18 @@ Status runDaemon(Config cfg) {
     res.prepare_payload();
     co_return res;
   });
+  // What stands between a guest and this host, said plainly (TCG is not an
+  // isolation boundary by QEMU's own security policy).
+  json::object isolation{
+      {"boundary", accel->accel == hypervisor::Accel::kKvm},
+      {"jail", jail.has_value()},
+  };
+  if (accel->accel != hypervisor::Accel::kKvm)
+    isolation["warning"] =
+        "sandboxes run under TCG (no KVM): QEMU's emulator is not an isolation boundary; "
+        "do not run untrusted code on this node in production";
+  else if (!jail)
+    isolation["warning"] = "VM jail disabled (--no-jail): QEMU runs as vesseld's own user";
   server.route(http::verb::get, "/healthz", [&](const Request& req) -> asio::awaitable<Response> {
     json::object o{{"status", "ok"},
                    {"version", VESSEL_VERSION},
@@ -306,6 +379,7 @@ Status runDaemon(Config cfg) {
                    {"accel_reason", accel->reason},
                    {"accel_fallback",
                     cfg.accel == AccelMode::kAuto && accel->accel == hypervisor::Accel::kTcg},
+                   {"isolation", isolation},
                    {"store", std::string(store->engine())},
                    {"state_dir", cfg.state_dir}};
     // A dead gateway that could not be restarted makes the node unhealthy:
@@ -341,7 +415,8 @@ Status runDaemon(Config cfg) {
     asio::co_spawn(
         io,
         [&]() -> asio::awaitable<void> {
-          co_await control.shutdown(cfg.stop_vms_on_exit);
+          control.stopTemplateBuilds();
+          co_await lifecycle.shutdown(cfg.stop_vms_on_exit);
           if (egress) egress->stop();
           io.stop();
         },
@@ -352,4 +427,4 @@ Status runDaemon(Config cfg) {
   return okStatus();
 }
 
-}  // namespace vessel::api
+}  // namespace vessel::vesseld

@@ -1,0 +1,48 @@
+#include "e2b/access_token.h"
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+namespace vessel::e2b {
+namespace {
+
+TEST(AccessTokensTest, OnePerSandboxStableAndKeyed) {
+  auto a = AccessTokens::withKey(std::string(32, 'a'));
+  auto b = AccessTokens::withKey(std::string(32, 'b'));
+  std::string t = a.forSandbox("sb-1");
+  EXPECT_EQ(t.size(), 64u);
+  EXPECT_EQ(t, a.forSandbox("sb-1"));
+  EXPECT_NE(t, a.forSandbox("sb-2"));
+  EXPECT_NE(t, b.forSandbox("sb-1"));
+  EXPECT_TRUE(a.check("sb-1", t));
+  EXPECT_FALSE(a.check("sb-2", t));
+  EXPECT_FALSE(a.check("sb-1", t.substr(0, 63)));
+  EXPECT_FALSE(a.check("sb-1", ""));
+  EXPECT_FALSE(b.check("sb-1", t));
+}
+
+TEST(AccessTokensTest, TheKeyFileIsMadeOnceAndKept) {
+  std::string dir = ::testing::TempDir() + "/e2b-token-" + std::to_string(::getpid());
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  auto first = AccessTokens::open(dir);
+  ASSERT_TRUE(first.ok()) << first.error().message();
+  struct stat st {};
+  ASSERT_EQ(::stat((dir + "/e2b-token-key").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  EXPECT_EQ(st.st_size, 32);
+  auto again = AccessTokens::open(dir);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(first->forSandbox("x"), again->forSandbox("x"));
+  // A damaged key is an error, never silently replaced.
+  std::ofstream(dir + "/e2b-token-key", std::ios::trunc) << "short";
+  EXPECT_FALSE(AccessTokens::open(dir).ok());
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace vessel::e2b

@@ -1,0 +1,47 @@
+#pragma once
+// What a QEMU needs inside its jail (os/jail.h) for one MachineSpec: the
+// system's /usr (QEMU is dynamically linked and reads its firmware there),
+// /dev/null, /dev/urandom (and /dev/kvm under KVM), the kernel, the disks and
+// their qcow2 backing files, the memory file and the socket directory.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "hypervisor/hypervisor.h"
+#include "os/jail.h"
+
+namespace vessel::hypervisor::qemu {
+
+struct JailOptions {
+  os::JailerConfig jailer;
+  // LD_PRELOAD library that lets a jailed QEMU map a template's memory file
+  // copy-on-write from a read-only fd (memfile_shim.c).
+  std::string memfile_shim;
+  // Added to guest RAM for the cgroup's memory limit: QEMU's own heap,
+  // TCG's translation cache, page tables (measured; see docs/threat-model.md).
+  uint64_t memory_overhead_mib = 256;
+  // Where a qcow2 overlay's backing files may be: anything else is refused
+  // (a compromised QEMU could otherwise rewrite its overlay's header to make
+  // the next start lend it, say, the store).
+  std::vector<std::string> backing_roots;
+};
+
+// The fd a jailed QEMU finds a template's memory file on (read-only).
+constexpr int kMemFileChildFd = 5;
+
+// The backing files of a qcow2 image, nearest first (none for raw images).
+// Bounded: at most 8 levels, names of at most 1023 bytes.
+Result<std::vector<std::string>> qcow2BackingChain(const std::string& path);
+
+// The jail for `spec`; `binary` is QEMU's resolved path.
+Result<os::JailSpec> jailSpecFor(const MachineSpec& spec, const JailOptions& opts,
+                                 const std::string& binary);
+
+// QEMU's environment inside the jail: nothing of vesseld's own.
+std::vector<std::string> jailedEnv(const MachineSpec& spec, const JailOptions& opts);
+
+// Resolves a binary name through PATH, as exec would.
+std::string resolveBinary(const std::string& name);
+
+}  // namespace vessel::hypervisor::qemu

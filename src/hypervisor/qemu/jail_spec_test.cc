@@ -1,0 +1,98 @@
+// What a QEMU's jail holds for a MachineSpec, and the qcow2 backing chain
+// that decides which template files it may read (real qemu-img images).
+#include "hypervisor/qemu/jail_spec.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "base/child_process.h"
+
+namespace vessel::hypervisor::qemu {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::Contains;
+using ::testing::Field;
+using ::testing::Not;
+
+class JailSpecTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char t[] = "/tmp/vessel-jailspec-XXXXXX";
+    dir_ = ::mkdtemp(t);
+    fs::create_directories(dir_ + "/cache");
+    fs::create_directories(dir_ + "/state/vm/run");
+    std::ofstream(dir_ + "/cache/rootfs.ext4").put('x');
+    std::ofstream(dir_ + "/state/vessel.db").put('x');
+    std::ofstream(dir_ + "/kernel").put('x');
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  bool overlay(const std::string& path, const std::string& backing) {
+    SpawnOptions so;
+    so.argv = {"qemu-img", "create", "-q", "-f", "qcow2", "-F", "raw", "-b", backing, path};
+    auto c = ChildProcess::spawn(so);
+    if (!c.ok()) return false;
+    auto st = c->waitFor(std::chrono::seconds(30));
+    return st.ok() && st->success();
+  }
+  MachineSpec spec(const std::string& disk) {
+    MachineSpec s;
+    s.id = "vm";
+    s.kernel = dir_ + "/kernel";
+    s.disks = {{disk, false, "qcow2"}};
+    s.run_dir = dir_ + "/state/vm/run";
+    s.memory_file = dir_ + "/cache/memory";
+    s.memory_mib = 256;
+    s.vcpus = 2;
+    return s;
+  }
+  std::string dir_;
+};
+
+TEST_F(JailSpecTest, HoldsTheVmsFilesAndNothingElse) {
+  std::string disk = dir_ + "/state/vm/disk.qcow2";
+  ASSERT_TRUE(overlay(disk, dir_ + "/cache/rootfs.ext4"));
+  auto chain = qcow2BackingChain(disk);
+  ASSERT_TRUE(chain.ok()) << chain.error().message();
+  EXPECT_THAT(*chain, ::testing::ElementsAre(dir_ + "/cache/rootfs.ext4"));
+
+  JailOptions o;
+  o.memfile_shim = "/usr/lib/shim.so";
+  o.backing_roots = {dir_ + "/cache"};
+  auto j = jailSpecFor(spec(disk), o, "/usr/bin/qemu-system-x86_64");
+  ASSERT_TRUE(j.ok()) << j.error().message();
+  auto has = [&](const std::string& p, bool writable) {
+    for (const auto& m : j->mounts)
+      if (m.path == p) return m.writable == writable;
+    return false;
+  };
+  EXPECT_TRUE(has(disk, true));
+  EXPECT_TRUE(has(dir_ + "/cache/rootfs.ext4", false)) << "the backing file, read-only";
+  EXPECT_TRUE(has(dir_ + "/cache/memory", false)) << "the template's memory, read-only";
+  EXPECT_TRUE(has(dir_ + "/kernel", false));
+  EXPECT_TRUE(has(dir_ + "/state/vm/run", true));
+  EXPECT_TRUE(has("/usr", false));
+  EXPECT_THAT(j->mounts, Not(Contains(Field(&os::BindMount::path, dir_ + "/state/vessel.db"))));
+  EXPECT_THAT(j->owned, ::testing::UnorderedElementsAre(disk, dir_ + "/state/vm/run"));
+  EXPECT_EQ(j->limits.memory_bytes, (256ull + o.memory_overhead_mib) << 20);
+  EXPECT_EQ(j->limits.cpu_quota_us, 300000u);
+}
+
+TEST_F(JailSpecTest, BackingFileOutsideTheImageRootsIsRefused) {
+  // What a QEMU that rewrote its overlay's header would ask for next start.
+  std::string disk = dir_ + "/state/vm/disk.qcow2";
+  ASSERT_TRUE(overlay(disk, dir_ + "/state/vessel.db"));
+  JailOptions o;
+  o.memfile_shim = "/usr/lib/shim.so";
+  o.backing_roots = {dir_ + "/cache"};
+  auto j = jailSpecFor(spec(disk), o, "/usr/bin/qemu-system-x86_64");
+  ASSERT_FALSE(j.ok());
+  EXPECT_THAT(j.error().message(), ::testing::HasSubstr("outside the image roots"));
+}
+
+}  // namespace
+}  // namespace vessel::hypervisor::qemu

@@ -1,0 +1,319 @@
+// The lifecycle's requests that start nothing, or start a create: get,
+// list, extend, create, templates, activity, the reaper and metrics.
+// Actions on existing sandboxes are in lifecycle_actions.cc, restart
+// recovery and supervision in lifecycle_recovery.cc.
+#include "ops/lifecycle.h"
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/json.hpp>
+#include <filesystem>
+
+#include "base/log.h"
+#include "base/new_id.h"
+#include "ops/events.h"
+
+namespace vessel::ops {
+
+namespace json = boost::json;
+
+namespace {
+
+Logger opsLog() { return Logger("ops"); }
+
+bool plainName(const std::string& n) {
+  if (n.empty() || n.size() > 64) return false;
+  for (char c : n)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_') return false;
+  return true;
+}
+
+}  // namespace
+
+bool metadataMatches(const std::string& metadata_json,
+                     const std::map<std::string, std::string>& want) {
+  if (want.empty()) return true;
+  boost::system::error_code ec;
+  json::value v = json::parse(metadata_json, ec);
+  if (ec || !v.is_object()) return false;
+  for (const auto& [k, val] : want) {
+    auto* f = v.as_object().if_contains(k);
+    if (!f || !f->is_string() || f->as_string() != val) return false;
+  }
+  return true;
+}
+
+Lifecycle::Lifecycle(asio::io_context& io, store::Store& store, Node& node,
+                     templates::TemplateStore& templates, const WallClock& clock)
+    : io_(io),
+      store_(store),
+      node_(node),
+      templates_(templates),
+      clock_(clock),
+      log_(store, clock) {
+  node_.onLost([this, alive = std::weak_ptr<bool>(alive_)](
+                   const std::string& tenant, const std::string& id, const std::string& why) {
+    if (!alive.expired()) onLost(tenant, id, why);
+  });
+}
+
+Lifecycle::~Lifecycle() {
+  alive_.reset();
+  node_.onLost(nullptr);
+  if (reap_timer_) reap_timer_->cancel();
+}
+
+void Lifecycle::setMetrics(metrics::Registry& r) {
+  log_.setMetrics(r);
+  reaped_ = &r.counter("vessel_sandboxes_expired_total",
+                       "Sandboxes the reaper ended, by reason (idle, lifetime)", {"reason"});
+  lost_ = &r.counter("vessel_sandboxes_lost_total",
+                     "Running sandboxes failed because their VM exited or their agent channel "
+                     "failed without anyone asking",
+                     {});
+  r.addCollector([this](metrics::SampleWriter& w) {
+    w.family("vessel_sandboxes", "Sandboxes in each state, every tenant together", "gauge");
+    auto by = store_.countSandboxesByState();
+    if (!by.ok()) return;
+    // Every state appears, 0 included, so a rate or alert never sees a gap.
+    for (auto st : store::kAllSandboxStates) {
+      int64_t n = 0;
+      for (auto& [k, v] : *by)
+        if (k == st) n = v;
+      w.sample("vessel_sandboxes", {"state"}, {std::string(stateName(st))}, static_cast<double>(n));
+    }
+  });
+}
+
+Result<store::SandboxRecord> Lifecycle::get(const std::string& tenant, const std::string& id) {
+  VESSEL_ASSIGN_OR_RETURN(auto sb, store_.getSandbox(tenant, id));
+  // Another tenant's sandbox is as absent as one that never existed.
+  if (!sb || sb->state == SandboxState::kDeleted)
+    return Error(Code::kNotFound, "sandbox " + id + " does not exist");
+  return std::move(*sb);
+}
+
+Result<Page> Lifecycle::list(const ListRequest& req) {
+  // Pages of the store, in id order, filtered until one more than a page
+  // matches (then there is a next page) or the store ends.
+  constexpr int kScan = 200;
+  std::vector<store::SandboxRecord> hits;
+  std::string after = req.page_token;
+  size_t want = static_cast<size_t>(req.page_size);
+  for (;;) {
+    VESSEL_ASSIGN_OR_RETURN(auto batch, store_.listSandboxes(req.tenant, after, kScan));
+    for (auto& s : batch) {
+      after = s.id;
+      if (req.state && s.state != *req.state) continue;
+      if (metadataMatches(s.metadata_json, req.metadata)) hits.push_back(std::move(s));
+      if (hits.size() > want) break;
+    }
+    if (hits.size() > want || batch.size() < kScan) break;
+  }
+  Page p;
+  if (hits.size() > want) {
+    hits.resize(want);
+    p.next_page_token = hits.back().id;
+  }
+  p.sandboxes = std::move(hits);
+  return p;
+}
+
+Result<store::OperationRecord> Lifecycle::getOperation(const std::string& tenant,
+                                                       const std::string& id) {
+  VESSEL_ASSIGN_OR_RETURN(auto op, store_.getOperation(tenant, id));
+  if (!op) return Error(Code::kNotFound, "operation " + id + " does not exist");
+  return std::move(*op);
+}
+
+asio::awaitable<Result<store::OperationRecord>> Lifecycle::awaitOperation(
+    std::string tenant, std::string id, std::chrono::steady_clock::time_point deadline) {
+  co_return co_await log_.await(std::move(tenant), std::move(id), deadline);
+}
+
+std::optional<Error> Lifecycle::quotaFor(const std::string& tenant, uint64_t memory_mib,
+                                         int count_new) {
+  auto lim = store_.tenantLimits(tenant);
+  if (!lim.ok()) return lim.error();
+  auto use = store_.tenantUsage(tenant);
+  if (!use.ok()) return use.error();
+  return overQuota(*lim, *use, policy_.quota, memory_mib, count_new);
+}
+
+Result<Accepted> Lifecycle::create(const CreateRequest& in) {
+  VESSEL_ASSIGN_OR_RETURN(std::string stored, resolveTemplate(in.tenant, in.template_name));
+  auto t = templates_.open(stored);
+  if (!t.ok()) {
+    if (t.error().code() == Code::kNotFound)
+      return Error(Code::kNotFound, "template '" + in.template_name + "' does not exist");
+    opsLog().error("open template {}: {}", in.template_name, t.error().message());
+    return Error(Code::kUnavailable, "template '" + in.template_name + "' is not usable");
+  }
+  const auto& m = (*t)->manifest;
+  // A restore keeps the snapshot's machine: asking for another shape is an
+  // error, not something silently ignored.
+  if ((in.vcpus && *in.vcpus != m.vcpus) || (in.memory_mib && *in.memory_mib != m.memory_mib))
+    return Error(Code::kInvalidArgument, "template '" + in.template_name + "' has " +
+                                             std::to_string(m.vcpus) + " vCPUs and " +
+                                             std::to_string(m.memory_mib) +
+                                             " MiB; restoring it cannot change them");
+  int64_t lifetime = in.lifetime_s.value_or(policy_.default_lifetime_s);
+  if (lifetime > policy_.max_lifetime_s || in.timeout_s.value_or(0) > policy_.max_lifetime_s)
+    return Error(Code::kInvalidArgument, "timeout and lifetime may be at most " +
+                                             std::to_string(policy_.max_lifetime_s) +
+                                             " seconds here");
+  if (auto q = quotaFor(in.tenant, m.memory_mib, 1)) return *q;
+
+  store::SandboxRecord sb;
+  sb.id = newId("sb");
+  VESSEL_TRY(node_.prepareNetwork(in.tenant, sb.id, in.network));
+  sb.tenant_id = in.tenant;
+  sb.template_name = in.template_name;
+  sb.state = SandboxState::kCreating;
+  sb.vcpus = m.vcpus;
+  sb.memory_mib = m.memory_mib;
+  sb.metadata_json = in.metadata_json;
+  sb.created_ms = sb.updated_ms = sb.last_active_ms = clock_.nowMs();
+  sb.idle_timeout_s = in.timeout_s.value_or(policy_.default_idle_timeout_s);
+  sb.expires_ms = sb.created_ms + lifetime * 1000;
+  VESSEL_TRY(store_.insertSandbox(sb));
+  auto op = log_.begin(in.tenant, sb.id, "create");
+  if (!op.ok()) {
+    (void)store_.setSandboxState(sb.id, SandboxState::kFailed, op.error().message());
+    return std::move(op).error();
+  }
+  NodeCreate c;
+  c.id = sb.id;
+  c.tenant = in.tenant;
+  c.template_name = stored;
+  c.env = in.env;
+  c.cold = in.cold;
+  busy_[sb.id];
+  asio::co_spawn(io_, runCreate(*op, std::move(c)), asio::detached);
+  return Accepted{std::move(sb), std::move(*op), {}};
+}
+
+asio::awaitable<void> Lifecycle::runCreate(store::OperationRecord op, NodeCreate c) {
+  auto alive = std::weak_ptr<bool>(alive_);
+  log_.set(op, OpState::kRunning);
+  Status s = co_await node_.create(std::move(c));
+  if (alive.expired()) co_return;
+  if (handOverToDelete(op, s.ok() ? nullptr : &s.error())) co_return;
+  if (!s.ok()) {
+    opsLog().warn("sandbox {}: create failed: {}", op.sandbox_id, s.error().message());
+    setSandbox(op, SandboxState::kFailed, s.error().message());
+    log_.set(op, OpState::kFailed, &s.error());
+    co_return;
+  }
+  noteActivity(op.sandbox_id);  // the idle clock starts when it is ready
+  setSandbox(op, SandboxState::kRunning);
+  log_.set(op, OpState::kDone);
+}
+
+Result<store::SandboxRecord> Lifecycle::extend(const std::string& tenant, const std::string& id,
+                                               std::optional<int64_t> timeout_s,
+                                               std::optional<int64_t> lifetime_s) {
+  VESSEL_ASSIGN_OR_RETURN(auto s, get(tenant, id));
+  if (s.state == SandboxState::kDeleting || s.state == SandboxState::kFailed)
+    return Error(Code::kFailedPrecondition,
+                 "sandbox " + id + " is " + std::string(stateName(s.state)) + "; cannot extend");
+  int64_t now = clock_.nowMs();
+  int64_t idle = timeout_s.value_or(s.idle_timeout_s);
+  int64_t expires = lifetime_s ? now + *lifetime_s * 1000 : s.expires_ms;
+  // The hard cap is a cap: counted from creation, whatever was asked.
+  int64_t cap = s.created_ms + policy_.max_lifetime_s * 1000;
+  if (expires > cap || idle > policy_.max_lifetime_s)
+    return Error(Code::kInvalidArgument,
+                 "a sandbox lives at most " + std::to_string(policy_.max_lifetime_s) +
+                     " seconds from its creation here (until " + rfc3339(cap) + ")");
+  VESSEL_TRY(store_.setSandboxLifetime(id, idle, expires));
+  noteActivity(id);
+  return get(tenant, id);
+}
+
+void Lifecycle::noteActivity(const std::string& id) {
+  if (auto s = store_.touchSandbox(id, clock_.nowMs()); !s.ok())
+    opsLog().warn("sandbox {}: {}", id, s.error().message());
+}
+
+std::shared_ptr<node::AgentClient> Lifecycle::agentOf(const std::string& id) {
+  auto a = node_.agent(id);
+  if (a) noteActivity(id);  // the data plane uses it: its idle clock starts again
+  return a;
+}
+
+Result<std::string> Lifecycle::resolveTemplate(const std::string& tenant, const std::string& name) {
+  if (!plainName(name))
+    return Error(Code::kInvalidArgument, "template name may hold letters, digits, - and _");
+  // A stored name of some tenant's template is not a name anyone may use.
+  if (!templates::builtinTemplateName(name))
+    return Error(Code::kNotFound, "template '" + name + "' does not exist");
+  std::string own = templates::tenantTemplateName(tenant, name);
+  std::error_code ec;
+  if (std::filesystem::exists(templates_.root() + "/" + own, ec)) return own;
+  return name;
+}
+
+Status Lifecycle::checkNewTemplateName(const std::string& name) {
+  if (!templates::builtinTemplateName(name))
+    return Error(Code::kInvalidArgument, "template name '" + name + "' is reserved (t-<hex>-...)");
+  for (const auto& m : templates_.list())
+    if (m.name == name)
+      return Error(Code::kAlreadyExists,
+                   "template '" + name + "' is built in; choose another name");
+  return okStatus();
+}
+
+void Lifecycle::collectTemplates() {
+  if (int n = templates_.collectGarbage(); n > 0)
+    opsLog().info("removed {} template version(s) no sandbox uses (a newer one exists)", n);
+}
+
+void Lifecycle::startReaper() {
+  reap_timer_ = std::make_shared<asio::steady_timer>(io_);
+  asio::co_spawn(io_, reapLoop(), asio::detached);
+}
+
+asio::awaitable<void> Lifecycle::reapLoop() {
+  auto timer = reap_timer_;  // outlives this object if the io_context is torn down first
+  auto alive = std::weak_ptr<bool>(alive_);
+  for (;;) {
+    timer->expires_after(policy_.reap_interval);
+    auto [ec] = co_await timer->async_wait(asio::as_tuple(asio::use_awaitable));
+    if (ec || alive.expired() || !reap_timer_) co_return;
+    reapOnce();
+  }
+}
+
+int Lifecycle::reapOnce() {
+  int64_t now = clock_.nowMs();
+  auto expired = store_.listExpired(now, 32);
+  if (!expired.ok()) {
+    opsLog().warn("reaper: {}", expired.error().message());
+    return 0;
+  }
+  int n = 0;
+  for (const auto& sb : *expired) {
+    // Deleting ones are on their way; every other state may be deleted,
+    // busy ones too (a hung resume must not outlive its lifetime).
+    if (!transition(sb.state, Action::kDelete).ok()) continue;
+    bool hard = sb.expires_ms > 0 && sb.expires_ms <= now;
+    std::string why = hard ? "its lifetime ended at " + rfc3339(sb.expires_ms)
+                           : "idle for " + std::to_string(sb.idle_timeout_s) + " s";
+    opsLog().info("sandbox {} expired ({}): deleting", sb.id, why);
+    json::object data{{"id", sb.id}, {"reason", hard ? "lifetime" : "idle"}, {"message", why}};
+    log_.publish({0, sb.tenant_id, "", sb.id, "sandbox.expired", json::serialize(data)});
+    if (reaped_) reaped_->with({hard ? "lifetime" : "idle"}).inc();
+    auto r = remove(sb.tenant_id, sb.id);
+    if (!r.ok()) {
+      opsLog().warn("reaper: sandbox {}: {}", sb.id, r.error().message());
+      continue;
+    }
+    ++n;
+  }
+  return n;
+}
+
+}  // namespace vessel::ops

@@ -1,0 +1,197 @@
+#pragma once
+// The sandbox lifecycle as a service: every front end (the public API, the
+// E2B-compatible API, the CLI through them) calls this, with typed requests
+// and typed answers; nothing here knows HTTP or a request's JSON. It owns
+// the sandboxes' stored state and their operations, reaches the VMs only
+// through ops::Node, and supervises them: a sandbox whose VM is lost
+// becomes `failed` with the reason.
+//
+// Every change is an operation, stored (pending) before the call returns
+// and run afterwards on the io thread; awaitOperation() lets a front end
+// answer synchronously. Every query is scoped to the calling tenant: another
+// tenant's sandbox is as absent as one that never existed (kNotFound).
+// Used from one io thread.
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <chrono>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "base/clock.h"
+#include "metrics/registry.h"
+#include "ops/node.h"
+#include "ops/operation_log.h"
+#include "ops/quota.h"
+#include "ops/state_machine.h"
+#include "store/store.h"
+#include "templates/naming.h"
+#include "templates/store.h"
+
+namespace vessel::ops {
+
+// Lifetimes and quotas (vesseld's flags); a tenant's own limits in the
+// store win over the quota defaults.
+struct Policy {
+  int64_t default_idle_timeout_s = 600;
+  int64_t default_lifetime_s = 24 * 3600;
+  int64_t max_lifetime_s = 7 * 24 * 3600;
+  QuotaDefaults quota;
+  std::chrono::milliseconds reap_interval{1000};
+};
+
+struct CreateRequest {
+  std::string tenant;
+  std::string template_name = "minimal";  // as the tenant names it
+  std::optional<unsigned> vcpus;
+  std::optional<uint64_t> memory_mib;
+  std::vector<std::string> env;        // KEY=VALUE
+  std::string metadata_json = "{}";    // an object of strings, checked at the edge
+  std::optional<NetworkSpec> network;  // unset: the node's defaults
+  bool cold = false;
+  // Seconds: idle timeout (0: never) and hard lifetime; unset: the defaults.
+  std::optional<int64_t> timeout_s, lifetime_s;
+};
+
+// A lifecycle change accepted: the sandbox as stored now and its operation
+// (pending or running); a fork names its copies, a fork into a template
+// the template's name.
+struct Accepted {
+  store::SandboxRecord sandbox;
+  store::OperationRecord operation;
+  std::vector<store::SandboxRecord> copies;
+};
+
+struct ListRequest {
+  std::string tenant;
+  int page_size = 50;
+  std::string page_token;                       // the last id of the previous page
+  std::map<std::string, std::string> metadata;  // every pair must match
+  std::optional<SandboxState> state;            // only sandboxes in this state
+};
+struct Page {
+  std::vector<store::SandboxRecord> sandboxes;
+  std::string next_page_token;  // "" on the last page
+};
+
+// Whether a sandbox's stored metadata has every pair of `want`.
+bool metadataMatches(const std::string& metadata_json,
+                     const std::map<std::string, std::string>& want);
+
+class Lifecycle {
+ public:
+  Lifecycle(asio::io_context& io, store::Store& store, Node& node,
+            templates::TemplateStore& templates, const WallClock& clock = systemWallClock());
+  ~Lifecycle();
+  Lifecycle(const Lifecycle&) = delete;
+  Lifecycle& operator=(const Lifecycle&) = delete;
+
+  void setPolicy(const Policy& p) { policy_ = p; }
+  const Policy& policy() const { return policy_; }
+  // Operation latencies, expiries and sandboxes by state go to `r`.
+  void setMetrics(metrics::Registry& r);
+  OperationLog& operations() { return log_; }
+  const WallClock& clock() const { return clock_; }
+
+  Result<Accepted> create(const CreateRequest& req);
+  Result<Accepted> pause(const std::string& tenant, const std::string& id);
+  Result<Accepted> resume(const std::string& tenant, const std::string& id);
+  // Accepted in every state but deleting and deleted: an operation in
+  // flight is cut short (the node aborts it) and the sandbox is destroyed
+  // without being restored first.
+  Result<Accepted> remove(const std::string& tenant, const std::string& id);
+  // `count` copies of a running sandbox; each keeps its parent's idle
+  // timeout and expiry (a copy never outlives its parent's lifetime).
+  Result<Accepted> fork(const std::string& tenant, const std::string& id, int count);
+  // Snapshots a running sandbox into the tenant's template `name`.
+  Result<Accepted> forkToTemplate(const std::string& tenant, const std::string& id,
+                                  const std::string& name);
+  // A new idle timeout and/or a lifetime counted from now, never past
+  // creation + the maximum lifetime.
+  Result<store::SandboxRecord> extend(const std::string& tenant, const std::string& id,
+                                      std::optional<int64_t> timeout_s,
+                                      std::optional<int64_t> lifetime_s);
+  Result<store::SandboxRecord> get(const std::string& tenant, const std::string& id);
+  Result<Page> list(const ListRequest& req);
+  Result<store::OperationRecord> getOperation(const std::string& tenant, const std::string& id);
+  // The operation once done or failed; kDeadlineExceeded if still going.
+  asio::awaitable<Result<store::OperationRecord>> awaitOperation(
+      std::string tenant, std::string id, std::chrono::steady_clock::time_point deadline);
+
+  // Something used the sandbox (a command, a file, an API action): its idle
+  // clock starts again.
+  void noteActivity(const std::string& id);
+  // The agent of a running sandbox (for the data planes), noting activity.
+  std::shared_ptr<node::AgentClient> agentOf(const std::string& id);
+
+  // Templates as a tenant names them: its own first, else a built-in one.
+  Result<std::string> resolveTemplate(const std::string& tenant, const std::string& name);
+  // Refuses a name a new template cannot have (reserved, built in).
+  Status checkNewTemplateName(const std::string& name);
+  // Deletes template versions nothing holds and a newer one replaces.
+  void collectTemplates();
+
+  // The reaper: every reap_interval, reapOnce(). Stopped by shutdown().
+  void startReaper();
+  // Deletes sandboxes past their lifetime, or running and idle past their
+  // timeout (at the clock's now), each after a sandbox.expired event.
+  // Returns how many it started deleting.
+  int reapOnce();
+
+  // Before serving, after a restart: takes over every sandbox the store
+  // says is alive (ops/recovery.h decides each) and ends or reruns every
+  // unfinished operation; nothing stays pending. Returns how many
+  // sandboxes were taken over.
+  asio::awaitable<int> recover();
+  // A clean stop: the node keeps running VMs for the next process unless
+  // `stop_vms` (then they are recorded as failed).
+  asio::awaitable<void> shutdown(bool stop_vms = false);
+
+ private:
+  // The tenant's sandbox `id` and the transition `action` takes it through.
+  struct Legal {
+    store::SandboxRecord sandbox;
+    Transition transition;
+  };
+  Result<Legal> checkAction(const std::string& tenant, const std::string& id, Action action);
+  Result<Accepted> startAction(const std::string& tenant, const std::string& id, Action action);
+  std::optional<Error> quotaFor(const std::string& tenant, uint64_t memory_mib, int count_new);
+  void setSandbox(const store::OperationRecord& op, SandboxState state,
+                  const std::string& error = "") {
+    log_.setSandbox(op.tenant_id, op.id, op.sandbox_id, state, error);
+  }
+
+  asio::awaitable<void> runCreate(store::OperationRecord op, NodeCreate c);
+  asio::awaitable<void> runAction(store::OperationRecord op, Transition t);
+  asio::awaitable<void> runDelete(store::OperationRecord op);
+  asio::awaitable<void> runFork(store::OperationRecord op, std::vector<std::string> ids);
+  asio::awaitable<void> runForkToTemplate(store::OperationRecord op, std::string name);
+  // An operation other than delete ends: if a delete came meanwhile, it
+  // goes on now (and this operation is recorded as cancelled).
+  bool handOverToDelete(store::OperationRecord& op, const Error* error);
+  void onLost(const std::string& tenant, const std::string& id, const std::string& reason);
+  asio::awaitable<void> reapLoop();
+  asio::awaitable<bool> recoverSandbox(store::SandboxRecord sb,
+                                       std::vector<store::OperationRecord> ops,
+                                       std::set<std::string>& keep);
+
+  asio::io_context& io_;
+  store::Store& store_;
+  Node& node_;
+  templates::TemplateStore& templates_;
+  const WallClock& clock_;
+  OperationLog log_;
+  Policy policy_;
+  // Sandboxes with an operation other than a delete in flight -> a delete
+  // waiting for it to end (nullopt: none asked for).
+  std::map<std::string, std::optional<store::OperationRecord>> busy_;
+  std::shared_ptr<asio::steady_timer> reap_timer_;
+  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
+  metrics::Family<metrics::Counter>* reaped_ = nullptr;
+  metrics::Family<metrics::Counter>* lost_ = nullptr;
+};
+
+}  // namespace vessel::ops

@@ -1,0 +1,241 @@
+// Actions on an existing sandbox: pause, resume, delete (in any state),
+// fork and fork into a template. Each is checked against the state table,
+// stored as an operation and run on the io thread.
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/json.hpp>
+
+#include "base/log.h"
+#include "base/new_id.h"
+#include "ops/events.h"
+#include "ops/lifecycle.h"
+
+namespace vessel::ops {
+
+namespace json = boost::json;
+
+namespace {
+
+Logger opsLog() { return Logger("ops"); }
+
+}  // namespace
+
+Result<Lifecycle::Legal> Lifecycle::checkAction(const std::string& tenant, const std::string& id,
+                                                Action action) {
+  VESSEL_ASSIGN_OR_RETURN(auto sb, get(tenant, id));
+  auto t = transition(sb.state, action);
+  if (!t.ok()) return Error(t.error().code(), "sandbox " + id + ": " + t.error().context());
+  return Legal{std::move(sb), *t};
+}
+
+Result<Accepted> Lifecycle::pause(const std::string& tenant, const std::string& id) {
+  return startAction(tenant, id, Action::kPause);
+}
+
+Result<Accepted> Lifecycle::resume(const std::string& tenant, const std::string& id) {
+  return startAction(tenant, id, Action::kResume);
+}
+
+Result<Accepted> Lifecycle::remove(const std::string& tenant, const std::string& id) {
+  return startAction(tenant, id, Action::kDelete);
+}
+
+Result<Accepted> Lifecycle::startAction(const std::string& tenant, const std::string& id,
+                                        Action action) {
+  VESSEL_ASSIGN_OR_RETURN(Legal legal, checkAction(tenant, id, action));
+  if (action == Action::kResume)
+    if (auto q = quotaFor(tenant, legal.sandbox.memory_mib, 0)) return *q;
+  VESSEL_ASSIGN_OR_RETURN(auto op, log_.begin(tenant, id, std::string(actionName(action))));
+  noteActivity(id);
+  setSandbox(op, legal.transition.during);
+  // Read before the operation starts: co_spawn runs it inline up to its
+  // first suspension, and a delete of a paused sandbox may finish there.
+  VESSEL_ASSIGN_OR_RETURN(auto now, get(tenant, id));
+  if (action == Action::kDelete) {
+    if (auto it = busy_.find(id); it != busy_.end()) {
+      // Something is in flight: it is cut short, and the delete runs when
+      // it has ended (handOverToDelete), never on a half-made VM.
+      it->second = op;
+      node_.abort(id);
+    } else {
+      asio::co_spawn(io_, runDelete(op), asio::detached);
+    }
+  } else {
+    busy_[id];
+    asio::co_spawn(io_, runAction(op, legal.transition), asio::detached);
+  }
+  return Accepted{std::move(now), std::move(op), {}};
+}
+
+bool Lifecycle::handOverToDelete(store::OperationRecord& op, const Error* error) {
+  auto it = busy_.find(op.sandbox_id);
+  if (it == busy_.end()) return false;
+  std::optional<store::OperationRecord> del = std::move(it->second);
+  busy_.erase(it);
+  if (!del) return false;
+  Error e(Code::kFailedPrecondition, "cancelled: the sandbox was deleted" +
+                                         (error ? " (" + error->message() + ")" : std::string()));
+  log_.set(op, OpState::kFailed, &e);
+  asio::co_spawn(io_, runDelete(*del), asio::detached);
+  return true;
+}
+
+asio::awaitable<void> Lifecycle::runAction(store::OperationRecord op, Transition t) {
+  auto alive = std::weak_ptr<bool>(alive_);
+  log_.set(op, OpState::kRunning);
+  Status s = okStatus();
+  if (t.action == Action::kPause)
+    s = co_await node_.pause(op.sandbox_id);
+  else if (t.action == Action::kResume)
+    s = co_await node_.resume(op.tenant_id, op.sandbox_id);
+  else
+    s = Error(Code::kInternal, "no such action");
+  if (alive.expired()) co_return;
+  if (handOverToDelete(op, s.ok() ? nullptr : &s.error())) co_return;
+  if (!s.ok()) {
+    opsLog().warn("sandbox {}: {} failed: {}", op.sandbox_id, actionName(t.action),
+                  s.error().message());
+    // A failed pause or resume leaves the sandbox as it was, unless the
+    // node lost it on the way (its VM died): then it failed.
+    Holding h = node_.holding(op.sandbox_id);
+    bool intact = (t.from == SandboxState::kRunning && h == Holding::kRunning) ||
+                  (t.from == SandboxState::kPaused && h == Holding::kPaused);
+    if (intact)
+      setSandbox(op, t.from);
+    else
+      setSandbox(op, SandboxState::kFailed, s.error().message());
+    log_.set(op, OpState::kFailed, &s.error());
+    co_return;
+  }
+  setSandbox(op, t.done);
+  log_.set(op, OpState::kDone);
+}
+
+asio::awaitable<void> Lifecycle::runDelete(store::OperationRecord op) {
+  auto alive = std::weak_ptr<bool>(alive_);
+  log_.set(op, OpState::kRunning);
+  Status s = co_await node_.destroy(op.sandbox_id);
+  if (alive.expired()) co_return;
+  if (!s.ok()) {
+    opsLog().warn("sandbox {}: delete failed: {}", op.sandbox_id, s.error().message());
+    setSandbox(op, SandboxState::kFailed, s.error().message());
+    log_.set(op, OpState::kFailed, &s.error());
+    co_return;
+  }
+  setSandbox(op, SandboxState::kDeleted);
+  log_.set(op, OpState::kDone);
+  collectTemplates();  // it may have held an old version
+}
+
+Result<Accepted> Lifecycle::fork(const std::string& tenant, const std::string& id, int count) {
+  if (count < 1 || count > 16) return Error(Code::kInvalidArgument, "count must be 1 to 16");
+  VESSEL_ASSIGN_OR_RETURN(Legal legal, checkAction(tenant, id, Action::kFork));
+  const auto& parent = legal.sandbox;
+  if (node_.holding(id) != Holding::kRunning)
+    return Error(Code::kUnavailable, "sandbox " + id + " has no VM on this node");
+  if (auto q = quotaFor(tenant, static_cast<uint64_t>(count) * parent.memory_mib, count)) return *q;
+  // The copies are recorded first: if vesseld dies mid-fork they are
+  // failed records, never VMs nobody knows about.
+  std::vector<store::SandboxRecord> copies;
+  std::vector<std::string> ids;
+  auto failAll = [&](const Error& e) {
+    for (const auto& c : ids) (void)store_.setSandboxState(c, SandboxState::kFailed, e.message());
+    return e;
+  };
+  for (int i = 0; i < count; ++i) {
+    store::SandboxRecord c = parent;
+    c.id = newId("sb");
+    c.state = SandboxState::kCreating;
+    c.error.clear();
+    // A copy keeps its parent's idle timeout and expiry: forking must not
+    // be a way past the lifetime cap.
+    c.created_ms = c.updated_ms = c.last_active_ms = clock_.nowMs();
+    Status s = store_.insertSandbox(c);
+    if (s.ok()) ids.push_back(c.id);
+    if (s.ok()) s = node_.inheritNetwork(id, c.id);
+    if (!s.ok()) return failAll(s.error());
+    copies.push_back(std::move(c));
+  }
+  auto op = log_.begin(tenant, id, "fork");
+  if (!op.ok()) return failAll(op.error());
+  setSandbox(*op, legal.transition.during);
+  VESSEL_ASSIGN_OR_RETURN(auto now, get(tenant, id));
+  busy_[id];
+  for (const auto& c : ids) busy_[c];
+  asio::co_spawn(io_, runFork(*op, ids), asio::detached);
+  return Accepted{std::move(now), std::move(*op), std::move(copies)};
+}
+
+asio::awaitable<void> Lifecycle::runFork(store::OperationRecord op, std::vector<std::string> ids) {
+  auto alive = std::weak_ptr<bool>(alive_);
+  log_.set(op, OpState::kRunning);
+  auto r = co_await node_.fork(op.tenant_id, op.sandbox_id, ids);
+  if (alive.expired()) co_return;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    Status st = !r.ok()         ? Status(r.error())
+                : i < r->size() ? (*r)[i]
+                                : Status(Error(Code::kInternal, "the node made too few copies"));
+    store::OperationRecord as_copy = op;
+    as_copy.sandbox_id = ids[i];
+    // A copy deleted while it was being made is deleted now.
+    if (handOverToDelete(as_copy, st.ok() ? nullptr : &st.error())) continue;
+    if (st.ok()) {
+      noteActivity(ids[i]);
+      setSandbox(as_copy, SandboxState::kRunning);
+    } else {
+      opsLog().warn("sandbox {}: fork copy {} failed: {}", op.sandbox_id, ids[i],
+                    st.error().message());
+      setSandbox(as_copy, SandboxState::kFailed, st.error().message());
+    }
+  }
+  if (handOverToDelete(op, r.ok() ? nullptr : &r.error())) co_return;
+  bool running = node_.holding(op.sandbox_id) == Holding::kRunning;
+  if (!r.ok()) {
+    opsLog().warn("sandbox {}: fork failed: {}", op.sandbox_id, r.error().message());
+    setSandbox(op, running ? SandboxState::kRunning : SandboxState::kFailed,
+               running ? "" : r.error().message());
+    log_.set(op, OpState::kFailed, &r.error());
+    co_return;
+  }
+  setSandbox(op, running ? SandboxState::kRunning : SandboxState::kFailed,
+             running ? "" : "its VM was lost during the fork");
+  log_.set(op, OpState::kDone);
+}
+
+Result<Accepted> Lifecycle::forkToTemplate(const std::string& tenant, const std::string& id,
+                                           const std::string& name) {
+  VESSEL_ASSIGN_OR_RETURN(Legal legal, checkAction(tenant, id, Action::kFork));
+  if (node_.holding(id) != Holding::kRunning)
+    return Error(Code::kUnavailable, "sandbox " + id + " has no VM on this node");
+  VESSEL_TRY(checkNewTemplateName(name));
+  VESSEL_ASSIGN_OR_RETURN(auto op, log_.begin(tenant, id, "fork"));
+  setSandbox(op, legal.transition.during);
+  VESSEL_ASSIGN_OR_RETURN(auto now, get(tenant, id));
+  busy_[id];
+  asio::co_spawn(io_, runForkToTemplate(op, name), asio::detached);
+  return Accepted{std::move(now), std::move(op), {}};
+}
+
+asio::awaitable<void> Lifecycle::runForkToTemplate(store::OperationRecord op, std::string name) {
+  auto alive = std::weak_ptr<bool>(alive_);
+  log_.set(op, OpState::kRunning);
+  std::string stored = templates::tenantTemplateName(op.tenant_id, name);
+  auto r = co_await node_.forkToTemplate(op.sandbox_id, stored);
+  if (alive.expired()) co_return;
+  if (handOverToDelete(op, r.ok() ? nullptr : &r.error())) co_return;
+  bool running = node_.holding(op.sandbox_id) == Holding::kRunning;
+  setSandbox(op, running ? SandboxState::kRunning : SandboxState::kFailed,
+             running ? "" : "its VM was lost during the fork");
+  if (!r.ok()) {
+    opsLog().warn("sandbox {}: fork into template {} failed: {}", op.sandbox_id, name,
+                  r.error().message());
+    log_.set(op, OpState::kFailed, &r.error());
+    co_return;
+  }
+  log_.publish({0, op.tenant_id, op.id, op.sandbox_id, "template.built",
+                json::serialize(templateJson(*r, name, false))});
+  log_.set(op, OpState::kDone);
+  collectTemplates();
+}
+
+}  // namespace vessel::ops

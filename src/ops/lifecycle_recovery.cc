@@ -1,0 +1,161 @@
+// Restart recovery, clean stops and supervision: the lifecycle's side of
+// sandboxes that change without a request (a restart, a VM that dies).
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+
+#include "base/log.h"
+#include "ops/lifecycle.h"
+#include "ops/recovery.h"
+
+namespace vessel::ops {
+
+namespace {
+Logger opsLog() { return Logger("ops"); }
+}  // namespace
+
+void Lifecycle::onLost(const std::string& tenant, const std::string& id,
+                       const std::string& reason) {
+  // An operation in flight settles the sandbox itself when it ends (it
+  // asks the node what is left).
+  if (busy_.count(id)) return;
+  auto sb = store_.getSandbox(tenant, id);
+  if (!sb.ok() || !*sb) return;
+  if ((*sb)->state != SandboxState::kRunning) return;
+  opsLog().warn("sandbox {} lost: {}", id, reason);
+  if (lost_) lost_->with({}).inc();
+  log_.setSandbox(tenant, "", id, SandboxState::kFailed, reason);
+}
+
+asio::awaitable<void> Lifecycle::shutdown(bool stop_vms) {
+  if (reap_timer_) {
+    reap_timer_->cancel();
+    reap_timer_.reset();
+  }
+  auto stopped = co_await node_.shutdown(stop_vms);
+  for (const auto& id : stopped)
+    if (auto s = store_.setSandboxState(id, SandboxState::kFailed,
+                                        "vesseld stopped; the VM was stopped");
+        !s.ok())
+      opsLog().error("sandbox {}: {}", id, s.error().message());
+}
+
+asio::awaitable<int> Lifecycle::recover() {
+  auto sandboxes = store_.listLiveSandboxes();
+  auto ops = store_.listUnfinishedOperations();
+  if (!sandboxes.ok() || !ops.ok()) {
+    opsLog().error("recovery: cannot read the store: {}",
+                   (!sandboxes.ok() ? sandboxes.error() : ops.error()).message());
+    co_return 0;
+  }
+  std::map<std::string, std::vector<store::OperationRecord>> by_sandbox;
+  for (auto& op : *ops) by_sandbox[op.sandbox_id].push_back(op);
+  std::set<std::string> keep;
+  int adopted = 0, failed = 0;
+  for (auto& sb : *sandboxes) {
+    std::vector<store::OperationRecord> mine;
+    if (auto it = by_sandbox.find(sb.id); it != by_sandbox.end()) {
+      mine = std::move(it->second);
+      by_sandbox.erase(it);
+    }
+    if (co_await recoverSandbox(sb, std::move(mine), keep))
+      ++adopted;
+    else
+      ++failed;
+  }
+  // Operations whose sandbox is already gone or failed (template builds
+  // have no sandbox: their worker died with the old process).
+  for (auto& [id, list] : by_sandbox)
+    for (auto& op : list) {
+      Error e(Code::kUnavailable, "vesseld restarted while the operation was in flight");
+      log_.set(op, OpState::kFailed, &e);
+    }
+  int discarded = co_await node_.discardOrphans(keep);
+  collectTemplates();  // after every surviving sandbox holds its version again
+  if (!sandboxes->empty() || discarded > 0)
+    opsLog().info("recovery: {} sandbox(es) taken over, {} lost, {} leftover(s) removed", adopted,
+                  failed, discarded);
+  co_return adopted;
+}
+
+asio::awaitable<bool> Lifecycle::recoverSandbox(store::SandboxRecord rec,
+                                                std::vector<store::OperationRecord> ops,
+                                                std::set<std::string>& keep) {
+  auto held = co_await node_.adopt(rec.tenant_id, rec.id);
+  std::optional<SandboxState> holding;
+  if (held.ok() && *held != Holding::kNothing) {
+    holding = *held == Holding::kRunning ? SandboxState::kRunning : SandboxState::kPaused;
+    keep.insert(rec.id);
+    opsLog().info("sandbox {} taken over after restart ({})", rec.id, stateName(*holding));
+  } else {
+    opsLog().warn("sandbox {} not taken over after restart: {}", rec.id,
+                  held.ok() ? std::string("nothing left") : held.error().message());
+  }
+  // The newest unfinished operation decides; older ones cannot be in
+  // flight at once (the state table forbids it) but are ended all the same.
+  std::optional<store::OperationRecord> op;
+  for (auto& o : ops) {
+    if (op) {
+      Error e(Code::kUnavailable, "vesseld restarted; superseded");
+      log_.set(*op, OpState::kFailed, &e);
+    }
+    op = o;
+  }
+  RecoveryStep step = decideRecovery(op ? op->kind : "", holding, rec.state);
+  auto record = [&](SandboxState st, const std::string& why) {
+    log_.setSandbox(rec.tenant_id, op ? op->id : "", rec.id, st, why);
+  };
+  switch (step.kind) {
+    case RecoveryStep::Kind::kSettle:
+      if (rec.state != step.state) record(step.state, "");
+      if (op) log_.set(*op, OpState::kDone);
+      break;
+    case RecoveryStep::Kind::kSettleFailOp: {
+      if (rec.state != step.state) record(step.state, "");
+      Error e(Code::kUnavailable, step.why);
+      log_.set(*op, OpState::kFailed, &e);
+      break;
+    }
+    case RecoveryStep::Kind::kFail: {
+      std::string why = step.why;
+      if (!held.ok()) why += ": " + held.error().message();
+      record(SandboxState::kFailed, why);
+      if (op) {
+        Error e(Code::kUnavailable, why);
+        log_.set(*op, OpState::kFailed, &e);
+      }
+      break;
+    }
+    case RecoveryStep::Kind::kRerun: {
+      // A delete recorded without its operation (or with one) runs again.
+      if (!op) {
+        auto o = log_.begin(rec.tenant_id, rec.id, std::string(actionName(step.action)));
+        if (!o.ok()) {
+          record(SandboxState::kFailed, o.error().message());
+          break;
+        }
+        op = *o;
+      }
+      auto t = transition(*holding, step.action);
+      if (!t.ok()) {
+        Error e(t.error().code(),
+                "vesseld restarted during " + op->kind + ": " + t.error().message());
+        record(SandboxState::kFailed, e.message());
+        log_.set(*op, OpState::kFailed, &e);
+        break;
+      }
+      opsLog().info("sandbox {}: running the {} operation {} again after restart", rec.id, op->kind,
+                    op->id);
+      record(t->during, "");
+      if (step.action == Action::kDelete) {
+        asio::co_spawn(io_, runDelete(*op), asio::detached);
+      } else {
+        busy_[rec.id];
+        asio::co_spawn(io_, runAction(*op, *t), asio::detached);
+      }
+      break;
+    }
+  }
+  co_return holding.has_value();
+}
+
+}  // namespace vessel::ops

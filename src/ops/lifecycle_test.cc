@@ -1,0 +1,383 @@
+// The lifecycle service against a fake node, a real SQLite store and a
+// fake clock: create, pause, resume, fork, delete in every state,
+// supervision, the reaper and recovery, without QEMU, in milliseconds.
+#include "ops/lifecycle.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <filesystem>
+#include <fstream>
+
+#include "base/sha256.h"
+#include "ops/testing/fake_node.h"
+
+namespace vessel::ops {
+namespace {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+class LifecycleTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = ::testing::TempDir() + "/lifecycle-" + std::to_string(::getpid()) + "-" +
+           ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    fs::remove_all(dir_);
+    fs::create_directories(dir_ + "/templates");
+    auto s = store::openSqlite(dir_ + "/vessel.db", &clock_);
+    ASSERT_TRUE(s.ok()) << s.error().message();
+    store_ = std::move(*s);
+    ASSERT_TRUE(store_->createTenant("t1", "one").ok());
+    ASSERT_TRUE(store_->createTenant("t2", "two").ok());
+    templates_ = std::make_unique<templates::TemplateStore>(dir_ + "/templates", "q", "k");
+    installTemplate("minimal");
+    node_ = std::make_unique<testing::FakeNode>(io_);
+    lc_ = std::make_unique<Lifecycle>(io_, *store_, *node_, *templates_, clock_);
+  }
+  void TearDown() override {
+    lc_.reset();
+    fs::remove_all(dir_);
+  }
+  void installTemplate(const std::string& name) {
+    std::string staging = dir_ + "/staging-" + name;
+    fs::create_directories(staging);
+    templates::Manifest m;
+    m.name = name;
+    m.version = "v1";
+    m.spec_hash = std::string(64, 'a');
+    m.qemu_version = "q";
+    m.kernel_sha256 = "k";
+    m.created_at = "2026-01-01T00:00:00Z";
+    m.memory_mib = 256;
+    for (const char* f : {templates::kRootfsFile, templates::kMemoryFile, templates::kStateFile}) {
+      std::ofstream(staging + "/" + f) << f;
+      m.files[f] = sha256Hex(f);
+    }
+    ASSERT_TRUE(templates_->install(staging, m).ok());
+  }
+  // Runs every handler that is ready (the fake node never blocks unless told).
+  void drain() {
+    for (int i = 0; i < 100; ++i) {
+      io_.restart();
+      if (io_.poll() == 0) return;
+    }
+  }
+  std::string state(const std::string& id, const std::string& tenant = "t1") {
+    auto sb = store_->getSandbox(tenant, id);
+    if (!sb.ok() || !*sb) return "absent";
+    return std::string(stateName((*sb)->state));
+  }
+  store::OperationRecord op(const std::string& id) {
+    auto o = store_->getOperation("t1", id);
+    return o.ok() && *o ? **o : store::OperationRecord{};
+  }
+  std::string created(CreateRequest c = {}) {
+    c.tenant = "t1";
+    auto r = lc_->create(c);
+    EXPECT_TRUE(r.ok()) << r.error().message();
+    if (!r.ok()) return "";
+    drain();
+    EXPECT_EQ(op(r->operation.id).state, OpState::kDone);
+    return r->sandbox.id;
+  }
+  // Starts awaitOperation on the io thread; the result lands in `*out`.
+  void startAwait(std::optional<Result<store::OperationRecord>>* out, const std::string& tenant,
+                  const std::string& op_id, std::chrono::milliseconds limit) {
+    out->reset();
+    auto deadline = std::chrono::steady_clock::now() + limit;
+    asio::co_spawn(
+        io_,
+        [this, out, tenant, op_id, deadline]() -> asio::awaitable<void> {
+          *out = co_await lc_->awaitOperation(tenant, op_id, deadline);
+        },
+        asio::detached);
+  }
+  std::vector<std::string> eventTypes(const std::string& sandbox_id) {
+    std::vector<std::string> out;
+    auto ev = store_->listEvents("t1", "", 0, 1000);
+    if (ev.ok())
+      for (auto& e : *ev)
+        if (e.sandbox_id == sandbox_id) out.push_back(e.type + ":" + e.data_json);
+    return out;
+  }
+
+  std::string dir_;
+  FakeWallClock clock_;
+  asio::io_context io_;
+  std::unique_ptr<store::Store> store_;
+  std::unique_ptr<templates::TemplateStore> templates_;
+  std::unique_ptr<testing::FakeNode> node_;
+  std::unique_ptr<Lifecycle> lc_;
+};
+
+TEST_F(LifecycleTest, CreatePauseResumeDelete) {
+  std::string id = created();
+  EXPECT_EQ(state(id), "running");
+  auto p = lc_->pause("t1", id);
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(p->sandbox.state, SandboxState::kPausing);
+  drain();
+  EXPECT_EQ(state(id), "paused");
+  // Illegal in this state, and says so.
+  auto again = lc_->pause("t1", id);
+  ASSERT_FALSE(again.ok());
+  EXPECT_EQ(again.error().code(), Code::kFailedPrecondition);
+  EXPECT_THAT(again.error().message(), HasSubstr("paused"));
+  ASSERT_TRUE(lc_->resume("t1", id).ok());
+  drain();
+  EXPECT_EQ(state(id), "running");
+  auto d = lc_->remove("t1", id);
+  ASSERT_TRUE(d.ok());
+  drain();
+  EXPECT_EQ(op(d->operation.id).state, OpState::kDone);
+  EXPECT_EQ(lc_->get("t1", id).error().code(), Code::kNotFound);
+  EXPECT_EQ(node_->holding(id), Holding::kNothing);
+}
+
+TEST_F(LifecycleTest, AnotherTenantsSandboxIsAbsent) {
+  std::string id = created();
+  EXPECT_EQ(lc_->get("t2", id).error().code(), Code::kNotFound);
+  EXPECT_EQ(lc_->remove("t2", id).error().code(), Code::kNotFound);
+  EXPECT_EQ(state(id), "running");
+}
+
+TEST_F(LifecycleTest, DeleteWhileResumingCancelsTheResumeAndDestroys) {
+  std::string id = created();
+  ASSERT_TRUE(lc_->pause("t1", id).ok());
+  drain();
+  // The guest stops answering during the resume: without a delete it would
+  // stay `resuming` until the node's own deadline.
+  node_->hang.insert(id);
+  auto r = lc_->resume("t1", id);
+  ASSERT_TRUE(r.ok());
+  drain();
+  ASSERT_TRUE(node_->hanging(id));
+  EXPECT_EQ(state(id), "resuming");
+  auto d = lc_->remove("t1", id);
+  ASSERT_TRUE(d.ok()) << d.error().message();
+  drain();
+  EXPECT_FALSE(node_->hanging(id));
+  EXPECT_EQ(node_->count("abort " + id), 1);
+  EXPECT_EQ(op(d->operation.id).state, OpState::kDone);
+  auto resume_op = op(r->operation.id);
+  EXPECT_EQ(resume_op.state, OpState::kFailed);
+  EXPECT_THAT(resume_op.error_message, HasSubstr("cancelled"));
+  EXPECT_EQ(state(id), "deleted");
+  EXPECT_EQ(node_->holding(id), Holding::kNothing);
+}
+
+TEST_F(LifecycleTest, DeleteWhileCreatingWaitsForTheCreateToEnd) {
+  CreateRequest c;
+  c.tenant = "t1";
+  auto r = lc_->create(c);
+  ASSERT_TRUE(r.ok());
+  std::string id = r->sandbox.id;
+  node_->hang.insert(id);
+  drain();
+  ASSERT_TRUE(node_->hanging(id));
+  auto d = lc_->remove("t1", id);
+  ASSERT_TRUE(d.ok()) << d.error().message();
+  EXPECT_EQ(state(id), "deleting");
+  drain();
+  EXPECT_EQ(state(id), "deleted");
+  EXPECT_EQ(op(r->operation.id).state, OpState::kFailed);
+  EXPECT_EQ(op(d->operation.id).state, OpState::kDone);
+  EXPECT_EQ(node_->count("destroy " + id), 1);
+}
+
+TEST_F(LifecycleTest, DeletingAPausedSandboxNeverRestoresIt) {
+  std::string id = created();
+  ASSERT_TRUE(lc_->pause("t1", id).ok());
+  drain();
+  auto d = lc_->remove("t1", id);
+  ASSERT_TRUE(d.ok()) << d.error().message();
+  EXPECT_EQ(d->sandbox.state, SandboxState::kDeleting);
+  drain();
+  EXPECT_EQ(op(d->operation.id).state, OpState::kDone);
+  EXPECT_EQ(node_->count("resume " + id), 0) << "a paused sandbox was restored to be deleted";
+  EXPECT_EQ(node_->count("destroy " + id), 1);
+}
+
+TEST_F(LifecycleTest, ForkCopiesKeepTheirParentsExpiry) {
+  CreateRequest c;
+  c.lifetime_s = 100;
+  std::string parent = created(c);
+  auto p = lc_->get("t1", parent);
+  ASSERT_TRUE(p.ok());
+  clock_.advance(90s);  // near its end
+  auto f = lc_->fork("t1", parent, 1);
+  ASSERT_TRUE(f.ok()) << f.error().message();
+  drain();
+  ASSERT_EQ(f->copies.size(), 1u);
+  std::string child = f->copies[0].id;
+  EXPECT_EQ(state(child), "running");
+  EXPECT_EQ(lc_->get("t1", child)->expires_ms, p->expires_ms);
+  // A fork of the fork: still the first parent's end.
+  auto g = lc_->fork("t1", child, 1);
+  ASSERT_TRUE(g.ok());
+  drain();
+  std::string grandchild = g->copies[0].id;
+  EXPECT_EQ(lc_->get("t1", grandchild)->expires_ms, p->expires_ms);
+  clock_.advance(11s);
+  EXPECT_EQ(lc_->reapOnce(), 3);
+  drain();
+  for (const auto& id : {parent, child, grandchild}) EXPECT_EQ(state(id), "deleted") << id;
+}
+
+TEST_F(LifecycleTest, ALostVmFailsItsSandboxWithTheReason) {
+  std::string id = created();
+  node_->lose(id, "its VM exited unexpectedly (killed by signal 9)");
+  EXPECT_EQ(state(id), "failed");
+  auto sb = lc_->get("t1", id);
+  ASSERT_TRUE(sb.ok());
+  EXPECT_THAT(sb->error, HasSubstr("killed by signal 9"));
+  auto ev = eventTypes(id);
+  ASSERT_FALSE(ev.empty());
+  EXPECT_THAT(ev.back(), HasSubstr("sandbox.state"));
+  EXPECT_THAT(ev.back(), HasSubstr("failed"));
+  // A failed sandbox can still be deleted, and its files go.
+  ASSERT_TRUE(lc_->remove("t1", id).ok());
+  drain();
+  EXPECT_EQ(state(id), "deleted");
+}
+
+TEST_F(LifecycleTest, TheReaperEndsAHungResumeAtItsLifetime) {
+  CreateRequest c;
+  c.lifetime_s = 60;
+  std::string id = created(c);
+  ASSERT_TRUE(lc_->pause("t1", id).ok());
+  drain();
+  node_->hang.insert(id);
+  ASSERT_TRUE(lc_->resume("t1", id).ok());
+  drain();
+  EXPECT_EQ(lc_->reapOnce(), 0);  // not yet
+  clock_.advance(61s);
+  EXPECT_EQ(lc_->reapOnce(), 1);
+  drain();
+  EXPECT_EQ(state(id), "deleted");
+  EXPECT_FALSE(node_->hanging(id));
+}
+
+TEST_F(LifecycleTest, TheReaperEndsIdleSandboxesByTheClock) {
+  CreateRequest c;
+  c.timeout_s = 30;
+  std::string id = created(c);
+  clock_.advance(20s);
+  lc_->noteActivity(id);
+  clock_.advance(20s);
+  EXPECT_EQ(lc_->reapOnce(), 0) << "activity restarted its idle clock";
+  clock_.advance(11s);
+  EXPECT_EQ(lc_->reapOnce(), 1);
+  drain();
+  EXPECT_EQ(state(id), "deleted");
+  bool expired = false;
+  for (auto& e : eventTypes(id)) expired = expired || e.rfind("sandbox.expired", 0) == 0;
+  EXPECT_TRUE(expired);
+}
+
+TEST_F(LifecycleTest, AwaitOperationAnswersWhenItEndsOrAtTheDeadline) {
+  CreateRequest c;
+  c.tenant = "t1";
+  auto r = lc_->create(c);
+  ASSERT_TRUE(r.ok());
+  std::optional<Result<store::OperationRecord>> got;
+  startAwait(&got, "t1", r->operation.id, 10s);
+  drain();
+  ASSERT_TRUE(got.has_value());
+  ASSERT_TRUE(got->ok());
+  EXPECT_EQ((*got)->state, OpState::kDone);
+  // One that cannot end in time: the deadline answers, with the state.
+  std::string id = r->sandbox.id;
+  ASSERT_TRUE(lc_->pause("t1", id).ok());
+  drain();
+  node_->hang.insert(id);
+  auto res = lc_->resume("t1", id);
+  ASSERT_TRUE(res.ok());
+  startAwait(&got, "t1", res->operation.id, 50ms);
+  io_.restart();
+  for (int i = 0; i < 200 && !got; ++i) io_.run_one_for(20ms);
+  ASSERT_TRUE(got.has_value());
+  ASSERT_FALSE(got->ok());
+  EXPECT_EQ(got->error().code(), Code::kDeadlineExceeded);
+  EXPECT_THAT(got->error().message(), HasSubstr("running"));
+  // Another tenant cannot wait on it.
+  startAwait(&got, "t2", res->operation.id, 10s);
+  drain();
+  ASSERT_TRUE(got.has_value());
+  EXPECT_EQ(got->error().code(), Code::kNotFound);
+}
+
+TEST_F(LifecycleTest, QuotasRefuseWithWhatIsUsed) {
+  Policy pol;
+  pol.quota.max_sandboxes = 1;
+  lc_->setPolicy(pol);
+  created();
+  CreateRequest c;
+  c.tenant = "t1";
+  auto r = lc_->create(c);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code(), Code::kResourceExhausted);
+  EXPECT_THAT(r.error().message(), HasSubstr("1 of at most 1"));
+}
+
+TEST_F(LifecycleTest, RecoveryTakesOverRerunsAndFails) {
+  // What an earlier process left: a running sandbox, one mid-pause whose VM
+  // still runs, one mid-resume whose VM is gone, and one being deleted.
+  auto rec = [&](const std::string& id, SandboxState st) {
+    store::SandboxRecord r{id, "t1", "minimal", st, "", 1, 256};
+    r.created_ms = r.updated_ms = r.last_active_ms = clock_.nowMs();
+    r.expires_ms = clock_.nowMs() + 3600'000;
+    ASSERT_TRUE(store_->insertSandbox(r).ok());
+  };
+  auto oper = [&](const std::string& op, const std::string& id, const std::string& kind) {
+    store::OperationRecord o{op, "t1", id, kind, OpState::kRunning};
+    o.created_ms = o.updated_ms = clock_.nowMs();
+    ASSERT_TRUE(store_->insertOperation(o).ok());
+  };
+  rec("sb-run", SandboxState::kRunning);
+  rec("sb-pausing", SandboxState::kPausing);
+  oper("op-pause", "sb-pausing", "pause");
+  rec("sb-resuming", SandboxState::kResuming);
+  oper("op-resume", "sb-resuming", "resume");
+  rec("sb-deleting", SandboxState::kDeleting);
+  oper("op-delete", "sb-deleting", "delete");
+  node_->adoptable = {{"sb-run", Holding::kRunning},
+                      {"sb-pausing", Holding::kRunning},
+                      {"sb-deleting", Holding::kPaused}};
+  int adopted = 0;
+  asio::co_spawn(
+      io_, [&]() -> asio::awaitable<void> { adopted = co_await lc_->recover(); }, asio::detached);
+  drain();
+  EXPECT_EQ(adopted, 3);
+  EXPECT_EQ(state("sb-run"), "running");
+  EXPECT_EQ(state("sb-pausing"), "paused");  // the pause ran again
+  EXPECT_EQ(op("op-pause").state, OpState::kDone);
+  EXPECT_EQ(state("sb-resuming"), "failed");
+  EXPECT_EQ(op("op-resume").state, OpState::kFailed);
+  EXPECT_EQ(state("sb-deleting"), "deleted");
+  EXPECT_EQ(op("op-delete").state, OpState::kDone);
+  auto unfinished = store_->listUnfinishedOperations();
+  ASSERT_TRUE(unfinished.ok());
+  EXPECT_TRUE(unfinished->empty()) << "nothing stays pending";
+}
+
+TEST_F(LifecycleTest, StoreTimestampsComeFromTheInjectedClock) {
+  std::string id = created();
+  int64_t t0 = clock_.nowMs();
+  clock_.advance(5s);
+  ASSERT_TRUE(lc_->pause("t1", id).ok());
+  drain();
+  auto sb = lc_->get("t1", id);
+  ASSERT_TRUE(sb.ok());
+  EXPECT_EQ(sb->updated_ms, t0 + 5000);
+  EXPECT_THAT(state(id), Not("running"));
+}
+
+}  // namespace
+}  // namespace vessel::ops

@@ -1,0 +1,100 @@
+#pragma once
+// "The node" as the lifecycle sees it: the one interface through which ops
+// reaches sandboxes (create or restore, pause, resume, fork, destroy, find,
+// adopt). vesseld implements it in-process over node::Runtime and the
+// egress gateway (src/vesseld/local_node.h); a node agent on another host
+// can implement it later, and unit tests implement it with a fake
+// (ops/testing/fake_node.h). Nothing here names a hypervisor or a VM.
+//
+// Every call runs on the lifecycle's io thread. A call that fails leaves
+// the node holding what it held before, except where said otherwise.
+#include <boost/asio/awaitable.hpp>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "base/result.h"
+#include "templates/manifest.h"
+
+namespace vessel::node {
+class AgentClient;
+}
+
+namespace vessel::ops {
+
+namespace asio = boost::asio;
+
+// A sandbox's egress settings as the lifecycle carries them (parsed and
+// validated at the API's edge, api/network_settings.h).
+struct NetworkSpec {
+  std::string mode;                      // none | allowlist | full; "" = the node's default
+  std::vector<std::string> allow;        // "name", "*.name", optional ":port"
+  std::vector<std::string> credentials;  // credential names
+};
+
+struct NodeCreate {
+  std::string id, tenant;
+  std::string template_name;     // the stored name (tenant templates are prefixed)
+  std::vector<std::string> env;  // KEY=VALUE
+  bool cold = false;             // boot the template's disk instead of restoring it
+};
+
+// What the node holds of a sandbox.
+enum class Holding { kNothing, kRunning, kPaused };
+
+class Node {
+ public:
+  // Called (on the io thread) when a sandbox the node was running is lost
+  // without anyone asking: its VM exited or its agent channel failed. By
+  // then the node has released everything the sandbox held.
+  using LostHandler = std::function<void(const std::string& tenant, const std::string& id,
+                                         const std::string& reason)>;
+
+  virtual ~Node() = default;
+  virtual void onLost(LostHandler h) = 0;
+
+  // Egress settings, before the sandbox has a VM: checked against this node
+  // and the tenant's credentials, and kept for every later VM of it
+  // (unset: the node's defaults).
+  virtual Status prepareNetwork(const std::string& tenant, const std::string& id,
+                                const std::optional<NetworkSpec>& spec) = 0;
+  // A fork copy gets the settings its parent has now.
+  virtual Status inheritNetwork(const std::string& parent, const std::string& child) = 0;
+
+  virtual asio::awaitable<Status> create(NodeCreate c) = 0;
+  // Saves the sandbox and frees its VM.
+  virtual asio::awaitable<Status> pause(std::string id) = 0;
+  virtual asio::awaitable<Status> resume(std::string tenant, std::string id) = 0;
+  // Copies a running sandbox into one new sandbox per id. An Error: no copy
+  // exists. Otherwise one Status per copy, in order (a copy may fail alone,
+  // e.g. when its network policy cannot be registered).
+  virtual asio::awaitable<Result<std::vector<Status>>> fork(std::string tenant, std::string id,
+                                                            std::vector<std::string> copies) = 0;
+  // Snapshots a running sandbox into a new template named `stored_name`.
+  virtual asio::awaitable<Result<templates::Manifest>> forkToTemplate(std::string id,
+                                                                      std::string stored_name) = 0;
+  // Ends a sandbox in whatever state the node holds it (a paused one is
+  // never restored to be destroyed); nothing held is not an error.
+  virtual asio::awaitable<Status> destroy(std::string id) = 0;
+  // Cuts short what the node is doing for `id` right now (a create, resume
+  // or fork stuck on a guest that does not answer): its VM is killed, so
+  // the call in flight fails promptly. Nothing happens if nothing is.
+  virtual void abort(const std::string& id) = 0;
+
+  virtual Holding holding(const std::string& id) const = 0;
+  // The agent of a running sandbox, or null.
+  virtual std::shared_ptr<node::AgentClient> agent(const std::string& id) = 0;
+
+  // After a restart: takes over a sandbox an earlier process left.
+  virtual asio::awaitable<Result<Holding>> adopt(std::string tenant, std::string id) = 0;
+  // Removes what no sandbox in `keep` owns; returns how many leftovers went.
+  virtual asio::awaitable<int> discardOrphans(std::set<std::string> keep) = 0;
+  // A clean stop: running VMs are left for the next process, or stopped
+  // with `stop_vms`; returns the ids of the sandboxes it stopped.
+  virtual asio::awaitable<std::vector<std::string>> shutdown(bool stop_vms) = 0;
+};
+
+}  // namespace vessel::ops

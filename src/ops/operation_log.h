@@ -1,0 +1,82 @@
+#pragma once
+// The operation log: every lifecycle change is an operation whose state is
+// stored before anyone is told, and whose every step is an event in the
+// store (the SSE streams replay them). Subscribers wait for their tenant's
+// next event; front ends that answer synchronously await an operation's end.
+//
+// Used from one io thread. Event payloads are the API's JSON objects
+// (ops/events.h): the stored event log is what SSE clients read.
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <chrono>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+
+#include "base/clock.h"
+#include "base/result.h"
+#include "metrics/registry.h"
+#include "store/store.h"
+
+namespace vessel::ops {
+
+namespace asio = boost::asio;
+
+class OperationLog {
+ public:
+  OperationLog(store::Store& store, const WallClock& clock);
+  ~OperationLog();
+  OperationLog(const OperationLog&) = delete;
+  OperationLog& operator=(const OperationLog&) = delete;
+
+  // Operation latencies and failures go to `r` (which must outlive this).
+  void setMetrics(metrics::Registry& r);
+
+  // A new pending operation of `kind` on `sandbox_id` ("" for none),
+  // stored, with its operation.pending event.
+  Result<store::OperationRecord> begin(const std::string& tenant, const std::string& sandbox_id,
+                                       const std::string& kind);
+  // Stores the operation's new state, then publishes operation.<state>.
+  void set(store::OperationRecord& op, store::OpState state, const Error* error = nullptr);
+  // Stores the event (at_ms set here) and wakes its tenant's subscribers.
+  void publish(store::EventRecord e);
+  // A sandbox.state event and the stored state (sessions end with the
+  // sandbox: revoked when it is deleting, deleted or failed).
+  void setSandbox(const std::string& tenant, const std::string& op_id, const std::string& id,
+                  store::SandboxState state, const std::string& error = "");
+
+  // Wakes when an event of one tenant is published. An event published
+  // while the subscriber was busy is not lost: the next wait() returns at once.
+  class Subscription {
+   public:
+    ~Subscription();
+    // Returns true when woken by an event, false at the deadline.
+    asio::awaitable<bool> wait(std::chrono::steady_clock::time_point deadline);
+
+   private:
+    friend class OperationLog;
+    struct Waiter;
+    std::shared_ptr<Waiter> w_;
+  };
+  std::unique_ptr<Subscription> subscribe(const std::string& tenant,
+                                          const asio::any_io_executor& ex);
+
+  // The operation once it is done or failed, or kDeadlineExceeded with the
+  // operation's state at `deadline`; kNotFound for another tenant's.
+  asio::awaitable<Result<store::OperationRecord>> await(
+      std::string tenant, std::string id, std::chrono::steady_clock::time_point deadline);
+
+  const WallClock& clock() const { return clock_; }
+
+ private:
+  struct Registry;
+  store::Store& store_;
+  const WallClock& clock_;
+  std::shared_ptr<Registry> subs_;
+  metrics::Family<metrics::Histogram>* op_latency_ = nullptr;
+  metrics::Family<metrics::Counter>* op_errors_ = nullptr;
+};
+
+}  // namespace vessel::ops

@@ -1,0 +1,149 @@
+#pragma once
+// A fake ops::Node for unit tests of the lifecycle: sandboxes are entries
+// in a map, every call is recorded, and a test can make a call hang until
+// it is aborted (a guest that stops answering) or lose a running sandbox
+// (a VM that dies). Deterministic; no VM, no thread.
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "ops/node.h"
+
+namespace vessel::ops::testing {
+
+class FakeNode final : public Node {
+ public:
+  explicit FakeNode(asio::io_context& io) : io_(io) {}
+
+  // What tests set.
+  std::set<std::string> hang;                // ids whose next create/resume/fork copy hangs
+  std::set<std::string> fail;                // ids whose next create/resume fails
+  std::map<std::string, Holding> adoptable;  // what adopt() finds after a "restart"
+  // What tests read.
+  std::vector<std::string> calls;  // "create sb-…", "destroy sb-…", …
+  std::map<std::string, Holding> held;
+  std::map<std::string, std::string> tenant_of;
+
+  // A running sandbox dies on its own (its VM exited).
+  void lose(const std::string& id, const std::string& reason) {
+    held.erase(id);
+    calls.push_back("lost " + id);
+    if (lost_) lost_(tenant_of[id], id, reason);
+  }
+  bool hanging(const std::string& id) const { return hung_.count(id) > 0; }
+  int count(const std::string& prefix) const {
+    int n = 0;
+    for (const auto& c : calls) n += c.rfind(prefix, 0) == 0;
+    return n;
+  }
+
+  void onLost(LostHandler h) override { lost_ = std::move(h); }
+  Status prepareNetwork(const std::string&, const std::string& id,
+                        const std::optional<NetworkSpec>& spec) override {
+    if (spec && spec->mode == "bogus") return Error(Code::kInvalidArgument, "bogus network");
+    calls.push_back("network " + id);
+    return okStatus();
+  }
+  Status inheritNetwork(const std::string&, const std::string&) override { return okStatus(); }
+
+  asio::awaitable<Status> create(NodeCreate c) override {
+    calls.push_back("create " + c.id);
+    tenant_of[c.id] = c.tenant;
+    VESSEL_CO_TRY(co_await step(c.id));
+    held[c.id] = Holding::kRunning;
+    co_return okStatus();
+  }
+  asio::awaitable<Status> pause(std::string id) override {
+    calls.push_back("pause " + id);
+    if (held[id] != Holding::kRunning) co_return Error(Code::kUnavailable, "not running");
+    held[id] = Holding::kPaused;
+    co_return okStatus();
+  }
+  asio::awaitable<Status> resume(std::string tenant, std::string id) override {
+    calls.push_back("resume " + id);
+    tenant_of[id] = tenant;
+    VESSEL_CO_TRY(co_await step(id));
+    held[id] = Holding::kRunning;
+    co_return okStatus();
+  }
+  asio::awaitable<Result<std::vector<Status>>> fork(std::string tenant, std::string id,
+                                                    std::vector<std::string> copies) override {
+    calls.push_back("fork " + id);
+    if (held[id] != Holding::kRunning) co_return Error(Code::kUnavailable, "not running");
+    std::vector<Status> out;
+    for (const auto& c : copies) {
+      tenant_of[c] = tenant;
+      Status s = co_await step(c);
+      if (s.ok()) held[c] = Holding::kRunning;
+      out.push_back(s);
+    }
+    co_return out;
+  }
+  asio::awaitable<Result<templates::Manifest>> forkToTemplate(std::string id,
+                                                              std::string name) override {
+    calls.push_back("fork-template " + id);
+    templates::Manifest m;
+    m.name = name;
+    m.version = "v1";
+    co_return m;
+  }
+  asio::awaitable<Status> destroy(std::string id) override {
+    calls.push_back("destroy " + id);
+    held.erase(id);
+    co_return okStatus();
+  }
+  void abort(const std::string& id) override {
+    calls.push_back("abort " + id);
+    if (auto it = hung_.find(id); it != hung_.end()) it->second->cancel();
+  }
+  Holding holding(const std::string& id) const override {
+    auto it = held.find(id);
+    return it == held.end() ? Holding::kNothing : it->second;
+  }
+  std::shared_ptr<node::AgentClient> agent(const std::string&) override { return nullptr; }
+  asio::awaitable<Result<Holding>> adopt(std::string tenant, std::string id) override {
+    calls.push_back("adopt " + id);
+    tenant_of[id] = tenant;
+    auto it = adoptable.find(id);
+    if (it == adoptable.end()) co_return Error(Code::kNotFound, "no VM left");
+    held[id] = it->second;
+    co_return it->second;
+  }
+  asio::awaitable<int> discardOrphans(std::set<std::string>) override { co_return 0; }
+  asio::awaitable<std::vector<std::string>> shutdown(bool stop_vms) override {
+    std::vector<std::string> out;
+    if (stop_vms)
+      for (auto& [id, h] : held)
+        if (h == Holding::kRunning) out.push_back(id);
+    held.clear();
+    co_return out;
+  }
+
+ private:
+  // One step of work on `id`: a turn of the io loop, or a hang until abort().
+  asio::awaitable<Status> step(const std::string& id) {
+    if (fail.erase(id)) co_return Error(Code::kInternal, "the guest broke");
+    if (hang.erase(id)) {
+      auto t = std::make_shared<asio::steady_timer>(io_, asio::steady_timer::time_point::max());
+      hung_[id] = t;
+      (void)co_await t->async_wait(asio::as_tuple(asio::use_awaitable));
+      hung_.erase(id);
+      co_return Error(Code::kUnavailable, id + ": aborted");
+    }
+    co_await asio::post(io_, asio::use_awaitable);
+    co_return okStatus();
+  }
+
+  asio::io_context& io_;
+  LostHandler lost_;
+  std::map<std::string, std::shared_ptr<asio::steady_timer>> hung_;
+};
+
+}  // namespace vessel::ops::testing

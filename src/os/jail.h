@@ -1,0 +1,143 @@
+#pragma once
+// The jail a hypervisor process runs in, in the manner of Firecracker's
+// jailer: its own unprivileged uid and gid (leased from a host-wide range),
+// no capabilities, no_new_privs, a private mount namespace whose root is an
+// empty tmpfs holding only bind mounts of the files that VM needs (at the
+// same paths as on the host, so command lines, qcow2 backing names and the
+// sockets vesseld connects to stay valid), and its own cgroup.
+//
+// The mounts exist only in the VM's namespace: when the process dies they
+// go with it. What stays on the host (the cgroup, the empty mount-point
+// directory, the uid lease, files lent to the uid) is undone by ~Jail.
+#include <sys/types.h>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "base/result.h"
+#include "os/cgroup.h"
+
+namespace vessel::os {
+
+struct UidRange {
+  uint32_t first = 0;
+  uint32_t last = 0;
+};
+// "200000-265535"; both ends above 0 and at most 2^31.
+Result<UidRange> parseUidRange(std::string_view s);
+
+// Leases uids (each used as uid and gid) to VMs. Leases are files in a
+// host-wide directory, created with O_EXCL: two vesselds on one host never
+// hand out the same uid, and a lease outlives a vesseld restart (the
+// adopted VM keeps its uid).
+class UidPool {
+ public:
+  static Result<std::shared_ptr<UidPool>> open(UidRange range, std::string lease_dir,
+                                               std::string owner);
+  Result<uint32_t> allocate(const std::string& vm);
+  // Takes the lease of a running VM found after a restart.
+  Status claim(uint32_t uid, const std::string& vm);
+  void free(uint32_t uid);
+  // Drops this owner's leases whose uid no process runs as any more.
+  size_t sweep();
+  bool contains(uint32_t uid) const { return uid >= range_.first && uid <= range_.last; }
+  size_t inUse() const;
+
+ private:
+  UidPool(UidRange r, std::string dir, std::string owner)
+      : range_(r), dir_(std::move(dir)), owner_(std::move(owner)), next_(r.first) {}
+  std::string leasePath(uint32_t uid) const { return dir_ + "/" + std::to_string(uid); }
+  UidRange range_;
+  std::string dir_;
+  std::string owner_;
+  mutable std::mutex mu_;
+  uint32_t next_;
+  std::set<uint32_t> mine_;
+};
+
+struct JailerConfig {
+  std::shared_ptr<UidPool> uids;
+  CgroupConfig cgroups;
+  // Host directory holding one empty mount-point directory per VM.
+  std::string jail_root;
+  // Prefix of every cgroup and jail directory name: unique per vesseld.
+  std::string name_prefix;
+};
+
+struct BindMount {
+  std::string path;  // absolute host path, mounted at the same path inside
+  bool writable = false;
+  bool device = false;  // a device node: keep its dev semantics
+  bool exec = false;    // binaries and libraries (/usr)
+};
+
+struct JailSpec {
+  std::string id;  // names the cgroup and the jail directory
+  std::vector<BindMount> mounts;
+  // Symlinks at the root of the jail (/lib -> usr/lib on merged-/usr hosts).
+  std::vector<std::pair<std::string, std::string>> symlinks;
+  // Host paths lent to the VM's uid for its life (chown; chowned back to
+  // root after): its own writable files and its socket directory.
+  std::vector<std::string> owned;
+  CgroupLimits limits;
+};
+
+class Jail {
+ public:
+  ~Jail();
+  Jail(const Jail&) = delete;
+  Jail& operator=(const Jail&) = delete;
+
+  static Result<std::unique_ptr<Jail>> create(const JailerConfig& cfg, JailSpec spec);
+  // The jail of a VM a previous vesseld started: `pid` runs as its uid.
+  static Result<std::unique_ptr<Jail>> adopt(const JailerConfig& cfg, JailSpec spec, pid_t pid);
+
+  uint32_t uid() const { return uid_; }
+  const std::string& dir() const { return dir_; }
+  const Cgroup& cgroup() const { return cgroup_; }
+
+  // For SpawnOptions::pre_exec: joins the cgroup, builds the mount
+  // namespace, pivots into it and drops to the VM's uid. Only
+  // async-signal-safe calls; the Jail must outlive the spawn.
+  std::function<int()> preExec() const {
+    return [this] { return enter(); };
+  }
+
+  // Lets go of everything without undoing it (the VM outlives vesseld).
+  void release();
+
+ private:
+  explicit Jail(const JailerConfig& cfg) : cfg_(cfg) {}
+  Status plan();
+  int enter() const noexcept;
+
+  struct Step {
+    enum Kind { kMkdir, kTouch, kBind, kSymlink } kind;
+    std::string target;  // inside the new root (jail dir + path)
+    std::string source;
+    unsigned long remount_flags = 0;
+  };
+  JailerConfig cfg_;
+  JailSpec spec_;
+  uint32_t uid_ = 0;
+  bool leased_ = false;
+  std::string dir_;
+  Cgroup cgroup_;
+  std::vector<std::string> procs_;
+  std::vector<Step> steps_;
+  struct Lent {
+    std::string path;
+    uid_t uid;
+    gid_t gid;
+    mode_t mode;
+  };
+  std::vector<Lent> lent_;  // owned paths as they were, to give back
+  bool released_ = false;
+};
+
+}  // namespace vessel::os

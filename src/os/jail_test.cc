@@ -1,0 +1,207 @@
+// The jail's pieces on the real kernel (root only): uid leases shared by two
+// pools, a cgroup with its limits on whatever layout this host has, and a
+// jailed process seen from the host (uid, capabilities, no_new_privs, mount
+// namespace, cgroup, what its root holds), then everything undone.
+#include "os/jail.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+
+#include "base/child_process.h"
+#include "base/fd.h"
+
+namespace vessel::os {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+
+struct Scratch {
+  std::string path;
+  Scratch() {
+    char t[] = "/tmp/vessel-jail-test-XXXXXX";
+    path = ::mkdtemp(t);
+  }
+  ~Scratch() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+};
+
+std::string statusField(pid_t pid, const std::string& key) {
+  auto s = readFile("/proc/" + std::to_string(pid) + "/status", 1 << 16);
+  if (!s.ok()) return "";
+  auto at = s->find("\n" + key + ":");
+  if (at == std::string::npos) return "";
+  at += key.size() + 2;
+  while (at < s->size() && ((*s)[at] == '\t' || (*s)[at] == ' ')) ++at;
+  return s->substr(at, s->find('\n', at) - at);
+}
+
+TEST(UidRange, Parses) {
+  auto r = parseUidRange("200000-265535");
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->first, 200000u);
+  EXPECT_EQ(r->last, 265535u);
+  for (const char* bad : {"", "5", "0-10", "10-5", "1-2x", "a-b", "1-4294967295"})
+    EXPECT_FALSE(parseUidRange(bad).ok()) << bad;
+}
+
+TEST(UidPool, LeasesAreHostWide) {
+  Scratch dir;
+  auto a = UidPool::open({300000, 300002}, dir.path + "/leases", "/state/a");
+  auto b = UidPool::open({300000, 300002}, dir.path + "/leases", "/state/b");
+  ASSERT_TRUE(a.ok() && b.ok());
+  auto u1 = (*a)->allocate("vm1");
+  auto u2 = (*b)->allocate("vm2");
+  auto u3 = (*a)->allocate("vm3");
+  ASSERT_TRUE(u1.ok() && u2.ok() && u3.ok());
+  EXPECT_NE(*u1, *u2);
+  EXPECT_NE(*u2, *u3);
+  EXPECT_NE(*u1, *u3);
+  EXPECT_FALSE((*b)->allocate("vm4").ok()) << "the range is exhausted across both pools";
+  (*a)->free(*u1);
+  auto u4 = (*b)->allocate("vm4");
+  ASSERT_TRUE(u4.ok());
+  EXPECT_EQ(*u4, *u1);
+  // A restarted vesseld (a new pool, same owner) claims its VM's lease;
+  // sweep drops only leases no process runs as.
+  auto a2 = UidPool::open({300000, 300002}, dir.path + "/leases", "/state/a");
+  ASSERT_TRUE(a2.ok());
+  EXPECT_TRUE((*a2)->claim(*u3, "vm3").ok());
+  EXPECT_EQ((*a2)->sweep(), 0u) << "a claimed lease stays";
+  auto a3 = UidPool::open({300000, 300002}, dir.path + "/leases", "/state/a");
+  EXPECT_EQ((*a3)->sweep(), 1u) << "vm3's uid runs no process: its lease goes";
+  EXPECT_FALSE(fs::exists(dir.path + "/leases/" + std::to_string(*u3)));
+  EXPECT_TRUE(fs::exists(dir.path + "/leases/" + std::to_string(*u2))) << "b's lease is b's";
+}
+
+TEST(Cgroup, UnifiedLayoutWritesV2Knobs) {
+  // A v2 hierarchy stood in by a plain directory: which files get what.
+  Scratch root;
+  CgroupConfig cfg{root.path, "vessel", true};
+  auto cg = Cgroup::create(cfg, "vm-1", {512ull << 20, 200000, 130});
+  ASSERT_TRUE(cg.ok()) << cg.error().message();
+  std::string dir = root.path + "/vessel/vm-1";
+  EXPECT_EQ(*readFile(dir + "/memory.max"), std::to_string(512ull << 20));
+  EXPECT_EQ(*readFile(dir + "/cpu.max"), "200000 100000");
+  EXPECT_EQ(*readFile(dir + "/pids.max"), "130");
+  EXPECT_EQ(*readFile(root.path + "/vessel/cgroup.subtree_control"), "+memory +cpu +pids");
+  EXPECT_THAT(cg->procsFiles(), ::testing::ElementsAre(dir + "/cgroup.procs"));
+}
+
+class JailTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (::geteuid() != 0) GTEST_SKIP() << "needs root";
+    auto c = detectCgroups("/sys/fs/cgroup", "vessel-test");
+    if (!c.ok()) GTEST_SKIP() << c.error().message();
+    auto uids = UidPool::open({310000, 310099}, dir_.path + "/leases", dir_.path);
+    ASSERT_TRUE(uids.ok());
+    cfg_ = {*uids, *c, dir_.path + "/jail", "jt" + std::to_string(::getpid()) + "-"};
+  }
+  void TearDown() override {
+    // The test's parent group (another run may still use it: then it stays).
+    for (const auto& d : Cgroup::dirsFor(cfg_.cgroups, "x"))
+      ::rmdir(fs::path(d).parent_path().c_str());
+  }
+  Scratch dir_;
+  JailerConfig cfg_;
+};
+
+TEST_F(JailTest, RealCgroupGetsLimitsAndGoes) {
+  auto cg = Cgroup::create(cfg_.cgroups, cfg_.name_prefix + "cg", {256ull << 20, 100000, 64});
+  ASSERT_TRUE(cg.ok()) << cg.error().message();
+  auto dirs = cg->dirs();
+  const std::string& d = dirs[cfg_.cgroups.unified ? 0 : 2];
+  EXPECT_EQ(*readFile(d + "/pids.max"), "64\n");
+  ASSERT_TRUE(cg->remove().ok());
+  for (const auto& x : dirs) EXPECT_FALSE(fs::exists(x)) << x;
+}
+
+TEST_F(JailTest, ProcessSeesOnlyItsMountsAsItsUidWithoutCapabilities) {
+  std::string own = dir_.path + "/own.img", other = dir_.path + "/other.img";
+  std::string run = dir_.path + "/run";
+  { std::ofstream(own) << "mine"; }
+  { std::ofstream(other) << "secret"; }
+  fs::create_directories(run);
+  JailSpec spec;
+  spec.id = "p1";
+  spec.mounts = {{"/usr", false, false, true}, {own, true, false, false}, {run, true}};
+  for (const char* top : {"/lib", "/lib64", "/bin"})
+    if (fs::is_symlink(top)) spec.symlinks.push_back({top, fs::read_symlink(top).string()});
+  spec.mounts.push_back({"/dev/null", true, true, false});
+  spec.owned = {own, run};
+  spec.limits = {64ull << 20, 100000, 16};
+  auto jail = Jail::create(cfg_, spec);
+  ASSERT_TRUE(jail.ok()) << jail.error().message();
+  const uint32_t uid = (*jail)->uid();
+  std::vector<std::string> cgdirs = (*jail)->cgroup().dirs();
+  std::string jdir = (*jail)->dir();
+  EXPECT_TRUE(fs::exists(cfg_.uids ? dir_.path + "/leases/" + std::to_string(uid) : ""));
+
+  // The jailed shell reports what it can reach, then waits to be looked at.
+  Pipe out = *Pipe::create();
+  SpawnOptions so;
+  so.argv = {"/bin/sh", "-c",
+             "cat " + own + "; echo; cat " + other + " 2>&1; echo > " + own +
+                 " && echo own-writable; ls / | tr '\\n' ' '; echo; exec sleep 60"};
+  so.env = {"PATH=/usr/bin:/bin"};
+  so.fds = {{out.write.get(), 1}};
+  so.pre_exec = (*jail)->preExec();
+  auto child = ChildProcess::spawn(so);
+  ASSERT_TRUE(child.ok()) << child.error().message();
+  out.write.reset();
+  std::string text;
+  char buf[512];
+  while (std::count(text.begin(), text.end(), '\n') < 4) {
+    ssize_t n = ::read(out.read.get(), buf, sizeof buf);
+    if (n <= 0) break;
+    text.append(buf, static_cast<size_t>(n));
+  }
+  EXPECT_THAT(text, HasSubstr("mine"));
+  EXPECT_THAT(text, HasSubstr("No such file")) << "another file is not in the jail";
+  EXPECT_THAT(text, ::testing::Not(HasSubstr("secret")));
+  EXPECT_THAT(text, HasSubstr("own-writable"));
+  // Its root holds the mount points' top directories and nothing else.
+  EXPECT_THAT(text, ::testing::Not(HasSubstr("etc")));
+  EXPECT_THAT(text, ::testing::Not(HasSubstr("root")));
+
+  pid_t pid = child->pid();
+  EXPECT_EQ(statusField(pid, "Uid"), std::to_string(uid) + "\t" + std::to_string(uid) + "\t" +
+                                         std::to_string(uid) + "\t" + std::to_string(uid));
+  EXPECT_EQ(statusField(pid, "CapEff"), "0000000000000000");
+  EXPECT_EQ(statusField(pid, "CapPrm"), "0000000000000000");
+  EXPECT_EQ(statusField(pid, "CapBnd"), "0000000000000000");
+  EXPECT_EQ(statusField(pid, "NoNewPrivs"), "1");
+  std::error_code ec;
+  EXPECT_NE(fs::read_symlink("/proc/self/ns/mnt", ec),
+            fs::read_symlink("/proc/" + std::to_string(pid) + "/ns/mnt", ec));
+  auto cg = readFile("/proc/" + std::to_string(pid) + "/cgroup");
+  ASSERT_TRUE(cg.ok());
+  EXPECT_THAT(*cg, HasSubstr("vessel-test/" + cfg_.name_prefix + "p1"));
+  // The host's view is untouched: nothing is mounted on the jail dir here.
+  EXPECT_TRUE(fs::is_empty(jdir));
+
+  // Dead and undone: cgroup, jail dir, lease, the lent file back to root.
+  (void)child->signal(SIGKILL);
+  (void)child->waitFor(std::chrono::seconds(10));
+  jail->reset();
+  for (const auto& d : cgdirs) EXPECT_FALSE(fs::exists(d)) << d;
+  EXPECT_FALSE(fs::exists(jdir));
+  EXPECT_FALSE(fs::exists(dir_.path + "/leases/" + std::to_string(uid)));
+  struct stat st {};
+  ASSERT_EQ(::stat(own.c_str(), &st), 0);
+  EXPECT_EQ(st.st_uid, 0u);
+  EXPECT_EQ(st.st_mode & 0777, 0644u) << "its mode is given back too";
+}
+
+}  // namespace
+}  // namespace vessel::os

@@ -1,0 +1,259 @@
+#include "vesseld/local_node.h"
+
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/asio/posix/stream_descriptor.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <cerrno>
+#include <cstring>
+
+#include "base/log.h"
+
+namespace vessel::vesseld {
+
+namespace {
+Logger nodeLog(const std::string& id) { return Logger("node", id); }
+}  // namespace
+
+LocalNode::~LocalNode() { alive_.reset(); }
+
+Status LocalNode::prepareNetwork(const std::string& tenant, const std::string& id,
+                                 const std::optional<ops::NetworkSpec>& spec) {
+  if (!network_) {
+    if (spec && !spec->mode.empty() && spec->mode != "none")
+      return Error(Code::kFailedPrecondition, "this node has no egress: only network mode none");
+    pending_net_[id] = node::GuestNetwork{};
+    return okStatus();
+  }
+  VESSEL_ASSIGN_OR_RETURN(auto g,
+                          network_->prepare(tenant, id, spec.value_or(network_->defaults())));
+  pending_net_[id] = std::move(g);
+  return okStatus();
+}
+
+Status LocalNode::inheritNetwork(const std::string& parent, const std::string& child) {
+  return network_ ? network_->inherit(parent, child) : okStatus();
+}
+
+asio::awaitable<Status> LocalNode::takeUp(const std::string& tenant,
+                                          std::shared_ptr<node::Sandbox> sb) {
+  if (network_) {
+    // No gateway registration, no sandbox: it must not run with a network
+    // other than the one asked for.
+    if (auto a = network_->attach(tenant, *sb); !a.ok()) {
+      (void)co_await runtime_.destroy(*sb);
+      co_return std::move(a).error();
+    }
+  }
+  std::string id = sb->id();
+  held_[id] = Held{tenant, std::move(sb), 0};
+  watch(id);
+  co_return okStatus();
+}
+
+asio::awaitable<Status> LocalNode::create(ops::NodeCreate c) {
+  node::CreateOptions opts;
+  opts.id = c.id;
+  opts.env = std::move(c.env);
+  opts.cold = c.cold;
+  if (auto it = pending_net_.find(c.id); it != pending_net_.end()) {
+    opts.network = std::move(it->second);
+    pending_net_.erase(it);
+  }
+  auto sb = co_await runtime_.create(c.template_name, std::move(opts));
+  if (!sb.ok()) co_return std::move(sb).error();
+  co_return co_await takeUp(c.tenant, std::move(*sb));
+}
+
+asio::awaitable<Status> LocalNode::pause(std::string id) {
+  auto it = held_.find(id);
+  if (it == held_.end() || it->second.sb->state() != node::Sandbox::State::kRunning)
+    co_return Error(Code::kUnavailable, "sandbox " + id + " has no VM on this node");
+  Held h = it->second;
+  it->second.watch = 0;  // its VM stops on purpose
+  // The gateway forgets the slot before it is released.
+  if (network_) network_->detach(id);
+  auto s = co_await runtime_.pause(*h.sb);
+  if (!s.ok() && h.sb->state() == node::Sandbox::State::kRunning) {
+    if (network_)
+      if (auto a = network_->attach(h.tenant, *h.sb); !a.ok())
+        nodeLog(id).error("re-attach after failed pause: {}", a.error().message());
+    if (held_.count(id)) watch(id);
+  }
+  co_return s;
+}
+
+asio::awaitable<Status> LocalNode::resume(std::string tenant, std::string id) {
+  auto r = co_await runtime_.resume(id);
+  if (!r.ok()) co_return std::move(r).error();
+  if (network_) {
+    if (auto a = network_->attach(tenant, **r); !a.ok()) {
+      (void)co_await runtime_.pause(**r);
+      co_return std::move(a).error();
+    }
+  }
+  held_[id] = Held{tenant, std::move(*r), 0};
+  watch(id);
+  co_return okStatus();
+}
+
+asio::awaitable<Result<std::vector<Status>>> LocalNode::fork(std::string tenant, std::string id,
+                                                             std::vector<std::string> copies) {
+  auto it = held_.find(id);
+  if (it == held_.end() || it->second.sb->state() != node::Sandbox::State::kRunning)
+    co_return Error(Code::kUnavailable, "sandbox " + id + " has no VM on this node");
+  std::shared_ptr<node::Sandbox> src = it->second.sb;  // kept alive across the await
+  auto r = co_await runtime_.forkAs(*src, copies);
+  if (!r.ok()) co_return std::move(r).error();
+  std::vector<Status> out;
+  // Each copy's egress policy (inherited at the request), as at create: no
+  // copy runs with a network it was not given.
+  for (auto& c : *r) out.push_back(co_await takeUp(tenant, c));
+  co_return out;
+}
+
+asio::awaitable<Result<templates::Manifest>> LocalNode::forkToTemplate(std::string id,
+                                                                       std::string stored_name) {
+  auto it = held_.find(id);
+  if (it == held_.end() || it->second.sb->state() != node::Sandbox::State::kRunning)
+    co_return Error(Code::kUnavailable, "sandbox " + id + " has no VM on this node");
+  std::shared_ptr<node::Sandbox> src = it->second.sb;
+  auto t = co_await runtime_.forkToTemplate(*src, stored_name);
+  if (!t.ok()) co_return std::move(t).error();
+  co_return (*t)->manifest;
+}
+
+asio::awaitable<Status> LocalNode::destroy(std::string id) {
+  pending_net_.erase(id);
+  auto it = held_.find(id);
+  if (it == held_.end()) co_return runtime_.discardFiles(id);
+  Held h = std::move(it->second);
+  held_.erase(it);
+  if (network_) network_->detach(id);
+  // A paused sandbox is not restored to be destroyed: its files go.
+  co_return co_await runtime_.destroy(*h.sb);
+}
+
+ops::Holding LocalNode::holding(const std::string& id) const {
+  auto it = held_.find(id);
+  if (it == held_.end()) return ops::Holding::kNothing;
+  return it->second.sb->state() == node::Sandbox::State::kRunning ? ops::Holding::kRunning
+                                                                  : ops::Holding::kPaused;
+}
+
+std::shared_ptr<node::AgentClient> LocalNode::agent(const std::string& id) {
+  auto it = held_.find(id);
+  if (it == held_.end() || it->second.sb->state() != node::Sandbox::State::kRunning) return nullptr;
+  return it->second.sb->agent();
+}
+
+std::shared_ptr<node::Sandbox> LocalNode::sandbox(const std::string& id) const {
+  auto it = held_.find(id);
+  return it == held_.end() ? nullptr : it->second.sb;
+}
+
+asio::awaitable<Result<ops::Holding>> LocalNode::adopt(std::string tenant, std::string id) {
+  auto sb = co_await runtime_.adopt(id);
+  if (!sb.ok()) co_return std::move(sb).error();
+  if ((*sb)->state() != node::Sandbox::State::kRunning) {
+    held_[id] = Held{tenant, std::move(*sb), 0};
+    co_return ops::Holding::kPaused;
+  }
+  // The restarted gateway knows nothing of it: its policy goes back before
+  // anything else can happen, or the VM goes.
+  if (auto s = co_await takeUp(tenant, std::move(*sb)); !s.ok())
+    co_return Error(s.error().code(),
+                    "its network policy could not be registered again: " + s.error().message());
+  co_return ops::Holding::kRunning;
+}
+
+asio::awaitable<int> LocalNode::discardOrphans(std::set<std::string> keep) {
+  co_return co_await runtime_.discardOrphans(std::move(keep));
+}
+
+asio::awaitable<std::vector<std::string>> LocalNode::shutdown(bool stop_vms) {
+  std::vector<std::string> stopped;
+  auto held = std::move(held_);
+  held_.clear();
+  for (auto& [id, h] : held) {
+    if (h.sb->state() != node::Sandbox::State::kRunning) continue;
+    if (!stop_vms) {
+      // Let go of the channels only; QEMU runs on (own session, no death
+      // signal) with its network slot, and the next vesseld adopts both.
+      runtime_.release(*h.sb);
+      continue;
+    }
+    if (network_) network_->detach(id);
+    (void)co_await runtime_.destroy(*h.sb);
+    stopped.push_back(id);
+  }
+  co_await runtime_.drainPools();
+  co_return stopped;
+}
+
+void LocalNode::watch(const std::string& id) {
+  auto it = held_.find(id);
+  if (it == held_.end() || !it->second.sb->vm() || !it->second.sb->agent()) return;
+  uint64_t gen = next_watch_++;
+  it->second.watch = gen;
+  asio::co_spawn(io_, watchLoop(id, gen), asio::detached);
+}
+
+asio::awaitable<void> LocalNode::watchLoop(std::string id, uint64_t gen) {
+  using namespace asio::experimental::awaitable_operators;
+  auto alive = std::weak_ptr<bool>(alive_);
+  std::shared_ptr<node::Sandbox> sb = held_.at(id).sb;
+  std::shared_ptr<node::AgentClient> agent = sb->agent();
+  // Our own pidfd: it outlives the Vm object if the sandbox is destroyed
+  // meanwhile, and an adopted QEMU (not our child) is watched the same way.
+  int fd = static_cast<int>(::syscall(SYS_pidfd_open, sb->vm()->pid(), 0));
+  if (fd < 0) {
+    nodeLog(id).warn("cannot watch its VM: pidfd_open: {}", std::strerror(errno));
+    co_return;
+  }
+  asio::posix::stream_descriptor pidfd(io_, fd);
+  auto exited = pidfd.async_wait(asio::posix::stream_descriptor::wait_read,
+                                 asio::as_tuple(asio::use_awaitable));
+  auto closed = agent->waitClosed();
+  auto which = co_await (std::move(exited) || std::move(closed));
+  if (alive.expired()) co_return;
+  auto it = held_.find(id);
+  // Stopped, paused, released or replaced on purpose: not ours to report.
+  if (it == held_.end() || it->second.watch != gen || it->second.sb != sb) co_return;
+  if (which.index() == 1) {
+    // A VM that dies closes its channel first: give its exit a moment to
+    // show, so the reason names what happened rather than its symptom.
+    asio::steady_timer grace(io_, std::chrono::milliseconds(500));
+    auto gone = pidfd.async_wait(asio::posix::stream_descriptor::wait_read,
+                                 asio::as_tuple(asio::use_awaitable));
+    auto late = co_await (std::move(gone) || grace.async_wait(asio::as_tuple(asio::use_awaitable)));
+    if (late.index() == 0) which = decltype(which)(std::in_place_index<0>);
+    if (alive.expired()) co_return;
+  }
+  std::string reason;
+  if (which.index() == 0) {
+    auto st = co_await sb->vm()->waitExit();
+    reason = "its VM exited unexpectedly (" + st.describe() + ")";
+  } else {
+    reason = "its agent channel failed: " +
+             (agent->failure() ? agent->failure()->message() : std::string("closed"));
+  }
+  if (std::string diag = sb->vm()->diagnostics(); !diag.empty()) reason += "; " + diag;
+  // Looked up again: the io thread ran other work during waitExit().
+  it = held_.find(id);
+  if (it == held_.end() || it->second.watch != gen) co_return;
+  std::string tenant = it->second.tenant;
+  held_.erase(it);
+  nodeLog(id).warn("lost: {}", reason);
+  if (network_) network_->detach(id);
+  (void)co_await runtime_.destroy(*sb);
+  if (!alive.expired() && lost_) lost_(tenant, id, reason);
+}
+
+}  // namespace vessel::vesseld

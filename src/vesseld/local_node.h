@@ -1,0 +1,72 @@
+#pragma once
+// The in-process node: ops::Node over this machine's node::Runtime (VMs)
+// and its egress gateway (NetworkApi registers each VM's policy). It also
+// supervises: every sandbox it runs is watched, and a VM that exits or an
+// agent channel that fails without anyone asking is released (VM, network
+// slot, files) and reported to the lifecycle within the same turn of the
+// io loop.
+#include <boost/asio/io_context.hpp>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "api/network_api.h"
+#include "node/runtime.h"
+#include "ops/node.h"
+
+namespace vessel::vesseld {
+
+namespace asio = boost::asio;
+
+class LocalNode final : public ops::Node {
+ public:
+  // `network` may be null: sandboxes then get no network (mode none only).
+  LocalNode(asio::io_context& io, node::Runtime& runtime, api::NetworkApi* network)
+      : io_(io), runtime_(runtime), network_(network) {}
+  ~LocalNode() override;
+
+  void onLost(LostHandler h) override { lost_ = std::move(h); }
+  Status prepareNetwork(const std::string& tenant, const std::string& id,
+                        const std::optional<ops::NetworkSpec>& spec) override;
+  Status inheritNetwork(const std::string& parent, const std::string& child) override;
+  asio::awaitable<Status> create(ops::NodeCreate c) override;
+  asio::awaitable<Status> pause(std::string id) override;
+  asio::awaitable<Status> resume(std::string tenant, std::string id) override;
+  asio::awaitable<Result<std::vector<Status>>> fork(std::string tenant, std::string id,
+                                                    std::vector<std::string> copies) override;
+  asio::awaitable<Result<templates::Manifest>> forkToTemplate(std::string id,
+                                                              std::string stored_name) override;
+  asio::awaitable<Status> destroy(std::string id) override;
+  void abort(const std::string& id) override { runtime_.abort(id); }
+  ops::Holding holding(const std::string& id) const override;
+  std::shared_ptr<node::AgentClient> agent(const std::string& id) override;
+  asio::awaitable<Result<ops::Holding>> adopt(std::string tenant, std::string id) override;
+  asio::awaitable<int> discardOrphans(std::set<std::string> keep) override;
+  asio::awaitable<std::vector<std::string>> shutdown(bool stop_vms) override;
+
+  // The sandbox's runtime object while held (tests and benchmarks).
+  std::shared_ptr<node::Sandbox> sandbox(const std::string& id) const;
+
+ private:
+  struct Held {
+    std::string tenant;
+    std::shared_ptr<node::Sandbox> sb;
+    uint64_t watch = 0;  // the watcher that may report it lost (0: none)
+  };
+  // A VM just came up for `id`: its gateway registration (a failure
+  // destroys it), then it is held and watched.
+  asio::awaitable<Status> takeUp(const std::string& tenant, std::shared_ptr<node::Sandbox> sb);
+  void watch(const std::string& id);
+  asio::awaitable<void> watchLoop(std::string id, uint64_t gen);
+
+  asio::io_context& io_;
+  node::Runtime& runtime_;
+  api::NetworkApi* network_;
+  LostHandler lost_;
+  std::map<std::string, Held> held_;
+  std::map<std::string, node::GuestNetwork> pending_net_;  // prepared, not created yet
+  uint64_t next_watch_ = 1;
+  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
+};
+
+}  // namespace vessel::vesseld
