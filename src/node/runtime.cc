@@ -2,12 +2,12 @@
 
 #include <fcntl.h>
 
-#include <boost/asio/experimental/awaitable_operators.hpp>
-#include <boost/json.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
+#include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <boost/json.hpp>
 #include <filesystem>
 
 #include "base/log.h"

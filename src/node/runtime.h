@@ -23,8 +23,8 @@
 #include "node/guest_network.h"
 #include "node/machine.h"
 #include "node/network/slot.h"
-#include "node/warm_pool.h"
 #include "node/sandbox_file.h"
+#include "node/warm_pool.h"
 #include "templates/store.h"
 
 namespace vessel::node {
