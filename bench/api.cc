@@ -5,7 +5,9 @@
 // exec. At concurrency 1, 8 and 32, with list/get latency measured while
 // those creates run, for vesseld without a warm pool and with its default
 // one (--warm-pool minimal=2), side by side in one run. Each sandbox is
-// deleted afterwards.
+// deleted afterwards. With the default pool first: creates back to back
+// and in bursts beside cold boots and a bubblewrap container (runLoad;
+// VESSEL_BENCH_LOAD_ONLY=1 runs only that).
 #include <unistd.h>
 
 #include <atomic>
@@ -16,6 +18,7 @@
 #include <thread>
 
 #include "bench_util.h"
+#include "bwrap.h"
 #include "vesseld_harness.h"
 
 namespace vessel::bench {
@@ -98,8 +101,103 @@ Round runRound(testing::Vesseld& d, int concurrency) {
   return r;
 }
 
+// `n` creates at once through the API (`body`), each timed from its POST to
+// its first `true` exiting; the sandboxes are deleted afterwards.
+std::vector<double> createsToFirstExec(testing::Vesseld& d, int n, const std::string& body,
+                                       bool keep, std::vector<std::string>& made) {
+  std::mutex mu;
+  std::vector<double> out;
+  std::vector<std::thread> workers;
+  for (int i = 0; i < n; ++i)
+    workers.emplace_back([&] {
+      auto t = Clock::now();
+      auto c = d.call("POST", "/v1/sandboxes", body);
+      if (c.status != 202) {
+        std::fprintf(stderr, "create: %d %s\n", c.status, c.body.c_str());
+        return;
+      }
+      std::string id = str(c.js().at("sandbox"), "id");
+      std::string st = d.finish(str(c.js().at("operation"), "id"));
+      double first = -1;
+      if (st == "done") {
+        std::string tok = d.session(id);
+        auto x = tok.empty() ? testing::Vesseld::ExecOutput{} : d.exec(tok, R"({"cmd":["true"]})");
+        if (x.exit_code == 0) first = msSince(t);
+      }
+      std::lock_guard<std::mutex> g(mu);
+      made.push_back(id);
+      if (first >= 0) out.push_back(first);
+    });
+  for (auto& w : workers) w.join();
+  if (!keep) {
+    for (auto& id : made) {
+      auto del = d.call("DELETE", "/v1/sandboxes/" + id);
+      if (del.status == 202) d.finish(str(del.js().at("operation"), "id"));
+    }
+    made.clear();
+  }
+  return out;
+}
+
+// Issue 16: as users create (the default pool): 20 back to back, each
+// sandbox left running until the end; bursts of 8 and 32 after 10 s idle;
+// beside cold boots and a bubblewrap container in the same run.
+void runLoad(testing::Vesseld& d, boost::json::array& rows) {
+  BwrapRoot box(std::getenv("VESSEL_DEBIAN_IMAGE") ? std::getenv("VESSEL_DEBIAN_IMAGE") : "");
+  std::printf(
+      "\n| scenario (API, create to first exec) | n | p50 ms | p99 ms | max ms |\n"
+      "|---|---|---|---|---|\n");
+  auto row = [&](const std::string& name, const std::vector<double>& v) {
+    auto s = stats(v);
+    std::printf("| %s | %zu | %.0f | %.0f | %.0f |\n", name.c_str(), s.n, s.p50, s.p99, s.max);
+    std::fflush(stdout);
+    auto j = toJson(s);
+    j["scenario"] = name;
+    rows.push_back(std::move(j));
+    return s;
+  };
+  std::vector<std::string> made;
+  std::vector<double> single;
+  for (int i = 0; i < 5; ++i) {
+    std::this_thread::sleep_for(std::chrono::seconds(3));  // the pool refilled: an idle node
+    for (double v : createsToFirstExec(d, 1, "{}", false, made)) single.push_back(v);
+  }
+  auto idle1 = row("warm pool, idle node, 1 create", single);
+  std::vector<double> cold;
+  for (int i = 0; i < 3; ++i)
+    for (double v : createsToFirstExec(d, 1, R"({"cold":true})", false, made)) cold.push_back(v);
+  row("cold boot, 1 create", cold);
+  std::this_thread::sleep_for(std::chrono::seconds(3));
+  std::vector<double> b2b;
+  for (int i = 0; i < 20; ++i)
+    for (double v : createsToFirstExec(d, 1, "{}", true, made)) b2b.push_back(v);
+  auto b2b_s = row("back to back x20", b2b);
+  (void)createsToFirstExec(d, 0, "{}", false, made);  // deletes the 20
+  if (box.ok()) row("bwrap, back to back x20", box.loop(20));
+  double worst8 = 0;
+  for (int n : {8, 32}) {
+    std::this_thread::sleep_for(std::chrono::seconds(10));
+    std::string name = "burst of " + std::to_string(n) + " after 10 s idle";
+    auto s = row(name, createsToFirstExec(d, n, "{}", false, made));
+    if (n == 8) worst8 = s.max;
+    if (box.ok()) row("bwrap, " + name, box.burst(n));
+  }
+  auto m = d.call("GET", "/metrics", "", "");
+  for (const char* k : {"vessel_warm_pool_hits_total{", "vessel_warm_pool_misses_total{",
+                        "vessel_warm_pool_target_vms{", "vessel_warm_pool_vm_pss_mib{"}) {
+    auto at = m.body.find(k);
+    if (at != std::string::npos)
+      std::printf("%s\n", m.body.substr(at, m.body.find('\n', at) - at).c_str());
+  }
+  std::printf(
+      "back-to-back p50 / idle warm-pool p50: %.1fx (target <= 3x); burst of 8: slowest "
+      "first command %.0f ms (target <= 2000)\n\n",
+      idle1.p50 > 0 ? b2b_s.p50 / idle1.p50 : 0, worst8);
+}
+
 // One vesseld with `pool` (--warm-pool), every concurrency; rows appended.
-bool runConfig(const std::string& pool, const std::string& root, boost::json::array& rounds) {
+bool runConfig(const std::string& pool, const std::string& root, boost::json::array& rounds,
+               boost::json::array& load) {
   testing::VesseldOptions o{VESSELD_PATH,
                             env("VESSEL_KERNEL"),
                             env("VESSEL_MINIMAL_IMAGE"),
@@ -118,6 +216,11 @@ bool runConfig(const std::string& pool, const std::string& root, boost::json::ar
         m.body.find("vessel_warm_pool_vms{template=\"minimal\"} 2") != std::string::npos)
       break;
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  if (pool != "none") runLoad(d, load);
+  if (std::getenv("VESSEL_BENCH_LOAD_ONLY")) {
+    d.stop();
+    return true;
   }
   for (int c : {1, 8, 32}) {
     Round r = runRound(d, c);
@@ -144,22 +247,25 @@ bool runConfig(const std::string& pool, const std::string& root, boost::json::ar
 int run() {
   std::string base =
       std::filesystem::temp_directory_path() / ("vessel-bench-api-" + std::to_string(::getpid()));
-  boost::json::array rounds;
+  boost::json::array rounds, load;
   std::printf("%-14s %-5s %7s %9s %9s %9s %9s %8s %8s %8s %8s %6s\n", "warm_pool", "conc", "wall_s",
               "ready_p50", "ready_p99", "exec_p50", "exec_p99", "list_p50", "list_p99", "get_p50",
               "get_p99", "failed");
   int rc = 0;
-  for (const char* pool : {"none", "minimal=2"}) {
+  std::vector<const char*> pools = {"none", "minimal=2"};
+  if (std::getenv("VESSEL_BENCH_LOAD_ONLY")) pools = {"minimal=2"};
+  for (const char* pool : pools) {
     std::string root = base + "-" + (std::string(pool) == "none" ? "nopool" : "pool");
     std::filesystem::create_directories(root);
-    if (!runConfig(pool, root, rounds)) rc = 1;
+    if (!runConfig(pool, root, rounds, load)) rc = 1;
     std::error_code ec;
     std::filesystem::remove_all(root, ec);
   }
   std::printf(
       "(ms; ready = create until its operation is done; exec = create until the exit of "
       "a first `true` through a session on the data plane)\n");
-  writeResults("api", {{"rounds", rounds}});
+  writeResults(std::getenv("VESSEL_BENCH_LOAD_ONLY") ? "api-load" : "api",
+               {{"rounds", rounds}, {"load", load}});
   return rc;
 }
 

@@ -2,7 +2,8 @@
 // numbers compare: cold boot, restore without the pool, restore from the
 // pool, at concurrency 1, 8 and 32 (create-to-first-exec latency and creates
 // per second); the idle memory of 20 sandboxes from one template; pause and
-// resume of 256 MiB and 1 GiB guests.
+// resume of 256 MiB and 1 GiB guests; creates back to back and in bursts
+// (create_load.cc; `--load` runs only those).
 #include <unistd.h>
 
 #include <boost/asio/co_spawn.hpp>
@@ -17,6 +18,7 @@
 #include "base/run_blocking.h"
 #include "base/sha256.h"
 #include "bench_util.h"
+#include "create_load.h"
 #include "hypervisor/qemu/qemu.h"
 #include "node/runtime.h"
 #include "node/template_builder.h"
@@ -313,6 +315,18 @@ int main(int argc, char** argv) {
                                                        e.kernel_sha);
   std::printf("building templates (256 MiB and 1 GiB)...\n");
   auto t256 = build(e, "bench256", 256);
+  auto load = [&](boost::json::object& out) {
+    const char* deb = std::getenv("VESSEL_DEBIAN_IMAGE");
+    bench::LoadEnv le{e.io, e.hv, *e.store, e.root, e.kernel, "bench256", deb ? deb : ""};
+    return bench::runLoad(le, out);
+  };
+  if (argc == 2 && std::string(argv[1]) == "--load") {
+    boost::json::object results{{"benchmark", "create-load"}, {"accel", "tcg"}};
+    int rc = load(results);
+    fs::remove_all(e.root);
+    bench::writeResults("create-load", results);
+    return rc;
+  }
   if (argc == 3 && std::string(argv[1]) == "--profile") {
     int rc = profile(e, std::atoi(argv[2]));
     fs::remove_all(e.root);
@@ -516,6 +530,7 @@ int main(int argc, char** argv) {
                   {"state_mib", state_mib}});
   }
   results["pause_resume"] = std::move(pr);
+  (void)load(results);
   runBlocking(e.io, [&]() -> asio::awaitable<int> {
     co_await rt.drainPools();
     co_return 0;

@@ -18,6 +18,8 @@ VESSEL_APT_PACKAGES=(
   curl jq git
   # egress tests: test CA and fake internet (issue 6)
   openssl python3 procps
+  # benchmarks: a container beside the sandboxes (bench/create, bench/api)
+  bubblewrap
 )
 missing=()
 for p in "${VESSEL_APT_PACKAGES[@]}"; do

@@ -73,6 +73,11 @@ int main(int argc, char** argv) {
                  "TEMPLATE=N[,...]: VMs kept restored and warmed up per template (\"\": none)")
       ->envname("VESSEL_WARM_POOL")
       ->capture_default_str();
+  app.add_option("--warm-pool-budget", cfg.warm_pool_budget,
+                 "MIB or TEMPLATE=MIB[,...]: memory each warm pool may grow to with demand "
+                 "(0: fixed at its --warm-pool N)")
+      ->envname("VESSEL_WARM_POOL_BUDGET")
+      ->capture_default_str();
   app.add_flag("--jail,!--no-jail", cfg.jail,
                "run every QEMU jailed: own uid, no capabilities, private mounts, own cgroup "
                "(default on; needs root)");

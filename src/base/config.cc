@@ -81,6 +81,37 @@ Result<std::map<std::string, size_t>> parseWarmPool(std::string_view s) {
   return out;
 }
 
+Result<WarmPoolBudget> parseWarmPoolBudget(std::string_view s) {
+  WarmPoolBudget out;
+  constexpr uint64_t kMaxMib = uint64_t{1} << 20;  // 1 TiB
+  if (s == "none") return out;
+  while (!s.empty()) {
+    auto comma = s.find(',');
+    std::string_view item = s.substr(0, comma);
+    s = comma == std::string_view::npos ? std::string_view() : s.substr(comma + 1);
+    if (item.empty()) continue;
+    auto eq = item.find('=');
+    std::string_view name = eq == std::string_view::npos ? "" : item.substr(0, eq);
+    std::string_view num = eq == std::string_view::npos ? item : item.substr(eq + 1);
+    bool name_ok = eq == std::string_view::npos || (!name.empty() && name.size() <= 64);
+    for (char c : name)
+      name_ok = name_ok && ((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' ||
+                            c == '_' || c == '.');
+    uint64_t mib = 0;
+    auto [p, ec] = std::from_chars(num.data(), num.data() + num.size(), mib);
+    if (!name_ok || num.empty() || ec != std::errc() || p != num.data() + num.size() ||
+        mib > kMaxMib)
+      return Error(Code::kInvalidArgument, "'" + std::string(item) +
+                                               "' is not MIB or TEMPLATE=MIB (MIB from 0 to " +
+                                               std::to_string(kMaxMib) + ")");
+    if (name.empty())
+      out.every_mib = mib;
+    else
+      out.per_mib[std::string(name)] = mib;
+  }
+  return out;
+}
+
 Status Config::validate() {
   auto hp = parseHostPort(listen);
   if (!hp.ok()) return std::move(hp).error().withContext("--listen");
@@ -125,6 +156,9 @@ Status Config::validate() {
   auto pools = parseWarmPool(warm_pool);
   if (!pools.ok()) return std::move(pools).error().withContext("--warm-pool");
   warm_pool_sizes = std::move(*pools);
+  auto budget = parseWarmPoolBudget(warm_pool_budget);
+  if (!budget.ok()) return std::move(budget).error().withContext("--warm-pool-budget");
+  warm_pool_budgets = std::move(*budget);
   return okStatus();
 }
 

@@ -24,6 +24,17 @@ Result<HostPort> parseHostPort(std::string_view s);
 // "minimal=2,debian=1" -> {minimal: 2, debian: 1}; "" or "none" -> no pools.
 Result<std::map<std::string, size_t>> parseWarmPool(std::string_view s);
 
+// --warm-pool-budget: MiB of pooled VMs per template.
+struct WarmPoolBudget {
+  uint64_t every_mib = 0;                   // templates not named
+  std::map<std::string, uint64_t> per_mib;  // template name -> MiB
+  uint64_t forTemplate(const std::string& name) const {
+    auto it = per_mib.find(name);
+    return it == per_mib.end() ? every_mib : it->second;
+  }
+};
+Result<WarmPoolBudget> parseWarmPoolBudget(std::string_view s);
+
 struct Config {
   std::string listen = "127.0.0.1:8080";
   // The data plane (session tokens only: exec, files, watch).
@@ -53,6 +64,11 @@ struct Config {
   // NAME restored, running and warmed up, so a create only gives one its
   // identity. Every pooled VM holds its memory and a network slot.
   std::string warm_pool = "minimal=2";
+  // Each pool above grows from demand (bursts, creates faster than it
+  // refills) and shrinks back to its N when idle, within this memory per
+  // template: "MIB" for every pool, "NAME=MIB,..." per template (mixable:
+  // "1024,debian=4096"); 0 for fixed pools of N.
+  std::string warm_pool_budget = "1024";
 
   // Confinement (docs/threat-model.md): every QEMU in a jail of its own,
   // under a uid and gid leased from vm_uid_range. Needs root.
@@ -83,6 +99,7 @@ struct Config {
   HostPort listen_addr;
   HostPort data_listen_addr;
   std::map<std::string, size_t> warm_pool_sizes;  // template name -> VMs
+  WarmPoolBudget warm_pool_budgets;
 
   // Checks every field (paths exist, enums known, listener parses).
   Status validate();

@@ -71,5 +71,31 @@ TEST(ConfigTest, WarmPools) {
   EXPECT_THAT(v.error().message(), ::testing::HasSubstr("--warm-pool"));
 }
 
+TEST(ConfigTest, WarmPoolBudget) {
+  auto b = parseWarmPoolBudget("1024,debian=4096");
+  ASSERT_TRUE(b.ok()) << b.error().message();
+  EXPECT_EQ(b->forTemplate("minimal"), 1024u);
+  EXPECT_EQ(b->forTemplate("debian"), 4096u);
+  auto only = parseWarmPoolBudget("minimal=512");
+  ASSERT_TRUE(only.ok());
+  EXPECT_EQ(only->forTemplate("minimal"), 512u);
+  EXPECT_EQ(only->forTemplate("debian"), 0u);
+  EXPECT_EQ(parseWarmPoolBudget("none")->forTemplate("minimal"), 0u);
+  for (const char* bad : {"x", "=5", "minimal=", "minimal=-1", "Mini=1", "5M", "2000000"}) {
+    auto r = parseWarmPoolBudget(bad);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_EQ(r.error().code(), Code::kInvalidArgument) << bad;
+  }
+  Config c;
+  c.kernel = c.minimal_image = "/etc/hostname";
+  c.warm_pool_budget = "minimal=x";
+  auto v = c.validate();
+  ASSERT_FALSE(v.ok());
+  EXPECT_THAT(v.error().message(), ::testing::HasSubstr("--warm-pool-budget"));
+  c.warm_pool_budget = "768";
+  ASSERT_TRUE(c.validate().ok());
+  EXPECT_EQ(c.warm_pool_budgets.forTemplate("minimal"), 768u);
+}
+
 }  // namespace
 }  // namespace vessel

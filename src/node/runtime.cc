@@ -4,8 +4,10 @@
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
+#include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <boost/json.hpp>
 #include <filesystem>
 
 #include "base/log.h"
@@ -24,25 +26,17 @@ using internal::validId;
 
 Runtime::Runtime(asio::io_context& io, hypervisor::Hypervisor& hv, templates::TemplateStore& store,
                  RuntimeOptions opts)
-    : io_(io), hv_(hv), store_(store), opts_(std::move(opts)) {
+    : io_(io),
+      hv_(hv),
+      store_(store),
+      opts_(std::move(opts)),
+      pool_(io, store, *this, opts_.pool_size) {
   std::error_code ec;
   fs::create_directories(opts_.root + "/vms", ec);
   fs::create_directories(opts_.root + "/sandboxes", ec);
 }
 
 Runtime::~Runtime() = default;
-
-size_t Runtime::pooled(const std::string& template_id) const {
-  auto it = pools_.find(template_id);
-  return it == pools_.end() ? 0 : it->second.size();
-}
-
-std::vector<pid_t> Runtime::pooledPids(const std::string& template_id) const {
-  std::vector<pid_t> out;
-  if (auto it = pools_.find(template_id); it != pools_.end())
-    for (const auto& p : it->second) out.push_back(p.vm->pid());
-  return out;
-}
 
 hypervisor::MachineSpec Runtime::machineSpec(const std::string& vm_dir, unsigned vcpus,
                                              uint64_t memory_mib,
@@ -178,7 +172,14 @@ asio::awaitable<Status> Runtime::finishRestore(Sandbox& sb, bool ignore_shared) 
   co_return id;
 }
 
+asio::awaitable<Result<Runtime::Prepared>> Runtime::prepare(
+    std::shared_ptr<const templates::Template> t) {
+  co_return co_await prepareRestore(t, t->path(templates::kStateFile),
+                                    t->path(templates::kRootfsFile), "raw", true);
+}
+
 asio::awaitable<Status> Runtime::warm(Prepared& p) {
+  if (opts_.pool_mode != RuntimeOptions::PoolMode::kWarm) co_return okStatus();
   std::vector<std::pair<std::string, double>> phases;
   auto c = co_await restoreVm(*p.vm, true, p.vm_id, phases);
   if (!c.ok()) co_return std::move(c).error().withContext("warm " + p.vm_id);
@@ -239,16 +240,6 @@ Status Runtime::writeRecord(const Sandbox& sb) {
 asio::awaitable<Result<std::shared_ptr<Sandbox>>> Runtime::create(std::string template_name,
                                                                   CreateOptions opts) {
   auto t0 = Clock::now();
-  // Creates in flight hold back pool refills (see refillLater); the last
-  // one to finish lets them go.
-  ++creating_;
-  ScopeExit done_creating([this] {
-    if (--creating_ == 0) {
-      auto wanted = std::move(refill_wanted_);
-      refill_wanted_.clear();
-      for (const auto& name : wanted) refillLater(name);
-    }
-  });
   auto t = store_.open(template_name);
   if (!t.ok()) co_return std::move(t).error();
   auto sb = std::make_shared<Sandbox>();
@@ -302,16 +293,17 @@ asio::awaitable<Result<std::shared_ptr<Sandbox>>> Runtime::create(std::string te
     }
     rm_vm.dismiss();
   } else {
-    auto& pool = pools_[(*t)->id()];
     // A warm VM that died while it waited (it is only found out now) is
     // discarded and the create goes on with the next one.
     for (int attempt = 0;; ++attempt) {
       Prepared p;
       PhaseClock pc(sb->phases_ms_);
-      if (!pool.empty()) {
-        p = std::move(pool.front());
-        pool.pop_front();
-        store_.release((*t)->id());  // the pool's hold; the sandbox takes its own
+      auto pooled = pool_.take(template_name, (*t)->id(), attempt == 0);
+      // Now, not after the create: in a burst the pool starts making what
+      // the next creates will want (at a lower priority than this one).
+      pool_.refillLater(template_name);
+      if (pooled) {
+        p = std::move(*pooled);
         pc.mark("from_pool");
       } else {
         auto r = co_await prepareRestore(*t, (*t)->path(templates::kStateFile),
@@ -344,15 +336,13 @@ asio::awaitable<Result<std::shared_ptr<Sandbox>>> Runtime::create(std::string te
       releaseSlot(sb->slot_);
       fs::remove_all(sb->vm_dir_, ec);
       if (!was_warm || attempt >= 2 || !checkAborted(sb->id_).ok()) {
-        refillLater(template_name);
+        pool_.refillLater(template_name);
         co_return std::move(fin).error().withContext(ctx);
       }
       Logger("runtime", sb->id_)
           .warn("pooled VM {} failed, trying another: {}", p.vm_id, fin.error().message());
     }
-    // Refilled after the create, not during it: on a loaded node the new
-    // QEMU would compete for the CPU with the restore a caller waits for.
-    refillLater(template_name);
+    pool_.refillLater(template_name);  // if the one above stopped early
   }
   store_.acquire(sb->template_id_);
   auto t1 = Clock::now();
@@ -361,84 +351,6 @@ asio::awaitable<Result<std::shared_ptr<Sandbox>>> Runtime::create(std::string te
                               std::chrono::duration<double, std::milli>(Clock::now() - t1).count());
   remove_dir.dismiss();
   co_return sb;
-}
-
-size_t Runtime::poolSize(const std::string& template_name) const {
-  auto it = pool_sizes_.find(template_name);
-  return it == pool_sizes_.end() ? opts_.pool_size : it->second;
-}
-
-void Runtime::refillLater(const std::string& template_name) {
-  if (draining_ || poolSize(template_name) == 0 || filling_[template_name]) return;
-  // Not while creates run: on a loaded node a new VM's restore would take
-  // CPU from the restores callers are waiting for (a burst then finishes
-  // later than it would without a pool).
-  if (creating_ > 0) {
-    refill_wanted_.insert(template_name);
-    return;
-  }
-  filling_[template_name] = true;
-  asio::co_spawn(
-      io_,
-      [this, template_name]() -> asio::awaitable<void> {
-        auto s = co_await fillPool(template_name);
-        filling_[template_name] = false;
-        if (!s.ok())
-          Logger("runtime").warn("pool refill for {}: {}", template_name, s.error().message());
-      },
-      asio::detached);
-}
-
-asio::awaitable<Status> Runtime::fillPool(const std::string& template_name) {
-  auto t = store_.open(template_name);
-  if (!t.ok()) co_return std::move(t).error();
-  while (!draining_ && pools_[(*t)->id()].size() < poolSize(template_name)) {
-    if (creating_ > 0) {
-      refill_wanted_.insert(template_name);  // goes on when the creates are done
-      break;
-    }
-    auto r = co_await prepareRestore(*t, (*t)->path(templates::kStateFile),
-                                     (*t)->path(templates::kRootfsFile), "raw", true);
-    if (!r.ok()) co_return std::move(r).error();
-    if (opts_.pool_mode == RuntimeOptions::PoolMode::kWarm && !draining_) {
-      if (auto w = co_await warm(*r); !w.ok()) {
-        co_await discard(std::move(*r));
-        co_return std::move(w).error();
-      }
-    }
-    if (draining_) {
-      // Shutting down while this VM was being made: it must not outlive us.
-      co_await discard(std::move(*r));
-      break;
-    }
-    // A pooled VM holds its template version: a newer build must not let
-    // the garbage collector take the files under it.
-    store_.acquire((*t)->id());
-    pools_[(*t)->id()].push_back(std::move(*r));
-  }
-  co_return okStatus();
-}
-
-asio::awaitable<void> Runtime::drainPools() {
-  draining_ = true;
-  // A fill in progress discards its VM when it sees draining_ (bounded by
-  // the restore's own deadlines).
-  asio::steady_timer wait(io_);
-  for (int i = 0; i < 3000; ++i) {
-    bool any = false;
-    for (auto& [name, busy] : filling_) any = any || busy;
-    if (!any) break;
-    wait.expires_after(std::chrono::milliseconds(20));
-    co_await wait.async_wait(asio::use_awaitable);
-  }
-  for (auto& [id, pool] : pools_) {
-    while (!pool.empty()) {
-      Prepared p = std::move(pool.front());
-      pool.pop_front();
-      store_.release(id);
-      co_await discard(std::move(p));
-    }
-  }
 }
 
 asio::awaitable<Status> Runtime::pause(Sandbox& sb) {

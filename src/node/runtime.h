@@ -10,7 +10,6 @@
 //   <root>/sandboxes/<id>/     sandbox.json, pause.state (while paused)
 #include <boost/asio/io_context.hpp>
 #include <boost/json/object.hpp>
-#include <deque>
 #include <map>
 #include <memory>
 #include <optional>
@@ -25,6 +24,7 @@
 #include "node/machine.h"
 #include "node/network/slot.h"
 #include "node/sandbox_file.h"
+#include "node/warm_pool.h"
 #include "templates/store.h"
 
 namespace vessel::node {
@@ -105,7 +105,7 @@ class Sandbox {
   std::vector<std::pair<std::string, double>> phases_ms_;
 };
 
-class Runtime {
+class Runtime : private WarmPool::Source {
  public:
   Runtime(asio::io_context& io, hypervisor::Hypervisor& hv, templates::TemplateStore& store,
           RuntimeOptions opts);
@@ -163,34 +163,40 @@ class Runtime {
   // Returns how many directories went.
   asio::awaitable<int> discardOrphans(std::set<std::string> keep);
 
+  // The warm pool (WarmPool).
   // Starts QEMU processes for `template_name` until the pool is full.
-  asio::awaitable<Status> fillPool(const std::string& template_name);
-  size_t pooled(const std::string& template_id) const;
+  asio::awaitable<Status> fillPool(const std::string& template_name) {
+    return pool_.fill(template_name);
+  }
+  size_t pooled(const std::string& template_id) const { return pool_.pooled(template_id); }
   // The QEMU processes pooled for a template (diagnostics and tests).
-  std::vector<pid_t> pooledPids(const std::string& template_id) const;
+  std::vector<pid_t> pooledPids(const std::string& template_id) const {
+    return pool_.pooledPids(template_id);
+  }
   // Stops every pooled QEMU process, after waiting for fills in progress;
   // nothing is pooled afterwards.
-  asio::awaitable<void> drainPools();
-  void setPoolSize(size_t n) { opts_.pool_size = n; }
+  asio::awaitable<void> drainPools() { return pool_.drain(); }
+  void setPoolSize(size_t n) { pool_.setDefaultSize(n); }
   // `template_name`'s own pool size (vesseld --warm-pool); others keep
   // RuntimeOptions::pool_size.
-  void setPoolSize(const std::string& template_name, size_t n) { pool_sizes_[template_name] = n; }
-  size_t poolSize(const std::string& template_name) const;
+  void setPoolSize(const std::string& template_name, size_t n) { pool_.setSize(template_name, n); }
+  size_t poolSize(const std::string& template_name) const { return pool_.size(template_name); }
+  // Sizes `template_name`'s pool from demand within `mib` of pooled VMs'
+  // memory, poolSize() the floor (vesseld --warm-pool-budget); 0: fixed.
+  void setPoolBudget(const std::string& template_name, uint64_t mib) {
+    pool_.setBudget(template_name, mib);
+  }
+  WarmPool::Stats poolStats(const std::string& template_name) const {
+    return pool_.stats(template_name);
+  }
   // Fills the template's pool in the background (failures are logged).
-  void keepPoolFull(const std::string& template_name) { refillLater(template_name); }
+  void keepPoolFull(const std::string& template_name) { pool_.refillLater(template_name); }
   // Applies to VMs pooled from now on.
   void setPoolMode(RuntimeOptions::PoolMode m) { opts_.pool_mode = m; }
   void setWarmExec(bool on) { opts_.warm_exec = on; }
 
  private:
-  struct Prepared {
-    std::string vm_id, vm_dir;
-    std::unique_ptr<hypervisor::Vm> vm;
-    std::shared_ptr<const templates::Template> tmpl;
-    std::shared_ptr<AgentClient> agent;  // set once warm (restored and running)
-    std::optional<GuestNetwork> net;     // what the guest's network is set up as, if it is
-    std::unique_ptr<network::Slot> slot;
-  };
+  using Prepared = PreparedVm;
   asio::awaitable<Result<Prepared>> prepareRestore(std::shared_ptr<const templates::Template> t,
                                                    const std::string& state_file,
                                                    const std::string& base_disk,
@@ -205,10 +211,12 @@ class Runtime {
   asio::awaitable<Result<std::shared_ptr<AgentClient>>> restoreVm(
       hypervisor::Vm& vm, bool from_template, std::string name,
       std::vector<std::pair<std::string, double>>& phases);
-  // Takes a pooled VM as far as PoolMode::kWarm says.
-  asio::awaitable<Status> warm(Prepared& p);
+  // WarmPool::Source: a QEMU for the template's own snapshot, taken as far
+  // as RuntimeOptions::pool_mode says.
+  asio::awaitable<Result<Prepared>> prepare(std::shared_ptr<const templates::Template> t) override;
+  asio::awaitable<Status> warm(Prepared& p) override;
   asio::awaitable<Status> finishRestore(Sandbox& sb, bool ignore_shared);
-  asio::awaitable<void> discard(Prepared p);
+  asio::awaitable<void> discard(Prepared p) override;
   // Entropy, clock, hostname, env; then the guest network unless the guest
   // is set up as `net_done` says already.
   // Bounded by guest_call_timeout.
@@ -228,7 +236,6 @@ class Runtime {
   // sandbox.json of `id`: the sandbox with what every record has, and the
   // whole record in `file`. kNotFound without a record, kInternal if corrupt.
   Result<std::shared_ptr<Sandbox>> readRecord(const std::string& id, SandboxFile& file) const;
-  void refillLater(const std::string& template_name);
   // VMs being made for a sandbox id (abort() kills them), registered for
   // the duration of a create, resume or fork.
   std::map<std::string, hypervisor::Vm*> making_;
@@ -239,12 +246,7 @@ class Runtime {
   hypervisor::Hypervisor& hv_;
   templates::TemplateStore& store_;
   RuntimeOptions opts_;
-  std::map<std::string, std::deque<Prepared>> pools_;  // template id -> ready QEMUs
-  std::map<std::string, bool> filling_;
-  std::map<std::string, size_t> pool_sizes_;  // template name -> its own pool size
-  bool draining_ = false;
-  int creating_ = 0;                     // creates in flight
-  std::set<std::string> refill_wanted_;  // pools to refill once none are
+  WarmPool pool_;
 };
 
 using vessel::newId;

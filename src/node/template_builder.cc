@@ -203,8 +203,10 @@ asio::awaitable<Result<std::shared_ptr<const templates::Template>>> buildTemplat
   auto base_sha = sha256File(in.base_image);
   if (!base_sha.ok()) co_return std::move(base_sha).error().withContext(ctx + ": base image");
   // "nic": templates carry a virtio-net device (older ones did not).
+  // "tsc": their guest keeps time with the TSC and is tickless when idle
+  // (qemu::baseCmdline); older snapshots tick at 250 Hz forever.
   std::string hash = sha256Hex(canonicalSpec(spec) + "\n" + *base_sha + "\n" + in.kernel_sha256 +
-                               "\n" + in.qemu_version + "\nnic");
+                               "\n" + in.qemu_version + "\nnic\ntsc");
   std::string version = hash.substr(0, 16);
   if (auto cached = store.open(spec.name, version); cached.ok()) {
     progress("cached", 100);

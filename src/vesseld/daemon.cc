@@ -272,7 +272,10 @@ Status runDaemon(Config cfg) {
     ro.warm_network = node::GuestNetwork{true, egress->caPem()};
   }
   node::Runtime runtime(io, hv, templates, ro);
-  for (const auto& [name, n] : cfg.warm_pool_sizes) runtime.setPoolSize(name, n);
+  for (const auto& [name, n] : cfg.warm_pool_sizes) {
+    runtime.setPoolSize(name, n);
+    runtime.setPoolBudget(name, cfg.warm_pool_budgets.forTemplate(name));
+  }
   LocalNode local_node(io, runtime, &network);
   ops::Lifecycle lifecycle(io, *store, local_node, templates);
   ControlPlane control(io, *store, lifecycle, templates, &network);
@@ -319,13 +322,26 @@ Status runDaemon(Config cfg) {
   lifecycle.setPolicy(policy);
   lifecycle.startReaper();
   metrics.addCollector([&](metrics::SampleWriter& w) {
-    w.family("vessel_warm_pool_vms", "VMs restored and waiting for a create, per template",
-             "gauge");
-    for (const auto& [name, n] : cfg.warm_pool_sizes) {
-      auto t = templates.open(name);
-      w.sample("vessel_warm_pool_vms", {"template"}, {name},
-               t.ok() ? static_cast<double>(runtime.pooled((*t)->id())) : 0);
-    }
+    std::map<std::string, node::WarmPool::Stats> st;
+    for (const auto& [name, n] : cfg.warm_pool_sizes) st[name] = runtime.poolStats(name);
+    auto family = [&](const char* metric, const char* help, const char* type, auto value) {
+      w.family(metric, help, type);
+      for (const auto& [name, s] : st)
+        w.sample(metric, {"template"}, {name}, static_cast<double>(value(s)));
+    };
+    using S = node::WarmPool::Stats;
+    family("vessel_warm_pool_vms", "VMs restored and waiting for a create, per template", "gauge",
+           [](const S& s) { return s.pooled; });
+    family("vessel_warm_pool_target_vms",
+           "VMs the warm pool sizes itself to from demand (within --warm-pool-budget)", "gauge",
+           [](const S& s) { return s.target; });
+    family("vessel_warm_pool_hits_total", "Creates that found a VM in the warm pool", "counter",
+           [](const S& s) { return s.hits; });
+    family("vessel_warm_pool_misses_total", "Creates that found the warm pool empty", "counter",
+           [](const S& s) { return s.misses; });
+    family("vessel_warm_pool_vm_pss_mib",
+           "Memory (PSS) one pooled VM holds, measured; what the budget is counted in", "gauge",
+           [](const S& s) { return s.vm_cost_mib; });
   });
   // Warm pools fill in the background; creates work (slower) meanwhile.
   for (const auto& [name, n] : cfg.warm_pool_sizes)

@@ -29,6 +29,16 @@ std::string after(const std::vector<std::string>& a, const std::string& flag, in
   return "";
 }
 
+TEST(QemuArgvTest, OnlyATcgGuestIsToldTheTscRate) {
+  auto s = spec();
+  s.accel = Accel::kKvm;  // kvm-clock: nothing to tell
+  auto a = buildArgv(s, {"qemu", "/r/q.sock", "/r/c.sock", "/r/a.sock"});
+  EXPECT_THAT(after(a, "-append"), Not(HasSubstr("tsc")));
+  s.accel = Accel::kTcg;
+  a = buildArgv(s, {"qemu", "/r/q.sock", "/r/c.sock", "/r/a.sock"});
+  EXPECT_THAT(after(a, "-append"), HasSubstr(" tsc=reliable"));
+}
+
 TEST(QemuArgvTest, MicrovmWithVirtioMmioOnly) {
   auto a = buildArgv(spec(), {"qemu", "/r/q.sock", "/r/c.sock", "/r/a.sock"});
   EXPECT_EQ(a[0], "qemu");
@@ -41,9 +51,11 @@ TEST(QemuArgvTest, MicrovmWithVirtioMmioOnly) {
   EXPECT_EQ(after(a, "-m"), "512M");
   EXPECT_EQ(after(a, "-accel"), "tcg");
   for (const auto& x : a) EXPECT_THAT(x, Not(HasSubstr("-pci")));
-  EXPECT_EQ(after(a, "-append"),
-            "console=hvc0 panic=-1 reboot=t root=/dev/vda rootfstype=ext4 ro "
-            "init=/sbin/vessel-agent");
+  // TCG: the host's TSC rate (measured, so only its shape is checked).
+  EXPECT_THAT(after(a, "-append"),
+              ::testing::MatchesRegex("console=hvc0 panic=-1 reboot=t tsc_early_khz=[1-9][0-9]* "
+                                      "tsc=reliable root=/dev/vda rootfstype=ext4 ro "
+                                      "init=/sbin/vessel-agent"));
   EXPECT_EQ(after(a, "-drive"),
             "id=disk0,file=/img/root.ext4,format=raw,if=none,discard=unmap,readonly=on");
   EXPECT_EQ(after(a, "-device", 1), "virtconsole,chardev=console");

@@ -164,8 +164,10 @@ class SlotPool {
   bool filling_ = false;
   std::thread filler_;
   // Where acquireAsync() makes slots; stopped and joined first thing in
-  // the destructor.
-  std::unique_ptr<boost::asio::thread_pool> makers_ = std::make_unique<boost::asio::thread_pool>(1);
+  // the destructor. Several: a create's slot must not queue behind the one
+  // a warm-pool refill is making (slots of different indexes are
+  // independent; refillInBackground already makes one beside them).
+  std::unique_ptr<boost::asio::thread_pool> makers_ = std::make_unique<boost::asio::thread_pool>(4);
   // Cleared by the destructor: a refill that ends later finds no pool.
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };
