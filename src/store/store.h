@@ -96,6 +96,8 @@ class Store {
                                                            int limit) = 0;
 
   virtual Status insertOperation(const OperationRecord& o) = 0;
+  // Refused (kFailedPrecondition) once the operation has finished: when two
+  // writers race to end it, the first one's outcome stays.
   virtual Status setOperationState(const std::string& id, OpState state,
                                    const std::string& error_code,
                                    const std::string& error_message) = 0;
@@ -159,5 +161,17 @@ int64_t nowMs();
 // from `clock` (which must outlive the store; null: the system's).
 Result<std::unique_ptr<Store>> openSqlite(const std::string& path,
                                           const WallClock* clock = nullptr);
+
+// Connects to the PostgreSQL database at `url` (a libpq URI,
+// postgres://user:password@host:port/db?..., or key=value settings) and
+// migrates it to the newest schema under an advisory lock, so several
+// vesseld starting at once migrate it once. Refuses a newer schema, as
+// openSqlite does. The connection is made again after it breaks; a call
+// made while the server is away fails with kUnavailable.
+Result<std::unique_ptr<Store>> openPostgres(const std::string& url,
+                                            const WallClock* clock = nullptr);
+
+// `url` without its password, for logs and messages.
+std::string redactUrl(const std::string& url);
 
 }  // namespace vessel::store
