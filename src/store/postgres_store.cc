@@ -16,9 +16,12 @@
 //     the sequence number and inserting, so event numbers become visible
 //     in commit order; without it a reader following "after seq N" (SSE)
 //     could see N+1 commit before N and skip N forever.
-// Cross-call sequences of the callers (a quota check and then an insert,
-// a state check and then a transition) are not made atomic here; see
-// docs/design.md, "The store".
+//   - insertSandboxAdmitted(): a transaction holding the tenant's row lock
+//     (SELECT ... FOR UPDATE) across the quota check and the insert, so
+//     two replicas cannot both admit the tenant's last sandbox.
+// Other sequences of calls by the callers (a state check, then a
+// transition) are not atomic across replicas yet; see docs/design.md,
+// "The store".
 //
 // Calls are synchronous, as with SQLite (they run on the io thread): each
 // costs one or more round trips to the server, the price of sharing state.
@@ -182,13 +185,28 @@ class PostgresStore : public Store {
   }
 
   Status insertSandbox(const SandboxRecord& s) override {
-    return exec0("insert sandbox " + s.id,
-                 "INSERT INTO sandboxes(id,tenant_id,template,state,error,vcpus,memory_mib,"
-                 "metadata,created_ms,updated_ms,idle_timeout_s,expires_ms,last_active_ms) "
-                 "VALUES($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13)",
-                 s.id, s.tenant_id, s.template_name, str(stateName(s.state)), s.error,
-                 int64_t{s.vcpus}, static_cast<int64_t>(s.memory_mib), s.metadata_json,
-                 s.created_ms, s.updated_ms, s.idle_timeout_s, s.expires_ms, s.last_active_ms);
+    return run("insert sandbox " + s.id, [&](pqxx::connection& c) {
+      pqxx::nontransaction t(c);
+      insertSandboxIn(t, s);
+      return okStatus();
+    });
+  }
+  Status insertSandboxAdmitted(const SandboxRecord& s, const Admission& admit) override {
+    return run("insert sandbox " + s.id, [&](pqxx::connection& c) -> Status {
+      // READ COMMITTED. The tenant's row lock (FOR UPDATE) serializes the
+      // admissions of one tenant across every vesseld; the usage read after
+      // it takes a fresh snapshot (one per statement at this level), so it
+      // sees every admission committed before the lock was granted.
+      pqxx::work w(c);
+      auto t = w.exec_params(
+          "SELECT max_sandboxes, max_memory_mib FROM tenants WHERE id=$1 FOR UPDATE", s.tenant_id);
+      if (t.empty()) return Error(Code::kNotFound, "tenant " + s.tenant_id + " does not exist");
+      TenantLimits l{optionalInt(t[0][0]), optionalInt(t[0][1])};
+      if (auto refused = admit(l, usageIn(w, s.tenant_id))) return *refused;  // rolled back
+      insertSandboxIn(w, s);
+      w.commit();
+      return okStatus();
+    });
   }
   Status setSandboxState(const std::string& id, SandboxState state,
                          const std::string& error) override {
@@ -306,11 +324,8 @@ class PostgresStore : public Store {
   }
   Result<TenantUsage> tenantUsage(const std::string& tenant_id) override {
     return run("usage of tenant " + tenant_id, [&](pqxx::connection& c) {
-      auto r = pqxx::nontransaction(c).exec_params1(
-          "SELECT count(*), coalesce(sum(CASE WHEN state!='paused' THEN memory_mib ELSE 0 END),"
-          " 0)::bigint FROM sandboxes WHERE tenant_id=$1 AND state NOT IN ('deleted','failed')",
-          tenant_id);
-      return TenantUsage{r[0].as<int64_t>(), r[1].as<int64_t>()};
+      pqxx::nontransaction t(c);
+      return usageIn(t, tenant_id);
     });
   }
 
@@ -446,6 +461,24 @@ class PostgresStore : public Store {
 
  private:
   int64_t nowMs() const { return clock_.nowMs(); }
+
+  static void insertSandboxIn(pqxx::transaction_base& t, const SandboxRecord& s) {
+    t.exec_params(
+        "INSERT INTO sandboxes(id,tenant_id,template,state,error,vcpus,memory_mib,"
+        "metadata,created_ms,updated_ms,idle_timeout_s,expires_ms,last_active_ms) "
+        "VALUES($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13)",
+        s.id, s.tenant_id, s.template_name, str(stateName(s.state)), s.error, int64_t{s.vcpus},
+        static_cast<int64_t>(s.memory_mib), s.metadata_json, s.created_ms, s.updated_ms,
+        s.idle_timeout_s, s.expires_ms, s.last_active_ms);
+  }
+  // Sandboxes not deleted or failed, and the memory of those holding a VM.
+  static TenantUsage usageIn(pqxx::transaction_base& t, const std::string& tenant_id) {
+    auto r = t.exec_params1(
+        "SELECT count(*), coalesce(sum(CASE WHEN state!='paused' THEN memory_mib ELSE 0 END),"
+        " 0)::bigint FROM sandboxes WHERE tenant_id=$1 AND state NOT IN ('deleted','failed')",
+        tenant_id);
+    return TenantUsage{r[0].as<int64_t>(), r[1].as<int64_t>()};
+  }
 
   // Runs `body` on the connection (made on first use, and again after it
   // broke) and turns libpqxx's exceptions into Errors: none leave the store.

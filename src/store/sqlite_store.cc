@@ -290,6 +290,20 @@ class SqliteStore : public Store {
     s.bind(r.idle_timeout_s).bind(r.expires_ms).bind(r.last_active_ms);
     return done(s, "insert sandbox " + r.id);
   }
+  Status insertSandboxAdmitted(const SandboxRecord& r, const Admission& admit) override {
+    // BEGIN IMMEDIATE takes the database's write lock before the reads, so
+    // no other connection's insert lands between the check and this one.
+    VESSEL_TRY(exec("BEGIN IMMEDIATE;"));
+    Status st = [&]() -> Status {
+      VESSEL_ASSIGN_OR_RETURN(TenantLimits l, tenantLimits(r.tenant_id));
+      VESSEL_ASSIGN_OR_RETURN(TenantUsage u, tenantUsage(r.tenant_id));
+      if (auto refused = admit(l, u)) return *refused;
+      VESSEL_TRY(insertSandbox(r));
+      return exec("COMMIT;");
+    }();
+    if (!st.ok()) (void)exec("ROLLBACK;");
+    return st;
+  }
   Status setSandboxState(const std::string& id, SandboxState state,
                          const std::string& error) override {
     Stmt s(db_, "UPDATE sandboxes SET state=?, error=?, updated_ms=? WHERE id=?");

@@ -6,6 +6,7 @@
 // Every query about a tenant's objects takes the tenant id: isolation is
 // enforced here, in the WHERE clause, not by callers remembering to check.
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -86,6 +87,15 @@ class Store {
   virtual Result<std::optional<std::string>> tenantForKey(const std::string& key_sha256) = 0;
 
   virtual Status insertSandbox(const SandboxRecord& s) = 0;
+  // Inserts `s` only if `admit`, shown its tenant's limits and usage (what
+  // tenantLimits and tenantUsage answer), returns no Error; else that
+  // Error. The check and the insert are one transaction, serialized per
+  // tenant (PostgreSQL: the tenant's row lock; SQLite: the write lock), so
+  // several writers (API replicas) cannot all take a tenant's last slot.
+  // `admit` runs inside the store and must not call it.
+  using Admission =
+      std::function<std::optional<Error>(const TenantLimits& limits, const TenantUsage& use)>;
+  virtual Status insertSandboxAdmitted(const SandboxRecord& s, const Admission& admit) = 0;
   virtual Status setSandboxState(const std::string& id, SandboxState state,
                                  const std::string& error) = 0;
   virtual Result<std::optional<SandboxRecord>> getSandbox(const std::string& tenant_id,

@@ -400,6 +400,87 @@ TEST_P(StoreTest, EventsBecomeVisibleInSequenceOrder) {
       << "the follower skipped events that became visible after a higher sequence number";
 }
 
+// The admission a create makes: the check sees the tenant's limits and
+// usage, and a refusal inserts nothing.
+TEST_P(StoreTest, AdmittedInsertsSeeLimitsAndUsage) {
+  auto s = open();
+  ASSERT_TRUE(s.ok()) << s.error().message();
+  Store& st = **s;
+  ASSERT_TRUE(st.createTenant("t1", "one").ok());
+  ASSERT_TRUE(st.setTenantLimits("t1", {2, std::nullopt}).ok());
+  ASSERT_TRUE(st.insertSandbox({"sb-a", "t1", "minimal", SandboxState::kPaused, "", 1, 512}).ok());
+  TenantLimits seen_limits;
+  TenantUsage seen_use;
+  auto admit = [&](const TenantLimits& l, const TenantUsage& u) -> std::optional<Error> {
+    seen_limits = l;
+    seen_use = u;
+    if (u.sandboxes + 1 > l.max_sandboxes.value_or(100))
+      return Error(Code::kResourceExhausted, "full");
+    return std::nullopt;
+  };
+  SandboxRecord b{"sb-b", "t1", "minimal", SandboxState::kCreating, "", 1, 256};
+  ASSERT_TRUE(st.insertSandboxAdmitted(b, admit).ok());
+  EXPECT_EQ(seen_limits.max_sandboxes.value_or(0), 2);
+  EXPECT_FALSE(seen_limits.max_memory_mib.has_value());
+  EXPECT_EQ(seen_use.sandboxes, 1);
+  EXPECT_EQ(seen_use.memory_mib, 0);  // paused: holds no memory
+  SandboxRecord c{"sb-c", "t1", "minimal", SandboxState::kCreating, "", 1, 256};
+  auto refused = st.insertSandboxAdmitted(c, admit);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().code(), Code::kResourceExhausted);
+  EXPECT_EQ(seen_use.sandboxes, 2);
+  EXPECT_EQ(seen_use.memory_mib, 256);
+  EXPECT_FALSE(st.getSandbox("t1", "sb-c")->has_value());
+  EXPECT_EQ(st.insertSandboxAdmitted(b, [](auto&, auto&) { return std::nullopt; }).error().code(),
+            Code::kAlreadyExists);
+  EXPECT_EQ(st.tenantUsage("t1")->sandboxes, 2);
+  // The store is usable after a refusal (its transaction was ended).
+  ASSERT_TRUE(st.setMeta("after", "refusal").ok());
+}
+
+// Several writers (API replicas, each its own connection) race for a
+// tenant's last slots: exactly the limit is admitted.
+TEST_P(StoreTest, ConcurrentAdmissionsNeverExceedTheLimit) {
+  constexpr int kWriters = 4, kEach = 3, kLimit = 5;
+  {
+    auto s = open();
+    ASSERT_TRUE(s.ok()) << s.error().message();
+    ASSERT_TRUE((*s)->createTenant("t1", "one").ok());
+  }
+  std::vector<std::unique_ptr<Store>> writers;
+  for (int i = 0; i < kWriters; ++i) {
+    auto s = open();
+    ASSERT_TRUE(s.ok()) << s.error().message();
+    writers.push_back(std::move(*s));
+  }
+  std::atomic<int> admitted{0}, refused{0}, other{0};
+  std::vector<std::thread> threads;
+  for (int w = 0; w < kWriters; ++w)
+    threads.emplace_back([&, w] {
+      for (int i = 0; i < kEach; ++i) {
+        SandboxRecord r{"sb-" + std::to_string(w) + "-" + std::to_string(i), "t1", "minimal"};
+        auto s = writers[w]->insertSandboxAdmitted(
+            r, [](const TenantLimits&, const TenantUsage& u) -> std::optional<Error> {
+              // Widens the window between the check and the insert.
+              std::this_thread::sleep_for(std::chrono::milliseconds(2));
+              if (u.sandboxes + 1 > kLimit) return Error(Code::kResourceExhausted, "full");
+              return std::nullopt;
+            });
+        if (s.ok())
+          ++admitted;
+        else if (s.error().code() == Code::kResourceExhausted)
+          ++refused;
+        else
+          ++other;
+      }
+    });
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(other.load(), 0);
+  EXPECT_EQ(admitted.load(), kLimit);
+  EXPECT_EQ(refused.load(), kWriters * kEach - kLimit);
+  EXPECT_EQ(writers[0]->tenantUsage("t1")->sandboxes, kLimit);
+}
+
 // PostgreSQL only: the server goes away and comes back.
 TEST(PostgresStoreTest, ReportsAnAbsentServerAndReconnects) {
   std::string why;
