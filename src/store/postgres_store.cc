@@ -126,6 +126,8 @@ class PostgresStore : public Store {
     return run("migrate", [&](pqxx::connection& c) {
       pqxx::work w(c);
       // Serializes every vesseld's migration; released at commit.
+      // Migrations may rewrite big tables, and others wait here meanwhile.
+      w.exec("SET LOCAL statement_timeout = 0");
       w.exec_params("SELECT pg_advisory_xact_lock($1)", kMigrationLock);
       w.exec(
           "CREATE TABLE IF NOT EXISTS schema_migrations (number BIGINT PRIMARY KEY,"
@@ -492,7 +494,12 @@ class PostgresStore : public Store {
     };
     std::lock_guard lock(mu_);
     try {
-      if (!conn_ || !conn_->is_open()) conn_ = std::make_unique<pqxx::connection>(conninfo_);
+      if (!conn_ || !conn_->is_open()) {
+        conn_ = std::make_unique<pqxx::connection>(conninfo_);
+        // The io thread waits for every statement: none may hold it for
+        // long (a lock held by a stuck replica, a server in trouble).
+        pqxx::nontransaction(*conn_).exec("SET statement_timeout = '30s'");
+      }
       return body(*conn_);
     } catch (const pqxx::broken_connection& e) {
       conn_.reset();  // the next call connects again
@@ -542,8 +549,20 @@ std::string redactUrl(const std::string& url) {
   return url.substr(0, colon) + ":***" + url.substr(at);
 }
 
+namespace {
+// Store calls block the io thread, so an unreachable server must not hold
+// it for the kernel's TCP connect timeout (minutes): connect_timeout
+// unless the URL sets one.
+std::string withConnectTimeout(const std::string& url) {
+  if (url.find("connect_timeout") != std::string::npos) return url;
+  if (url.find("://") == std::string::npos) return url + " connect_timeout=5";
+  return url + (url.find('?') == std::string::npos ? "?" : "&") + "connect_timeout=5";
+}
+}  // namespace
+
 Result<std::unique_ptr<Store>> openPostgres(const std::string& url, const WallClock* clock) {
-  auto s = std::make_unique<PostgresStore>(url, redactUrl(url), clock ? *clock : systemWallClock());
+  auto s = std::make_unique<PostgresStore>(withConnectTimeout(url), redactUrl(url),
+                                           clock ? *clock : systemWallClock());
   VESSEL_TRY_CTX(s->migrate(), "open database " + redactUrl(url));
   return std::unique_ptr<Store>(std::move(s));
 }

@@ -177,7 +177,8 @@ Result<std::unique_ptr<Store>> openSqlite(const std::string& path,
 // migrates it to the newest schema under an advisory lock, so several
 // vesseld starting at once migrate it once. Refuses a newer schema, as
 // openSqlite does. The connection is made again after it breaks; a call
-// made while the server is away fails with kUnavailable.
+// made while the server is away fails with kUnavailable. Connecting gives
+// up after 5 s unless the URL sets connect_timeout.
 Result<std::unique_ptr<Store>> openPostgres(const std::string& url,
                                             const WallClock* clock = nullptr);
 

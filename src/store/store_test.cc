@@ -1,13 +1,17 @@
 #include "store/store.h"
 
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
 #include <sqlite3.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <set>
 #include <thread>
 
+#include "base/fd.h"
 #include "store/testing/postgres_server.h"
 
 // The store's behaviour, once, for both engines: every TEST_P runs against
@@ -499,6 +503,28 @@ TEST(PostgresStoreTest, ReportsAnAbsentServerAndReconnects) {
   auto back = (*s)->getMeta("k");
   ASSERT_TRUE(back.ok()) << back.error().message();
   EXPECT_EQ(back->value_or(""), "v");
+}
+
+// Store calls block vesseld's io thread: a server that takes the
+// connection and then never answers (a listening socket nobody serves) is
+// an error within seconds, not a thread stuck for good.
+TEST(PostgresStoreTest, AServerThatNeverAnswersFailsFast) {
+  Fd sock(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  ASSERT_GE(sock.get(), 0);
+  const int fd = sock.get();
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);  // SAFETY: sockaddr_in
+  ASSERT_EQ(::listen(fd, 4), 0);
+  socklen_t len = sizeof a;
+  ASSERT_EQ(::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len), 0);  // SAFETY: as above
+  auto start = std::chrono::steady_clock::now();
+  auto s =
+      openPostgres("postgres://vessel@127.0.0.1:" + std::to_string(ntohs(a.sin_port)) + "/vessel");
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.error().code(), Code::kUnavailable);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(20));
 }
 
 TEST(PostgresStoreTest, UrlsAreShownWithoutTheirPassword) {

@@ -29,6 +29,8 @@ struct PostgresServerOptions {
 
 class PostgresServer {
  public:
+  // Call from a thread that outlives the server: the death signal is tied
+  // to the thread that started it (the main thread, in practice).
   static Result<std::unique_ptr<PostgresServer>> start(PostgresServerOptions o = {});
   ~PostgresServer();
   PostgresServer(const PostgresServer&) = delete;
