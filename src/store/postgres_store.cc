@@ -12,10 +12,10 @@
 // need instead:
 //   - migrate(): a transaction holding an advisory lock, so replicas
 //     starting together migrate once and wait for each other.
-//   - appendEvent(): a transaction holding an advisory lock around taking
-//     the sequence number and inserting, so event numbers become visible
-//     in commit order; without it a reader following "after seq N" (SSE)
-//     could see N+1 commit before N and skip N forever.
+//   - appendEvent(): a transaction holding an advisory lock (per tenant)
+//     around taking the sequence number and inserting, so a tenant's event
+//     numbers become visible in commit order; without it a reader following
+//     "after seq N" (SSE) could see N+1 commit before N and skip N forever.
 //   - insertSandboxAdmitted(): a transaction holding the tenant's row lock
 //     (SELECT ... FOR UPDATE) across the quota check and the insert, so
 //     two replicas cannot both admit the tenant's last sandbox.
@@ -28,6 +28,7 @@
 #include <mutex>
 #include <pqxx/pqxx>
 #include <set>
+#include <type_traits>
 
 #include "store/migrations.h"
 #include "store/store.h"
@@ -39,7 +40,11 @@ namespace {
 // Keys of the advisory locks (pg_advisory_xact_lock), arbitrary constants
 // shared by every vesseld on the database.
 constexpr int64_t kMigrationLock = 0x7665'7373'656c'0001;  // "vessel" 1
-constexpr int64_t kEventLock = 0x7665'7373'656c'0002;      // "vessel" 2
+// Events are locked per tenant, (kEventLockClass, hash of the tenant id), a
+// key space apart from the one-number keys: readers only ever follow one
+// tenant's events, so only those need to appear in order, and tenants do
+// not wait for each other (a hash collision only makes two share a lock).
+constexpr int32_t kEventLockClass = 0x7665'7302;
 
 constexpr const char* kSandboxCols =
     "id,tenant_id,template,state,error,vcpus,memory_mib,metadata,created_ms,updated_ms,"
@@ -276,7 +281,7 @@ class PostgresStore : public Store {
       pqxx::work w(c);
       // Taken before the identity value and held to commit: sequence
       // numbers become visible in increasing order (see the top).
-      w.exec_params("SELECT pg_advisory_xact_lock($1)", kEventLock);
+      w.exec_params("SELECT pg_advisory_xact_lock($1, hashtext($2))", kEventLockClass, e.tenant_id);
       auto r = w.exec_params1(
           "INSERT INTO events(tenant_id,operation_id,sandbox_id,type,data,at_ms) "
           "VALUES($1,$2,$3,$4,$5,$6) RETURNING seq",
