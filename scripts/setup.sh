@@ -8,7 +8,9 @@ VESSEL_APT_PACKAGES=(
   # libraries
   libboost1.81-dev libboost-json1.81-dev libcli11-dev libspdlog-dev libfmt-dev libsqlite3-dev
   sqlite3 libssl-dev libgtest-dev libgmock-dev libbenchmark-dev libseccomp-dev libcap-ng-dev
-  libyaml-cpp-dev libpsl-dev publicsuffix
+  libyaml-cpp-dev libpsl-dev publicsuffix libpqxx-dev
+  # the PostgreSQL store's tests run a private PostgreSQL 15 server (no system cluster, below)
+  postgresql-15
   # guests: hypervisor, kernel source and its build tools, image tools
   qemu-system-x86 qemu-utils linux-source-6.1 bc bison flex libelf-dev cpio xz-utils
   busybox-static e2fsprogs debootstrap
@@ -27,6 +29,14 @@ for p in "${VESSEL_APT_PACKAGES[@]}"; do
 done
 if [ ${#missing[@]} -gt 0 ]; then
   [ "$(id -u)" = 0 ] || { echo "setup: need root to install: ${missing[*]}" >&2; exit 1; }
+  if [[ " ${missing[*]} " == *" postgresql-15 "* ]]; then
+    # Tests start their own server in a private directory
+    # (src/store/testing/postgres_server); the package must neither create
+    # nor start a system cluster. postgresql-common reads this drop-in when
+    # it configures postgresql-15, so it goes in first.
+    mkdir -p /etc/postgresql-common/createcluster.d
+    echo "create_main_cluster = false" >/etc/postgresql-common/createcluster.d/vessel.conf
+  fi
   echo "setup: installing ${missing[*]}"
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -q

@@ -1,5 +1,6 @@
 // Operator commands that work on a node's store directly, beside a running
-// vesseld (SQLite in WAL mode allows it): `vessel tenant create NAME` and
+// vesseld (SQLite in WAL mode allows it; PostgreSQL with --store or
+// $VESSEL_STORE, as vesseld takes it): `vessel tenant create NAME` and
 // `vessel key create TENANT`. The key is printed once; only its SHA-256 is
 // stored, so it cannot be shown again.
 #include <unistd.h>
@@ -31,9 +32,21 @@ bool tenantName(const std::string& n) {
   return true;
 }
 
+std::string defaultStore() {
+  const char* s = std::getenv("VESSEL_STORE");
+  return s && *s ? s : "sqlite";
+}
+
+struct StoreArgs {
+  std::string state_dir = defaultStateDir();
+  std::string store = defaultStore();
+};
+
 // Opens the store only where one exists: a typo in --state-dir must not
 // create an empty deployment.
-Result<std::unique_ptr<store::Store>> openStore(const std::string& state_dir) {
+Result<std::unique_ptr<store::Store>> openStore(const StoreArgs& a) {
+  if (a.store != "sqlite") return store::openPostgres(a.store);
+  const std::string& state_dir = a.state_dir;
   std::string db = state_dir + "/vessel.db";
   std::error_code ec;
   if (!std::filesystem::exists(db, ec))
@@ -42,10 +55,10 @@ Result<std::unique_ptr<store::Store>> openStore(const std::string& state_dir) {
   return store::openSqlite(db);
 }
 
-int runTenantCreate(const std::string& state_dir, const std::string& name) {
+int runTenantCreate(const StoreArgs& where, const std::string& name) {
   if (!tenantName(name))
     return fail("tenant name must be 1-32 of a-z, 0-9 and -, not starting with -");
-  auto st = openStore(state_dir);
+  auto st = openStore(where);
   if (!st.ok()) return fail(st.error());
   if (auto s = (*st)->createTenant(name, name); !s.ok()) {
     if (s.error().code() == Code::kAlreadyExists)
@@ -56,14 +69,16 @@ int runTenantCreate(const std::string& state_dir, const std::string& name) {
   return 0;
 }
 
-int runKeyCreate(const std::string& state_dir, const std::string& tenant) {
+int runKeyCreate(const StoreArgs& where, const std::string& tenant) {
   if (!tenantName(tenant)) return fail("tenant '" + tenant + "' does not exist");
-  auto st = openStore(state_dir);
+  auto st = openStore(where);
   if (!st.ok()) return fail(st.error());
   auto key = api::newApiKey();
   if (!key.ok()) return fail(key.error());
   if (auto s = (*st)->addApiKey(tenant, sha256Hex(*key)); !s.ok()) {
-    if (s.error().message().find("FOREIGN KEY") != std::string::npos)
+    // SQLite names the foreign key; PostgreSQL's store says precondition.
+    if (s.error().message().find("FOREIGN KEY") != std::string::npos ||
+        s.error().code() == Code::kFailedPrecondition)
       return fail("tenant '" + tenant + "' does not exist");
     return fail(s.error());
   }
@@ -77,24 +92,30 @@ int runKeyCreate(const std::string& state_dir, const std::string& tenant) {
 }  // namespace
 
 void addAdmin(CLI::App& app, std::function<int()>* run) {
-  auto state_dir = std::make_shared<std::string>(defaultStateDir());
+  auto where = std::make_shared<StoreArgs>();
   auto arg = std::make_shared<std::string>();
+  auto storeOptions = [&](CLI::App* c) {
+    c->add_option("--state-dir", where->state_dir, "vesseld's state directory ($VESSEL_STATE_DIR)")
+        ->capture_default_str();
+    c->add_option("--store", where->store,
+                  "the store as vesseld's --store: sqlite (in the state directory) or a "
+                  "postgres:// URL ($VESSEL_STORE)")
+        ->capture_default_str();
+  };
 
   auto* tenant = app.add_subcommand("tenant", "operator: manage tenants (on the node's store)");
   tenant->require_subcommand(1);
   auto* tc = tenant->add_subcommand("create", "add a tenant; print its name");
   tc->add_option("name", *arg, "tenant name (a-z, 0-9, -)")->required();
-  tc->add_option("--state-dir", *state_dir, "vesseld's state directory ($VESSEL_STATE_DIR)")
-      ->capture_default_str();
-  tc->callback([=] { *run = [=] { return runTenantCreate(*state_dir, *arg); }; });
+  storeOptions(tc);
+  tc->callback([=] { *run = [=] { return runTenantCreate(*where, *arg); }; });
 
   auto* key = app.add_subcommand("key", "operator: manage API keys (on the node's store)");
   key->require_subcommand(1);
   auto* kc = key->add_subcommand("create", "add an API key to a tenant; print it (once)");
   kc->add_option("tenant", *arg, "tenant name")->required();
-  kc->add_option("--state-dir", *state_dir, "vesseld's state directory ($VESSEL_STATE_DIR)")
-      ->capture_default_str();
-  kc->callback([=] { *run = [=] { return runKeyCreate(*state_dir, *arg); }; });
+  storeOptions(kc);
+  kc->callback([=] { *run = [=] { return runKeyCreate(*where, *arg); }; });
 }
 
 }  // namespace vessel::cli

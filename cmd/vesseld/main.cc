@@ -20,6 +20,12 @@ int main(int argc, char** argv) {
   app.add_option("--state-dir", cfg.state_dir, "state directory (store, sandboxes, sockets)")
       ->envname("VESSEL_STATE_DIR")
       ->capture_default_str();
+  app.add_option("--store", cfg.store,
+                 "the store: sqlite (embedded, <state-dir>/vessel.db; one vesseld) or a "
+                 "PostgreSQL URL, postgres://USER:PASSWORD@HOST:PORT/DB (shared by several "
+                 "vesseld; pass it in VESSEL_STORE or --config to keep the password out of ps)")
+      ->envname("VESSEL_STORE")
+      ->capture_default_str();
   app.add_option("--cache-dir", cfg.cache_dir, "cache of kernels, images and probe verdicts")
       ->envname("VESSEL_CACHE_DIR")
       ->capture_default_str();

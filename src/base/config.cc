@@ -128,6 +128,10 @@ Status Config::validate() {
   if (cache_dir.empty() || cache_dir[0] != '/')
     return Error(Code::kInvalidArgument,
                  "cache dir must be an absolute path, not '" + cache_dir + "'");
+  if (store != "sqlite" && store.rfind("postgres://", 0) != 0 &&
+      store.rfind("postgresql://", 0) != 0)
+    return Error(Code::kInvalidArgument,
+                 "--store must be 'sqlite' or a postgres:// or postgresql:// URL");
   if (hypervisor != "qemu")
     return Error(Code::kInvalidArgument,
                  "hypervisor '" + hypervisor + "' is not supported (supported: qemu)");

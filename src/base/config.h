@@ -42,6 +42,10 @@ struct Config {
   // The data plane's URL as clients reach it; empty: http://<data_listen>.
   std::string data_url;
   std::string state_dir = "/var/lib/vessel";
+  // The store: "sqlite" (embedded, <state_dir>/vessel.db, one vesseld) or a
+  // PostgreSQL URL, postgres://user:password@host:port/db (shared by
+  // several vesseld processes).
+  std::string store = "sqlite";
   std::string cache_dir = "/var/cache/vessel";
   std::string hypervisor = "qemu";
   std::string qemu_binary = "qemu-system-x86_64";

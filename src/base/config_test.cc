@@ -43,6 +43,15 @@ TEST(ConfigTest, ValidateNamesTheBadField) {
   EXPECT_EQ(c.data_url, "http://127.0.0.1:8081");
   c.data_listen = "nohost";
   EXPECT_FALSE(c.validate().ok());
+  c.data_listen = "127.0.0.1:8081";
+  c.store = "postgres://vessel:pw@db:5432/vessel";
+  EXPECT_TRUE(c.validate().ok());
+  c.store = "postgresql:///vessel?host=/run/postgresql";
+  EXPECT_TRUE(c.validate().ok());
+  c.store = "mysql://db/vessel";
+  auto bad = c.validate();
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message().find("--store"), std::string::npos);
 }
 
 TEST(ConfigTest, WarmPools) {

@@ -142,6 +142,12 @@ std::optional<Error> Lifecycle::quotaFor(const std::string& tenant, uint64_t mem
   return overQuota(*lim, *use, policy_.quota, memory_mib, count_new);
 }
 
+store::Store::Admission Lifecycle::admission(uint64_t memory_mib) const {
+  return [this, memory_mib](const store::TenantLimits& l, const store::TenantUsage& u) {
+    return overQuota(l, u, policy_.quota, memory_mib, 1);
+  };
+}
+
 Result<Accepted> Lifecycle::create(const CreateRequest& in) {
   VESSEL_ASSIGN_OR_RETURN(std::string stored, resolveTemplate(in.tenant, in.template_name));
   auto t = templates_.open(stored);
@@ -178,7 +184,9 @@ Result<Accepted> Lifecycle::create(const CreateRequest& in) {
   sb.created_ms = sb.updated_ms = sb.last_active_ms = clock_.nowMs();
   sb.idle_timeout_s = in.timeout_s.value_or(policy_.default_idle_timeout_s);
   sb.expires_ms = sb.created_ms + lifetime * 1000;
-  VESSEL_TRY(store_.insertSandbox(sb));
+  // Checked again with the insert, atomically: another vesseld on the same
+  // store may have admitted one since the check above.
+  VESSEL_TRY(store_.insertSandboxAdmitted(sb, admission(sb.memory_mib)));
   auto op = log_.begin(in.tenant, sb.id, "create");
   if (!op.ok()) {
     (void)store_.setSandboxState(sb.id, SandboxState::kFailed, op.error().message());

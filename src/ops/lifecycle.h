@@ -159,6 +159,8 @@ class Lifecycle {
   Result<Legal> checkAction(const std::string& tenant, const std::string& id, Action action);
   Result<Accepted> startAction(const std::string& tenant, const std::string& id, Action action);
   std::optional<Error> quotaFor(const std::string& tenant, uint64_t memory_mib, int count_new);
+  // The same check for the store to make with one sandbox's insert.
+  store::Store::Admission admission(uint64_t memory_mib) const;
   void setSandbox(const store::OperationRecord& op, SandboxState state,
                   const std::string& error = "") {
     log_.setSandbox(op.tenant_id, op.id, op.sandbox_id, state, error);

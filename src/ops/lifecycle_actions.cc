@@ -150,7 +150,7 @@ Result<Accepted> Lifecycle::fork(const std::string& tenant, const std::string& i
     // A copy keeps its parent's idle timeout and expiry: forking must not
     // be a way past the lifetime cap.
     c.created_ms = c.updated_ms = c.last_active_ms = clock_.nowMs();
-    Status s = store_.insertSandbox(c);
+    Status s = store_.insertSandboxAdmitted(c, admission(c.memory_mib));
     if (s.ok()) ids.push_back(c.id);
     if (s.ok()) s = node_.inheritNetwork(id, c.id);
     if (!s.ok()) return failAll(s.error());

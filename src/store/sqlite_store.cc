@@ -4,65 +4,12 @@
 #include <set>
 #include <vector>
 
+#include "store/migrations.h"
 #include "store/store.h"
 
 namespace vessel::store {
 
 namespace {
-
-// Numbered migrations, applied in number order, each once; which ones a
-// database has is recorded in schema_migrations. Numbers are handed out to
-// work in progress ahead of time and may land out of order, so a gap is
-// normal and a later-landing lower number is still applied. Never edit one
-// that has shipped; add a new number.
-struct Migration {
-  int number;
-  const char* sql;
-};
-const std::vector<Migration> kMigrations = {
-    {1, "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);"},
-    // The public API's objects.
-    {2,
-     "CREATE TABLE tenants (id TEXT PRIMARY KEY, name TEXT NOT NULL, created_ms INTEGER NOT NULL);"
-     "CREATE TABLE api_keys (key_sha256 TEXT PRIMARY KEY,"
-     "  tenant_id TEXT NOT NULL REFERENCES tenants(id), created_ms INTEGER NOT NULL);"
-     "CREATE TABLE sandboxes (id TEXT PRIMARY KEY, tenant_id TEXT NOT NULL REFERENCES tenants(id),"
-     "  template TEXT NOT NULL, state TEXT NOT NULL, error TEXT NOT NULL DEFAULT '',"
-     "  vcpus INTEGER NOT NULL, memory_mib INTEGER NOT NULL, metadata TEXT NOT NULL,"
-     "  created_ms INTEGER NOT NULL, updated_ms INTEGER NOT NULL);"
-     "CREATE INDEX sandboxes_tenant ON sandboxes(tenant_id, id);"
-     "CREATE TABLE operations (id TEXT PRIMARY KEY, tenant_id TEXT NOT NULL REFERENCES tenants(id),"
-     "  sandbox_id TEXT NOT NULL, kind TEXT NOT NULL, state TEXT NOT NULL,"
-     "  error_code TEXT NOT NULL DEFAULT '', error_message TEXT NOT NULL DEFAULT '',"
-     "  created_ms INTEGER NOT NULL, updated_ms INTEGER NOT NULL);"
-     "CREATE TABLE events (seq INTEGER PRIMARY KEY AUTOINCREMENT, tenant_id TEXT NOT NULL,"
-     "  operation_id TEXT NOT NULL, sandbox_id TEXT NOT NULL, type TEXT NOT NULL,"
-     "  data TEXT NOT NULL, at_ms INTEGER NOT NULL);"
-     "CREATE INDEX events_tenant ON events(tenant_id, seq);"
-     "CREATE INDEX events_operation ON events(operation_id, seq);"},
-    // Data-plane sessions (token hashes bound to a sandbox and tenant).
-    {3,
-     "CREATE TABLE sessions (token_sha256 TEXT PRIMARY KEY,"
-     "  tenant_id TEXT NOT NULL REFERENCES tenants(id),"
-     "  sandbox_id TEXT NOT NULL REFERENCES sandboxes(id),"
-     "  created_ms INTEGER NOT NULL, expires_ms INTEGER NOT NULL);"
-     "CREATE INDEX sessions_sandbox ON sessions(sandbox_id);"
-     "CREATE INDEX sessions_expiry ON sessions(expires_ms);"},
-    // Lifetimes and quotas (NULL limits: the deployment's defaults).
-    {4,
-     "ALTER TABLE tenants ADD COLUMN max_sandboxes INTEGER;"
-     "ALTER TABLE tenants ADD COLUMN max_memory_mib INTEGER;"
-     "ALTER TABLE sandboxes ADD COLUMN idle_timeout_s INTEGER NOT NULL DEFAULT 0;"
-     "ALTER TABLE sandboxes ADD COLUMN expires_ms INTEGER NOT NULL DEFAULT 0;"
-     "ALTER TABLE sandboxes ADD COLUMN last_active_ms INTEGER NOT NULL DEFAULT 0;"
-     "CREATE INDEX sandboxes_state ON sandboxes(state);"},
-    // Egress: credentials (secrets, per tenant) and each sandbox's network settings.
-    {5,
-     "CREATE TABLE credentials (tenant_id TEXT NOT NULL REFERENCES tenants(id),"
-     "  name TEXT NOT NULL, hosts TEXT NOT NULL, header TEXT NOT NULL, value TEXT NOT NULL,"
-     "  created_ms INTEGER NOT NULL, PRIMARY KEY (tenant_id, name));"
-     "CREATE TABLE sandbox_network (sandbox_id TEXT PRIMARY KEY, settings TEXT NOT NULL);"},
-};
 
 // A prepared statement that finalizes itself; bind() takes values in order.
 class Stmt {
@@ -154,16 +101,19 @@ class SqliteStore : public Store {
   int schemaVersion() const override { return version_; }
 
   Status init() {
+    // The busy timeout first: switching to WAL takes a lock that another
+    // opener (the CLI, a second store in a test) may hold for a moment.
+    sqlite3_busy_timeout(db_, 5000);
     VESSEL_TRY(exec("PRAGMA journal_mode=WAL;"));
     VESSEL_TRY(exec("PRAGMA synchronous=NORMAL;"));
     VESSEL_TRY(exec("PRAGMA foreign_keys=ON;"));
-    sqlite3_busy_timeout(db_, 5000);
     VESSEL_TRY(migrate());
     return okStatus();
   }
 
   Status migrate() {
-    int max_known = kMigrations.back().number;
+    const auto known = migrations(Dialect::kSqlite);
+    int max_known = known.back().number;
     VESSEL_ASSIGN_OR_RETURN(int legacy, userVersion());
     VESSEL_TRY(exec("BEGIN IMMEDIATE;"));
     auto rollback = [&](Error e) {
@@ -198,19 +148,12 @@ class SqliteStore : public Store {
       Stmt q(db_, "SELECT number FROM schema_migrations");
       while (q.step() == SQLITE_ROW) applied.insert(static_cast<int>(q.integer(0)));
     }
-    for (int n : applied) {
-      bool known = false;
-      for (const auto& m : kMigrations) known = known || m.number == n;
-      if (!known)
-        return rollback(Error(Code::kFailedPrecondition,
-                              "database has migration " + std::to_string(n) +
-                                  ", which this vesseld does not know: it is newer"));
-    }
-    for (const auto& m : kMigrations) {
+    if (auto s = checkKnown(applied); !s.ok()) return rollback(std::move(s).error());
+    for (const auto& m : known) {
       if (applied.count(m.number)) continue;
       Stmt ins(db_, "INSERT INTO schema_migrations(number, applied_ms) VALUES(?,?)");
       ins.bind(int64_t{m.number}).bind(nowMs());
-      Status s = exec(m.sql);
+      Status s = exec(m.sql.c_str());
       if (s.ok()) s = done(ins, "record migration");
       if (!s.ok())
         return rollback(std::move(s).error().withContext("migration " + std::to_string(m.number)));
@@ -347,6 +290,20 @@ class SqliteStore : public Store {
     s.bind(r.idle_timeout_s).bind(r.expires_ms).bind(r.last_active_ms);
     return done(s, "insert sandbox " + r.id);
   }
+  Status insertSandboxAdmitted(const SandboxRecord& r, const Admission& admit) override {
+    // BEGIN IMMEDIATE takes the database's write lock before the reads, so
+    // no other connection's insert lands between the check and this one.
+    VESSEL_TRY(exec("BEGIN IMMEDIATE;"));
+    Status st = [&]() -> Status {
+      VESSEL_ASSIGN_OR_RETURN(TenantLimits l, tenantLimits(r.tenant_id));
+      VESSEL_ASSIGN_OR_RETURN(TenantUsage u, tenantUsage(r.tenant_id));
+      if (auto refused = admit(l, u)) return *refused;
+      VESSEL_TRY(insertSandbox(r));
+      return exec("COMMIT;");
+    }();
+    if (!st.ok()) (void)exec("ROLLBACK;");
+    return st;
+  }
   Status setSandboxState(const std::string& id, SandboxState state,
                          const std::string& error) override {
     Stmt s(db_, "UPDATE sandboxes SET state=?, error=?, updated_ms=? WHERE id=?");
@@ -392,10 +349,14 @@ class SqliteStore : public Store {
                            const std::string& error_message) override {
     Stmt s(db_,
            "UPDATE operations SET state=?, error_code=?, error_message=?, updated_ms=? "
-           "WHERE id=?");
+           "WHERE id=? AND state NOT IN ('done','failed')");
     s.bind(std::string(opStateName(state))).bind(error_code).bind(error_message);
     s.bind(nowMs()).bind(id);
-    return done(s, "update operation " + id);
+    VESSEL_TRY(done(s, "update operation " + id));
+    if (sqlite3_changes(db_) == 0)
+      return Error(Code::kFailedPrecondition,
+                   "operation " + id + " has finished already or does not exist");
+    return okStatus();
   }
   Result<std::optional<OperationRecord>> getOperation(const std::string& tenant_id,
                                                       const std::string& id) override {

@@ -6,6 +6,7 @@
 // Every query about a tenant's objects takes the tenant id: isolation is
 // enforced here, in the WHERE clause, not by callers remembering to check.
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -86,6 +87,15 @@ class Store {
   virtual Result<std::optional<std::string>> tenantForKey(const std::string& key_sha256) = 0;
 
   virtual Status insertSandbox(const SandboxRecord& s) = 0;
+  // Inserts `s` only if `admit`, shown its tenant's limits and usage (what
+  // tenantLimits and tenantUsage answer), returns no Error; else that
+  // Error. The check and the insert are one transaction, serialized per
+  // tenant (PostgreSQL: the tenant's row lock; SQLite: the write lock), so
+  // several writers (API replicas) cannot all take a tenant's last slot.
+  // `admit` runs inside the store and must not call it.
+  using Admission =
+      std::function<std::optional<Error>(const TenantLimits& limits, const TenantUsage& use)>;
+  virtual Status insertSandboxAdmitted(const SandboxRecord& s, const Admission& admit) = 0;
   virtual Status setSandboxState(const std::string& id, SandboxState state,
                                  const std::string& error) = 0;
   virtual Result<std::optional<SandboxRecord>> getSandbox(const std::string& tenant_id,
@@ -96,6 +106,8 @@ class Store {
                                                            int limit) = 0;
 
   virtual Status insertOperation(const OperationRecord& o) = 0;
+  // Refused (kFailedPrecondition) once the operation has finished: when two
+  // writers race to end it, the first one's outcome stays.
   virtual Status setOperationState(const std::string& id, OpState state,
                                    const std::string& error_code,
                                    const std::string& error_message) = 0;
@@ -159,5 +171,18 @@ int64_t nowMs();
 // from `clock` (which must outlive the store; null: the system's).
 Result<std::unique_ptr<Store>> openSqlite(const std::string& path,
                                           const WallClock* clock = nullptr);
+
+// Connects to the PostgreSQL database at `url` (a libpq URI,
+// postgres://user:password@host:port/db?..., or key=value settings) and
+// migrates it to the newest schema under an advisory lock, so several
+// vesseld starting at once migrate it once. Refuses a newer schema, as
+// openSqlite does. The connection is made again after it breaks; a call
+// made while the server is away fails with kUnavailable. Connecting gives
+// up after 5 s unless the URL sets connect_timeout.
+Result<std::unique_ptr<Store>> openPostgres(const std::string& url,
+                                            const WallClock* clock = nullptr);
+
+// `url` without its password, for logs and messages.
+std::string redactUrl(const std::string& url);
 
 }  // namespace vessel::store

@@ -165,17 +165,25 @@ void gatewayMetrics(node::network::Egress& egress, metrics::SampleWriter& w) {
   }
 }
 
+// The one place that names the concrete stores: everything else sees
+// store::Store.
+Result<std::unique_ptr<store::Store>> openStore(const Config& cfg) {
+  if (cfg.store == "sqlite") return store::openSqlite(cfg.state_dir + "/vessel.db");
+  return store::openPostgres(cfg.store);
+}
+
 }  // namespace
 
 Status runDaemon(Config cfg) {
   Logger log("vesseld");
   VESSEL_ASSIGN_OR_RETURN(Fd lock, lockStateDir(cfg.state_dir));
-  VESSEL_ASSIGN_OR_RETURN(auto store, store::openSqlite(cfg.state_dir + "/vessel.db"));
+  VESSEL_ASSIGN_OR_RETURN(auto store, openStore(cfg));
   auto instance = store->getMeta("instance_id");
   if (!instance.ok()) return std::move(instance).error();
   if (!instance->has_value()) VESSEL_TRY(store->setMeta("instance_id", randomId()));
   std::string instance_id = store->getMeta("instance_id")->value_or("");
-  log.info("state dir {} (store {} schema v{}, instance {})", cfg.state_dir, store->engine(),
+  log.info("state dir {} (store {} {} schema v{}, instance {})", cfg.state_dir, store->engine(),
+           cfg.store == "sqlite" ? cfg.state_dir + "/vessel.db" : store::redactUrl(cfg.store),
            store->schemaVersion(), instance_id);
   VESSEL_ASSIGN_OR_RETURN(std::string dev_key, ensureDevTenant(*store, cfg.state_dir));
   if (!dev_key.empty()) {

@@ -1,0 +1,102 @@
+#include "store/migrations.h"
+
+namespace vessel::store {
+
+namespace {
+
+// Numbered migrations, applied in number order, each once; which ones a
+// database has is recorded in schema_migrations. Numbers are handed out to
+// work in progress ahead of time and may land out of order, so a gap is
+// normal and a later-landing lower number is still applied. Never edit one
+// that has shipped; add a new number.
+//
+// Dialect tokens (the only differences between the engines):
+//   {i64}  a 64-bit integer: SQLite's INTEGER is one, PostgreSQL's is 32
+//          bits (millisecond timestamps would overflow), so BIGINT there.
+//   {seq}  an increasing 64-bit key assigned by the database: SQLite's
+//          AUTOINCREMENT rowid, a PostgreSQL identity column.
+// Everything else is SQL both accept with the same meaning.
+struct Template {
+  int number;
+  const char* sql;
+};
+constexpr Template kTemplates[] = {
+    {1, "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);"},
+    // The public API's objects.
+    {2,
+     "CREATE TABLE tenants (id TEXT PRIMARY KEY, name TEXT NOT NULL, created_ms {i64} NOT NULL);"
+     "CREATE TABLE api_keys (key_sha256 TEXT PRIMARY KEY,"
+     "  tenant_id TEXT NOT NULL REFERENCES tenants(id), created_ms {i64} NOT NULL);"
+     "CREATE TABLE sandboxes (id TEXT PRIMARY KEY, tenant_id TEXT NOT NULL REFERENCES tenants(id),"
+     "  template TEXT NOT NULL, state TEXT NOT NULL, error TEXT NOT NULL DEFAULT '',"
+     "  vcpus {i64} NOT NULL, memory_mib {i64} NOT NULL, metadata TEXT NOT NULL,"
+     "  created_ms {i64} NOT NULL, updated_ms {i64} NOT NULL);"
+     "CREATE INDEX sandboxes_tenant ON sandboxes(tenant_id, id);"
+     "CREATE TABLE operations (id TEXT PRIMARY KEY, tenant_id TEXT NOT NULL REFERENCES tenants(id),"
+     "  sandbox_id TEXT NOT NULL, kind TEXT NOT NULL, state TEXT NOT NULL,"
+     "  error_code TEXT NOT NULL DEFAULT '', error_message TEXT NOT NULL DEFAULT '',"
+     "  created_ms {i64} NOT NULL, updated_ms {i64} NOT NULL);"
+     "CREATE TABLE events (seq {seq}, tenant_id TEXT NOT NULL,"
+     "  operation_id TEXT NOT NULL, sandbox_id TEXT NOT NULL, type TEXT NOT NULL,"
+     "  data TEXT NOT NULL, at_ms {i64} NOT NULL);"
+     "CREATE INDEX events_tenant ON events(tenant_id, seq);"
+     "CREATE INDEX events_operation ON events(operation_id, seq);"},
+    // Data-plane sessions (token hashes bound to a sandbox and tenant).
+    {3,
+     "CREATE TABLE sessions (token_sha256 TEXT PRIMARY KEY,"
+     "  tenant_id TEXT NOT NULL REFERENCES tenants(id),"
+     "  sandbox_id TEXT NOT NULL REFERENCES sandboxes(id),"
+     "  created_ms {i64} NOT NULL, expires_ms {i64} NOT NULL);"
+     "CREATE INDEX sessions_sandbox ON sessions(sandbox_id);"
+     "CREATE INDEX sessions_expiry ON sessions(expires_ms);"},
+    // Lifetimes and quotas (NULL limits: the deployment's defaults).
+    {4,
+     "ALTER TABLE tenants ADD COLUMN max_sandboxes {i64};"
+     "ALTER TABLE tenants ADD COLUMN max_memory_mib {i64};"
+     "ALTER TABLE sandboxes ADD COLUMN idle_timeout_s {i64} NOT NULL DEFAULT 0;"
+     "ALTER TABLE sandboxes ADD COLUMN expires_ms {i64} NOT NULL DEFAULT 0;"
+     "ALTER TABLE sandboxes ADD COLUMN last_active_ms {i64} NOT NULL DEFAULT 0;"
+     "CREATE INDEX sandboxes_state ON sandboxes(state);"},
+    // Egress: credentials (secrets, per tenant) and each sandbox's network settings.
+    {5,
+     "CREATE TABLE credentials (tenant_id TEXT NOT NULL REFERENCES tenants(id),"
+     "  name TEXT NOT NULL, hosts TEXT NOT NULL, header TEXT NOT NULL, value TEXT NOT NULL,"
+     "  created_ms {i64} NOT NULL, PRIMARY KEY (tenant_id, name));"
+     "CREATE TABLE sandbox_network (sandbox_id TEXT PRIMARY KEY, settings TEXT NOT NULL);"},
+};
+
+void replaceAll(std::string& s, const std::string& from, const std::string& to) {
+  for (size_t at = s.find(from); at != std::string::npos; at = s.find(from, at + to.size()))
+    s.replace(at, from.size(), to);
+}
+
+}  // namespace
+
+std::vector<Migration> migrations(Dialect d) {
+  const bool pg = d == Dialect::kPostgres;
+  std::vector<Migration> out;
+  for (const auto& t : kTemplates) {
+    std::string sql = t.sql;
+    replaceAll(sql, "{i64}", pg ? "BIGINT" : "INTEGER");
+    replaceAll(sql, "{seq}",
+               pg ? "BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY"
+                  : "INTEGER PRIMARY KEY AUTOINCREMENT");
+    out.push_back({t.number, std::move(sql)});
+  }
+  return out;
+}
+
+Status checkKnown(const std::set<int>& applied) {
+  auto known = migrations(Dialect::kSqlite);
+  for (int n : applied) {
+    bool found = false;
+    for (const auto& m : known) found = found || m.number == n;
+    if (!found)
+      return Error(Code::kFailedPrecondition,
+                   "database has migration " + std::to_string(n) +
+                       ", which this vesseld does not know: it is newer");
+  }
+  return okStatus();
+}
+
+}  // namespace vessel::store

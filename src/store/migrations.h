@@ -1,0 +1,28 @@
+#pragma once
+// The one schema history of the store, for both engines. Each migration is
+// written once; the few places where SQLite and PostgreSQL spell a type
+// differently are tokens rendered per dialect (see migrations.cc), so the
+// two schemas cannot drift apart.
+#include <set>
+#include <string>
+#include <vector>
+
+#include "base/result.h"
+
+namespace vessel::store {
+
+enum class Dialect { kSqlite, kPostgres };
+
+struct Migration {
+  int number;
+  std::string sql;  // one or more statements, rendered for the dialect
+};
+
+// Every known migration in number order, rendered for `d`.
+std::vector<Migration> migrations(Dialect d);
+
+// Refuses a database that records a migration this binary does not know
+// (it was written by a newer vesseld).
+Status checkKnown(const std::set<int>& applied);
+
+}  // namespace vessel::store

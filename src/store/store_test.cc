@@ -1,0 +1,592 @@
+#include "store/store.h"
+
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sqlite3.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <set>
+#include <thread>
+
+#include "base/fd.h"
+#include "store/testing/postgres_server.h"
+
+// The store's behaviour, once, for both engines: every TEST_P runs against
+// SQLite (a file) and PostgreSQL (a real server in a private directory,
+// one per test binary, a fresh database per test). What only one engine
+// has (SQLite's legacy user_version, PostgreSQL's reconnect) is tested in
+// its own fixture below.
+
+namespace vessel::store {
+namespace {
+
+enum class Engine { kSqlite, kPostgres };
+
+// The test binary's PostgreSQL server, started on first use and stopped
+// by the environment below (or, failing that, by its destructor at exit).
+std::unique_ptr<testing::PostgresServer>& pgSlot() {
+  static std::unique_ptr<testing::PostgresServer> server;
+  return server;
+}
+testing::PostgresServer* pgServer(std::string* why = nullptr) {
+  static std::string failure;
+  if (!pgSlot() && failure.empty()) {
+    auto s = testing::PostgresServer::start();
+    if (s.ok()) {
+      pgSlot() = std::move(*s);
+    } else {
+      failure = s.error().message();
+    }
+  }
+  if (why) *why = failure;
+  return pgSlot().get();
+}
+class StopPostgres : public ::testing::Environment {
+ public:
+  void TearDown() override { pgSlot().reset(); }
+};
+[[maybe_unused]] auto* const kStopPostgres = ::testing::AddGlobalTestEnvironment(new StopPostgres);
+
+class StoreTest : public ::testing::TestWithParam<Engine> {
+ protected:
+  void SetUp() override {
+    static int n = 0;
+    if (GetParam() == Engine::kPostgres) {
+      std::string why;
+      auto* pg = pgServer(&why);
+      ASSERT_NE(pg, nullptr) << why;
+      db_ = "store_test_" + std::to_string(++n);
+      auto url = pg->createDatabase(db_);
+      ASSERT_TRUE(url.ok()) << url.error().message();
+      url_ = *url;
+    } else {
+      url_ = ::testing::TempDir() + "/store_test_" + std::to_string(::getpid()) + "_" +
+             std::to_string(++n) + ".db";
+    }
+  }
+  void TearDown() override {
+    if (GetParam() == Engine::kSqlite)
+      for (const char* sfx : {"", "-wal", "-shm"}) ::unlink((url_ + sfx).c_str());
+  }
+  Result<std::unique_ptr<Store>> open() {
+    return GetParam() == Engine::kPostgres ? openPostgres(url_, &clock_)
+                                           : openSqlite(url_, &clock_);
+  }
+  // Tampers with the database behind the store's back.
+  void rawExec(const std::string& sql) {
+    if (GetParam() == Engine::kPostgres) {
+      auto s = pgServer()->exec(db_, sql);
+      ASSERT_TRUE(s.ok()) << s.error().message();
+      return;
+    }
+    sqlite3* db;
+    ASSERT_EQ(sqlite3_open(url_.c_str(), &db), SQLITE_OK);
+    EXPECT_EQ(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr), SQLITE_OK);
+    sqlite3_close(db);
+  }
+  FakeWallClock clock_;
+  std::string url_;  // the SQLite file or the PostgreSQL URL
+  std::string db_;   // PostgreSQL: the database's name
+};
+
+std::string engineName(const ::testing::TestParamInfo<Engine>& p) {
+  return p.param == Engine::kSqlite ? "Sqlite" : "Postgres";
+}
+INSTANTIATE_TEST_SUITE_P(Engines, StoreTest, ::testing::Values(Engine::kSqlite, Engine::kPostgres),
+                         engineName);
+
+TEST_P(StoreTest, MigratesAndPersists) {
+  {
+    auto s = open();
+    ASSERT_TRUE(s.ok()) << s.error().message();
+    EXPECT_EQ((*s)->schemaVersion(), 5);
+    ASSERT_TRUE((*s)->setMeta("instance_id", "abc").ok());
+    ASSERT_TRUE((*s)->setMeta("instance_id", "def").ok());
+  }
+  auto s = open();
+  ASSERT_TRUE(s.ok());
+  auto v = (*s)->getMeta("instance_id");
+  ASSERT_TRUE(v.ok());
+  EXPECT_EQ(v->value_or(""), "def");
+  EXPECT_FALSE((*s)->getMeta("missing")->has_value());
+}
+
+TEST_P(StoreTest, EveryQueryIsScopedToItsTenant) {
+  auto s = open();
+  ASSERT_TRUE(s.ok()) << s.error().message();
+  Store& st = **s;
+  ASSERT_TRUE(st.createTenant("t1", "one").ok());
+  ASSERT_TRUE(st.createTenant("t2", "two").ok());
+  EXPECT_EQ(st.createTenant("t1", "again").error().code(), Code::kAlreadyExists);
+  ASSERT_TRUE(st.addApiKey("t1", "hash1").ok());
+  EXPECT_EQ(st.tenantForKey("hash1")->value_or(""), "t1");
+  EXPECT_FALSE(st.tenantForKey("hash2")->has_value());
+
+  SandboxRecord a{"sb-a", "t1", "minimal", SandboxState::kRunning};
+  SandboxRecord b{"sb-b", "t2", "minimal", SandboxState::kRunning};
+  ASSERT_TRUE(st.insertSandbox(a).ok());
+  ASSERT_TRUE(st.insertSandbox(b).ok());
+  EXPECT_TRUE(st.getSandbox("t1", "sb-a")->has_value());
+  EXPECT_FALSE(st.getSandbox("t2", "sb-a")->has_value());
+  auto l1 = st.listSandboxes("t1", "", 10);
+  ASSERT_TRUE(l1.ok());
+  ASSERT_EQ(l1->size(), 1u);
+  EXPECT_EQ((*l1)[0].id, "sb-a");
+
+  OperationRecord o{"op-1", "t1", "sb-a", "create", OpState::kPending};
+  ASSERT_TRUE(st.insertOperation(o).ok());
+  EXPECT_FALSE(st.getOperation("t2", "op-1")->has_value());
+  ASSERT_TRUE(st.setOperationState("op-1", OpState::kFailed, "internal", "boom").ok());
+  EXPECT_EQ((*st.getOperation("t1", "op-1"))->error_message, "boom");
+
+  EventRecord e1{0, "t1", "op-1", "sb-a", "operation.running"};
+  EventRecord e2{0, "t2", "op-2", "sb-b", "operation.running"};
+  EventRecord e3{0, "t1", "op-9", "sb-a", "operation.done"};
+  auto s1 = st.appendEvent(e1);
+  ASSERT_TRUE(s1.ok());
+  ASSERT_TRUE(st.appendEvent(e2).ok());
+  auto s3 = st.appendEvent(e3);
+  ASSERT_TRUE(s3.ok());
+  EXPECT_LT(*s1, *s3);
+  auto all = st.listEvents("t1", "", 0, 100);
+  ASSERT_EQ(all->size(), 2u);
+  EXPECT_EQ((*all)[1].seq, *s3);
+  EXPECT_EQ(st.listEvents("t1", "op-1", 0, 100)->size(), 1u);
+  EXPECT_EQ(st.listEvents("t1", "", *s1, 100)->size(), 1u);
+}
+
+TEST_P(StoreTest, RecoveryListsLiveSandboxesAndUnfinishedOperations) {
+  auto s = open();
+  ASSERT_TRUE(s.ok());
+  Store& st = **s;
+  ASSERT_TRUE(st.createTenant("t1", "one").ok());
+  SandboxRecord a{"sb-a", "t1", "minimal", SandboxState::kCreating};
+  SandboxRecord p{"sb-p", "t1", "minimal", SandboxState::kPaused};
+  SandboxRecord f{"sb-f", "t1", "minimal", SandboxState::kFailed};
+  for (auto* r : {&a, &p, &f}) ASSERT_TRUE(st.insertSandbox(*r).ok());
+  OperationRecord o1{"op-1", "t1", "sb-a", "create", OpState::kRunning};
+  OperationRecord o2{"op-2", "t1", "sb-p", "pause", OpState::kDone};
+  ASSERT_TRUE(st.insertOperation(o1).ok());
+  ASSERT_TRUE(st.insertOperation(o2).ok());
+  auto live = st.listLiveSandboxes();
+  ASSERT_TRUE(live.ok());
+  ASSERT_EQ(live->size(), 2u);
+  EXPECT_EQ((*live)[0].id, "sb-a");
+  EXPECT_EQ((*live)[1].id, "sb-p");
+  auto ops = st.listUnfinishedOperations();
+  ASSERT_TRUE(ops.ok());
+  ASSERT_EQ(ops->size(), 1u);
+  EXPECT_EQ((*ops)[0].id, "op-1");
+}
+
+TEST_P(StoreTest, SessionsAreFoundByHashRevokedAndExpired) {
+  auto s = open();
+  ASSERT_TRUE(s.ok());
+  Store& st = **s;
+  ASSERT_TRUE(st.createTenant("t1", "one").ok());
+  SandboxRecord a{"sb-a", "t1", "minimal", SandboxState::kRunning};
+  SandboxRecord b{"sb-b", "t1", "minimal", SandboxState::kRunning};
+  ASSERT_TRUE(st.insertSandbox(a).ok());
+  ASSERT_TRUE(st.insertSandbox(b).ok());
+  ASSERT_TRUE(st.insertSession({"h1", "t1", "sb-a", 1, 1000}).ok());
+  ASSERT_TRUE(st.insertSession({"h2", "t1", "sb-a", 1, 5000}).ok());
+  ASSERT_TRUE(st.insertSession({"h3", "t1", "sb-b", 1, 500}).ok());
+  EXPECT_EQ(st.insertSession({"h1", "t1", "sb-b", 1, 1000}).error().code(), Code::kAlreadyExists);
+  // A session must name a sandbox and tenant that exist.
+  EXPECT_FALSE(st.insertSession({"h9", "t1", "sb-none", 1, 1000}).ok());
+  auto got = st.sessionForToken("h1");
+  ASSERT_TRUE(got.ok() && got->has_value());
+  EXPECT_EQ((*got)->sandbox_id, "sb-a");
+  EXPECT_EQ((*got)->tenant_id, "t1");
+  EXPECT_EQ((*got)->expires_ms, 1000);
+  EXPECT_FALSE(st.sessionForToken("nope")->has_value());
+  EXPECT_EQ(st.deleteExpiredSessions(600).value_or(-1), 1);
+  EXPECT_FALSE(st.sessionForToken("h3")->has_value());
+  EXPECT_EQ(st.revokeSessions("sb-a").value_or(-1), 2);
+  EXPECT_FALSE(st.sessionForToken("h1")->has_value());
+  EXPECT_FALSE(st.sessionForToken("h2")->has_value());
+}
+
+TEST_P(StoreTest, UnopenableDatabaseIsAnError) {
+  auto s = GetParam() == Engine::kPostgres
+               ? openPostgres(pgServer()->url("no_such_database"), &clock_)
+               : openSqlite("/nonexistent-dir/x.db", &clock_);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.error().code(), Code::kUnavailable);
+}
+
+TEST_P(StoreTest, RefusesAMigrationItDoesNotKnow) {
+  { ASSERT_TRUE(open().ok()); }
+  rawExec("INSERT INTO schema_migrations VALUES(77, 0)");
+  auto s = open();
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.error().code(), Code::kFailedPrecondition);
+}
+
+TEST_P(StoreTest, LimitsUsageAndExpiry) {
+  auto s = open();
+  ASSERT_TRUE(s.ok()) << s.error().message();
+  Store& st = **s;
+  ASSERT_TRUE(st.createTenant("t1", "one").ok());
+  ASSERT_TRUE(st.setTenantLimits("t1", {3, 1024}).ok());
+  EXPECT_EQ(st.tenantLimits("t1")->max_sandboxes.value_or(0), 3);
+  EXPECT_EQ(st.tenantLimits("t1")->max_memory_mib.value_or(0), 1024);
+  EXPECT_EQ(st.setTenantLimits("nope", {}).error().code(), Code::kNotFound);
+
+  SandboxRecord run{"sb-run", "t1", "minimal", SandboxState::kRunning, "", 1, 256};
+  run.idle_timeout_s = 10;
+  run.last_active_ms = 1000;
+  SandboxRecord paused{"sb-paused", "t1", "minimal", SandboxState::kPaused, "", 1, 512};
+  paused.idle_timeout_s = 10;
+  paused.expires_ms = 50000;
+  SandboxRecord failed{"sb-failed", "t1", "minimal", SandboxState::kFailed, "x", 1, 128};
+  for (auto* r : {&run, &paused, &failed}) ASSERT_TRUE(st.insertSandbox(*r).ok());
+  auto u = st.tenantUsage("t1");
+  ASSERT_TRUE(u.ok());
+  EXPECT_EQ(u->sandboxes, 2);
+  EXPECT_EQ(u->memory_mib, 256);
+
+  // Idle applies to running sandboxes only; the hard deadline to any.
+  EXPECT_TRUE(st.listExpired(10999, 10)->empty());
+  auto e = st.listExpired(11000, 10);
+  ASSERT_EQ(e->size(), 1u);
+  EXPECT_EQ((*e)[0].id, "sb-run");
+  ASSERT_TRUE(st.touchSandbox("sb-run", 20000).ok());
+  ASSERT_TRUE(st.touchSandbox("sb-run", 5000).ok());  // never moves back
+  EXPECT_TRUE(st.listExpired(29999, 10)->empty());
+  e = st.listExpired(50000, 10);
+  ASSERT_EQ(e->size(), 2u);
+  EXPECT_EQ((*e)[0].id, "sb-paused");
+  ASSERT_TRUE(st.setSandboxLifetime("sb-paused", 10, 0).ok());
+  EXPECT_EQ(st.listExpired(50000, 10)->size(), 1u);
+
+  EXPECT_EQ(st.listLiveSandboxes()->size(), 2u);
+  auto by = st.countSandboxesByState();
+  ASSERT_TRUE(by.ok());
+  EXPECT_EQ(by->size(), 3u);
+}
+
+TEST_P(StoreTest, CredentialsAndSandboxNetwork) {
+  auto s = open();
+  ASSERT_TRUE(s.ok());
+  ASSERT_TRUE((*s)->createTenant("t1", "one").ok());
+  ASSERT_TRUE((*s)->createTenant("t2", "two").ok());
+  CredentialRecord c{"t1", "gh", R"(["api.a.test"])", "Authorization", "Bearer x", 1};
+  ASSERT_TRUE((*s)->putCredential(c).ok());
+  c.value = "Bearer y";  // a second put replaces
+  ASSERT_TRUE((*s)->putCredential(c).ok());
+  auto got = (*s)->getCredential("t1", "gh");
+  ASSERT_TRUE(got.ok() && got->has_value());
+  EXPECT_EQ((*got)->value, "Bearer y");
+  EXPECT_FALSE((*s)->getCredential("t2", "gh")->has_value());  // tenant-scoped
+  EXPECT_EQ((*s)->listCredentials("t1")->size(), 1u);
+  EXPECT_TRUE((*s)->listCredentials("t2")->empty());
+  ASSERT_TRUE((*s)->deleteCredential("t1", "gh").ok());
+  EXPECT_FALSE((*s)->getCredential("t1", "gh")->has_value());
+
+  EXPECT_EQ((*s)->getSandboxNetwork("sb-1").value_or("x"), "");
+  ASSERT_TRUE((*s)->setSandboxNetwork("sb-1", R"({"mode":"none"})").ok());
+  EXPECT_EQ((*s)->getSandboxNetwork("sb-1").value_or(""), R"({"mode":"none"})");
+}
+
+TEST_P(StoreTest, TimestampsComeFromTheInjectedClock) {
+  auto s = open();
+  ASSERT_TRUE(s.ok()) << s.error().message();
+  Store& st = **s;
+  ASSERT_TRUE(st.createTenant("t1", "one").ok());
+  ASSERT_TRUE(st.insertSandbox({"sb-a", "t1", "minimal", SandboxState::kCreating}).ok());
+  ASSERT_TRUE(st.insertOperation({"op-1", "t1", "sb-a", "create"}).ok());
+  clock_.set(1'900'000'000'123);
+  ASSERT_TRUE(st.setSandboxState("sb-a", SandboxState::kRunning, "").ok());
+  ASSERT_TRUE(st.setOperationState("op-1", OpState::kDone, "", "").ok());
+  EXPECT_EQ((*st.getSandbox("t1", "sb-a"))->updated_ms, 1'900'000'000'123);
+  EXPECT_EQ((*st.getOperation("t1", "op-1"))->updated_ms, 1'900'000'000'123);
+  clock_.advance(std::chrono::milliseconds(5));
+  auto seq = st.appendEvent({0, "t1", "op-1", "sb-a", "operation.done"});
+  ASSERT_TRUE(seq.ok());
+  EXPECT_EQ((*st.listEvents("t1", "", 0, 10))[0].at_ms, 1'900'000'000'128);
+}
+
+// An operation ends once: of two writers ending it (the replica that ran
+// it, and another that gave it up for lost) the first one's outcome stays.
+TEST_P(StoreTest, FinishedOperationsNeverChange) {
+  auto s = open();
+  ASSERT_TRUE(s.ok()) << s.error().message();
+  Store& st = **s;
+  ASSERT_TRUE(st.createTenant("t1", "one").ok());
+  ASSERT_TRUE(st.insertOperation({"op-1", "t1", "sb-a", "create"}).ok());
+  ASSERT_TRUE(st.setOperationState("op-1", OpState::kRunning, "", "").ok());
+  ASSERT_TRUE(st.setOperationState("op-1", OpState::kFailed, "unavailable", "node lost").ok());
+  auto late = st.setOperationState("op-1", OpState::kDone, "", "");
+  ASSERT_FALSE(late.ok());
+  EXPECT_EQ(late.error().code(), Code::kFailedPrecondition);
+  auto op = st.getOperation("t1", "op-1");
+  ASSERT_TRUE(op.ok() && op->has_value());
+  EXPECT_EQ((*op)->state, OpState::kFailed);
+  EXPECT_EQ((*op)->error_message, "node lost");
+  EXPECT_FALSE(st.setOperationState("op-none", OpState::kDone, "", "").ok());
+}
+
+// Replicas starting together on a new database: each migrates or waits
+// for the other; none fails and the schema is whole.
+TEST_P(StoreTest, ConcurrentOpenersMigrateOnce) {
+  constexpr int kOpeners = 4;
+  std::vector<std::thread> threads;
+  std::atomic<int> ok{0};
+  std::vector<std::string> errors(kOpeners);
+  for (int i = 0; i < kOpeners; ++i)
+    threads.emplace_back([&, i] {
+      auto s = open();
+      if (s.ok() && (*s)->schemaVersion() == 5) {
+        ++ok;
+      } else {
+        errors[i] =
+            s.ok() ? "version " + std::to_string((*s)->schemaVersion()) : s.error().message();
+      }
+    });
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(ok.load(), kOpeners) << errors[0] << errors[1] << errors[2] << errors[3];
+  auto s = open();
+  ASSERT_TRUE(s.ok());
+  EXPECT_TRUE((*s)->createTenant("t1", "one").ok());
+}
+
+// SSE clients follow events by sequence number ("after N"): with several
+// writers (replicas), a number must never become visible after a higher
+// one, or a reader that moved past it never sees it.
+TEST_P(StoreTest, EventsBecomeVisibleInSequenceOrder) {
+  constexpr int kWriters = 3, kEach = 200;
+  std::vector<std::unique_ptr<Store>> writers;
+  for (int i = 0; i < kWriters; ++i) {
+    auto s = open();
+    ASSERT_TRUE(s.ok()) << s.error().message();
+    writers.push_back(std::move(*s));
+  }
+  auto reader = open();
+  ASSERT_TRUE(reader.ok());
+  std::atomic<bool> writing{true};
+  std::atomic<int> failures{0};
+  std::set<int64_t> seen;
+  int64_t cursor = 0;
+  auto follow = [&] {
+    for (;;) {
+      auto batch = (*reader)->listEvents("t1", "", cursor, 100);
+      if (!batch.ok()) {
+        ++failures;
+        return;
+      }
+      for (const auto& e : *batch) {
+        seen.insert(e.seq);
+        cursor = e.seq;
+      }
+      if (batch->empty()) return;
+    }
+  };
+  std::thread follower([&] {
+    while (writing.load()) follow();
+  });
+  std::vector<std::thread> threads;
+  for (int w = 0; w < kWriters; ++w)
+    threads.emplace_back([&, w] {
+      for (int i = 0; i < kEach; ++i)
+        if (!writers[w]->appendEvent({0, "t1", "op-" + std::to_string(w), "sb", "x"}).ok())
+          ++failures;
+    });
+  for (auto& t : threads) t.join();
+  writing = false;
+  follower.join();
+  follow();  // whatever committed after the follower's last look
+  EXPECT_EQ(failures.load(), 0);
+  EXPECT_EQ(seen.size(), static_cast<size_t>(kWriters * kEach))
+      << "the follower skipped events that became visible after a higher sequence number";
+}
+
+// The admission a create makes: the check sees the tenant's limits and
+// usage, and a refusal inserts nothing.
+TEST_P(StoreTest, AdmittedInsertsSeeLimitsAndUsage) {
+  auto s = open();
+  ASSERT_TRUE(s.ok()) << s.error().message();
+  Store& st = **s;
+  ASSERT_TRUE(st.createTenant("t1", "one").ok());
+  ASSERT_TRUE(st.setTenantLimits("t1", {2, std::nullopt}).ok());
+  ASSERT_TRUE(st.insertSandbox({"sb-a", "t1", "minimal", SandboxState::kPaused, "", 1, 512}).ok());
+  TenantLimits seen_limits;
+  TenantUsage seen_use;
+  auto admit = [&](const TenantLimits& l, const TenantUsage& u) -> std::optional<Error> {
+    seen_limits = l;
+    seen_use = u;
+    if (u.sandboxes + 1 > l.max_sandboxes.value_or(100))
+      return Error(Code::kResourceExhausted, "full");
+    return std::nullopt;
+  };
+  SandboxRecord b{"sb-b", "t1", "minimal", SandboxState::kCreating, "", 1, 256};
+  ASSERT_TRUE(st.insertSandboxAdmitted(b, admit).ok());
+  EXPECT_EQ(seen_limits.max_sandboxes.value_or(0), 2);
+  EXPECT_FALSE(seen_limits.max_memory_mib.has_value());
+  EXPECT_EQ(seen_use.sandboxes, 1);
+  EXPECT_EQ(seen_use.memory_mib, 0);  // paused: holds no memory
+  SandboxRecord c{"sb-c", "t1", "minimal", SandboxState::kCreating, "", 1, 256};
+  auto refused = st.insertSandboxAdmitted(c, admit);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().code(), Code::kResourceExhausted);
+  EXPECT_EQ(seen_use.sandboxes, 2);
+  EXPECT_EQ(seen_use.memory_mib, 256);
+  EXPECT_FALSE(st.getSandbox("t1", "sb-c")->has_value());
+  EXPECT_EQ(st.insertSandboxAdmitted(b, [](auto&, auto&) { return std::nullopt; }).error().code(),
+            Code::kAlreadyExists);
+  EXPECT_EQ(st.tenantUsage("t1")->sandboxes, 2);
+  // The store is usable after a refusal (its transaction was ended).
+  ASSERT_TRUE(st.setMeta("after", "refusal").ok());
+}
+
+// Several writers (API replicas, each its own connection) race for a
+// tenant's last slots: exactly the limit is admitted.
+TEST_P(StoreTest, ConcurrentAdmissionsNeverExceedTheLimit) {
+  constexpr int kWriters = 4, kEach = 3, kLimit = 5;
+  {
+    auto s = open();
+    ASSERT_TRUE(s.ok()) << s.error().message();
+    ASSERT_TRUE((*s)->createTenant("t1", "one").ok());
+  }
+  std::vector<std::unique_ptr<Store>> writers;
+  for (int i = 0; i < kWriters; ++i) {
+    auto s = open();
+    ASSERT_TRUE(s.ok()) << s.error().message();
+    writers.push_back(std::move(*s));
+  }
+  std::atomic<int> admitted{0}, refused{0}, other{0};
+  std::vector<std::thread> threads;
+  for (int w = 0; w < kWriters; ++w)
+    threads.emplace_back([&, w] {
+      for (int i = 0; i < kEach; ++i) {
+        SandboxRecord r{"sb-" + std::to_string(w) + "-" + std::to_string(i), "t1", "minimal"};
+        auto s = writers[w]->insertSandboxAdmitted(
+            r, [](const TenantLimits&, const TenantUsage& u) -> std::optional<Error> {
+              // Widens the window between the check and the insert.
+              std::this_thread::sleep_for(std::chrono::milliseconds(2));
+              if (u.sandboxes + 1 > kLimit) return Error(Code::kResourceExhausted, "full");
+              return std::nullopt;
+            });
+        if (s.ok())
+          ++admitted;
+        else if (s.error().code() == Code::kResourceExhausted)
+          ++refused;
+        else
+          ++other;
+      }
+    });
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(other.load(), 0);
+  EXPECT_EQ(admitted.load(), kLimit);
+  EXPECT_EQ(refused.load(), kWriters * kEach - kLimit);
+  EXPECT_EQ(writers[0]->tenantUsage("t1")->sandboxes, kLimit);
+}
+
+// PostgreSQL only: the server goes away and comes back.
+TEST(PostgresStoreTest, ReportsAnAbsentServerAndReconnects) {
+  std::string why;
+  auto* pg = pgServer(&why);
+  ASSERT_NE(pg, nullptr) << why;
+  auto url = pg->createDatabase("reconnect");
+  ASSERT_TRUE(url.ok()) << url.error().message();
+  auto s = openPostgres(*url);
+  ASSERT_TRUE(s.ok()) << s.error().message();
+  ASSERT_TRUE((*s)->setMeta("k", "v").ok());
+  ASSERT_TRUE(pg->stop().ok());
+  auto absent = (*s)->getMeta("k");
+  ASSERT_FALSE(absent.ok());
+  EXPECT_EQ(absent.error().code(), Code::kUnavailable);
+  ASSERT_TRUE(pg->restart().ok()) << pg->log();
+  auto back = (*s)->getMeta("k");
+  ASSERT_TRUE(back.ok()) << back.error().message();
+  EXPECT_EQ(back->value_or(""), "v");
+}
+
+// Store calls block vesseld's io thread: a server that takes the
+// connection and then never answers (a listening socket nobody serves) is
+// an error within seconds, not a thread stuck for good.
+TEST(PostgresStoreTest, AServerThatNeverAnswersFailsFast) {
+  Fd sock(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  ASSERT_GE(sock.get(), 0);
+  const int fd = sock.get();
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);  // SAFETY: sockaddr_in
+  ASSERT_EQ(::listen(fd, 4), 0);
+  socklen_t len = sizeof a;
+  ASSERT_EQ(::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len), 0);  // SAFETY: as above
+  auto start = std::chrono::steady_clock::now();
+  auto s =
+      openPostgres("postgres://vessel@127.0.0.1:" + std::to_string(ntohs(a.sin_port)) + "/vessel");
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.error().code(), Code::kUnavailable);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(20));
+}
+
+TEST(PostgresStoreTest, UrlsAreShownWithoutTheirPassword) {
+  EXPECT_EQ(redactUrl("postgres://vessel:s3cret@db.example:5432/vessel?sslmode=require"),
+            "postgres://vessel:***@db.example:5432/vessel?sslmode=require");
+  EXPECT_EQ(redactUrl("postgres://vessel@db/vessel"), "postgres://vessel@db/vessel");
+  EXPECT_EQ(redactUrl("postgresql:///vessel?host=/run/pg"), "postgresql:///vessel?host=/run/pg");
+  EXPECT_EQ(redactUrl("host=db password=s3cret dbname=v"), "host=db password=*** dbname=v");
+}
+
+// SQLite only: databases from before numbered migrations.
+class SqliteStoreTest : public ::testing::Test {
+ protected:
+  std::string path_ =
+      ::testing::TempDir() + "/sqlite_store_test_" + std::to_string(::getpid()) + ".db";
+  void TearDown() override {
+    for (const char* sfx : {"", "-wal", "-shm"}) ::unlink((path_ + sfx).c_str());
+  }
+};
+
+TEST_F(SqliteStoreTest, RefusesNewerSchema) {
+  {
+    sqlite3* db;
+    ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
+    sqlite3_exec(db, "PRAGMA user_version=999", nullptr, nullptr, nullptr);
+    sqlite3_close(db);
+  }
+  auto s = openSqlite(path_);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.error().code(), Code::kFailedPrecondition);
+}
+
+TEST_F(SqliteStoreTest, LegacyVersionedDatabaseGetsTheMissingMigrations) {
+  {
+    // A database from before numbered migrations: 1 and 2 applied, counted
+    // in user_version.
+    sqlite3* db;
+    ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
+    sqlite3_exec(db,
+                 "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);"
+                 "CREATE TABLE tenants (id TEXT PRIMARY KEY, name TEXT NOT NULL,"
+                 " created_ms INTEGER NOT NULL);"
+                 "INSERT INTO tenants VALUES('t1','one',1);"
+                 "CREATE TABLE sandboxes (id TEXT PRIMARY KEY, tenant_id TEXT NOT NULL,"
+                 " template TEXT NOT NULL, state TEXT NOT NULL, error TEXT NOT NULL DEFAULT '',"
+                 " vcpus INTEGER NOT NULL, memory_mib INTEGER NOT NULL, metadata TEXT NOT NULL,"
+                 " created_ms INTEGER NOT NULL, updated_ms INTEGER NOT NULL);"
+                 "CREATE TABLE operations (id TEXT PRIMARY KEY, tenant_id TEXT NOT NULL,"
+                 " sandbox_id TEXT NOT NULL, kind TEXT NOT NULL, state TEXT NOT NULL,"
+                 " error_code TEXT NOT NULL DEFAULT '', error_message TEXT NOT NULL DEFAULT '',"
+                 " created_ms INTEGER NOT NULL, updated_ms INTEGER NOT NULL);"
+                 "PRAGMA user_version=2",
+                 nullptr, nullptr, nullptr);
+    sqlite3_close(db);
+  }
+  auto s = openSqlite(path_);
+  ASSERT_TRUE(s.ok()) << s.error().message();
+  EXPECT_EQ((*s)->schemaVersion(), 5);
+  auto l = (*s)->tenantLimits("t1");
+  ASSERT_TRUE(l.ok()) << l.error().message();
+  EXPECT_FALSE(l->max_sandboxes.has_value());
+}
+
+}  // namespace
+}  // namespace vessel::store
