@@ -182,29 +182,33 @@ Response NetworkApi::putNetwork(const Request& req, const std::string& tenant,
     if (k != "credentials") net[k] = v;
   auto s = parseNetworkSettings(net, o.if_contains("credentials"));
   if (!s.ok()) return errorResponse(req, s.error());
-  if (!egress_ && s->mode != "none")
-    return errorResponse(req, Error(Code::kFailedPrecondition,
-                                    "this node runs without egress: only network mode none"));
-  auto policy = policyFor(tenant, *s);
-  if (!policy.ok()) return errorResponse(req, policy.error());
+  if (auto st = update(tenant, id, *s, (*sb)->state == store::SandboxState::kPaused); !st.ok())
+    return errorResponse(req, st.error());
+  return jsonResponse(req, http::status::ok, json::serialize(networkJson(*s)));
+}
+
+Status NetworkApi::update(const std::string& tenant, const std::string& id,
+                          const NetworkSettings& s, bool paused) {
+  if (!egress_ && s.mode != "none")
+    return Error(Code::kFailedPrecondition,
+                 "this node runs without egress: only network mode none");
+  VESSEL_ASSIGN_OR_RETURN(auto policy, policyFor(tenant, s));
   auto old = stored(id);
-  if (old.ok() && (old->mode == "none") != (s->mode == "none") &&
-      (*sb)->state != store::SandboxState::kPaused)
+  if (old.ok() && (old->mode == "none") != (s.mode == "none") && !paused)
     // The guest's route is set up once per restore; switching between none
     // and the others needs its interface reconfigured. Pause/resume does it.
     log().forSandbox(id).info("network mode {} -> {}: the guest's route changes on next resume",
-                              old->mode, s->mode);
-  if (auto st = store_.setSandboxNetwork(id, json::serialize(networkJson(*s))); !st.ok())
-    return errorResponse(req, st.error());
+                              old->mode, s.mode);
+  VESSEL_TRY(store_.setSandboxNetwork(id, json::serialize(networkJson(s))));
   if (auto it = attached_.find(id); it != attached_.end()) {
     // Live: the gateway resets open connections the new policy refuses
     // before it answers.
-    if (auto st = egress_->setSandbox(id, it->second.source, std::move(*policy)); !st.ok()) {
+    if (auto st = egress_->setSandbox(id, it->second.source, std::move(policy)); !st.ok()) {
       log().forSandbox(id).error("live network change: {}", st.error().message());
-      return errorResponse(req, Error(Code::kUnavailable, st.error().message()));
+      return Error(Code::kUnavailable, st.error().message());
     }
   }
-  return jsonResponse(req, http::status::ok, json::serialize(networkJson(*s)));
+  return okStatus();
 }
 
 Response NetworkApi::getNetwork(const Request& req, const std::string& tenant,

@@ -71,6 +71,13 @@ struct ListRequest {
   std::string page_token;                       // the last id of the previous page
   std::map<std::string, std::string> metadata;  // every pair must match
   std::optional<SandboxState> state;            // only sandboxes in this state
+  std::set<SandboxState> states;                // only sandboxes in one of these (empty: any)
+  std::optional<int64_t> created_after_ms;      // only those created at or after this
+  std::string template_name;                    // only those of this template ("" any)
+  // Newest first (by creation, then id) instead of by id. The E2B API's
+  // default; every matching sandbox is read to sort them, so a tenant's
+  // sandboxes (bounded by its quota) are few.
+  bool newest_first = false;
 };
 struct Page {
   std::vector<store::SandboxRecord> sandboxes;
@@ -114,6 +121,16 @@ class Lifecycle {
   Result<store::SandboxRecord> extend(const std::string& tenant, const std::string& id,
                                       std::optional<int64_t> timeout_s,
                                       std::optional<int64_t> lifetime_s);
+  // E2B's "timeout only ever extended" (connect to a running sandbox): the
+  // lifetime becomes now + lifetime_s if that is later than it is, up to
+  // creation + the maximum lifetime (clamped, not refused); never shorter.
+  Result<store::SandboxRecord> extendAtLeast(const std::string& tenant, const std::string& id,
+                                             int64_t lifetime_s);
+  // New egress settings for a sandbox in any live state: stored, and live at
+  // once for a running one (its open connections the new policy refuses are
+  // reset). kNotFound for an unknown sandbox, kInvalidArgument for settings
+  // this node cannot give (a missing credential, egress off).
+  Status setNetwork(const std::string& tenant, const std::string& id, const NetworkSpec& spec);
   Result<store::SandboxRecord> get(const std::string& tenant, const std::string& id);
   Result<Page> list(const ListRequest& req);
   Result<store::OperationRecord> getOperation(const std::string& tenant, const std::string& id);
@@ -157,6 +174,7 @@ class Lifecycle {
     Transition transition;
   };
   Result<Legal> checkAction(const std::string& tenant, const std::string& id, Action action);
+  Result<Page> listNewestFirst(const ListRequest& req);
   Result<Accepted> startAction(const std::string& tenant, const std::string& id, Action action);
   std::optional<Error> quotaFor(const std::string& tenant, uint64_t memory_mib, int count_new);
   void setSandbox(const store::OperationRecord& op, SandboxState state,

@@ -63,6 +63,10 @@ class Node {
                                 const std::optional<NetworkSpec>& spec) = 0;
   // A fork copy gets the settings its parent has now.
   virtual Status inheritNetwork(const std::string& parent, const std::string& child) = 0;
+  // New settings for an existing sandbox: stored, and registered with the
+  // gateway at once when it has a VM.
+  virtual Status updateNetwork(const std::string& tenant, const std::string& id,
+                               const NetworkSpec& spec) = 0;
 
   virtual asio::awaitable<Status> create(NodeCreate c) = 0;
   // Saves the sandbox and frees its VM.

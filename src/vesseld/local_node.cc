@@ -41,6 +41,16 @@ Status LocalNode::inheritNetwork(const std::string& parent, const std::string& c
   return network_ ? network_->inherit(parent, child) : okStatus();
 }
 
+Status LocalNode::updateNetwork(const std::string& tenant, const std::string& id,
+                                const ops::NetworkSpec& spec) {
+  if (!network_) {
+    if (spec.mode == "none") return okStatus();
+    return Error(Code::kFailedPrecondition,
+                 "this node runs without egress: only network mode none");
+  }
+  return network_->update(tenant, id, spec, holding(id) == ops::Holding::kPaused);
+}
+
 asio::awaitable<Status> LocalNode::takeUp(const std::string& tenant,
                                           std::shared_ptr<node::Sandbox> sb) {
   if (network_) {

@@ -29,6 +29,8 @@ class LocalNode final : public ops::Node {
   Status prepareNetwork(const std::string& tenant, const std::string& id,
                         const std::optional<ops::NetworkSpec>& spec) override;
   Status inheritNetwork(const std::string& parent, const std::string& child) override;
+  Status updateNetwork(const std::string& tenant, const std::string& id,
+                       const ops::NetworkSpec& spec) override;
   asio::awaitable<Status> create(ops::NodeCreate c) override;
   asio::awaitable<Status> pause(std::string id) override;
   asio::awaitable<Status> resume(std::string tenant, std::string id) override;

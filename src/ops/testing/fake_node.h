@@ -52,6 +52,12 @@ class FakeNode final : public Node {
     return okStatus();
   }
   Status inheritNetwork(const std::string&, const std::string&) override { return okStatus(); }
+  Status updateNetwork(const std::string&, const std::string& id,
+                       const NetworkSpec& spec) override {
+    if (spec.mode == "bogus") return Error(Code::kInvalidArgument, "bogus network");
+    calls.push_back("update-network " + id + " " + spec.mode);
+    return okStatus();
+  }
 
   asio::awaitable<Status> create(NodeCreate c) override {
     calls.push_back("create " + c.id);
