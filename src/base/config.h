@@ -4,6 +4,7 @@
 // downstream re-parses strings.
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 
 #include "base/result.h"
@@ -30,6 +31,8 @@ struct Config {
   std::string data_listen = "127.0.0.1:8081";
   // The data plane's URL as clients reach it; empty: http://<data_listen>.
   std::string data_url;
+  // The E2B-compatible REST API (E2B_API_URL); empty: not served.
+  std::string e2b_listen = "127.0.0.1:3000";
   std::string state_dir = "/var/lib/vessel";
   std::string cache_dir = "/var/cache/vessel";
   std::string hypervisor = "qemu";
@@ -52,7 +55,8 @@ struct Config {
   // Warm pools: "NAME=N,..." keeps N VMs of built-in or node-wide template
   // NAME restored, running and warmed up, so a create only gives one its
   // identity. Every pooled VM holds its memory and a network slot.
-  std::string warm_pool = "minimal=2";
+  // `base` is E2B's default template (docs/e2b.md): an E2B create is warm too.
+  std::string warm_pool = "minimal=2,base=1";
 
   // Egress (docs/gateway.md): vesseld runs vessel-gateway and gives every
   // sandbox a network slot. Off: sandboxes have a NIC connected to nothing.
@@ -66,6 +70,7 @@ struct Config {
   // Filled by validate(): the parsed listener.
   HostPort listen_addr;
   HostPort data_listen_addr;
+  std::optional<HostPort> e2b_listen_addr;        // unset: --e2b-listen ""
   std::map<std::string, size_t> warm_pool_sizes;  // template name -> VMs
 
   // Checks every field (paths exist, enums known, listener parses).
