@@ -289,7 +289,13 @@ asio::awaitable<Response> RestApi::create(const Request& req, std::string tenant
     c.network = std::move(*spec);
   }
   auto r = lifecycle_.create(c);
-  if (!r.ok()) co_return errorJson(req, r.error());
+  if (!r.ok()) {
+    // Refused before it existed: the rules' credentials go too.
+    if (c.network)
+      for (const auto& name : c.network->credentials)
+        if (name.rfind("e2b-rule-", 0) == 0) (void)store_.deleteCredential(tenant, name);
+    co_return errorJson(req, r.error());
+  }
   if (auto s = co_await finish(tenant, r->operation); !s.ok()) co_return errorJson(req, s.error());
   auto sb = lifecycle_.get(tenant, r->sandbox.id);
   if (!sb.ok()) co_return errorJson(req, sb.error());

@@ -6,7 +6,7 @@
 import { after, before, describe, test } from 'node:test'
 import assert from 'node:assert/strict'
 import { Sandbox, SandboxNotFoundError, AuthenticationError, Secret } from 'e2b'
-import { Sandbox as Sandbox251 } from 'e2b-251'
+import { Sandbox as Sandbox251, Secret as Secret251 } from 'e2b-251'
 import { Vesseld } from './vesseld.mjs'
 
 const d = new Vesseld()
@@ -68,9 +68,9 @@ describe('e2b 2.45 (v1 routes)', { timeout: 1_800_000 }, () => {
     assert.equal(none.flat().length, 0)
 
     // kill: true once, then the sandbox is gone and a second kill says so.
-    assert.equal(await made[2].kill(), true)
+    assert.equal(await made[2].kill(slow), true)
     await assert.rejects(Sandbox.getInfo(made[2].sandboxId), SandboxNotFoundError)
-    assert.equal(await Sandbox.kill(made[2].sandboxId), false)
+    assert.equal(await Sandbox.kill(made[2].sandboxId, slow), false)
     const rest = await listAll({ query: { metadata: { suite: run } } })
     assert.deepEqual(rest.flat().map((s) => s.sandboxId).sort(),
       [made[0].sandboxId, made[1].sandboxId].sort())
@@ -94,8 +94,8 @@ describe('e2b 2.45 (v1 routes)', { timeout: 1_800_000 }, () => {
 
     // pause (409 -> false the second time), connect resumes, then only extends.
     const s = made[0]
-    assert.equal(await s.pause(), true)
-    assert.equal(await s.pause(), false)
+    assert.equal(await s.pause(slow), true)
+    assert.equal(await s.pause(slow), false)
     assert.equal((await Sandbox.getInfo(s.sandboxId)).state, 'paused')
     const paused = await listAll({ query: { metadata: { suite: run }, state: ['paused'] } })
     assert.deepEqual(paused.flat().map((x) => x.sandboxId), [s.sandboxId])
@@ -106,13 +106,13 @@ describe('e2b 2.45 (v1 routes)', { timeout: 1_800_000 }, () => {
     assert.equal(info2.state, 'running')
     const afterResume = info2.endAt.getTime()
     assert.ok(afterResume - Date.now() <= 120_000, 'a resume sets the timeout anew')
-    await Sandbox.connect(s.sandboxId, { timeoutMs: 10_000 }) // shorter: not shortened
+    await Sandbox.connect(s.sandboxId, { timeoutMs: 10_000, ...slow }) // shorter: not shortened
     info2 = await Sandbox.getInfo(s.sandboxId)
     assert.equal(info2.endAt.getTime(), afterResume)
-    await Sandbox.connect(s.sandboxId, { timeoutMs: 900_000 }) // longer: extended
+    await Sandbox.connect(s.sandboxId, { timeoutMs: 900_000, ...slow }) // longer: extended
     assert.ok((await Sandbox.getInfo(s.sandboxId)).endAt.getTime() > afterResume + 600_000)
     await assert.rejects(Sandbox.connect('sb-000000000000'), SandboxNotFoundError)
-    assert.equal(await s.kill(), true)
+    assert.equal(await s.kill(slow), true)
   })
 
   test('snapshot: create one, list it, start a sandbox from it, delete it', async () => {
@@ -129,9 +129,9 @@ describe('e2b 2.45 (v1 routes)', { timeout: 1_800_000 }, () => {
     assert.equal(info.state, 'running')
     // In use: not deleted under its sandbox.
     await assert.rejects(Sandbox.deleteSnapshot(snap.snapshotId), /409|in use|used by/)
-    assert.equal(await child.kill(), true)
-    assert.equal(await Sandbox.deleteSnapshot(snap.snapshotId), true)
-    assert.equal(await Sandbox.deleteSnapshot(snap.snapshotId), false)
+    assert.equal(await child.kill(slow), true)
+    assert.equal(await Sandbox.deleteSnapshot(snap.snapshotId, slow), true)
+    assert.equal(await Sandbox.deleteSnapshot(snap.snapshotId, slow), false)
 
     // fork: the copy runs, with the parent's template.
     const forks = await s.fork({ count: 1, ...slow })
@@ -140,8 +140,8 @@ describe('e2b 2.45 (v1 routes)', { timeout: 1_800_000 }, () => {
     const fi = await Sandbox.getInfo(forks[0].sandboxId)
     assert.equal(fi.state, 'running')
     assert.equal(fi.templateId, 'base')
-    assert.equal(await forks[0].kill(), true)
-    assert.equal(await s.kill(), true)
+    assert.equal(await forks[0].kill(slow), true)
+    assert.equal(await s.kill(slow), true)
   })
 
   test('secrets are the tenant credentials', async () => {
@@ -183,6 +183,38 @@ describe('e2b 2.51 (v2 routes)', { timeout: 1_800_000 }, () => {
       Sandbox251.create({ network: { allowOut: ['8.8.8.8'], denyOut: ['0.0.0.0/0'] } }),
       /no mapping/,
     )
-    assert.equal(await s.kill(), true)
+    assert.equal(await s.kill(slow), true)
+  })
+
+  test('header rules become gateway credentials for their host, secrets filled in', async () => {
+    const name = `key_${process.pid}`
+    await Secret251.create(name, 's3cret')
+    const rules = async () =>
+      ((await d.vessel('GET', '/v1/credentials')).body?.credentials ?? []).filter((c) =>
+        c.name.startsWith('e2b-rule-'))
+    const before = (await rules()).length
+    const s = await Sandbox251.create({
+      metadata: { suite: run, part: 'rules' },
+      network: {
+        rules: { 'api.example.com': [{ transform: { headers: { 'X-Key': Secret251.fill(name) } } }] },
+      },
+      ...slow,
+    })
+    const made = await rules()
+    assert.equal(made.length, before + 1)
+    const rule = made.find((c) => !c.value)
+    assert.deepEqual(rule.hosts, ['api.example.com'])
+    assert.equal(rule.header, 'X-Key')
+    assert.equal(JSON.stringify(made).includes('s3cret'), false)
+    // An unknown secret is refused before any sandbox exists.
+    await assert.rejects(
+      Sandbox251.create({
+        network: { rules: { 'a.example.com': [{ transform: { headers: { A: Secret251.fill('nope') } } }] } },
+      }),
+      /nope/,
+    )
+    assert.equal(await s.kill(slow), true)
+    assert.equal((await rules()).length, before, 'the rule credentials go with the sandbox')
+    assert.equal(await Secret251.destroy(name), true)
   })
 })

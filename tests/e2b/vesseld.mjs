@@ -48,6 +48,7 @@ export class Vesseld {
     this.stateDir = path.join(this.root, 'state')
     const [api, data, e2b] = [await freePort(), await freePort(), await freePort()]
     this.apiUrl = `http://127.0.0.1:${e2b}`
+    this.vesselUrl = `http://127.0.0.1:${api}`
     this.logPath = path.join(this.root, 'vesseld.log')
     const log = fs.openSync(this.logPath, 'a')
     this.proc = spawn(
@@ -74,12 +75,22 @@ export class Vesseld {
       await new Promise((r) => setTimeout(r, 200))
     }
     this.key = fs.readFileSync(path.join(this.stateDir, 'dev-e2b-api-key'), 'utf8').trim()
+    this.vesselKey = fs.readFileSync(path.join(this.stateDir, 'dev-api-key'), 'utf8').trim()
     return this
   }
 
   // What the SDK needs, as a user sets it through the environment.
   opts(extra = {}) {
     return { apiUrl: this.apiUrl, apiKey: this.key, requestTimeoutMs: 600_000, ...extra }
+  }
+
+  // Vessel's own API, to see what an E2B call became.
+  async vessel(method, target) {
+    const r = await fetch(`${this.vesselUrl}${target}`, {
+      method,
+      headers: { Authorization: `Bearer ${this.vesselKey}` },
+    })
+    return { status: r.status, body: await r.json().catch(() => null) }
   }
 
   log() {
