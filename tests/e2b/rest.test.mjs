@@ -5,7 +5,7 @@
 // the envd suite, not here.
 import { after, before, describe, test } from 'node:test'
 import assert from 'node:assert/strict'
-import { Sandbox, SandboxNotFoundError, AuthenticationError, Secret } from 'e2b'
+import { Sandbox, SandboxNotFoundError, AuthenticationError, Secret, Template } from 'e2b'
 import { Sandbox as Sandbox251, Secret as Secret251 } from 'e2b-251'
 import { Vesseld } from './vesseld.mjs'
 
@@ -141,6 +141,38 @@ describe('e2b 2.45 (v1 routes)', { timeout: 1_800_000 }, () => {
     assert.equal(fi.state, 'running')
     assert.equal(fi.templateId, 'base')
     assert.equal(await forks[0].kill(slow), true)
+    assert.equal(await s.kill(slow), true)
+  })
+
+  test('templates: base is built in, with its alias', async () => {
+    assert.equal(await Template.exists('base'), true)
+    assert.equal(await Template.exists('no-such-template'), false)
+    const r = await fetch(`${d.apiUrl}/templates`, { headers: { 'X-API-Key': d.key } })
+    assert.equal(r.status, 200)
+    const base = (await r.json()).find((t) => t.templateID === 'base')
+    assert.ok(base, 'GET /templates lists base')
+    assert.equal(base.public, true)
+    assert.equal(base.memoryMB, 512)
+    // Errors are E2B's {code, message} with the HTTP status as the code.
+    const bad = await fetch(`${d.apiUrl}/sandboxes/sb-000000000000`, { headers: { 'X-API-Key': d.key } })
+    assert.equal(bad.status, 404)
+    const body = await bad.json()
+    assert.equal(body.code, 404)
+    assert.match(body.message, /sb-000000000000/)
+  })
+
+  test('base: user 1000 at /home/user with passwordless sudo, bash, python, curl, git, tput', async () => {
+    const s = await Sandbox.create({ metadata: { suite: run, part: 'base' }, ...slow })
+    // Through Vessel's own data plane: commands through envd are the envd suite's.
+    const r = await d.sh(
+      s.sandboxId,
+      'id -u; echo $HOME; pwd; getent passwd user | cut -d: -f7; sudo -n id -u; ' +
+        'python -c "import sys; print(sys.version_info[0])"; tput -T xterm cols; ' +
+        'git --version | cut -d" " -f1; curl --version | cut -d" " -f1 | head -1',
+    )
+    assert.equal(r.exitCode, 0, r.stderr)
+    assert.deepEqual(r.stdout.trim().split('\n'),
+      ['1000', '/home/user', '/home/user', '/bin/bash', '0', '3', '80', 'git', 'curl'])
     assert.equal(await s.kill(slow), true)
   })
 

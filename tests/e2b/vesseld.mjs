@@ -85,12 +85,37 @@ export class Vesseld {
   }
 
   // Vessel's own API, to see what an E2B call became.
-  async vessel(method, target) {
+  async vessel(method, target, body) {
     const r = await fetch(`${this.vesselUrl}${target}`, {
       method,
       headers: { Authorization: `Bearer ${this.vesselKey}` },
+      body: body === undefined ? undefined : JSON.stringify(body),
     })
     return { status: r.status, body: await r.json().catch(() => null) }
+  }
+
+  // A shell command in a sandbox through Vessel's data plane (not envd):
+  // stdout, stderr and the exit code.
+  async sh(sandboxId, shell, user = 'user') {
+    const s = await this.vessel('POST', `/v1/sandboxes/${sandboxId}/sessions`)
+    if (s.status !== 201 && s.status !== 200) throw new Error(`session: ${JSON.stringify(s)}`)
+    const r = await fetch(`${s.body.data_url}/v1/exec`, {
+      method: 'POST',
+      headers: { Authorization: `Bearer ${s.body.token}` },
+      body: JSON.stringify({ shell, user }),
+    })
+    const text = await r.text()
+    const out = { stdout: '', stderr: '', exitCode: -1 }
+    let type = ''
+    for (const line of text.split('\n')) {
+      if (line.startsWith('event:')) type = line.slice(6).trim()
+      if (!line.startsWith('data:')) continue
+      const data = JSON.parse(line.slice(5))
+      if (type === 'stdout' || type === 'stderr')
+        out[type] += Buffer.from(data.data, 'base64').toString()
+      if (type === 'exit') out.exitCode = data.exit_code
+    }
+    return out
   }
 
   log() {
