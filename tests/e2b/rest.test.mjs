@@ -218,6 +218,37 @@ describe('e2b 2.51 (v2 routes)', { timeout: 1_800_000 }, () => {
     assert.equal(await s.kill(slow), true)
   })
 
+  test('the routes the SDK hides: connect 200 or 201, resume 409, refreshes, metrics', async () => {
+    const s = await Sandbox251.create({ metadata: { suite: run, part: 'raw' }, ...slow })
+    const call = async (method, target, body) => {
+      const r = await fetch(`${d.apiUrl}${target}`, {
+        method,
+        headers: { 'X-API-Key': d.key, 'Content-Type': 'application/json' },
+        body: body === undefined ? undefined : JSON.stringify(body),
+      })
+      return { status: r.status, body: await r.json().catch(() => null) }
+    }
+    const id = s.sandboxId
+    assert.equal((await call('POST', `/v2/sandboxes/${id}/connect`, {})).status, 200)
+    const resume = await call('POST', `/sandboxes/${id}/resume`, { timeout: 60 })
+    assert.equal(resume.status, 409)
+    assert.equal(resume.body.code, 409)
+    assert.equal((await call('POST', `/sandboxes/${id}/refreshes`, { duration: 60 })).status, 204)
+    assert.deepEqual(await s.getMetrics(), [])
+    assert.equal((await call('POST', `/sandboxes/${id}/pause`, {})).status, 204)
+    assert.equal((await call('POST', `/sandboxes/${id}/pause`, {})).status, 409)
+    const noMemory = await call('POST', `/v2/sandboxes/${id}/connect`, { memory: false })
+    assert.equal(noMemory.status, 400)
+    assert.match(noMemory.body.message, /no mapping/)
+    const resumed = await call('POST', `/v2/sandboxes/${id}/connect`, { timeout: 60 })
+    assert.equal(resumed.status, 201)
+    assert.equal(resumed.body.sandboxID, id)
+    assert.equal(resumed.body.envdAccessToken, s.envdAccessToken)
+    assert.equal((await call('POST', `/v2/sandboxes/${id}/connect`, {})).status, 200)
+    assert.equal((await call('DELETE', `/sandboxes/${id}`)).status, 204)
+    assert.equal((await call('DELETE', `/sandboxes/${id}`)).status, 404)
+  })
+
   test('header rules become gateway credentials for their host, secrets filled in', async () => {
     const name = `key_${process.pid}`
     await Secret251.create(name, 's3cret')
