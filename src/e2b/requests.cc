@@ -213,7 +213,8 @@ Result<NewSandbox> parseNewSandbox(std::string_view body, bool v2) {
     } else if (k == "iam") {
       if (!isNull(v)) return noMapping("iam (workload identity tokens)");
     } else if (k == "mcp") {
-      if (!isNull(v)) return noMapping("mcp (the MCP gateway template)");
+      // The SDK starts the MCP gateway itself, with a command in the sandbox.
+      if (!isNull(v) && !v.is_object()) return bad("mcp must be an object");
     } else {
       return bad("unknown field '" + std::string(k) + "'");
     }

@@ -79,6 +79,8 @@ TEST(NewSandbox, WhatHasNoMappingIsRefusedSayingSo) {
     EXPECT_EQ(r.error().code(), Code::kInvalidArgument);
     EXPECT_THAT(r.error().message(), HasSubstr("no mapping")) << body;
   }
+  // The SDK starts an MCP gateway itself: accepted.
+  EXPECT_TRUE(parseNewSandbox(R"({"templateID":"base","mcp":{"srv":{}}})", true).ok());
   // Unset or empty versions of the same are fine (the SDK sends some of them).
   EXPECT_TRUE(parseNewSandbox(
                   R"({"templateID":"base","volumeMounts":[],"autoPause":false,"iam":null})", true)

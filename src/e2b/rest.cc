@@ -324,7 +324,8 @@ Response RestApi::list(const Request& req, const std::string& tenant, bool v2) {
     if (!name.ok()) return errorJson(req, name.error());
     l.template_name = *name;
   }
-  l.newest_first = q->newest_first;
+  l.order = q->newest_first ? ops::ListRequest::Order::kNewestFirst
+                            : ops::ListRequest::Order::kOldestFirst;
   json::array items;
   std::string next;
   // v1 has no paging: every page, up to a bound.
@@ -473,9 +474,25 @@ asio::awaitable<Response> RestApi::fork(const Request& req, std::string tenant, 
 Response RestApi::metrics(const Request& req, const std::string& tenant, const std::string& id) {
   auto sb = lifecycle_.get(tenant, id);
   if (!sb.ok()) return errorJson(req, sb.error());
-  // Vessel does not sample guests' usage: no entries (E2B's answer before
-  // its first sample), never invented numbers.
-  return jsonBody(req, http::status::ok, json::array());
+  if (!running(sb->state) && !paused(sb->state)) return errorJson(req, notFound(id));
+  json::array out;
+  // One sample, taken now (Vessel keeps no history); none while paused.
+  auto u = lifecycle_.usage(tenant, id);
+  if (u.ok()) {
+    int64_t now = lifecycle_.clock().nowMs();
+    out.push_back(json::object{{"timestamp", ops::rfc3339(now)},
+                               {"timestampUnix", now / 1000},
+                               {"cpuCount", u->cpu_count},
+                               {"cpuUsedPct", u->cpu_used_pct},
+                               {"memUsed", u->mem_used_bytes},
+                               {"memTotal", u->mem_total_bytes},
+                               {"memCache", 0},
+                               {"diskUsed", u->disk_used_bytes},
+                               {"diskTotal", u->disk_total_bytes}});
+  } else if (u.error().code() != Code::kFailedPrecondition) {
+    return errorJson(req, u.error());
+  }
+  return jsonBody(req, http::status::ok, out);
 }
 
 }  // namespace vessel::e2b

@@ -109,7 +109,7 @@ bool listed(const ListRequest& req, const store::SandboxRecord& s) {
 }  // namespace
 
 Result<Page> Lifecycle::list(const ListRequest& req) {
-  if (req.newest_first) return listNewestFirst(req);
+  if (req.order != ListRequest::Order::kById) return listByCreation(req);
   // Pages of the store, in id order, filtered until one more than a page
   // matches (then there is a next page) or the store ends.
   constexpr int kScan = 200;
@@ -134,17 +134,21 @@ Result<Page> Lifecycle::list(const ListRequest& req) {
   return p;
 }
 
-Result<Page> Lifecycle::listNewestFirst(const ListRequest& req) {
-  // Every match is read and sorted; the token is still the last id shown,
-  // and the next page starts after its (created, id) in that order, so a
-  // sandbox created meanwhile never shifts a page (it sorts before them).
+Result<Page> Lifecycle::listByCreation(const ListRequest& req) {
+  // Every match is read and sorted by (created, id); the token is still the
+  // last id shown, and the next page starts after its (created, id) in that
+  // order, so a sandbox created meanwhile never shifts a page (newest first,
+  // it sorts before them; oldest first, after them).
   constexpr int kScan = 200, kMaxScanned = 20000;
-  std::optional<std::pair<int64_t, std::string>> cursor;
+  const bool newest = req.order == ListRequest::Order::kNewestFirst;
+  using Key = std::pair<int64_t, std::string>;
+  std::optional<Key> cursor;
   if (!req.page_token.empty()) {
     VESSEL_ASSIGN_OR_RETURN(auto at, store_.getSandbox(req.tenant, req.page_token));
     if (!at) return Error(Code::kInvalidArgument, "bad page token");
-    cursor = std::pair{at->created_ms, at->id};
+    cursor = Key{at->created_ms, at->id};
   }
+  auto before = [newest](const Key& a, const Key& b) { return newest ? a > b : a < b; };
   std::vector<store::SandboxRecord> hits;
   std::string after;
   for (int scanned = 0; scanned < kMaxScanned;) {
@@ -152,13 +156,13 @@ Result<Page> Lifecycle::listNewestFirst(const ListRequest& req) {
     scanned += static_cast<int>(batch.size());
     for (auto& s : batch) {
       after = s.id;
-      if (cursor && std::pair{s.created_ms, s.id} >= *cursor) continue;
+      if (cursor && !before(*cursor, Key{s.created_ms, s.id})) continue;
       if (listed(req, s)) hits.push_back(std::move(s));
     }
     if (batch.size() < kScan) break;
   }
-  std::sort(hits.begin(), hits.end(), [](const auto& a, const auto& b) {
-    return std::pair{a.created_ms, a.id} > std::pair{b.created_ms, b.id};
+  std::sort(hits.begin(), hits.end(), [&](const auto& a, const auto& b) {
+    return before(Key{a.created_ms, a.id}, Key{b.created_ms, b.id});
   });
   Page p;
   size_t want = static_cast<size_t>(req.page_size);
@@ -309,6 +313,20 @@ Status Lifecycle::setNetwork(const std::string& tenant, const std::string& id,
   VESSEL_TRY(node_.updateNetwork(tenant, id, spec));
   noteActivity(id);
   return okStatus();
+}
+
+Result<Usage> Lifecycle::usage(const std::string& tenant, const std::string& id) {
+  VESSEL_ASSIGN_OR_RETURN(auto s, get(tenant, id));
+  if (s.state != SandboxState::kRunning)
+    return Error(Code::kFailedPrecondition,
+                 "sandbox " + id + " is " + std::string(stateName(s.state)) + "; it has no VM");
+  VESSEL_ASSIGN_OR_RETURN(Usage u, node_.usage(id));
+  // The node measures CPU as one host CPU = 100 %; E2B's is of all vCPUs.
+  u.cpu_count = s.vcpus;
+  u.cpu_used_pct = std::min(100.0, u.cpu_used_pct / std::max(1u, s.vcpus));
+  u.mem_total_bytes = s.memory_mib << 20;
+  u.mem_used_bytes = std::min(u.mem_used_bytes, u.mem_total_bytes);
+  return u;
 }
 
 void Lifecycle::noteActivity(const std::string& id) {

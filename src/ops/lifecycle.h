@@ -74,10 +74,11 @@ struct ListRequest {
   std::set<SandboxState> states;                // only sandboxes in one of these (empty: any)
   std::optional<int64_t> created_after_ms;      // only those created at or after this
   std::string template_name;                    // only those of this template ("" any)
-  // Newest first (by creation, then id) instead of by id. The E2B API's
-  // default; every matching sandbox is read to sort them, so a tenant's
-  // sandboxes (bounded by its quota) are few.
-  bool newest_first = false;
+  // By id (the default), or by creation (then id), newest or oldest first:
+  // E2B lists by start time. Every matching sandbox is read to sort them by
+  // creation, which is fine for a tenant's sandboxes (bounded by its quota).
+  enum class Order { kById, kNewestFirst, kOldestFirst };
+  Order order = Order::kById;
 };
 struct Page {
   std::vector<store::SandboxRecord> sandboxes;
@@ -131,6 +132,9 @@ class Lifecycle {
   // reset). kNotFound for an unknown sandbox, kInvalidArgument for settings
   // this node cannot give (a missing credential, egress off).
   Status setNetwork(const std::string& tenant, const std::string& id, const NetworkSpec& spec);
+  // What the tenant's running sandbox uses now (ops::Usage); a sandbox
+  // without a VM (paused, creating) is kFailedPrecondition.
+  Result<Usage> usage(const std::string& tenant, const std::string& id);
   Result<store::SandboxRecord> get(const std::string& tenant, const std::string& id);
   Result<Page> list(const ListRequest& req);
   Result<store::OperationRecord> getOperation(const std::string& tenant, const std::string& id);
@@ -174,7 +178,7 @@ class Lifecycle {
     Transition transition;
   };
   Result<Legal> checkAction(const std::string& tenant, const std::string& id, Action action);
-  Result<Page> listNewestFirst(const ListRequest& req);
+  Result<Page> listByCreation(const ListRequest& req);
   Result<Accepted> startAction(const std::string& tenant, const std::string& id, Action action);
   std::optional<Error> quotaFor(const std::string& tenant, uint64_t memory_mib, int count_new);
   void setSandbox(const store::OperationRecord& op, SandboxState state,

@@ -379,7 +379,7 @@ TEST_F(LifecycleTest, StoreTimestampsComeFromTheInjectedClock) {
   EXPECT_THAT(state(id), Not("running"));
 }
 
-TEST_F(LifecycleTest, ListsNewestFirstWithFiltersAndStablePages) {
+TEST_F(LifecycleTest, ListsByCreationWithFiltersAndStablePages) {
   installTemplate("other");
   std::vector<std::string> ids;  // oldest first
   for (int i = 0; i < 5; ++i) {
@@ -394,7 +394,7 @@ TEST_F(LifecycleTest, ListsNewestFirstWithFiltersAndStablePages) {
   drain();
   auto page = [&](ListRequest r) {
     r.tenant = "t1";
-    r.newest_first = true;
+    if (r.order == ListRequest::Order::kById) r.order = ListRequest::Order::kNewestFirst;
     std::vector<std::string> got;
     auto p = lc_->list(r);
     EXPECT_TRUE(p.ok()) << p.error().message();
@@ -428,9 +428,17 @@ TEST_F(LifecycleTest, ListsNewestFirstWithFiltersAndStablePages) {
   st.states = {SandboxState::kPaused, SandboxState::kRunning};
   EXPECT_EQ(page(st).first.size(), 6u);
   EXPECT_EQ(page(st).first.front(), later);
+  // Oldest first, paged the same way; the one made meanwhile comes last.
+  ListRequest asc;
+  asc.order = ListRequest::Order::kOldestFirst;
+  asc.page_size = 4;
+  auto [a1, at1] = page(asc);
+  EXPECT_EQ(a1, (std::vector<std::string>{ids[0], ids[1], ids[2], ids[3]}));
+  asc.page_token = at1;
+  EXPECT_EQ(page(asc).first, (std::vector<std::string>{ids[4], later}));
   ListRequest bad;
   bad.tenant = "t1";
-  bad.newest_first = true;
+  bad.order = ListRequest::Order::kNewestFirst;
   bad.page_token = "sb-nosuchthing";
   EXPECT_EQ(lc_->list(bad).error().code(), Code::kInvalidArgument);
 }
@@ -471,6 +479,25 @@ TEST_F(LifecycleTest, SetNetworkGoesToTheNodeForLiveSandboxesOnly) {
   drain();
   EXPECT_EQ(lc_->setNetwork("t1", id, spec).error().code(), Code::kNotFound);
   EXPECT_EQ(node_->count("update-network"), 1);
+}
+
+TEST_F(LifecycleTest, UsageOfRunningSandboxesOnly) {
+  std::string id = created();
+  auto u = lc_->usage("t1", id);
+  ASSERT_TRUE(u.ok()) << u.error().message();
+  EXPECT_EQ(u->cpu_count, 1u);
+  EXPECT_DOUBLE_EQ(u->cpu_used_pct, 12.5);
+  EXPECT_EQ(u->mem_total_bytes, 256ull << 20);  // the sandbox's shape, not the node's guess
+  EXPECT_EQ(u->mem_used_bytes, 100ull << 20);
+  node_->fake_usage.cpu_used_pct = 250;  // host CPUs: capped at all of its vCPUs
+  node_->fake_usage.mem_used_bytes = 1ull << 40;
+  EXPECT_DOUBLE_EQ(lc_->usage("t1", id)->cpu_used_pct, 100);
+  EXPECT_EQ(lc_->usage("t1", id)->mem_used_bytes, 256ull << 20);
+  EXPECT_EQ(lc_->usage("t2", id).error().code(), Code::kNotFound);
+  ASSERT_TRUE(lc_->pause("t1", id).ok());
+  drain();
+  EXPECT_EQ(lc_->usage("t1", id).error().code(), Code::kFailedPrecondition);
+  EXPECT_EQ(node_->count("usage"), 3);
 }
 
 }  // namespace

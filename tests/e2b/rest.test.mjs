@@ -62,6 +62,8 @@ describe('e2b 2.45 (v1 routes)', { timeout: 1_800_000 }, () => {
     assert.deepEqual(pages.map((p) => p.length), [2, 1])
     const ids = pages.flat().map((s) => s.sandboxId)
     assert.deepEqual(ids, made.map((s) => s.sandboxId).reverse())
+    const asc = await listAll({ query: { metadata: { suite: run } }, order: 'asc', limit: 2 })
+    assert.deepEqual(asc.flat().map((s) => s.sandboxId), made.map((s) => s.sandboxId))
     const one = await listAll({ query: { metadata: { suite: run, n: '1' } } })
     assert.deepEqual(one.flat().map((s) => s.sandboxId), [made[1].sandboxId])
     const none = await listAll({ query: { metadata: { suite: 'nobody' } } })
@@ -218,7 +220,7 @@ describe('e2b 2.51 (v2 routes)', { timeout: 1_800_000 }, () => {
     assert.equal(await s.kill(slow), true)
   })
 
-  test('the routes the SDK hides: connect 200 or 201, resume 409, refreshes, metrics', async () => {
+  test('the routes the SDK hides: connect 200 or 201, resume 409, refreshes; metrics', async () => {
     const s = await Sandbox251.create({ metadata: { suite: run, part: 'raw' }, ...slow })
     const call = async (method, target, body) => {
       const r = await fetch(`${d.apiUrl}${target}`, {
@@ -234,7 +236,15 @@ describe('e2b 2.51 (v2 routes)', { timeout: 1_800_000 }, () => {
     assert.equal(resume.status, 409)
     assert.equal(resume.body.code, 409)
     assert.equal((await call('POST', `/sandboxes/${id}/refreshes`, { duration: 60 })).status, 204)
-    assert.deepEqual(await s.getMetrics(), [])
+    // One sample, measured now on the host: the VM's CPU, memory and disk overlay.
+    const [m, ...more] = await s.getMetrics()
+    assert.equal(more.length, 0)
+    assert.equal(m.cpuCount, 1)
+    assert.equal(m.memTotal, 512 * 1024 * 1024)
+    assert.ok(m.memUsed > 0 && m.memUsed <= m.memTotal, `memUsed ${m.memUsed}`)
+    assert.ok(m.cpuUsedPct >= 0 && m.cpuUsedPct <= 100, `cpuUsedPct ${m.cpuUsedPct}`)
+    assert.ok(m.diskTotal >= 1024 * 1024 * 1024 && m.diskUsed > 0, JSON.stringify(m))
+    assert.ok(Math.abs(m.timestamp.getTime() - Date.now()) < 60_000)
     assert.equal((await call('POST', `/sandboxes/${id}/pause`, {})).status, 204)
     assert.equal((await call('POST', `/sandboxes/${id}/pause`, {})).status, 409)
     const noMemory = await call('POST', `/v2/sandboxes/${id}/connect`, { memory: false })
