@@ -379,6 +379,21 @@ Result<SecretRequest> parseSecret(std::string_view body, bool create) {
   return r;
 }
 
+Result<std::pair<std::optional<int64_t>, std::optional<int64_t>>> parseMetricsRange(
+    std::string_view target) {
+  VESSEL_ASSIGN_OR_RETURN(auto params, api::parseQuery(target, {"start", "end"}));
+  std::pair<std::optional<int64_t>, std::optional<int64_t>> r;
+  for (const auto& [k, v] : params) {
+    int64_t n = 0;
+    auto [p, e] = std::from_chars(v.data(), v.data() + v.size(), n);
+    if (e != std::errc() || p != v.data() + v.size() || n < 0 || n > (int64_t{1} << 40))
+      return bad(k + " must be Unix seconds");
+    (k == "start" ? r.first : r.second) = n;
+  }
+  if (r.first && r.second && *r.first > *r.second) return bad("start is after end");
+  return r;
+}
+
 Result<int64_t> parseRfc3339(std::string_view s) {
   // YYYY-MM-DDTHH:MM:SS[.fraction](Z|+HH:MM|-HH:MM)
   auto num = [&](size_t at, size_t len, int& out) {

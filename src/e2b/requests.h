@@ -12,6 +12,7 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "base/result.h"
@@ -95,6 +96,10 @@ struct ListQuery {
 // `target` is the request target with its query string. v1 knows only
 // `metadata` and lists running sandboxes.
 Result<ListQuery> parseListQuery(std::string_view target, bool v2);
+
+// GET /sandboxes/{id}/metrics?start=S&end=E (Unix seconds, both optional).
+Result<std::pair<std::optional<int64_t>, std::optional<int64_t>>> parseMetricsRange(
+    std::string_view target);
 
 // "2026-01-02T03:04:05Z" / "...05.123Z" / "...05+02:00" -> ms since the epoch.
 Result<int64_t> parseRfc3339(std::string_view s);

@@ -192,6 +192,20 @@ TEST(ListQuery, BadOrOverlongInputIsRefused) {
   EXPECT_FALSE(parseListQuery(many, true).ok());
 }
 
+TEST(MetricsRange, UnixSecondsBothOptional) {
+  auto r = parseMetricsRange("/sandboxes/sb-1/metrics?start=100&end=200");
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->first.value_or(-1), 100);
+  EXPECT_EQ(r->second.value_or(-1), 200);
+  auto none = parseMetricsRange("/sandboxes/sb-1/metrics");
+  ASSERT_TRUE(none.ok());
+  EXPECT_FALSE(none->first || none->second);
+  EXPECT_FALSE(parseMetricsRange("/x?start=200&end=100").ok());
+  EXPECT_FALSE(parseMetricsRange("/x?start=-1").ok());
+  EXPECT_FALSE(parseMetricsRange("/x?start=1.5").ok());
+  EXPECT_FALSE(parseMetricsRange("/x?step=1").ok());
+}
+
 TEST(Rfc3339, OffsetsAndFractions) {
   EXPECT_EQ(parseRfc3339("1970-01-01T00:00:00Z").value_or(-1), 0);
   EXPECT_EQ(parseRfc3339("1970-01-01T01:00:00+01:00").value_or(-1), 0);

@@ -475,11 +475,18 @@ Response RestApi::metrics(const Request& req, const std::string& tenant, const s
   auto sb = lifecycle_.get(tenant, id);
   if (!sb.ok()) return errorJson(req, sb.error());
   if (!running(sb->state) && !paused(sb->state)) return errorJson(req, notFound(id));
+  auto range = parseMetricsRange(req.target());
+  if (!range.ok()) return errorJson(req, range.error());
   json::array out;
-  // One sample, taken now (Vessel keeps no history); none while paused.
+  // One sample, taken now (Vessel keeps no history); none while paused or
+  // when now is outside the range asked for (give or take E2B's 5 s buckets).
+  int64_t now = lifecycle_.clock().nowMs();
+  constexpr int64_t kBucketS = 5;
+  if ((range->first && now / 1000 < *range->first - kBucketS) ||
+      (range->second && now / 1000 > *range->second + kBucketS))
+    return jsonBody(req, http::status::ok, out);
   auto u = lifecycle_.usage(tenant, id);
   if (u.ok()) {
-    int64_t now = lifecycle_.clock().nowMs();
     out.push_back(json::object{{"timestamp", ops::rfc3339(now)},
                                {"timestampUnix", now / 1000},
                                {"cpuCount", u->cpu_count},

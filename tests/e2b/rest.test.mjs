@@ -245,6 +245,8 @@ describe('e2b 2.51 (v2 routes)', { timeout: 1_800_000 }, () => {
     assert.ok(m.cpuUsedPct >= 0 && m.cpuUsedPct <= 100, `cpuUsedPct ${m.cpuUsedPct}`)
     assert.ok(m.diskTotal >= 1024 * 1024 * 1024 && m.diskUsed > 0, JSON.stringify(m))
     assert.ok(Math.abs(m.timestamp.getTime() - Date.now()) < 60_000)
+    const hourAgo = new Date(Date.now() - 3_600_000)
+    assert.deepEqual(await s.getMetrics({ start: hourAgo, end: new Date(hourAgo.getTime() + 60_000) }), [])
     assert.equal((await call('POST', `/sandboxes/${id}/pause`, {})).status, 204)
     assert.equal((await call('POST', `/sandboxes/${id}/pause`, {})).status, 409)
     const noMemory = await call('POST', `/v2/sandboxes/${id}/connect`, { memory: false })
