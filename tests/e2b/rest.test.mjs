@@ -180,7 +180,7 @@ describe('e2b 2.45 (v1 routes)', { timeout: 1_800_000 }, () => {
 
   test('secrets are the tenant credentials', async () => {
     const name = `tok_${process.pid}`
-    const made = await Secret.create(name, 'Bearer s3cret')
+    const made = await Secret.create(name, 'Bearer s3cret-0123456789abcdef')
     assert.equal(made.name, name)
     const all = []
     const p = Secret.list()
@@ -263,7 +263,7 @@ describe('e2b 2.51 (v2 routes)', { timeout: 1_800_000 }, () => {
 
   test('header rules become gateway credentials for their host, secrets filled in', async () => {
     const name = `key_${process.pid}`
-    await Secret251.create(name, 's3cret')
+    await Secret251.create(name, 's3cret-0123456789abcdef')
     const rules = async () =>
       ((await d.vessel('GET', '/v1/credentials')).body?.credentials ?? []).filter((c) =>
         c.name.startsWith('e2b-rule-'))
