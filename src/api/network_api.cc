@@ -19,21 +19,6 @@ constexpr size_t kMaxHosts = 16, kMaxValue = 8192;
 
 Error bad(const std::string& what) { return Error(Code::kInvalidArgument, what); }
 
-// An HTTP field name the gateway may set: a token, and none of the fields
-// that decide framing, routing or the connection.
-bool injectableHeader(std::string_view h) {
-  if (h.empty() || h.size() > 64) return false;
-  std::string lower;
-  for (char c : h) {
-    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_')) return false;
-    lower.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
-  }
-  for (const char* f : {"host", "content-length", "transfer-encoding", "connection", "upgrade",
-                        "te", "trailer", "keep-alive", "expect"})
-    if (lower == f) return false;
-  return lower.rfind("proxy-", 0) != 0;
-}
-
 Result<json::value> parseBody(std::string_view body) {
   json::parse_options po;
   po.max_depth = 8;

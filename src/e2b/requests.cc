@@ -7,6 +7,7 @@
 #include <ctime>
 
 #include "api/json_fields.h"
+#include "api/network_settings.h"
 #include "gateway/policy/policy.h"
 
 namespace vessel::e2b {
@@ -97,6 +98,9 @@ Status parseRules(const json::value& v, std::vector<HeaderRule>& out) {
                              " (only header injection is)");
           VESSEL_ASSIGN_OR_RETURN(auto headers, stringMap(tv, "transform.headers", false));
           for (auto& [name, value] : headers) {
+            if (!api::injectableHeader(name))
+              return bad("network.rules." + h + ": '" + name.substr(0, 64) +
+                         "' is not a header the gateway may set");
             if (value.empty()) return bad("network.rules." + h + ": header " + name + " is empty");
             out.push_back({h, name, value});
           }

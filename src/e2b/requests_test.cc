@@ -102,6 +102,17 @@ TEST(NewSandbox, HeaderRulesCarryHostHeaderAndValue) {
       });
   ASSERT_TRUE(expanded.ok());
   EXPECT_EQ(*expanded, "Bearer s3cret");
+  // Headers that decide framing or routing are never injected.
+  for (const char* h :
+       {"Host", "Content-Length", "Transfer-Encoding", "Proxy-Authorization", "a b"})
+    EXPECT_FALSE(
+        parseNewSandbox(
+            std::string(
+                R"({"templateID":"base","network":{"rules":{"a.com":[{"transform":{"headers":{")") +
+                h + R"(":"v"}}}]}}})",
+            true)
+            .ok())
+        << h;
   auto none = [](const std::string& n) -> Result<std::string> { return Error(Code::kNotFound, n); };
   EXPECT_EQ(expandSecrets("x ${e2b.secrets.gone}", none).error().code(), Code::kNotFound);
   EXPECT_EQ(expandSecrets("x ${e2b.secrets.open", none).error().code(), Code::kInvalidArgument);

@@ -118,14 +118,14 @@ json::object RestApi::listedJson(const store::SandboxRecord& s, bool detail) con
     auto net = store_.getSandboxNetwork(s.id);
     if (net.ok() && !net->empty()) {
       json::value v = json::parse(*net, ec);
-      if (!ec && v.is_object() && v.as_object().contains("mode")) {
-        std::string mode(v.at("mode").as_string());
-        o["allowInternetAccess"] = mode == "full";
+      const json::value* mode = !ec && v.is_object() ? v.as_object().if_contains("mode") : nullptr;
+      if (mode && mode->is_string()) {
+        bool full = mode->as_string() == "full";
+        o["allowInternetAccess"] = full;
         json::object n;
-        if (mode != "full") {
-          json::array allow =
-              v.as_object().contains("allow") ? v.at("allow").as_array() : json::array();
-          n["allowOut"] = allow;
+        if (!full) {
+          const json::value* allow = v.as_object().if_contains("allow");
+          n["allowOut"] = allow && allow->is_array() ? allow->as_array() : json::array();
           n["denyOut"] = json::array{"0.0.0.0/0"};
         }
         o["network"] = n;
