@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds Vessel (CMake preset $PRESET, default release), then the guest
-# kernel and the `minimal` template image. Slow artifacts are cached under
+# kernel, the `minimal` and `debian` images and the built-in templates
+# (minimal, debian, base). Slow artifacts are cached under
 # $VESSEL_CACHE_DIR (default /var/cache/vessel) keyed by a hash of their
 # inputs; their paths are written to build/$PRESET/artifacts.env.
 set -euo pipefail
@@ -35,6 +36,10 @@ VESSEL_KERNEL=$kernel VESSEL_MINIMAL_IMAGE=$image \
   --store "$cache/templates" >/dev/null
 VESSEL_KERNEL=$kernel VESSEL_MINIMAL_IMAGE=$image VESSEL_DEBIAN_IMAGE=$debian \
   "build/$preset/cmd/vessel/vessel" template build --local -f guest/templates/debian/template.json \
+  --store "$cache/templates" >/dev/null
+# `base`, E2B's default template: the debian image with passwordless sudo for `user`.
+VESSEL_KERNEL=$kernel VESSEL_MINIMAL_IMAGE=$image VESSEL_DEBIAN_IMAGE=$debian \
+  "build/$preset/cmd/vessel/vessel" template build --local -f guest/templates/base/template.json \
   --store "$cache/templates" >/dev/null
 
 cat > "build/$preset/artifacts.env" <<ENV

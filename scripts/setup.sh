@@ -42,3 +42,22 @@ if [ ${#missing[@]} -gt 0 ]; then
   apt-get update -q
   apt-get install -y -q --no-install-recommends "${missing[@]}"
 fi
+
+# Node.js for the E2B SDK tests (tests/e2b): Debian's nodejs and npm only if
+# no node is installed at all (a NodeSource nodejs already carries npm). The
+# SDK wants node >= 20.18.1.
+if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+  [ "$(id -u)" = 0 ] || { echo "setup: need root to install nodejs npm" >&2; exit 1; }
+  echo "setup: installing nodejs npm"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -q
+  apt-get install -y -q --no-install-recommends nodejs npm
+fi
+# The `e2b` packages the tests use, exactly as package-lock.json pins them;
+# skipped when node_modules already matches the lock (npm's own copy of it).
+e2b_dir=$(cd "$(dirname "$0")/.." && pwd)/tests/e2b
+if ! cmp -s "$e2b_dir/package-lock.json" "$e2b_dir/node_modules/.vessel-lock" 2>/dev/null; then
+  echo "setup: npm ci in tests/e2b"
+  (cd "$e2b_dir" && npm ci --no-audit --no-fund --loglevel=error) >&2
+  cp "$e2b_dir/package-lock.json" "$e2b_dir/node_modules/.vessel-lock"
+fi

@@ -4,7 +4,8 @@
 # Egress (docs/gateway.md) reads its settings from the environment too, so
 # they pass straight through: VESSEL_EGRESS_UPSTREAM_NETNS, VESSEL_EGRESS_RESOLVER,
 # VESSEL_EGRESS_CA_BUNDLE, VESSEL_EGRESS_GATEWAY_NETNS; so does the warm pool,
-# VESSEL_WARM_POOL (default minimal=2; "none" for no pool); a file with VESSEL_CONFIG.
+# VESSEL_WARM_POOL (default minimal=2,base=1; "none" for no pool); a file with VESSEL_CONFIG.
+# The E2B REST API listens on 127.0.0.1:3000 (--e2b-listen; "" turns it off).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 preset=${PRESET:-release}

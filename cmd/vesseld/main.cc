@@ -17,6 +17,10 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--data-url", cfg.data_url,
                  "data plane URL handed to clients (default http://<data-listen>)");
+  app.add_option("--e2b-listen", cfg.e2b_listen,
+                 "E2B-compatible REST API listener (IPv4:port; \"\" turns it off)")
+      ->envname("VESSEL_E2B_LISTEN")
+      ->capture_default_str();
   app.add_option("--state-dir", cfg.state_dir, "state directory (store, sandboxes, sockets)")
       ->envname("VESSEL_STATE_DIR")
       ->capture_default_str();

@@ -21,21 +21,6 @@ constexpr size_t kMaxHosts = 16, kMaxValue = 8192;
 
 Error bad(const std::string& what) { return Error(Code::kInvalidArgument, what); }
 
-// An HTTP field name the gateway may set: a token, and none of the fields
-// that decide framing, routing or the connection.
-bool injectableHeader(std::string_view h) {
-  if (h.empty() || h.size() > 64) return false;
-  std::string lower;
-  for (char c : h) {
-    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_')) return false;
-    lower.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
-  }
-  for (const char* f : {"host", "content-length", "transfer-encoding", "connection", "upgrade",
-                        "te", "trailer", "keep-alive", "expect"})
-    if (lower == f) return false;
-  return lower.rfind("proxy-", 0) != 0;
-}
-
 Result<json::value> parseBody(std::string_view body) {
   json::parse_options po;
   po.max_depth = 8;
@@ -208,32 +193,36 @@ Response NetworkApi::putNetwork(const Request& req, const std::string& tenant,
     if (k != "credentials") net[k] = v;
   auto s = parseNetworkSettings(net, o.if_contains("credentials"));
   if (!s.ok()) return errorResponse(req, s.error());
-  if (s->mode.empty()) s->mode = defaults().mode;
-  if (!egress_ && s->mode != "none")
-    return errorResponse(req, Error(Code::kFailedPrecondition,
-                                    "this node runs without egress: only network mode none"));
-  if (!allow_public_suffix_wildcards_)
-    if (auto w = checkWildcards(*s); !w.ok()) return errorResponse(req, w.error());
-  auto policy = policyFor(tenant, *s);
-  if (!policy.ok()) return errorResponse(req, policy.error());
+  if (s->mode.empty()) s->mode = defaults().mode;  // as update() does, for the answer
+  if (auto st = update(tenant, id, *s, (*sb)->state == store::SandboxState::kPaused); !st.ok())
+    return errorResponse(req, st.error());
+  return jsonResponse(req, http::status::ok, json::serialize(networkJson(*s)));
+}
+
+Status NetworkApi::update(const std::string& tenant, const std::string& id,
+                          NetworkSettings s, bool paused) {
+  if (s.mode.empty()) s.mode = defaults().mode;
+  if (!egress_ && s.mode != "none")
+    return Error(Code::kFailedPrecondition,
+                 "this node runs without egress: only network mode none");
+  if (!allow_public_suffix_wildcards_) VESSEL_TRY(checkWildcards(s));
+  VESSEL_ASSIGN_OR_RETURN(auto policy, policyFor(tenant, s));
   auto old = stored(id);
-  if (old.ok() && (old->mode == "none") != (s->mode == "none") &&
-      (*sb)->state != store::SandboxState::kPaused)
+  if (old.ok() && (old->mode == "none") != (s.mode == "none") && !paused)
     // The guest's route is set up once per restore; switching between none
     // and the others needs its interface reconfigured. Pause/resume does it.
     log().forSandbox(id).info("network mode {} -> {}: the guest's route changes on next resume",
-                              old->mode, s->mode);
-  if (auto st = store_.setSandboxNetwork(id, json::serialize(networkJson(*s))); !st.ok())
-    return errorResponse(req, st.error());
+                              old->mode, s.mode);
+  VESSEL_TRY(store_.setSandboxNetwork(id, json::serialize(networkJson(s))));
   if (auto it = attached_.find(id); it != attached_.end()) {
     // Live: the gateway resets open connections the new policy refuses
     // before it answers.
-    if (auto st = egress_->setSandbox(id, it->second.source, std::move(*policy)); !st.ok()) {
+    if (auto st = egress_->setSandbox(id, it->second.source, std::move(policy)); !st.ok()) {
       log().forSandbox(id).error("live network change: {}", st.error().message());
-      return errorResponse(req, Error(Code::kUnavailable, st.error().message()));
+      return Error(Code::kUnavailable, st.error().message());
     }
   }
-  return jsonResponse(req, http::status::ok, json::serialize(networkJson(*s)));
+  return okStatus();
 }
 
 Response NetworkApi::getNetwork(const Request& req, const std::string& tenant,

@@ -24,5 +24,8 @@ boost::json::object networkJson(const NetworkSettings& s);
 Status checkWildcards(const NetworkSettings& s);
 // 1-63 of [A-Za-z0-9._-].
 bool credentialName(std::string_view n);
+// An HTTP field name the gateway may set: a token, and none of the fields
+// that decide framing, routing or the connection (credentials, E2B rules).
+bool injectableHeader(std::string_view h);
 
 }  // namespace vessel::api

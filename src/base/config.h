@@ -4,6 +4,7 @@
 // downstream re-parses strings.
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 
 #include "base/result.h"
@@ -41,6 +42,8 @@ struct Config {
   std::string data_listen = "127.0.0.1:8081";
   // The data plane's URL as clients reach it; empty: http://<data_listen>.
   std::string data_url;
+  // The E2B-compatible REST API (E2B_API_URL); empty: not served.
+  std::string e2b_listen = "127.0.0.1:3000";
   std::string state_dir = "/var/lib/vessel";
   // The store: "sqlite" (embedded, <state_dir>/vessel.db, one vesseld) or a
   // PostgreSQL URL, postgres://user:password@host:port/db (shared by
@@ -67,7 +70,8 @@ struct Config {
   // Warm pools: "NAME=N,..." keeps N VMs of built-in or node-wide template
   // NAME restored, running and warmed up, so a create only gives one its
   // identity. Every pooled VM holds its memory and a network slot.
-  std::string warm_pool = "minimal=2";
+  // `base` is E2B's default template (docs/e2b.md): an E2B create is warm too.
+  std::string warm_pool = "minimal=2,base=1";
   // Each pool above grows from demand (bursts, creates faster than it
   // refills) and shrinks back to its N when idle, within this memory per
   // template: "MIB" for every pool, "NAME=MIB,..." per template (mixable:
@@ -102,6 +106,7 @@ struct Config {
   // Filled by validate(): the parsed listener.
   HostPort listen_addr;
   HostPort data_listen_addr;
+  std::optional<HostPort> e2b_listen_addr;        // unset: --e2b-listen ""
   std::map<std::string, size_t> warm_pool_sizes;  // template name -> VMs
   WarmPoolBudget warm_pool_budgets;
 

@@ -41,6 +41,16 @@ TEST(ConfigTest, ValidateNamesTheBadField) {
   EXPECT_EQ(c.listen_addr.port, 8080);
   EXPECT_EQ(c.data_listen_addr.port, 8081);
   EXPECT_EQ(c.data_url, "http://127.0.0.1:8081");
+  ASSERT_TRUE(c.e2b_listen_addr.has_value());
+  EXPECT_EQ(c.e2b_listen_addr->port, 3000);
+  c.e2b_listen = "";  // off
+  EXPECT_TRUE(c.validate().ok());
+  EXPECT_FALSE(c.e2b_listen_addr.has_value());
+  c.e2b_listen = "localhost:3000";
+  auto e = c.validate();
+  ASSERT_FALSE(e.ok());
+  EXPECT_NE(e.error().message().find("--e2b-listen"), std::string::npos);
+  c.e2b_listen = "127.0.0.1:3000";
   c.data_listen = "nohost";
   EXPECT_FALSE(c.validate().ok());
   c.data_listen = "127.0.0.1:8081";

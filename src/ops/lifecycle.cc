@@ -4,6 +4,7 @@
 // recovery and supervision in lifecycle_recovery.cc.
 #include "ops/lifecycle.h"
 
+#include <algorithm>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
@@ -95,7 +96,20 @@ Result<store::SandboxRecord> Lifecycle::get(const std::string& tenant, const std
   return std::move(*sb);
 }
 
+namespace {
+
+bool listed(const ListRequest& req, const store::SandboxRecord& s) {
+  if (req.state && s.state != *req.state) return false;
+  if (!req.states.empty() && !req.states.count(s.state)) return false;
+  if (req.created_after_ms && s.created_ms < *req.created_after_ms) return false;
+  if (!req.template_name.empty() && s.template_name != req.template_name) return false;
+  return metadataMatches(s.metadata_json, req.metadata);
+}
+
+}  // namespace
+
 Result<Page> Lifecycle::list(const ListRequest& req) {
+  if (req.order != ListRequest::Order::kById) return listByCreation(req);
   // Pages of the store, in id order, filtered until one more than a page
   // matches (then there is a next page) or the store ends.
   constexpr int kScan = 200;
@@ -106,13 +120,52 @@ Result<Page> Lifecycle::list(const ListRequest& req) {
     VESSEL_ASSIGN_OR_RETURN(auto batch, store_.listSandboxes(req.tenant, after, kScan));
     for (auto& s : batch) {
       after = s.id;
-      if (req.state && s.state != *req.state) continue;
-      if (metadataMatches(s.metadata_json, req.metadata)) hits.push_back(std::move(s));
+      if (listed(req, s)) hits.push_back(std::move(s));
       if (hits.size() > want) break;
     }
     if (hits.size() > want || batch.size() < kScan) break;
   }
   Page p;
+  if (hits.size() > want) {
+    hits.resize(want);
+    p.next_page_token = hits.back().id;
+  }
+  p.sandboxes = std::move(hits);
+  return p;
+}
+
+Result<Page> Lifecycle::listByCreation(const ListRequest& req) {
+  // Every match is read and sorted by (created, id); the token is still the
+  // last id shown, and the next page starts after its (created, id) in that
+  // order, so a sandbox created meanwhile never shifts a page (newest first,
+  // it sorts before them; oldest first, after them).
+  constexpr int kScan = 200, kMaxScanned = 20000;
+  const bool newest = req.order == ListRequest::Order::kNewestFirst;
+  using Key = std::pair<int64_t, std::string>;
+  std::optional<Key> cursor;
+  if (!req.page_token.empty()) {
+    VESSEL_ASSIGN_OR_RETURN(auto at, store_.getSandbox(req.tenant, req.page_token));
+    if (!at) return Error(Code::kInvalidArgument, "bad page token");
+    cursor = Key{at->created_ms, at->id};
+  }
+  auto before = [newest](const Key& a, const Key& b) { return newest ? a > b : a < b; };
+  std::vector<store::SandboxRecord> hits;
+  std::string after;
+  for (int scanned = 0; scanned < kMaxScanned;) {
+    VESSEL_ASSIGN_OR_RETURN(auto batch, store_.listSandboxes(req.tenant, after, kScan));
+    scanned += static_cast<int>(batch.size());
+    for (auto& s : batch) {
+      after = s.id;
+      if (cursor && !before(*cursor, Key{s.created_ms, s.id})) continue;
+      if (listed(req, s)) hits.push_back(std::move(s));
+    }
+    if (batch.size() < kScan) break;
+  }
+  std::sort(hits.begin(), hits.end(), [&](const auto& a, const auto& b) {
+    return before(Key{a.created_ms, a.id}, Key{b.created_ms, b.id});
+  });
+  Page p;
+  size_t want = static_cast<size_t>(req.page_size);
   if (hits.size() > want) {
     hits.resize(want);
     p.next_page_token = hits.back().id;
@@ -239,6 +292,49 @@ Result<store::SandboxRecord> Lifecycle::extend(const std::string& tenant, const 
   VESSEL_TRY(store_.setSandboxLifetime(id, idle, expires));
   noteActivity(id);
   return get(tenant, id);
+}
+
+Result<store::SandboxRecord> Lifecycle::extendAtLeast(const std::string& tenant,
+                                                      const std::string& id, int64_t lifetime_s) {
+  VESSEL_ASSIGN_OR_RETURN(auto s, get(tenant, id));
+  if (s.state == SandboxState::kDeleting || s.state == SandboxState::kFailed)
+    return Error(Code::kFailedPrecondition,
+                 "sandbox " + id + " is " + std::string(stateName(s.state)) + "; cannot extend");
+  int64_t cap = s.created_ms + policy_.max_lifetime_s * 1000;
+  int64_t want = std::min(clock_.nowMs() + std::max<int64_t>(lifetime_s, 0) * 1000, cap);
+  if (s.expires_ms == 0 || want <= s.expires_ms) {
+    noteActivity(id);
+    return get(tenant, id);
+  }
+  VESSEL_TRY(store_.setSandboxLifetime(id, s.idle_timeout_s, want));
+  noteActivity(id);
+  return get(tenant, id);
+}
+
+Status Lifecycle::setNetwork(const std::string& tenant, const std::string& id,
+                             const NetworkSpec& spec) {
+  VESSEL_ASSIGN_OR_RETURN(auto s, get(tenant, id));
+  if (s.state == SandboxState::kDeleting || s.state == SandboxState::kFailed)
+    return Error(
+        Code::kFailedPrecondition,
+        "sandbox " + id + " is " + std::string(stateName(s.state)) + "; its network cannot change");
+  VESSEL_TRY(node_.updateNetwork(tenant, id, spec));
+  noteActivity(id);
+  return okStatus();
+}
+
+Result<Usage> Lifecycle::usage(const std::string& tenant, const std::string& id) {
+  VESSEL_ASSIGN_OR_RETURN(auto s, get(tenant, id));
+  if (s.state != SandboxState::kRunning)
+    return Error(Code::kFailedPrecondition,
+                 "sandbox " + id + " is " + std::string(stateName(s.state)) + "; it has no VM");
+  VESSEL_ASSIGN_OR_RETURN(Usage u, node_.usage(id));
+  // The node measures CPU as one host CPU = 100 %; E2B's is of all vCPUs.
+  u.cpu_count = s.vcpus;
+  u.cpu_used_pct = std::min(100.0, u.cpu_used_pct / std::max(1u, s.vcpus));
+  u.mem_total_bytes = s.memory_mib << 20;
+  u.mem_used_bytes = std::min(u.mem_used_bytes, u.mem_total_bytes);
+  return u;
 }
 
 void Lifecycle::noteActivity(const std::string& id) {

@@ -71,6 +71,14 @@ struct ListRequest {
   std::string page_token;                       // the last id of the previous page
   std::map<std::string, std::string> metadata;  // every pair must match
   std::optional<SandboxState> state;            // only sandboxes in this state
+  std::set<SandboxState> states;                // only sandboxes in one of these (empty: any)
+  std::optional<int64_t> created_after_ms;      // only those created at or after this
+  std::string template_name;                    // only those of this template ("" any)
+  // By id (the default), or by creation (then id), newest or oldest first:
+  // E2B lists by start time. Every matching sandbox is read to sort them by
+  // creation, which is fine for a tenant's sandboxes (bounded by its quota).
+  enum class Order { kById, kNewestFirst, kOldestFirst };
+  Order order = Order::kById;
 };
 struct Page {
   std::vector<store::SandboxRecord> sandboxes;
@@ -114,6 +122,19 @@ class Lifecycle {
   Result<store::SandboxRecord> extend(const std::string& tenant, const std::string& id,
                                       std::optional<int64_t> timeout_s,
                                       std::optional<int64_t> lifetime_s);
+  // E2B's "timeout only ever extended" (connect to a running sandbox): the
+  // lifetime becomes now + lifetime_s if that is later than it is, up to
+  // creation + the maximum lifetime (clamped, not refused); never shorter.
+  Result<store::SandboxRecord> extendAtLeast(const std::string& tenant, const std::string& id,
+                                             int64_t lifetime_s);
+  // New egress settings for a sandbox in any live state: stored, and live at
+  // once for a running one (its open connections the new policy refuses are
+  // reset). kNotFound for an unknown sandbox, kInvalidArgument for settings
+  // this node cannot give (a missing credential, egress off).
+  Status setNetwork(const std::string& tenant, const std::string& id, const NetworkSpec& spec);
+  // What the tenant's running sandbox uses now (ops::Usage); a sandbox
+  // without a VM (paused, creating) is kFailedPrecondition.
+  Result<Usage> usage(const std::string& tenant, const std::string& id);
   Result<store::SandboxRecord> get(const std::string& tenant, const std::string& id);
   Result<Page> list(const ListRequest& req);
   Result<store::OperationRecord> getOperation(const std::string& tenant, const std::string& id);
@@ -157,6 +178,7 @@ class Lifecycle {
     Transition transition;
   };
   Result<Legal> checkAction(const std::string& tenant, const std::string& id, Action action);
+  Result<Page> listByCreation(const ListRequest& req);
   Result<Accepted> startAction(const std::string& tenant, const std::string& id, Action action);
   std::optional<Error> quotaFor(const std::string& tenant, uint64_t memory_mib, int count_new);
   // The same check for the store to make with one sandbox's insert.

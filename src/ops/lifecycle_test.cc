@@ -379,5 +379,126 @@ TEST_F(LifecycleTest, StoreTimestampsComeFromTheInjectedClock) {
   EXPECT_THAT(state(id), Not("running"));
 }
 
+TEST_F(LifecycleTest, ListsByCreationWithFiltersAndStablePages) {
+  installTemplate("other");
+  std::vector<std::string> ids;  // oldest first
+  for (int i = 0; i < 5; ++i) {
+    CreateRequest c;
+    c.metadata_json = i % 2 ? R"({"k":"odd"})" : R"({"k":"even"})";
+    if (i == 4) c.template_name = "other";
+    ids.push_back(created(c));
+    clock_.advance(1s);
+  }
+  int64_t third = lc_->get("t1", ids[2])->created_ms;
+  ASSERT_TRUE(lc_->pause("t1", ids[1]).ok());
+  drain();
+  auto page = [&](ListRequest r) {
+    r.tenant = "t1";
+    if (r.order == ListRequest::Order::kById) r.order = ListRequest::Order::kNewestFirst;
+    std::vector<std::string> got;
+    auto p = lc_->list(r);
+    EXPECT_TRUE(p.ok()) << p.error().message();
+    if (p.ok())
+      for (auto& s : p->sandboxes) got.push_back(s.id);
+    return std::pair{got, p.ok() ? p->next_page_token : "?"};
+  };
+  ListRequest all;
+  all.page_size = 2;
+  auto [p1, t1] = page(all);
+  EXPECT_EQ(p1, (std::vector<std::string>{ids[4], ids[3]}));
+  // A sandbox created between pages sorts before them and shifts nothing.
+  std::string later = created();
+  all.page_token = t1;
+  auto [p2, t2] = page(all);
+  EXPECT_EQ(p2, (std::vector<std::string>{ids[2], ids[1]}));
+  all.page_token = t2;
+  auto [p3, t3] = page(all);
+  EXPECT_EQ(p3, (std::vector<std::string>{ids[0]}));
+  EXPECT_EQ(t3, "");
+  ListRequest f;
+  f.page_size = 10;
+  f.metadata = {{"k", "even"}};
+  f.created_after_ms = third;
+  EXPECT_EQ(page(f).first, (std::vector<std::string>{ids[4], ids[2]}));
+  f.template_name = "other";
+  EXPECT_EQ(page(f).first, (std::vector<std::string>{ids[4]}));
+  ListRequest st;
+  st.states = {SandboxState::kPaused};
+  EXPECT_EQ(page(st).first, (std::vector<std::string>{ids[1]}));
+  st.states = {SandboxState::kPaused, SandboxState::kRunning};
+  EXPECT_EQ(page(st).first.size(), 6u);
+  EXPECT_EQ(page(st).first.front(), later);
+  // Oldest first, paged the same way; the one made meanwhile comes last.
+  ListRequest asc;
+  asc.order = ListRequest::Order::kOldestFirst;
+  asc.page_size = 4;
+  auto [a1, at1] = page(asc);
+  EXPECT_EQ(a1, (std::vector<std::string>{ids[0], ids[1], ids[2], ids[3]}));
+  asc.page_token = at1;
+  EXPECT_EQ(page(asc).first, (std::vector<std::string>{ids[4], later}));
+  ListRequest bad;
+  bad.tenant = "t1";
+  bad.order = ListRequest::Order::kNewestFirst;
+  bad.page_token = "sb-nosuchthing";
+  EXPECT_EQ(lc_->list(bad).error().code(), Code::kInvalidArgument);
+}
+
+TEST_F(LifecycleTest, ExtendAtLeastOnlyEverLengthensUpToTheCap) {
+  lc_->setPolicy(Policy{.max_lifetime_s = 1000});
+  CreateRequest c;
+  c.timeout_s = 0;
+  c.lifetime_s = 100;
+  std::string id = created(c);
+  int64_t t0 = clock_.nowMs();
+  auto same = lc_->extendAtLeast("t1", id, 50);  // shorter: kept as it is
+  ASSERT_TRUE(same.ok());
+  EXPECT_EQ(same->expires_ms, t0 + 100'000);
+  clock_.advance(30s);
+  auto longer = lc_->extendAtLeast("t1", id, 300);
+  ASSERT_TRUE(longer.ok());
+  EXPECT_EQ(longer->expires_ms, t0 + 330'000);
+  EXPECT_EQ(longer->idle_timeout_s, 0);
+  auto capped = lc_->extendAtLeast("t1", id, 5000);  // clamped at creation + max
+  ASSERT_TRUE(capped.ok());
+  EXPECT_EQ(capped->expires_ms, t0 + 1000'000);
+  EXPECT_EQ(lc_->extendAtLeast("t2", id, 10).error().code(), Code::kNotFound);
+}
+
+TEST_F(LifecycleTest, SetNetworkGoesToTheNodeForLiveSandboxesOnly) {
+  std::string id = created();
+  NetworkSpec spec;
+  spec.mode = "allowlist";
+  spec.allow = {"example.com"};
+  ASSERT_TRUE(lc_->setNetwork("t1", id, spec).ok());
+  EXPECT_EQ(node_->count("update-network " + id + " allowlist"), 1);
+  spec.mode = "bogus";
+  EXPECT_EQ(lc_->setNetwork("t1", id, spec).error().code(), Code::kInvalidArgument);
+  spec.mode = "none";
+  EXPECT_EQ(lc_->setNetwork("t2", id, spec).error().code(), Code::kNotFound);
+  ASSERT_TRUE(lc_->remove("t1", id).ok());
+  drain();
+  EXPECT_EQ(lc_->setNetwork("t1", id, spec).error().code(), Code::kNotFound);
+  EXPECT_EQ(node_->count("update-network"), 1);
+}
+
+TEST_F(LifecycleTest, UsageOfRunningSandboxesOnly) {
+  std::string id = created();
+  auto u = lc_->usage("t1", id);
+  ASSERT_TRUE(u.ok()) << u.error().message();
+  EXPECT_EQ(u->cpu_count, 1u);
+  EXPECT_DOUBLE_EQ(u->cpu_used_pct, 12.5);
+  EXPECT_EQ(u->mem_total_bytes, 256ull << 20);  // the sandbox's shape, not the node's guess
+  EXPECT_EQ(u->mem_used_bytes, 100ull << 20);
+  node_->fake_usage.cpu_used_pct = 250;  // host CPUs: capped at all of its vCPUs
+  node_->fake_usage.mem_used_bytes = 1ull << 40;
+  EXPECT_DOUBLE_EQ(lc_->usage("t1", id)->cpu_used_pct, 100);
+  EXPECT_EQ(lc_->usage("t1", id)->mem_used_bytes, 256ull << 20);
+  EXPECT_EQ(lc_->usage("t2", id).error().code(), Code::kNotFound);
+  ASSERT_TRUE(lc_->pause("t1", id).ok());
+  drain();
+  EXPECT_EQ(lc_->usage("t1", id).error().code(), Code::kFailedPrecondition);
+  EXPECT_EQ(node_->count("usage"), 3);
+}
+
 }  // namespace
 }  // namespace vessel::ops

@@ -46,6 +46,20 @@ struct NodeCreate {
 // What the node holds of a sandbox.
 enum class Holding { kNothing, kRunning, kPaused };
 
+// What a running sandbox uses, measured on the host: its VM process's CPU
+// time and resident memory, and its disk overlay's allocated size.
+// The node fills the measured fields; Lifecycle::usage adds the sandbox's
+// shape (vCPUs, memory) and scales the CPU share to its vCPUs.
+struct Usage {
+  unsigned cpu_count = 1;
+  // Since the previous sample (the first: since its VM started); from the
+  // node 100 is one host CPU, from the lifecycle 100 is all its vCPUs.
+  double cpu_used_pct = 0;
+  uint64_t mem_used_bytes = 0, mem_total_bytes = 0;  // used: the VM's resident memory
+  // used: what its disk overlay holds (written since its template); total: the disk's size.
+  uint64_t disk_used_bytes = 0, disk_total_bytes = 0;
+};
+
 class Node {
  public:
   // Called (on the io thread) when a sandbox the node was running is lost
@@ -64,6 +78,10 @@ class Node {
                                 const std::optional<NetworkSpec>& spec) = 0;
   // A fork copy gets the settings its parent has now.
   virtual Status inheritNetwork(const std::string& parent, const std::string& child) = 0;
+  // New settings for an existing sandbox: stored, and registered with the
+  // gateway at once when it has a VM.
+  virtual Status updateNetwork(const std::string& tenant, const std::string& id,
+                               const NetworkSpec& spec) = 0;
 
   virtual asio::awaitable<Status> create(NodeCreate c) = 0;
   // Saves the sandbox and frees its VM.
@@ -86,6 +104,8 @@ class Node {
   virtual void abort(const std::string& id) = 0;
 
   virtual Holding holding(const std::string& id) const = 0;
+  // What a running sandbox uses now; kFailedPrecondition when it has no VM.
+  virtual Result<Usage> usage(const std::string& id) = 0;
   // The agent of a running sandbox, or null.
   virtual std::shared_ptr<node::AgentClient> agent(const std::string& id) = 0;
 

@@ -25,6 +25,8 @@
 #include "base/log.h"
 #include "base/run_blocking.h"
 #include "base/sha256.h"
+#include "e2b/access_token.h"
+#include "e2b/rest.h"
 #include "hypervisor/qemu/qemu.h"
 #include "metrics/registry.h"
 #include "node/accel.h"
@@ -189,8 +191,9 @@ Status runDaemon(Config cfg) {
   if (!dev_key.empty()) {
     // Shown once: only its hash is stored. The file keeps it for `make up`.
     std::printf(
-        "vesseld: development tenant 'dev' created; API key (also in %s/dev-api-key):\n%s\n",
-        cfg.state_dir.c_str(), dev_key.c_str());
+        "vesseld: development tenant 'dev' created; API key (also in %s/dev-api-key, and in "
+        "its E2B form in %s/dev-e2b-api-key):\n%s\n",
+        cfg.state_dir.c_str(), cfg.state_dir.c_str(), dev_key.c_str());
     std::fflush(stdout);
   }
   VESSEL_ASSIGN_OR_RETURN(std::string qemu_version, hypervisor::qemu::qemuVersion(cfg.qemu_binary));
@@ -416,6 +419,17 @@ Status runDaemon(Config cfg) {
   VESSEL_TRY(data_server.listen(cfg.data_listen_addr));
   log.info("data plane on http://{}:{} (clients are told {})", cfg.data_listen_addr.host,
            data_server.port(), cfg.data_url);
+  // The E2B-compatible REST API: E2B's SDKs with E2B_API_URL pointing here.
+  VESSEL_ASSIGN_OR_RETURN(e2b::AccessTokens envd_tokens, e2b::AccessTokens::open(cfg.state_dir));
+  e2b::RestApi e2b_rest(lifecycle, *store, templates, envd_tokens);
+  HttpServer e2b_server(io);
+  e2b_server.setMetrics(metrics, "e2b");
+  e2b_rest.install(e2b_server);
+  if (cfg.e2b_listen_addr) {
+    VESSEL_TRY(e2b_server.listen(*cfg.e2b_listen_addr));
+    log.info("E2B REST API on http://{}:{} (E2B_API_URL; key in {}/dev-e2b-api-key)",
+             cfg.e2b_listen_addr->host, e2b_server.port(), cfg.state_dir);
+  }
 
   asio::signal_set signals(io, SIGINT, SIGTERM);
   asio::steady_timer deadline(io);
@@ -423,6 +437,7 @@ Status runDaemon(Config cfg) {
     log.info("signal {}: shutting down", sig);
     server.close();
     data_server.close();
+    e2b_server.close();
     // Stopping VMs is bounded; so is the whole shutdown.
     deadline.expires_after(std::chrono::seconds(30));
     deadline.async_wait([&](auto ec) {

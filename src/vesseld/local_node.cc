@@ -1,5 +1,7 @@
 #include "vesseld/local_node.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -13,7 +15,9 @@
 #include <cerrno>
 #include <cstring>
 
+#include "base/fd.h"
 #include "base/log.h"
+#include "os/proc_usage.h"
 
 namespace vessel::vesseld {
 
@@ -39,6 +43,16 @@ Status LocalNode::prepareNetwork(const std::string& tenant, const std::string& i
 
 Status LocalNode::inheritNetwork(const std::string& parent, const std::string& child) {
   return network_ ? network_->inherit(parent, child) : okStatus();
+}
+
+Status LocalNode::updateNetwork(const std::string& tenant, const std::string& id,
+                                const ops::NetworkSpec& spec) {
+  if (!network_) {
+    if (spec.mode == "none") return okStatus();
+    return Error(Code::kFailedPrecondition,
+                 "this node runs without egress: only network mode none");
+  }
+  return network_->update(tenant, id, spec, holding(id) == ops::Holding::kPaused);
 }
 
 asio::awaitable<Status> LocalNode::takeUp(const std::string& tenant,
@@ -145,6 +159,57 @@ ops::Holding LocalNode::holding(const std::string& id) const {
   if (it == held_.end()) return ops::Holding::kNothing;
   return it->second.sb->state() == node::Sandbox::State::kRunning ? ops::Holding::kRunning
                                                                   : ops::Holding::kPaused;
+}
+
+namespace {
+
+// A qcow2 image's virtual size (header: magic "QFI\xfb", size at offset 24,
+// big endian); a raw image's file size.
+uint64_t diskVirtualSize(const std::string& path, const struct stat& st) {
+  unsigned char h[32];
+  auto fd = Fd::open(path, O_RDONLY);
+  if (!fd.ok() || ::pread(fd->get(), h, sizeof h, 0) != static_cast<ssize_t>(sizeof h))
+    return static_cast<uint64_t>(st.st_size);
+  if (h[0] != 'Q' || h[1] != 'F' || h[2] != 'I' || h[3] != 0xfb)
+    return static_cast<uint64_t>(st.st_size);
+  uint64_t v = 0;
+  for (int i = 24; i < 32; ++i) v = v << 8 | h[i];
+  return v;
+}
+
+}  // namespace
+
+Result<ops::Usage> LocalNode::usage(const std::string& id) {
+  auto it = held_.find(id);
+  if (it == held_.end() || it->second.sb->state() != node::Sandbox::State::kRunning ||
+      !it->second.sb->vm())
+    return Error(Code::kFailedPrecondition, "sandbox " + id + " has no VM on this node");
+  const auto& sb = *it->second.sb;
+  pid_t pid = sb.vm()->pid();
+  VESSEL_ASSIGN_OR_RETURN(os::ProcUsage p, os::procUsage(pid));
+  auto now = std::chrono::steady_clock::now();
+  double hz = static_cast<double>(::sysconf(_SC_CLK_TCK));
+  ops::Usage u;
+  u.mem_used_bytes = p.rss_bytes;
+  // CPU since the previous sample of this VM, else since it started.
+  auto& prev = cpu_samples_[id];
+  double busy_s = 0, wall_s = 0;
+  if (prev.pid == pid && p.cpu_ticks >= prev.ticks && now > prev.at) {
+    busy_s = static_cast<double>(p.cpu_ticks - prev.ticks) / hz;
+    wall_s = std::chrono::duration<double>(now - prev.at).count();
+  } else if (auto up = os::uptimeTicks(); up.ok() && *up > p.start_ticks) {
+    busy_s = static_cast<double>(p.cpu_ticks) / hz;
+    wall_s = static_cast<double>(*up - p.start_ticks) / hz;
+  }
+  if (wall_s > 0) u.cpu_used_pct = 100.0 * busy_s / wall_s;
+  prev = {pid, p.cpu_ticks, now};
+  std::string disk = sb.vmDir() + "/disk.qcow2";
+  struct stat st {};
+  if (::stat(disk.c_str(), &st) == 0) {
+    u.disk_used_bytes = static_cast<uint64_t>(st.st_blocks) * 512;
+    u.disk_total_bytes = diskVirtualSize(disk, st);
+  }
+  return u;
 }
 
 std::shared_ptr<node::AgentClient> LocalNode::agent(const std::string& id) {

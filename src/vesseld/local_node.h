@@ -6,6 +6,7 @@
 // slot, files) and reported to the lifecycle within the same turn of the
 // io loop.
 #include <boost/asio/io_context.hpp>
+#include <chrono>
 #include <map>
 #include <memory>
 #include <string>
@@ -29,6 +30,8 @@ class LocalNode final : public ops::Node {
   Status prepareNetwork(const std::string& tenant, const std::string& id,
                         const std::optional<ops::NetworkSpec>& spec) override;
   Status inheritNetwork(const std::string& parent, const std::string& child) override;
+  Status updateNetwork(const std::string& tenant, const std::string& id,
+                       const ops::NetworkSpec& spec) override;
   asio::awaitable<Status> create(ops::NodeCreate c) override;
   asio::awaitable<Status> pause(std::string id) override;
   asio::awaitable<Status> resume(std::string tenant, std::string id) override;
@@ -39,6 +42,7 @@ class LocalNode final : public ops::Node {
   asio::awaitable<Status> destroy(std::string id) override;
   void abort(const std::string& id) override { runtime_.abort(id); }
   ops::Holding holding(const std::string& id) const override;
+  Result<ops::Usage> usage(const std::string& id) override;
   std::shared_ptr<node::AgentClient> agent(const std::string& id) override;
   asio::awaitable<Result<ops::Holding>> adopt(std::string tenant, std::string id) override;
   asio::awaitable<int> discardOrphans(std::set<std::string> keep) override;
@@ -65,6 +69,12 @@ class LocalNode final : public ops::Node {
   LostHandler lost_;
   std::map<std::string, Held> held_;
   std::map<std::string, node::GuestNetwork> pending_net_;  // prepared, not created yet
+  struct CpuSample {
+    pid_t pid = 0;
+    uint64_t ticks = 0;
+    std::chrono::steady_clock::time_point at;
+  };
+  std::map<std::string, CpuSample> cpu_samples_;  // the previous usage() per sandbox
   uint64_t next_watch_ = 1;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };

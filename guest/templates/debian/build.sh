@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Builds the `debian` template's root filesystem: Debian 12 (bookworm) from
-# debootstrap with python3, curl, git and ca-certificates, an unprivileged
-# `user`, and vessel-agent as /sbin/vessel-agent. Output: an ext4 image at $1.
+# debootstrap with python3 (and `python`), curl, git, ca-certificates, sudo
+# and tput (ncurses-bin), an unprivileged `user` (uid 1000, /home/user, bash),
+# and vessel-agent as /sbin/vessel-agent. Output: an ext4 image at $1. The
+# `debian` and `base` templates (guest/templates/*/template.json) boot it.
 # The slow debootstrap (minutes) is cached as a tarball keyed by this script
 # and the debootstrap version, so a new agent only costs the image assembly.
 # The mirror is the one this machine's apt uses.
@@ -20,7 +22,7 @@ trap 'rm -rf "$root"' EXIT
 if [ ! -f "$tarball" ]; then
 # ---- debootstrap
   echo "debian: debootstrap bookworm from $mirror (a few minutes)" >&2
-  debootstrap --variant=minbase --include=python3,curl,git,ca-certificates,procps,iproute2 \
+  debootstrap --variant=minbase --include=python3,python-is-python3,curl,git,ca-certificates,procps,iproute2,sudo,ncurses-bin \
     bookworm "$root" "$mirror" >&2
   chroot "$root" useradd -m -u 1000 -s /bin/bash user
   echo vessel > "$root/etc/hostname"

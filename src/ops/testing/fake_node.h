@@ -52,6 +52,19 @@ class FakeNode final : public Node {
     return okStatus();
   }
   Status inheritNetwork(const std::string&, const std::string&) override { return okStatus(); }
+  Result<Usage> usage(const std::string& id) override {
+    if (holding(id) != Holding::kRunning)
+      return Error(Code::kFailedPrecondition, id + " has no VM");
+    calls.push_back("usage " + id);
+    return fake_usage;
+  }
+  Usage fake_usage{1, 12.5, 100 << 20, 256 << 20, 4 << 20, 1ull << 30};
+  Status updateNetwork(const std::string&, const std::string& id,
+                       const NetworkSpec& spec) override {
+    if (spec.mode == "bogus") return Error(Code::kInvalidArgument, "bogus network");
+    calls.push_back("update-network " + id + " " + spec.mode);
+    return okStatus();
+  }
 
   asio::awaitable<Status> create(NodeCreate c) override {
     calls.push_back("create " + c.id);

@@ -1,0 +1,512 @@
+#include "e2b/requests.h"
+
+#include <arpa/inet.h>
+
+#include <boost/json.hpp>
+#include <charconv>
+#include <ctime>
+
+#include "api/json_fields.h"
+#include "api/network_settings.h"
+#include "gateway/policy/policy.h"
+
+namespace vessel::e2b {
+
+namespace json = boost::json;
+
+namespace {
+
+constexpr size_t kMaxEntries = 64, kMaxKey = 128, kMaxValue = 1024, kMaxRules = 256;
+// E2B's own cap is a day for paying teams; the deployment's cap applies later.
+constexpr int64_t kMaxSeconds = 366 * 24 * 3600;
+constexpr std::string_view kAllTraffic = "0.0.0.0/0";
+
+Error bad(const std::string& what) { return Error(Code::kInvalidArgument, what); }
+
+Error noMapping(const std::string& what) {
+  return bad(what + ": Vessel has no mapping for this E2B feature");
+}
+
+// Bodies the SDK sends may be empty or "null" where the spec allows no body.
+Result<json::object> objectOrEmpty(std::string_view body) {
+  if (body.find_first_not_of(" \t\r\n") == std::string_view::npos) return json::object();
+  std::string_view trimmed = body.substr(body.find_first_not_of(" \t\r\n"));
+  if (trimmed.rfind("null", 0) == 0 && trimmed.find_first_not_of(" \t\r\n", 4) == std::string::npos)
+    return json::object();
+  return api::parseObject(body, 10);
+}
+
+bool isNull(const json::value& v) { return v.is_null(); }
+
+Result<std::map<std::string, std::string>> stringMap(const json::value& v, std::string_view what,
+                                                     bool env) {
+  std::map<std::string, std::string> out;
+  if (isNull(v)) return out;
+  if (!v.is_object()) return bad(std::string(what) + " must be an object of strings");
+  if (v.as_object().size() > kMaxEntries) return bad(std::string(what) + " has too many entries");
+  for (const auto& [k, val] : v.as_object()) {
+    std::string key(k);
+    if (env ? !api::envKey(key, kMaxKey) : (key.empty() || key.size() > kMaxKey))
+      return bad(std::string(what) + ": bad key '" + key.substr(0, 64) + "'");
+    if (!val.is_string() || val.as_string().size() > kMaxValue)
+      return bad(std::string(what) + "." + key + " must be a string of at most 1024 bytes");
+    out[key] = std::string(val.as_string());
+  }
+  return out;
+}
+
+bool ipOrCidr(std::string_view s) {
+  if (s.find('/') != std::string_view::npos) return true;
+  std::string z(s);
+  unsigned char buf[16];
+  return ::inet_pton(AF_INET, z.c_str(), buf) == 1 || ::inet_pton(AF_INET6, z.c_str(), buf) == 1;
+}
+
+Result<std::vector<std::string>> stringList(const json::value& v, std::string_view what) {
+  std::vector<std::string> out;
+  if (isNull(v)) return out;
+  if (!v.is_array() || v.as_array().size() > kMaxRules)
+    return bad(std::string(what) + " must be an array of at most 256 strings");
+  for (const auto& e : v.as_array()) {
+    if (!e.is_string() || e.as_string().empty() || e.as_string().size() > 300)
+      return bad(std::string(what) + " holds a non-string or an empty or over-long entry");
+    out.emplace_back(e.as_string());
+  }
+  return out;
+}
+
+// {host: [{transform: {headers: {name: value}}}, {}]}
+Status parseRules(const json::value& v, std::vector<HeaderRule>& out) {
+  if (isNull(v)) return okStatus();
+  if (!v.is_object() || v.as_object().size() > kMaxEntries)
+    return bad("network.rules must be an object of at most 64 hosts");
+  for (const auto& [host, list] : v.as_object()) {
+    std::string h(host);
+    if (h.empty() || h.size() > 253 || ipOrCidr(h) || h.find('*') != std::string::npos)
+      return bad("network.rules: '" + h.substr(0, 64) + "' is not a host name");
+    if (!list.is_array() || list.as_array().size() > 16)
+      return bad("network.rules." + h + " must be an array of at most 16 rules");
+    for (const auto& rule : list.as_array()) {
+      if (!rule.is_object()) return bad("network.rules." + h + " holds a non-object");
+      for (const auto& [rk, rv] : rule.as_object()) {
+        if (rk != "transform") return noMapping("network.rules." + h + "." + std::string(rk));
+        if (isNull(rv)) continue;
+        if (!rv.is_object()) return bad("network.rules." + h + ".transform must be an object");
+        for (const auto& [tk, tv] : rv.as_object()) {
+          if (tk != "headers")
+            return noMapping("network.rules." + h + ".transform." + std::string(tk) +
+                             " (only header injection is)");
+          VESSEL_ASSIGN_OR_RETURN(auto headers, stringMap(tv, "transform.headers", false));
+          for (auto& [name, value] : headers) {
+            if (!api::injectableHeader(name))
+              return bad("network.rules." + h + ": '" + name.substr(0, 64) +
+                         "' is not a header the gateway may set");
+            if (value.empty()) return bad("network.rules." + h + ": header " + name + " is empty");
+            out.push_back({h, name, value});
+          }
+        }
+      }
+    }
+  }
+  return okStatus();
+}
+
+// The E2B network object (create or update) and allow_internet_access.
+Result<Egress> parseEgress(const json::value* network, const json::value* internet, bool update) {
+  Egress e;
+  std::vector<std::string> allow_out, deny_out;
+  if (internet && !isNull(*internet)) {
+    if (!internet->is_bool()) return bad("allow_internet_access must be a boolean");
+    e.internet = internet->as_bool();
+  }
+  if (network && !isNull(*network)) {
+    if (!network->is_object()) return bad("network must be an object");
+    for (const auto& [k, v] : network->as_object()) {
+      if (k == "allowOut") {
+        VESSEL_ASSIGN_OR_RETURN(allow_out, stringList(v, "network.allowOut"));
+      } else if (k == "denyOut") {
+        VESSEL_ASSIGN_OR_RETURN(deny_out, stringList(v, "network.denyOut"));
+      } else if (k == "rules") {
+        VESSEL_TRY(parseRules(v, e.headers));
+      } else if (k == "egressProxy") {
+        if (!isNull(v))
+          return noMapping("network.egressProxy (egress goes through Vessel's gateway)");
+      } else if (k == "allowPublicTraffic" && !update) {
+        // Vessel publishes no sandbox ports, so there is nothing to open or close.
+        if (!v.is_bool()) return bad("network.allowPublicTraffic must be a boolean");
+      } else if (k == "allow_internet_access" && update) {
+        if (!isNull(v) && !v.is_bool()) return bad("allow_internet_access must be a boolean");
+        if (v.is_bool()) e.internet = v.as_bool();
+      } else if (k == "maskRequestHost" || k == "httpsPorts") {
+        if (!isNull(v)) return noMapping("network." + std::string(k));
+      } else {
+        return bad("network: unknown field '" + std::string(k) + "'");
+      }
+    }
+  }
+  bool deny_all = e.internet == false;
+  for (const auto& d : deny_out) {
+    if (d == kAllTraffic) {
+      deny_all = true;
+      continue;
+    }
+    return noMapping("network.denyOut '" + d.substr(0, 64) +
+                     "' (only \"0.0.0.0/0\", all traffic, can be denied: the gateway decides by "
+                     "name, not by address)");
+  }
+  bool allow_all = false;
+  for (const auto& a : allow_out) {
+    if (a == kAllTraffic) {
+      allow_all = true;
+      continue;
+    }
+    if (ipOrCidr(a))
+      return noMapping("network.allowOut '" + a.substr(0, 64) +
+                       "' (IP and CIDR rules: the gateway allows by name, TLS SNI or HTTP Host)");
+    if (auto r = gateway::policy::parseRule(a); !r.ok())
+      return bad("network.allowOut '" + a.substr(0, 64) + "': " + r.error().message());
+  }
+  if (deny_all && !allow_all) {
+    e.spec.mode = "allowlist";
+    for (const auto& a : allow_out)
+      if (a != kAllTraffic) e.spec.allow.push_back(a);
+  } else {
+    e.spec.mode = "full";  // allowOut entries take precedence over nothing denied
+  }
+  return e;
+}
+
+Result<int64_t> seconds(const json::value& v, std::string_view name) {
+  return api::intField(v, name, 0, kMaxSeconds);
+}
+
+}  // namespace
+
+Result<NewSandbox> parseNewSandbox(std::string_view body, bool v2) {
+  VESSEL_ASSIGN_OR_RETURN(json::object o, api::parseObject(body, 10));
+  NewSandbox r;
+  if (v2) r.timeout_s = 300;
+  bool have_template = false;
+  for (const auto& [k, v] : o) {
+    if (k == "templateID") {
+      VESSEL_ASSIGN_OR_RETURN(r.template_id, api::strField(v, "templateID", 128));
+      have_template = !r.template_id.empty();
+    } else if (k == "timeout") {
+      if (!isNull(v)) {
+        VESSEL_ASSIGN_OR_RETURN(r.timeout_s, seconds(v, "timeout"));
+      }
+    } else if (k == "metadata") {
+      VESSEL_ASSIGN_OR_RETURN(r.metadata, stringMap(v, "metadata", false));
+    } else if (k == "envVars") {
+      VESSEL_ASSIGN_OR_RETURN(auto env, stringMap(v, "envVars", true));
+      for (auto& [ek, ev] : env) r.env.push_back(ek + "=" + ev);
+    } else if (k == "secure" && !v2) {
+      // Vessel secures every sandbox's envd with its access token.
+      if (!isNull(v) && !v.is_bool()) return bad("secure must be a boolean");
+    } else if (k == "allow_internet_access" || k == "network") {
+      // below, together
+    } else if (k == "autoPause") {
+      if (!isNull(v) && !v.is_bool()) return bad("autoPause must be a boolean");
+      if (v.is_bool() && v.as_bool())
+        return noMapping("autoPause (a sandbox whose timeout ends is deleted)");
+    } else if (k == "autoPauseMemory" || k == "autoResume") {
+      if (!isNull(v)) return noMapping(std::string(k));
+    } else if (k == "volumeMounts") {
+      if (!isNull(v) && !(v.is_array() && v.as_array().empty()))
+        return noMapping("volumeMounts (volumes)");
+    } else if (k == "iam") {
+      if (!isNull(v)) return noMapping("iam (workload identity tokens)");
+    } else if (k == "mcp") {
+      // The SDK starts the MCP gateway itself, with a command in the sandbox.
+      if (!isNull(v) && !v.is_object()) return bad("mcp must be an object");
+    } else {
+      return bad("unknown field '" + std::string(k) + "'");
+    }
+  }
+  if (!have_template) return bad("templateID is required");
+  const json::value* net = o.if_contains("network");
+  const json::value* internet = o.if_contains("allow_internet_access");
+  if ((net && !isNull(*net)) || (internet && !isNull(*internet))) {
+    VESSEL_ASSIGN_OR_RETURN(r.egress, parseEgress(net, internet, false));
+  }
+  return r;
+}
+
+Result<int64_t> parseConnect(std::string_view body, bool v2) {
+  VESSEL_ASSIGN_OR_RETURN(json::object o, objectOrEmpty(body));
+  std::optional<int64_t> timeout;
+  for (const auto& [k, v] : o) {
+    if (k == "timeout") {
+      if (!isNull(v)) {
+        VESSEL_ASSIGN_OR_RETURN(timeout, seconds(v, "timeout"));
+      }
+    } else if (k == "memory") {
+      if (!isNull(v) && !v.is_bool()) return bad("memory must be a boolean");
+      if (v.is_bool() && !v.as_bool())
+        return noMapping("memory: false (a resume without memory; Vessel resumes whole VMs)");
+    } else {
+      return bad("unknown field '" + std::string(k) + "'");
+    }
+  }
+  if (!timeout && !v2) return bad("timeout is required");
+  return timeout.value_or(300);
+}
+
+Result<int64_t> parseResume(std::string_view body) {
+  VESSEL_ASSIGN_OR_RETURN(json::object o, objectOrEmpty(body));
+  int64_t timeout = 15;
+  for (const auto& [k, v] : o) {
+    if (k == "timeout") {
+      if (!isNull(v)) {
+        VESSEL_ASSIGN_OR_RETURN(timeout, seconds(v, "timeout"));
+      }
+    } else if (k == "autoPause") {
+      if (v.is_bool() && v.as_bool()) return noMapping("autoPause");
+    } else if (k == "memory") {
+      if (v.is_bool() && !v.as_bool()) return noMapping("memory: false");
+    } else {
+      return bad("unknown field '" + std::string(k) + "'");
+    }
+  }
+  return timeout;
+}
+
+Result<int64_t> parseTimeout(std::string_view body) {
+  VESSEL_ASSIGN_OR_RETURN(json::object o, api::parseObject(body));
+  std::optional<int64_t> t;
+  for (const auto& [k, v] : o) {
+    if (k != "timeout") return bad("unknown field '" + std::string(k) + "'");
+    VESSEL_ASSIGN_OR_RETURN(t, seconds(v, "timeout"));
+  }
+  if (!t) return bad("timeout is required");
+  return *t;
+}
+
+Result<int64_t> parseRefresh(std::string_view body) {
+  VESSEL_ASSIGN_OR_RETURN(json::object o, objectOrEmpty(body));
+  int64_t d = 15;
+  for (const auto& [k, v] : o) {
+    if (k != "duration") return bad("unknown field '" + std::string(k) + "'");
+    if (!isNull(v)) {
+      VESSEL_ASSIGN_OR_RETURN(d, api::intField(v, "duration", 0, 3600));
+    }
+  }
+  return d;
+}
+
+Status parsePause(std::string_view body) {
+  VESSEL_ASSIGN_OR_RETURN(json::object o, objectOrEmpty(body));
+  for (const auto& [k, v] : o) {
+    if (k != "memory") return bad("unknown field '" + std::string(k) + "'");
+    if (!isNull(v) && !v.is_bool()) return bad("memory must be a boolean");
+    if (v.is_bool() && !v.as_bool())
+      return noMapping("memory: false (a pause without memory; Vessel pauses whole VMs)");
+  }
+  return okStatus();
+}
+
+Result<ForkRequest> parseFork(std::string_view body) {
+  VESSEL_ASSIGN_OR_RETURN(json::object o, objectOrEmpty(body));
+  ForkRequest r;
+  for (const auto& [k, v] : o) {
+    if (k == "count") {
+      if (isNull(v)) continue;
+      // Vessel forks at most 16 copies at once (E2B: 100).
+      VESSEL_ASSIGN_OR_RETURN(int64_t n, api::intField(v, "count", 1, 16));
+      r.count = static_cast<int>(n);
+    } else if (k == "timeout") {
+      if (!isNull(v)) {
+        VESSEL_ASSIGN_OR_RETURN(r.timeout_s, seconds(v, "timeout"));
+      }
+    } else {
+      return bad("unknown field '" + std::string(k) + "'");
+    }
+  }
+  return r;
+}
+
+Result<std::string> parseSnapshot(std::string_view body) {
+  VESSEL_ASSIGN_OR_RETURN(json::object o, objectOrEmpty(body));
+  std::string name;
+  for (const auto& [k, v] : o) {
+    if (k != "name") return bad("unknown field '" + std::string(k) + "'");
+    if (isNull(v)) continue;
+    VESSEL_ASSIGN_OR_RETURN(name, api::strField(v, "name", 48));
+    bool ok = !name.empty();
+    for (char c : name)
+      ok = ok && ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                  c == '-' || c == '_');
+    if (!ok) return bad("name must be 1 to 48 letters, digits, '-' or '_'");
+  }
+  return name;
+}
+
+Result<Egress> parseNetworkUpdate(std::string_view body) {
+  VESSEL_ASSIGN_OR_RETURN(json::object o, objectOrEmpty(body));
+  json::value net = o;
+  return parseEgress(&net, nullptr, true);
+}
+
+bool secretName(std::string_view n) {
+  if (n.empty() || n.size() > 63) return false;
+  for (char c : n)
+    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
+          c == '_'))
+      return false;
+  return true;
+}
+
+Result<SecretRequest> parseSecret(std::string_view body, bool create) {
+  VESSEL_ASSIGN_OR_RETURN(json::object o, api::parseObject(body));
+  SecretRequest r;
+  bool have_value = false;
+  for (const auto& [k, v] : o) {
+    if (k == "name" && create) {
+      VESSEL_ASSIGN_OR_RETURN(r.name, api::strField(v, "name", 63));
+      if (!secretName(r.name)) return bad("name must be 1 to 63 of [a-zA-Z0-9_-]");
+    } else if (k == "value") {
+      VESSEL_ASSIGN_OR_RETURN(r.value, api::strField(v, "value", 8192));
+      for (char c : r.value)
+        if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f)
+          return bad("value must not hold control characters (it becomes a header value)");
+      have_value = !r.value.empty();
+    } else if (k == "metadata") {
+      // Not stored: a secret is a Vessel credential, which has none.
+      VESSEL_ASSIGN_OR_RETURN(auto md, stringMap(v, "metadata", false));
+      if (!md.empty()) return noMapping("secret metadata");
+    } else {
+      return bad("unknown field '" + std::string(k) + "'");
+    }
+  }
+  if (create && r.name.empty()) return bad("name is required");
+  if (!have_value) return bad("value is required and must not be empty");
+  return r;
+}
+
+Result<std::pair<std::optional<int64_t>, std::optional<int64_t>>> parseMetricsRange(
+    std::string_view target) {
+  VESSEL_ASSIGN_OR_RETURN(auto params, api::parseQuery(target, {"start", "end"}));
+  std::pair<std::optional<int64_t>, std::optional<int64_t>> r;
+  for (const auto& [k, v] : params) {
+    int64_t n = 0;
+    auto [p, e] = std::from_chars(v.data(), v.data() + v.size(), n);
+    if (e != std::errc() || p != v.data() + v.size() || n < 0 || n > (int64_t{1} << 40))
+      return bad(k + " must be Unix seconds");
+    (k == "start" ? r.first : r.second) = n;
+  }
+  if (r.first && r.second && *r.first > *r.second) return bad("start is after end");
+  return r;
+}
+
+Result<int64_t> parseRfc3339(std::string_view s) {
+  // YYYY-MM-DDTHH:MM:SS[.fraction](Z|+HH:MM|-HH:MM)
+  auto num = [&](size_t at, size_t len, int& out) {
+    if (at + len > s.size()) return false;
+    auto [p, ec] = std::from_chars(s.data() + at, s.data() + at + len, out);
+    return ec == std::errc() && p == s.data() + at + len;
+  };
+  std::tm tm{};
+  int y, mo, d, h, mi, sec;
+  if (s.size() < 20 || s.size() > 40 || s[4] != '-' || s[7] != '-' ||
+      (s[10] != 'T' && s[10] != 't' && s[10] != ' ') || s[13] != ':' || s[16] != ':' ||
+      !num(0, 4, y) || !num(5, 2, mo) || !num(8, 2, d) || !num(11, 2, h) || !num(14, 2, mi) ||
+      !num(17, 2, sec) || mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || sec > 60)
+    return bad("startedAfter must be an RFC 3339 date-time");
+  size_t i = 19;
+  int ms = 0;
+  if (s[i] == '.') {
+    size_t start = ++i;
+    while (i < s.size() && s[i] >= '0' && s[i] <= '9') ++i;
+    if (i == start || i - start > 9) return bad("startedAfter: bad fraction of a second");
+    std::string frac(s.substr(start, std::min<size_t>(3, i - start)));
+    while (frac.size() < 3) frac.push_back('0');
+    ms = std::stoi(frac);
+  }
+  int offset_min = 0;
+  if (i < s.size() && (s[i] == 'Z' || s[i] == 'z') && i + 1 == s.size()) {
+  } else if (i + 6 == s.size() && (s[i] == '+' || s[i] == '-') && s[i + 3] == ':') {
+    int oh, om;
+    if (!num(i + 1, 2, oh) || !num(i + 4, 2, om) || oh > 23 || om > 59)
+      return bad("startedAfter: bad offset");
+    offset_min = (oh * 60 + om) * (s[i] == '+' ? 1 : -1);
+  } else {
+    return bad("startedAfter must end in Z or an offset");
+  }
+  tm.tm_year = y - 1900;
+  tm.tm_mon = mo - 1;
+  tm.tm_mday = d;
+  tm.tm_hour = h;
+  tm.tm_min = mi;
+  tm.tm_sec = sec;
+  int64_t secs = static_cast<int64_t>(::timegm(&tm)) - offset_min * 60;
+  return secs * 1000 + ms;
+}
+
+Result<ListQuery> parseListQuery(std::string_view target, bool v2) {
+  ListQuery q;
+  if (!v2) q.states = {store::SandboxState::kRunning};
+  VESSEL_ASSIGN_OR_RETURN(
+      auto params, v2 ? api::parseQuery(target, {"metadata", "state", "order", "startedAfter",
+                                                 "template", "limit", "nextToken"})
+                      : api::parseQuery(target, {"metadata"}));
+  for (const auto& [k, v] : params) {
+    if (k == "metadata") {
+      // "k1=v1&k2=v2", each key and value URL-encoded once more by the SDK.
+      std::string_view rest = v;
+      for (int n = 0; !rest.empty(); ++n) {
+        if (n >= 32) return bad("metadata: at most 32 pairs");
+        auto amp = rest.find('&');
+        std::string_view pair = rest.substr(0, amp);
+        rest = amp == std::string_view::npos ? std::string_view() : rest.substr(amp + 1);
+        if (pair.empty()) continue;
+        auto eq = pair.find('=');
+        if (eq == std::string_view::npos || eq == 0) return bad("metadata: pairs are KEY=VALUE");
+        VESSEL_ASSIGN_OR_RETURN(std::string key, api::percentDecode(pair.substr(0, eq)));
+        VESSEL_ASSIGN_OR_RETURN(std::string val, api::percentDecode(pair.substr(eq + 1)));
+        VESSEL_ASSIGN_OR_RETURN(key, api::percentDecode(key));
+        VESSEL_ASSIGN_OR_RETURN(val, api::percentDecode(val));
+        if (key.empty() || key.size() > kMaxKey || val.size() > kMaxValue)
+          return bad("metadata: a key or value is too long");
+        q.metadata[key] = val;
+      }
+    } else if (k == "state") {
+      std::string_view rest = v;
+      for (int n = 0; !rest.empty() && n < 8; ++n) {
+        auto comma = rest.find(',');
+        std::string_view st = rest.substr(0, comma);
+        rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+        if (st == "running")
+          q.states.insert(store::SandboxState::kRunning);
+        else if (st == "paused")
+          q.states.insert(store::SandboxState::kPaused);
+        else
+          return bad("state must be running and/or paused");
+      }
+      if (!rest.empty()) return bad("state: too many values");
+    } else if (k == "order") {
+      if (v != "asc" && v != "desc") return bad("order must be asc or desc");
+      q.newest_first = v == "desc";
+    } else if (k == "startedAfter") {
+      VESSEL_ASSIGN_OR_RETURN(q.started_after_ms, parseRfc3339(v));
+    } else if (k == "template") {
+      if (v.empty() || v.size() > 128) return bad("template must be 1 to 128 characters");
+      q.template_id = v;
+    } else if (k == "limit") {
+      int n = 0;
+      auto [p, e] = std::from_chars(v.data(), v.data() + v.size(), n);
+      if (e != std::errc() || p != v.data() + v.size() || n < 1 || n > 100)
+        return bad("limit must be an integer between 1 and 100");
+      q.limit = n;
+    } else if (k == "nextToken") {
+      bool ok = !v.empty() && v.size() <= 64;
+      for (char c : v) ok = ok && ((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-');
+      if (!ok) return bad("bad nextToken");
+      q.next_token = v;
+    }
+  }
+  // Both by default: E2B lists running and paused sandboxes.
+  if (q.states.empty()) q.states = {store::SandboxState::kRunning, store::SandboxState::kPaused};
+  return q;
+}
+
+}  // namespace vessel::e2b

@@ -1,0 +1,97 @@
+#pragma once
+// The E2B REST API (E2B_API_URL; vesseld --e2b-listen, 127.0.0.1:3000): the
+// routes E2B's SDKs call, v1 (SDK <= 2.45) and v2 (2.46+), mapped onto the
+// one lifecycle service (ops::Lifecycle) and the tenant's credentials. No
+// second lifecycle and nothing of node/ or hypervisor/: a create is the
+// lifecycle's create, awaited, because E2B answers synchronously (201 once
+// the sandbox runs). The key comes in `X-API-Key` (either form,
+// api::tenantForKey); errors are E2B's `{"code": <HTTP status>, "message"}`,
+// which the SDKs branch on. docs/e2b.md lists the mapping and what is refused.
+#include <boost/json/object.hpp>
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "api/http_server.h"
+#include "e2b/access_token.h"
+#include "e2b/requests.h"
+#include "ops/lifecycle.h"
+#include "store/store.h"
+#include "templates/store.h"
+
+namespace vessel::e2b {
+
+namespace asio = boost::asio;
+namespace http = boost::beast::http;
+using api::Request;
+using api::Response;
+
+// The envd version sandboxes report (`envdVersion`): the SDKs enable
+// features by it, so it must match what Vessel's envd front end serves.
+inline constexpr const char* kEnvdVersion = "0.6.3";
+
+struct RestOptions {
+  // How long a synchronous answer waits for its operation (TCG restores are slow).
+  std::chrono::seconds await_limit{600};
+};
+
+class RestApi {
+ public:
+  RestApi(ops::Lifecycle& lifecycle, store::Store& store, templates::TemplateStore& templates,
+          const AccessTokens& tokens, RestOptions opts = {})
+      : lifecycle_(lifecycle), store_(store), templates_(templates), tokens_(tokens), opts_(opts) {}
+  // Every route under "/" of `server` (a listener of its own).
+  void install(api::HttpServer& server);
+
+ private:
+  asio::awaitable<std::optional<Response>> handle(const Request& req);
+  // Sandboxes (rest.cc).
+  asio::awaitable<Response> create(const Request& req, std::string tenant, bool v2);
+  Response list(const Request& req, const std::string& tenant, bool v2);
+  asio::awaitable<Response> kill(const Request& req, std::string tenant, std::string id);
+  asio::awaitable<Response> pause(const Request& req, std::string tenant, std::string id);
+  asio::awaitable<Response> connect(const Request& req, std::string tenant, std::string id, bool v2,
+                                    bool resume_only);
+  Response setTimeout(const Request& req, const std::string& tenant, const std::string& id);
+  Response refresh(const Request& req, const std::string& tenant, const std::string& id);
+  Response updateNetwork(const Request& req, const std::string& tenant, const std::string& id);
+  asio::awaitable<Response> fork(const Request& req, std::string tenant, std::string id);
+  Response metrics(const Request& req, const std::string& tenant, const std::string& id);
+  // Snapshots, templates and secrets (rest_templates.cc).
+  asio::awaitable<Response> createSnapshot(const Request& req, std::string tenant, std::string id);
+  Response listSnapshots(const Request& req, const std::string& tenant);
+  Response deleteTemplate(const Request& req, const std::string& tenant, const std::string& id);
+  Response listTemplates(const Request& req, const std::string& tenant);
+  Response templateAlias(const Request& req, const std::string& tenant, const std::string& alias);
+  Response listSecrets(const Request& req, const std::string& tenant);
+  Response createSecret(const Request& req, const std::string& tenant);
+  Response secret(const Request& req, const std::string& tenant, const std::string& name);
+
+  // The operation's end: ok, or the error it failed with.
+  asio::awaitable<Status> finish(const std::string& tenant, const store::OperationRecord& op);
+  // The E2B egress settings as the lifecycle's, with a credential made for
+  // every header rule (named e2b-rule-<hex>; see docs/e2b.md).
+  Result<ops::NetworkSpec> egressSpec(const std::string& tenant, const Egress& e);
+  // The credentials made for a sandbox's header rules go with it.
+  void dropRuleCredentials(const std::string& tenant, const std::string& id);
+  // Sandbox and SandboxDetail / ListedSandbox objects.
+  boost::json::object sandboxJson(const store::SandboxRecord& s) const;
+  boost::json::object listedJson(const store::SandboxRecord& s, bool detail) const;
+
+  ops::Lifecycle& lifecycle_;
+  store::Store& store_;
+  templates::TemplateStore& templates_;
+  const AccessTokens& tokens_;
+  RestOptions opts_;
+};
+
+// E2B's error body, `{"code": <status>, "message": ...}`, with the status the
+// Vessel error code maps to (api::statusForCode).
+Response errorJson(const Request& req, const Error& e);
+Response jsonBody(const Request& req, http::status status, const boost::json::value& v);
+Response noContent(const Request& req);
+// A template name as E2B clients give it ("name", "name:default",
+// "team/name:tag"): the name, or kInvalidArgument.
+Result<std::string> templateName(std::string_view id);
+
+}  // namespace vessel::e2b

@@ -1,0 +1,223 @@
+// The E2B REST API: snapshots (a sandbox forked into a template of the
+// tenant's, usable as a create's templateID), templates and their aliases,
+// and secrets (the tenant's Vessel credentials).
+#include <sys/random.h>
+
+#include <boost/json.hpp>
+
+#include "api/json_fields.h"
+#include "e2b/rest.h"
+#include "ops/events.h"
+#include "templates/naming.h"
+
+namespace vessel::e2b {
+
+namespace json = boost::json;
+using store::SandboxState;
+
+namespace {
+
+std::string randomHex(size_t bytes) {
+  unsigned char b[16];
+  bytes = std::min(bytes, sizeof b);
+  if (::getrandom(b, bytes, 0) != static_cast<ssize_t>(bytes)) return "0000";
+  static const char* k = "0123456789abcdef";
+  std::string s;
+  for (size_t i = 0; i < bytes; ++i) {
+    s.push_back(k[b[i] >> 4]);
+    s.push_back(k[b[i] & 15]);
+  }
+  return s;
+}
+
+// The newest version of each template name the tenant sees.
+std::map<std::string, templates::Manifest> visibleTemplates(templates::TemplateStore& store,
+                                                            const std::string& tenant) {
+  std::map<std::string, templates::Manifest> out;
+  for (auto& m : store.list()) {
+    auto name = templates::visibleTemplateName(tenant, m.name);
+    if (!name) continue;
+    auto it = out.find(*name);
+    if (it != out.end() && it->second.created_at >= m.created_at) continue;
+    out[*name] = std::move(m);
+  }
+  return out;
+}
+
+json::object secretJson(const store::CredentialRecord& c) {
+  std::string at = ops::rfc3339(c.created_ms);
+  return json::object{{"secretID", c.name},         {"name", c.name},  {"currentVersion", 1},
+                      {"metadata", json::object()}, {"createdAt", at}, {"updatedAt", at}};
+}
+
+}  // namespace
+
+Result<std::string> templateName(std::string_view id) {
+  // "team/name:tag" -> "name"; the only tag is "default" (one version is served).
+  if (auto slash = id.rfind('/'); slash != std::string_view::npos) id = id.substr(slash + 1);
+  if (auto colon = id.find(':'); colon != std::string_view::npos) {
+    if (id.substr(colon + 1) != "default")
+      return Error(Code::kInvalidArgument, "template tags other than 'default' have no mapping");
+    id = id.substr(0, colon);
+  }
+  bool ok = !id.empty() && id.size() <= 64;
+  for (char c : id)
+    ok = ok && ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                c == '-' || c == '_');
+  if (!ok) return Error(Code::kInvalidArgument, "bad template id '" + std::string(id) + "'");
+  return std::string(id);
+}
+
+asio::awaitable<Response> RestApi::createSnapshot(const Request& req, std::string tenant,
+                                                  std::string id) {
+  auto name = parseSnapshot(req.body());
+  if (!name.ok()) co_return errorJson(req, name.error());
+  // Unnamed snapshots carry their sandbox's id, so they can be listed by it.
+  if (name->empty()) *name = id + "-snap-" + randomHex(4);
+  auto r = lifecycle_.forkToTemplate(tenant, id, *name);
+  if (!r.ok()) co_return errorJson(req, r.error());
+  if (auto s = co_await finish(tenant, r->operation); !s.ok()) co_return errorJson(req, s.error());
+  co_return jsonBody(
+      req, http::status::created,
+      json::object{{"snapshotID", *name}, {"names", json::array{json::string(*name)}}});
+}
+
+Response RestApi::listSnapshots(const Request& req, const std::string& tenant) {
+  auto params = api::parseQuery(req.target(), {"sandboxID", "name", "limit", "nextToken"});
+  if (!params.ok()) return errorJson(req, params.error());
+  std::string prefix, name;
+  if (auto it = params->find("sandboxID"); it != params->end()) prefix = it->second + "-snap-";
+  if (auto it = params->find("name"); it != params->end()) {
+    auto n = templateName(it->second);
+    if (!n.ok()) return errorJson(req, n.error());
+    name = *n;
+  }
+  json::array out;
+  for (const auto& [visible, m] : visibleTemplates(templates_, tenant)) {
+    if (templates::builtinTemplateName(m.name)) continue;  // the tenant's own only
+    if (!prefix.empty() && visible.rfind(prefix, 0) != 0) continue;
+    if (!name.empty() && visible != name) continue;
+    out.push_back(
+        json::object{{"snapshotID", visible}, {"names", json::array{json::string(visible)}}});
+  }
+  return jsonBody(req, http::status::ok, out);
+}
+
+Response RestApi::deleteTemplate(const Request& req, const std::string& tenant,
+                                 const std::string& id) {
+  auto name = templateName(id);
+  if (!name.ok()) return errorJson(req, name.error());
+  std::string stored = templates::tenantTemplateName(tenant, *name);
+  std::vector<templates::Manifest> versions;
+  for (auto& m : templates_.list())
+    if (m.name == stored) versions.push_back(std::move(m));
+  if (versions.empty())
+    return errorJson(req, Error(Code::kNotFound, "template " + *name + " not found"));
+  // A live sandbox of it (paused ones too) may still need its files.
+  ops::ListRequest l;
+  l.tenant = tenant;
+  l.page_size = 1;
+  l.template_name = *name;
+  for (auto st : store::kAllSandboxStates)
+    if (st != SandboxState::kFailed && st != SandboxState::kDeleted) l.states.insert(st);
+  auto users = lifecycle_.list(l);
+  if (!users.ok()) return errorJson(req, users.error());
+  if (!users->sandboxes.empty())
+    return errorJson(req,
+                     Error(Code::kFailedPrecondition,
+                           "template " + *name + " is used by sandbox " + users->sandboxes[0].id));
+  for (const auto& m : versions)
+    if (auto s = templates_.remove(m.name, m.version); !s.ok()) return errorJson(req, s.error());
+  return noContent(req);
+}
+
+Response RestApi::listTemplates(const Request& req, const std::string& tenant) {
+  json::array out;
+  for (const auto& [visible, m] : visibleTemplates(templates_, tenant)) {
+    bool builtin = templates::builtinTemplateName(m.name);
+    out.push_back(json::object{{"templateID", visible},
+                               {"buildID", m.version},
+                               {"cpuCount", m.vcpus},
+                               {"memoryMB", m.memory_mib},
+                               {"diskSizeMB", 1024},
+                               {"public", builtin},
+                               {"aliases", json::array{json::string(visible)}},
+                               {"names", json::array{json::string(visible)}},
+                               {"createdAt", m.created_at},
+                               {"updatedAt", m.created_at},
+                               {"createdBy", nullptr},
+                               {"lastSpawnedAt", nullptr},
+                               {"spawnCount", 0},
+                               {"buildCount", 1},
+                               {"envdVersion", kEnvdVersion},
+                               {"buildStatus", "ready"}});
+  }
+  return jsonBody(req, http::status::ok, out);
+}
+
+Response RestApi::templateAlias(const Request& req, const std::string& tenant,
+                                const std::string& alias) {
+  auto name = templateName(alias);
+  if (!name.ok()) return errorJson(req, name.error());
+  auto all = visibleTemplates(templates_, tenant);
+  auto it = all.find(*name);
+  if (it == all.end())
+    return errorJson(req, Error(Code::kNotFound, "template alias " + *name + " not found"));
+  return jsonBody(req, http::status::ok,
+                  json::object{{"templateID", it->first},
+                               {"public", templates::builtinTemplateName(it->second.name)}});
+}
+
+Response RestApi::listSecrets(const Request& req, const std::string& tenant) {
+  auto params = api::parseQuery(req.target(), {"limit", "nextToken"});
+  if (!params.ok()) return errorJson(req, params.error());
+  auto list = store_.listCredentials(tenant);
+  if (!list.ok()) return errorJson(req, list.error());
+  json::array out;
+  for (const auto& c : *list)
+    if (c.name.rfind("e2b-rule-", 0) != 0) out.push_back(secretJson(c));
+  return jsonBody(req, http::status::ok, out);
+}
+
+Response RestApi::createSecret(const Request& req, const std::string& tenant) {
+  auto in = parseSecret(req.body(), true);
+  if (!in.ok()) return errorJson(req, in.error());
+  auto have = store_.getCredential(tenant, in->name);
+  if (!have.ok()) return errorJson(req, have.error());
+  if (*have)
+    return errorJson(req, Error(Code::kAlreadyExists, "secret " + in->name + " already exists"));
+  // A value without hosts or header: E2B places it with a network rule's
+  // `${e2b.secrets.NAME}`; Vessel's own API can give it hosts and a header.
+  store::CredentialRecord c;
+  c.tenant_id = tenant;
+  c.name = in->name;
+  c.value = in->value;
+  c.created_ms = lifecycle_.clock().nowMs();
+  if (auto s = store_.putCredential(c); !s.ok()) return errorJson(req, s.error());
+  return jsonBody(req, http::status::created, secretJson(c));
+}
+
+Response RestApi::secret(const Request& req, const std::string& tenant, const std::string& name) {
+  if (!secretName(name) || name.rfind("e2b-rule-", 0) == 0)
+    return errorJson(req, Error(Code::kNotFound, "secret " + name.substr(0, 64) + " not found"));
+  auto c = store_.getCredential(tenant, name);
+  if (!c.ok()) return errorJson(req, c.error());
+  if (!*c) return errorJson(req, Error(Code::kNotFound, "secret " + name + " not found"));
+  switch (req.method()) {
+    case http::verb::get: return jsonBody(req, http::status::ok, secretJson(**c));
+    case http::verb::delete_:
+      if (auto s = store_.deleteCredential(tenant, name); !s.ok()) return errorJson(req, s.error());
+      return noContent(req);
+    case http::verb::post: {
+      auto in = parseSecret(req.body(), false);
+      if (!in.ok()) return errorJson(req, in.error());
+      store::CredentialRecord up = **c;
+      up.value = in->value;
+      if (auto s = store_.putCredential(up); !s.ok()) return errorJson(req, s.error());
+      return jsonBody(req, http::status::ok, secretJson(up));
+    }
+    default: return errorJson(req, Error(Code::kNotFound, "no such secrets route"));
+  }
+}
+
+}  // namespace vessel::e2b
