@@ -199,8 +199,8 @@ Response NetworkApi::putNetwork(const Request& req, const std::string& tenant,
   return jsonResponse(req, http::status::ok, json::serialize(networkJson(*s)));
 }
 
-Status NetworkApi::update(const std::string& tenant, const std::string& id,
-                          NetworkSettings s, bool paused) {
+Status NetworkApi::update(const std::string& tenant, const std::string& id, NetworkSettings s,
+                          bool paused) {
   if (s.mode.empty()) s.mode = defaults().mode;
   if (!egress_ && s.mode != "none")
     return Error(Code::kFailedPrecondition,

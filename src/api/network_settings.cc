@@ -40,6 +40,27 @@ bool injectableHeader(std::string_view h) {
   return lower.rfind("proxy-", 0) != 0;
 }
 
+namespace {
+
+// `what` (an array of allow-style rules): at most 256, each checked as the
+// gateway will read it.
+Result<std::vector<std::string>> ruleList(const json::value& v, const std::string& what) {
+  if (!v.is_array() || v.as_array().size() > kMaxRules)
+    return bad(what + " must be an array of at most 256 names");
+  std::vector<std::string> out;
+  for (const auto& r : v.as_array()) {
+    if (!r.is_string() || r.as_string().size() > 300)
+      return bad(what + " holds a non-string or an over-long entry");
+    std::string text(r.as_string());
+    if (auto rule = gateway::policy::parseRule(text); !rule.ok())
+      return bad(what + ": '" + text + "': " + rule.error().message());
+    out.push_back(std::move(text));
+  }
+  return out;
+}
+
+}  // namespace
+
 Result<NetworkSettings> parseNetworkSettings(const json::value& network,
                                              const json::value* credentials) {
   NetworkSettings s;
@@ -52,28 +73,10 @@ Result<NetworkSettings> parseNetworkSettings(const json::value& network,
         return bad("network.mode must be none, allowlist or full");
       s.mode = std::string(v.as_string());
       has_mode = true;
-    } else if (k == "allow") {
-      if (!v.is_array() || v.as_array().size() > kMaxRules)
-        return bad("network.allow must be an array of at most 256 names");
-      for (const auto& r : v.as_array()) {
-        if (!r.is_string() || r.as_string().size() > 300)
-          return bad("network.allow holds a non-string or an over-long entry");
-        std::string text(r.as_string());
-        if (auto rule = gateway::policy::parseRule(text); !rule.ok())
-          return bad("network.allow: '" + text + "': " + rule.error().message());
-        s.allow.push_back(std::move(text));
-      }
-    } else if (k == "inspect") {
-      if (!v.is_array() || v.as_array().size() > kMaxRules)
-        return bad("network.inspect must be an array of at most 256 names");
-      for (const auto& r : v.as_array()) {
-        if (!r.is_string() || r.as_string().size() > 300)
-          return bad("network.inspect holds a non-string or an over-long entry");
-        std::string text(r.as_string());
-        if (auto rule = gateway::policy::parseRule(text); !rule.ok())
-          return bad("network.inspect: '" + text + "': " + rule.error().message());
-        s.inspect.push_back(std::move(text));
-      }
+    } else if (k == "allow" || k == "inspect") {
+      auto rules = ruleList(v, "network." + std::string(k));
+      if (!rules.ok()) return std::move(rules).error();
+      (k == "allow" ? s.allow : s.inspect) = std::move(*rules);
     } else {
       return bad("network: unknown field '" + std::string(k) + "'");
     }

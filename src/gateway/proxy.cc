@@ -252,7 +252,7 @@ asio::awaitable<void> Gateway::handleConn(tcp::socket guest) {
 }
 
 asio::awaitable<std::optional<tcp::socket>> Gateway::dial(Flow& f, const std::string& name) {
-  auto records = co_await resolver_->resolve(name);
+  auto records = co_await resolver_->resolve(name, f.sandbox);
   if (!records.ok()) {
     deny(f, "resolve-failed:" + records.error().message());
     co_return std::nullopt;

@@ -13,7 +13,6 @@ using namespace asio::experimental::awaitable_operators;
 namespace {
 constexpr auto kTok = asio::as_tuple(asio::use_awaitable);
 constexpr uint32_t kMaxTtl = 300;
-constexpr size_t kMaxCache = 4096;
 }  // namespace
 
 asio::awaitable<Result<dns::Answer>> Resolver::queryOnce(const std::string& name) {
@@ -44,12 +43,9 @@ asio::awaitable<Result<dns::Answer>> Resolver::queryOnce(const std::string& name
   }
 }
 
-asio::awaitable<Result<std::vector<dns::Record>>> Resolver::resolve(std::string name) {
-  auto now = std::chrono::steady_clock::now();
-  if (auto it = cache_.find(name); it != cache_.end()) {
-    if (it->second.expires > now) co_return it->second.records;
-    cache_.erase(it);
-  }
+asio::awaitable<Result<std::vector<dns::Record>>> Resolver::resolve(std::string name,
+                                                                    std::string owner) {
+  if (auto hit = cache_.find(name, std::chrono::steady_clock::now())) co_return std::move(*hit);
   Result<dns::Answer> ans = Error(Code::kInternal, "unreached");
   for (int attempt = 0; attempt < 2; ++attempt) {
     ans = co_await queryOnce(name);
@@ -63,10 +59,8 @@ asio::awaitable<Result<std::vector<dns::Record>>> Resolver::resolve(std::string 
   if (ans->records.empty()) co_return Error(Code::kNotFound, "resolve " + name + ": no A records");
   uint32_t ttl = kMaxTtl;
   for (auto& r : ans->records) ttl = std::min(ttl, r.ttl);
-  if (cache_.size() >= kMaxCache) cache_.clear();
-  if (ttl > 0) {
-    cache_[name] = {ans->records, std::chrono::steady_clock::now() + std::chrono::seconds(ttl)};
-  }
+  cache_.insert(name, ans->records, std::chrono::seconds(ttl), owner,
+                std::chrono::steady_clock::now());
   co_return std::move(ans->records);
 }
 

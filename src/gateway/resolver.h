@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "base/result.h"
+#include "gateway/dns/cache.h"
 #include "gateway/dns/message.h"
 
 namespace vessel::gateway {
@@ -24,22 +25,21 @@ class Resolver {
            std::chrono::milliseconds timeout)
       : io_(io), upstream_(upstream), timeout_(timeout), rng_(std::random_device{}()) {}
 
-  // IPv4 addresses for `name` (normalized). Errors: kNotFound (NXDOMAIN or no
-  // A records), kDeadlineExceeded, kUnavailable, kProtocol.
-  boost::asio::awaitable<Result<std::vector<dns::Record>>> resolve(std::string name);
+  // IPv4 addresses for `name` (normalized), for sandbox `owner` (whose share
+  // of the cache a miss fills). Errors: kNotFound (NXDOMAIN or no A
+  // records), kDeadlineExceeded, kUnavailable, kProtocol.
+  boost::asio::awaitable<Result<std::vector<dns::Record>>> resolve(std::string name,
+                                                                   std::string owner);
 
  private:
   boost::asio::awaitable<Result<dns::Answer>> queryOnce(const std::string& name);
 
-  struct Cached {
-    std::vector<dns::Record> records;
-    std::chrono::steady_clock::time_point expires;
-  };
   boost::asio::io_context& io_;
   boost::asio::ip::udp::endpoint upstream_;
   std::chrono::milliseconds timeout_;
   std::mt19937 rng_;
-  std::map<std::string, Cached> cache_;
+  // 4096 names, at most 512 per sandbox (dns/cache.h).
+  dns::Cache cache_{4096, 512};
 };
 
 }  // namespace vessel::gateway

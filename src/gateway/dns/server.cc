@@ -72,7 +72,7 @@ asio::awaitable<std::optional<std::string>> Gateway::answerDns(std::string packe
     registry_.record({"dns", sid, *name, "", q->qtype, true, "nodata-type"});
     co_return dns::buildResponse(*q, dns::Rcode::kNoError, {});
   }
-  auto records = co_await resolver_->resolve(*name);
+  auto records = co_await resolver_->resolve(*name, sid);
   if (!records.ok()) {
     bool nx = records.error().code() == Code::kNotFound;
     co_return refuse(*name, nx ? "nxdomain" : "resolve-failed",
