@@ -39,7 +39,7 @@ class LocalNode final : public ops::Node {
   asio::awaitable<Status> destroy(std::string id) override;
   void abort(const std::string& id) override { runtime_.abort(id); }
   ops::Holding holding(const std::string& id) const override;
-  std::shared_ptr<node::AgentClient> agent(const std::string& id) override;
+  std::shared_ptr<agentclient::AgentClient> agent(const std::string& id) override;
   asio::awaitable<Result<ops::Holding>> adopt(std::string tenant, std::string id) override;
   asio::awaitable<int> discardOrphans(std::set<std::string> keep) override;
   asio::awaitable<std::vector<std::string>> shutdown(bool stop_vms) override;

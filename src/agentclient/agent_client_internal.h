@@ -4,9 +4,9 @@
 #include <boost/asio/steady_timer.hpp>
 #include <deque>
 
-#include "node/agent_client.h"
+#include "agentclient/agent_client.h"
 
-namespace vessel::node {
+namespace vessel::agentclient {
 
 using agentproto::Frame;
 using agentproto::frameCost;
@@ -97,4 +97,4 @@ asio::awaitable<Status> AgentClient::callStatus(int kind, M m) {
   co_return okStatus();
 }
 
-}  // namespace vessel::node
+}  // namespace vessel::agentclient

@@ -1,8 +1,8 @@
 // AgentClient's process and file calls, and the stream handles they return.
-#include "node/agent_client.h"
-#include "node/agent_client_internal.h"
+#include "agentclient/agent_client.h"
+#include "agentclient/agent_client_internal.h"
 
-namespace vessel::node {
+namespace vessel::agentclient {
 
 using internal::errorFrame;
 
@@ -319,4 +319,4 @@ asio::awaitable<Result<WatchEvent>> Watch::next() {
   co_return c_->streamError("watch ended");
 }
 
-}  // namespace vessel::node
+}  // namespace vessel::agentclient

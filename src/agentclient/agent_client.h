@@ -29,7 +29,7 @@
 #include "agentproto/messages.h"
 #include "base/result.h"
 
-namespace vessel::node {
+namespace vessel::agentclient {
 
 namespace asio = boost::asio;
 
@@ -268,4 +268,4 @@ class AgentClient : public std::enable_shared_from_this<AgentClient> {
   std::set<asio::steady_timer*> closed_waiters_;
 };
 
-}  // namespace vessel::node
+}  // namespace vessel::agentclient

@@ -1,4 +1,4 @@
-#include "node/agent_client.h"
+#include "agentclient/agent_client.h"
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
@@ -9,9 +9,9 @@
 #include <boost/asio/write.hpp>
 #include <random>
 
-#include "node/agent_client_internal.h"
+#include "agentclient/agent_client_internal.h"
 
-namespace vessel::node {
+namespace vessel::agentclient {
 
 using internal::errorFrame;
 using internal::Stream;
@@ -383,4 +383,4 @@ asio::awaitable<Status> AgentClient::setDefaultEnv(std::vector<std::string> env)
   co_return co_await std::move(op);
 }
 
-}  // namespace vessel::node
+}  // namespace vessel::agentclient
