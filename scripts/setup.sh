@@ -8,7 +8,7 @@ VESSEL_APT_PACKAGES=(
   # libraries
   libboost1.81-dev libboost-json1.81-dev libcli11-dev libspdlog-dev libfmt-dev libsqlite3-dev
   sqlite3 libssl-dev libgtest-dev libgmock-dev libbenchmark-dev libseccomp-dev libcap-ng-dev
-  libyaml-cpp-dev
+  libyaml-cpp-dev zlib1g-dev
   # guests: hypervisor, kernel source and its build tools, image tools
   qemu-system-x86 qemu-utils linux-source-6.1 bc bison flex libelf-dev cpio xz-utils
   busybox-static e2fsprogs debootstrap
