@@ -5,6 +5,7 @@
 # they pass straight through: VESSEL_EGRESS_UPSTREAM_NETNS, VESSEL_EGRESS_RESOLVER,
 # VESSEL_EGRESS_CA_BUNDLE, VESSEL_EGRESS_GATEWAY_NETNS; so does the warm pool,
 # VESSEL_WARM_POOL (default minimal=2; "none" for no pool); a file with VESSEL_CONFIG.
+# E2B envd listens on 127.0.0.1:49983 (--e2b-envd-listen; "" turns it off).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 preset=${PRESET:-release}

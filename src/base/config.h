@@ -4,6 +4,7 @@
 // downstream re-parses strings.
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 
 #include "base/result.h"
@@ -63,10 +64,14 @@ struct Config {
   std::string egress_resolver;        // IP[:PORT]; "" = first nameserver of /etc/resolv.conf
   std::string egress_ca_bundle;       // "" = the gateway's default system bundle
 
+  // E2B envd (docs/e2b-envd.md): the SDKs' sandbox port; "" turns it off.
+  std::string e2b_envd_listen = "127.0.0.1:49983";
+
   // Filled by validate(): the parsed listener.
   HostPort listen_addr;
   HostPort data_listen_addr;
   std::map<std::string, size_t> warm_pool_sizes;  // template name -> VMs
+  std::optional<HostPort> e2b_envd_listen_addr;   // unset: --e2b-envd-listen ""
 
   // Checks every field (paths exist, enums known, listener parses).
   Status validate();

@@ -24,6 +24,8 @@
 #include "base/log.h"
 #include "base/run_blocking.h"
 #include "base/sha256.h"
+#include "e2b/access_token.h"
+#include "e2b/envd/envd.h"
 #include "hypervisor/qemu/qemu.h"
 #include "metrics/registry.h"
 #include "node/accel.h"
@@ -317,12 +319,35 @@ Status runDaemon(Config cfg) {
   log.info("data plane on http://{}:{} (clients are told {})", cfg.data_listen_addr.host,
            data_server.port(), cfg.data_url);
 
+  // E2B envd (docs/e2b-envd.md): the SDKs' sandbox port, mapped onto the
+  // lifecycle's agents; uploads arrive whole (multipart), hence the body cap.
+  VESSEL_ASSIGN_OR_RETURN(e2b::AccessTokens envd_tokens, e2b::AccessTokens::open(cfg.state_dir));
+  e2b::envd::Sandboxes envd_sandboxes;
+  envd_sandboxes.agent_of = [&](const std::string& id) { return lifecycle.agentOf(id); };
+  envd_sandboxes.live_ids = [&] {
+    std::vector<std::string> ids;
+    if (auto live = store->listLiveSandboxes(); live.ok())
+      for (const auto& sb : *live)
+        if (sb.state == store::SandboxState::kRunning) ids.push_back(sb.id);
+    return ids;
+  };
+  e2b::envd::Envd envd(io, std::move(envd_sandboxes), envd_tokens);
+  HttpServer envd_server(io, ServerLimits{16 * 1024, 64u << 20, std::chrono::seconds(60)});
+  envd_server.setMetrics(metrics, "e2b-envd");
+  envd.install(envd_server);
+  if (cfg.e2b_envd_listen_addr) {
+    VESSEL_TRY(envd_server.listen(*cfg.e2b_envd_listen_addr));
+    log.info("E2B envd on http://{}:{} (E2B_SANDBOX_URL)", cfg.e2b_envd_listen_addr->host,
+             envd_server.port());
+  }
+
   asio::signal_set signals(io, SIGINT, SIGTERM);
   asio::steady_timer deadline(io);
   signals.async_wait([&](auto, int sig) {
     log.info("signal {}: shutting down", sig);
     server.close();
     data_server.close();
+    envd_server.close();
     // Stopping VMs is bounded; so is the whole shutdown.
     deadline.expires_after(std::chrono::seconds(30));
     deadline.async_wait([&](auto ec) {

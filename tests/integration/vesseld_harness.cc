@@ -23,13 +23,14 @@ namespace json = boost::json;
 using namespace std::chrono_literals;
 
 Vesseld::Vesseld(VesseldOptions o)
-    : opts_(std::move(o)), port_(freePort()), data_port_(freePort()) {}
+    : opts_(std::move(o)), port_(freePort()), data_port_(freePort()), envd_port_(freePort()) {}
 
 Vesseld::Vesseld(const std::string& binary, std::vector<std::string> extra_args)
     : own_root_(std::make_unique<ScratchDir>()),
       opts_{binary, kernelPath(), minimalImage(), own_root_->path(), std::move(extra_args)},
       port_(freePort()),
-      data_port_(freePort()) {}
+      data_port_(freePort()),
+      envd_port_(freePort()) {}
 
 Vesseld::~Vesseld() {
   if (proc_.running()) (void)stop();
@@ -48,6 +49,8 @@ bool Vesseld::start() {
              "127.0.0.1:" + std::to_string(port_),
              "--data-listen",
              "127.0.0.1:" + std::to_string(data_port_),
+             "--e2b-envd-listen",
+             "127.0.0.1:" + std::to_string(envd_port_),
              "--accel",
              "tcg",
              "--kernel",

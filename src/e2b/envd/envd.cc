@@ -184,6 +184,15 @@ Response unaryError(const Request& req, const Error& e) {
   return res;
 }
 
+Response streamError(const Request& req, const Error& e) {
+  Response res{http::status::ok, req.version()};
+  res.set(http::field::content_type, "application/connect+json");
+  res.keep_alive(req.keep_alive());
+  res.body() = endStreamEnvelope(&e);
+  res.prepare_payload();
+  return res;
+}
+
 Result<std::optional<std::chrono::milliseconds>> connectTimeout(const Request& req) {
   auto it = req.find("Connect-Timeout-Ms");
   if (it == req.end()) return std::optional<std::chrono::milliseconds>();

@@ -223,9 +223,15 @@ TEST_F(EnvdTest, UnknownPidIsNotFoundInConnectsTerms) {
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->status, 404) << r->body;
   EXPECT_THAT(r->body, HasSubstr("not_found"));
+  // A stream carries its error in the end-of-stream envelope, with a 200.
   auto c = stream("/process.Process/Connect", sel);
   ASSERT_TRUE(c.ok());
-  EXPECT_EQ(c->status, 404) << c->body;
+  EXPECT_EQ(c->status, 200) << c->body;
+  EXPECT_EQ(c->headers["content-type"], "application/connect+json");
+  auto env = envelopes(c->body);
+  ASSERT_EQ(env.size(), 1u);
+  EXPECT_EQ(env[0].flags, kFlagEndStream);
+  EXPECT_THAT(env[0].data, HasSubstr("\"code\":\"not_found\""));
 }
 
 TEST_F(EnvdTest, AProcessOutlivesItsStreamAndTakesInputWithNoneOpen) {

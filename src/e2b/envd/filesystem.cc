@@ -264,28 +264,28 @@ asio::awaitable<std::optional<Response>> Services::watchDir(const Request& req,
   if (req.method() != http::verb::post)
     co_return api::methodNotAllowed(req, "/filesystem.Filesystem/WatchDir", "POST");
   auto t = target(req);
-  if (!t.ok()) co_return unaryError(req, t.error());
+  if (!t.ok()) co_return streamError(req, t.error());
   auto msg = singleRequestMessage(req.body());
-  if (!msg.ok()) co_return unaryError(req, msg.error());
+  if (!msg.ok()) co_return streamError(req, msg.error());
   auto body = parseObject(*msg);
-  if (!body.ok()) co_return unaryError(req, body.error());
+  if (!body.ok()) co_return streamError(req, body.error());
   auto user = callerOf(*t);
-  if (!user.ok()) co_return unaryError(req, user.error());
+  if (!user.ok()) co_return streamError(req, user.error());
   auto path = pathArg(*body, *user);
-  if (!path.ok()) co_return unaryError(req, path.error());
+  if (!path.ok()) co_return streamError(req, path.error());
   if (auto* r = field(*body, "recursive"); r && r->is_bool() && r->as_bool())
     co_return unaryError(
         req, Error(Code::kInvalidArgument, "recursive watches are not supported by this envd yet"));
   auto deadline = connectTimeout(req);
-  if (!deadline.ok()) co_return unaryError(req, deadline.error());
+  if (!deadline.ok()) co_return streamError(req, deadline.error());
   auto keepalive = keepaliveInterval(req);
   auto st = co_await t->agent->stat(*path);
-  if (!st.ok()) co_return unaryError(req, fromGuest(st.error()));
+  if (!st.ok()) co_return streamError(req, fromGuest(st.error()));
   if (static_cast<FileType>(st->type) != FileType::kDir)
-    co_return unaryError(req,
-                         Error(Code::kInvalidArgument, "path " + *path + " is not a directory"));
+    co_return streamError(req,
+                          Error(Code::kInvalidArgument, "path " + *path + " is not a directory"));
   auto w = co_await t->agent->watch(*path);
-  if (!w.ok()) co_return unaryError(req, fromGuest(w.error()));
+  if (!w.ok()) co_return streamError(req, fromGuest(w.error()));
   std::shared_ptr<agentclient::Watch> watch(std::move(*w));
 
   // The watch's events through a channel, so that the client going away,

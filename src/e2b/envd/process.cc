@@ -234,13 +234,13 @@ asio::awaitable<std::optional<Response>> Services::processStream(const Request& 
                                                                  beast::tcp_stream& stream,
                                                                  std::string method) {
   auto t = target(req);
-  if (!t.ok()) co_return unaryError(req, t.error());
+  if (!t.ok()) co_return streamError(req, t.error());
   auto msg = singleRequestMessage(req.body());
-  if (!msg.ok()) co_return unaryError(req, msg.error());
+  if (!msg.ok()) co_return streamError(req, msg.error());
   auto body = parseObject(*msg);
-  if (!body.ok()) co_return unaryError(req, body.error());
+  if (!body.ok()) co_return streamError(req, body.error());
   auto deadline = connectTimeout(req);
-  if (!deadline.ok()) co_return unaryError(req, deadline.error());
+  if (!deadline.ok()) co_return streamError(req, deadline.error());
   auto keepalive = keepaliveInterval(req);
   auto lg = log().forSandbox(t->sandbox_id);
 
@@ -248,37 +248,37 @@ asio::awaitable<std::optional<Response>> Services::processStream(const Request& 
   std::shared_ptr<ProcChannel> sub;
   if (method == "Start") {
     auto proc = objectField(*body, "process");
-    if (!proc.ok()) co_return unaryError(req, proc.error());
+    if (!proc.ok()) co_return streamError(req, proc.error());
     agentclient::ExecSpec spec;
     auto cmd = stringField(*proc, "cmd");
     if (!cmd.ok() || cmd->empty())
-      co_return unaryError(req, Error(Code::kInvalidArgument, "process.cmd is required"));
+      co_return streamError(req, Error(Code::kInvalidArgument, "process.cmd is required"));
     spec.argv.push_back(*cmd);
     if (auto* a = field(*proc, "args"); a && a->is_array()) {
       for (const auto& x : a->as_array()) {
         if (!x.is_string())
-          co_return unaryError(req, Error(Code::kInvalidArgument, "args must be strings"));
+          co_return streamError(req, Error(Code::kInvalidArgument, "args must be strings"));
         spec.argv.emplace_back(x.as_string());
       }
     }
     if (auto* en = field(*proc, "envs"); en && en->is_object()) {
       for (const auto& [k, v] : en->as_object()) {
         if (!v.is_string())
-          co_return unaryError(req, Error(Code::kInvalidArgument, "envs must be strings"));
+          co_return streamError(req, Error(Code::kInvalidArgument, "envs must be strings"));
         spec.env.push_back(std::string(k) + "=" + std::string(v.as_string()));
       }
     }
     auto user = userInfo(t->user);
-    if (!user.ok()) co_return unaryError(req, user.error());
+    if (!user.ok()) co_return streamError(req, user.error());
     spec.user = user->name;
     auto cwd = stringField(*proc, "cwd");
     if (cwd.ok() && !cwd->empty()) {
       auto p = resolvePath(*cwd, *user);
-      if (!p.ok()) co_return unaryError(req, p.error());
+      if (!p.ok()) co_return streamError(req, p.error());
       spec.cwd = *p;
     }
     auto pty = objectField(*body, "pty");
-    if (!pty.ok()) co_return unaryError(req, pty.error());
+    if (!pty.ok()) co_return streamError(req, pty.error());
     if (field(*body, "pty") && !field(*body, "pty")->is_null()) {
       spec.pty = true;
       auto size = objectField(*pty, "size");
@@ -299,7 +299,7 @@ asio::awaitable<std::optional<Response>> Services::processStream(const Request& 
     if (auto* sv = field(*body, "stdin"); sv && sv->is_bool()) keep_stdin = sv->as_bool();
     bool is_pty = spec.pty;
     auto started = co_await t->agent->exec(std::move(spec));
-    if (!started.ok()) co_return unaryError(req, fromGuest(started.error()));
+    if (!started.ok()) co_return streamError(req, fromGuest(started.error()));
     if (!keep_stdin && !is_pty) {
       if (auto st = co_await (*started)->closeStdin(); !st.ok())
         lg.warn("process {}: close stdin: {}", (*started)->pid(), st.error().message());
@@ -308,9 +308,9 @@ asio::awaitable<std::optional<Response>> Services::processStream(const Request& 
     sub = processes.subscribe(entry);
   } else {
     auto pid = selectedPid(*this, *t, *body);
-    if (!pid.ok()) co_return unaryError(req, pid.error());
+    if (!pid.ok()) co_return streamError(req, pid.error());
     auto e = co_await processes.get(t->sandbox_id, t->agent, *pid);
-    if (!e.ok()) co_return unaryError(req, fromGuest(e.error()));
+    if (!e.ok()) co_return streamError(req, fromGuest(e.error()));
     entry = *e;
     sub = processes.subscribe(entry);
   }

@@ -63,6 +63,10 @@ Error fromGuest(const Error& e);
 // A unary Connect answer.
 Response unaryOk(const Request& req, const json::object& msg);
 Response unaryError(const Request& req, const Error& e);
+// A server stream that fails before it starts: 200 and only the
+// end-of-stream envelope with the error, as Connect streams carry errors
+// (a bare HTTP status would lose the code: 404 means unimplemented).
+Response streamError(const Request& req, const Error& e);
 
 // A server stream's response on a connection the handler owns: chunked, so
 // that a cut connection is visibly incomplete (the SDK reports the sandbox
