@@ -78,13 +78,16 @@ test('a process outlives its stream and is reconnected by pid', async () => {
 test('pty: create, input, resize, kill', async () => {
   const chunks = []
   const p = await sbx.pty.create({ cols: 80, rows: 24, onData: (d) => chunks.push(Buffer.from(d)) })
+  const text = () => Buffer.concat(chunks).toString()
+  const until = async (re) => {
+    const deadline = Date.now() + 30_000
+    while (!re.test(text()) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100))
+  }
   await sbx.pty.sendInput(p.pid, new TextEncoder().encode('echo $((6*7)); stty size\n'))
+  await until(/24 80/)
   await sbx.pty.resize(p.pid, { cols: 100, rows: 30 })
   await sbx.pty.sendInput(p.pid, new TextEncoder().encode('stty size\n'))
-  const deadline = Date.now() + 30_000
-  const text = () => Buffer.concat(chunks).toString()
-  while (!(text().includes('42') && text().includes('30 100')) && Date.now() < deadline)
-    await new Promise((r) => setTimeout(r, 100))
+  await until(/30 100/)
   assert.match(text(), /42/)
   assert.match(text(), /24 80/)
   assert.match(text(), /30 100/)
@@ -148,4 +151,29 @@ test('signed URLs work with no token and no sandbox header', async () => {
   assert.equal((await fetch(forged)).status, 401)
   const expiring = await sbx.downloadUrl('signed/up.txt', { useSignatureExpiration: 60 })
   assert.equal((await fetch(expiring)).status, 200)
+})
+
+test('a process survives pause and resume', async () => {
+  const h = await sbx.commands.run('read a; echo got:$a', { background: true, stdin: true })
+  const p = await d.vessel('POST', `/v1/sandboxes/${sbx.sandboxId}:pause`)
+  assert.equal(p.status, 202, JSON.stringify(p))
+  await d.waitFor(sbx.sandboxId, 'paused')
+  // The stream that started it was cut with the VM.
+  await assert.rejects(h.wait())
+  const r = await d.vessel('POST', `/v1/sandboxes/${sbx.sandboxId}:resume`)
+  assert.equal(r.status, 202, JSON.stringify(r))
+  await d.waitFor(sbx.sandboxId, 'running')
+  const again = await sbx.commands.connect(h.pid)
+  await sbx.commands.sendStdin(h.pid, 'back\n')
+  const res = await again.wait()
+  assert.equal(res.stdout, 'got:back\n')
+})
+
+test('a sandbox dying mid-command cuts the stream: the SDK says it was killed', async () => {
+  const h = await sbx.commands.run('sleep 600', { background: true })
+  const del = await d.vessel('DELETE', `/v1/sandboxes/${sbx.sandboxId}`)
+  assert.equal(del.status, 202, JSON.stringify(del))
+  await assert.rejects(h.wait(), /killed|end of life/)
+  const health = await fetch(`${d.envdUrl}/health`, { headers: { 'E2b-Sandbox-Id': sbx.sandboxId } })
+  assert.equal(health.status, 502)
 })
