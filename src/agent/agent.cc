@@ -158,7 +158,9 @@ void Agent::onRequest(Frame& f) {
     case MsgType::kMkdir:
     case MsgType::kRemove:
     case MsgType::kRename:
-    case MsgType::kWatch: return files_.request(s, f);
+    case MsgType::kWatch:
+    case MsgType::kWriteFileInPlace:
+    case MsgType::kWatchTree: return files_.request(s, f);
     default:
       return ch_.sendError(
           s, Error(Code::kInvalidArgument,

@@ -123,6 +123,8 @@ void Files::request(uint32_t stream, const Frame& f) {
     case MsgType::kWriteFile: return startWrite(stream, f);
     case MsgType::kList: return startList(stream, f);
     case MsgType::kWatch: return startWatch(stream, f);
+    case MsgType::kWriteFileInPlace: return startWriteInPlace(stream, f);
+    case MsgType::kWatchTree: return startWatchTree(stream, f);
     default: return simple(stream, f);
   }
 }
@@ -217,9 +219,41 @@ void Files::startWrite(uint32_t stream, const Frame& f) {
   ops_[stream] = std::move(op);
 }
 
+void Files::startWriteInPlace(uint32_t stream, const Frame& f) {
+  auto m = agentproto::decodeMsg<agentproto::WriteFileInPlaceMsg>(f.payload);
+  if (!m.ok()) return ch_.sendError(stream, m.error());
+  if (Status c = checkPath(m->path); !c.ok()) return ch_.sendError(stream, c.error());
+  Op op{Kind::kWrite};
+  op.in_place = true;
+  // O_EXCL first, to know whether the mode and owner are ours to set.
+  int fd = ::open(m->path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW,
+                  m->mode & 07777);
+  if (fd >= 0) {
+    op.created = true;
+  } else if (errno == EEXIST) {
+    fd = ::open(m->path.c_str(), O_WRONLY | O_TRUNC | O_CLOEXEC | O_NOFOLLOW);
+  }
+  if (fd < 0) return ch_.sendError(stream, Error::fromErrno("write " + m->path));
+  op.fd = fd;
+  op.path = m->path;
+  op.write = agentproto::WriteFileMsg{m->path, m->mode, m->uid, m->gid};
+  ops_[stream] = std::move(op);
+}
+
 void Files::finishWrite(uint32_t stream, Op& op) {
   Status s = okStatus();
   const auto& w = op.write;
+  if (op.in_place) {
+    // An existing file keeps its mode and owner, as when a program writes it.
+    if (op.created && ::fchmod(op.fd, w.mode & 07777) != 0)
+      s = Error::fromErrno("chmod " + op.path);
+    if (s.ok() && op.created && (w.uid != agentproto::kNoOwner || w.gid != agentproto::kNoOwner) &&
+        ::fchown(op.fd, w.uid == agentproto::kNoOwner ? static_cast<uid_t>(-1) : w.uid,
+                 w.gid == agentproto::kNoOwner ? static_cast<gid_t>(-1) : w.gid) != 0)
+      s = Error::fromErrno("chown " + op.path);
+    if (s.ok() && ::fsync(op.fd) != 0) s = Error::fromErrno("fsync " + op.path);
+    return end(stream, s.ok() ? nullptr : &s.error());
+  }
   if (::fchmod(op.fd, w.mode & 07777) != 0) s = Error::fromErrno("chmod " + op.path);
   if (s.ok() && (w.uid != agentproto::kNoOwner || w.gid != agentproto::kNoOwner) &&
       ::fchown(op.fd, w.uid == agentproto::kNoOwner ? static_cast<uid_t>(-1) : w.uid,
@@ -266,6 +300,58 @@ void Files::startWatch(uint32_t stream, const Frame& f) {
   op.fd = fd;
   ops_[stream] = std::move(op);
   // An event of kind 0 says the watch is in place: changes after it are seen.
+  ch_.sendMsg(stream, agentproto::WatchEventMsg{0, ""});
+}
+
+namespace {
+constexpr uint32_t kWatchMask = IN_CREATE | IN_MODIFY | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO |
+                                IN_ATTRIB | IN_DELETE_SELF | IN_MOVE_SELF;
+
+// Watches `abs` (relative name `rel`) and every directory below it, up to
+// the cap; directories that vanish meanwhile are skipped.
+Status watchTree(int fd, const std::string& abs, const std::string& rel,
+                 std::map<int, std::string>& dirs) {
+  if (dirs.size() >= agentproto::kMaxWatchDirs)
+    return Error(Code::kResourceExhausted, "watch: more than 8192 directories");
+  int wd = ::inotify_add_watch(fd, abs.c_str(), kWatchMask | IN_ONLYDIR | IN_DONT_FOLLOW);
+  if (wd < 0) {
+    if (rel.empty()) return Error::fromErrno("watch " + abs);
+    return okStatus();
+  }
+  dirs[wd] = rel;
+  DIR* d = ::opendir(abs.c_str());
+  if (!d) return okStatus();
+  std::vector<std::string> subdirs;
+  while (auto* e = ::readdir(d)) {
+    std::string n = e->d_name;
+    if (n == "." || n == "..") continue;
+    if (e->d_type == DT_DIR) subdirs.push_back(n);
+  }
+  ::closedir(d);
+  for (const auto& n : subdirs) {
+    Status s =
+        watchTree(fd, abs == "/" ? "/" + n : abs + "/" + n, rel.empty() ? n : rel + "/" + n, dirs);
+    if (!s.ok()) return s;
+  }
+  return okStatus();
+}
+}  // namespace
+
+void Files::startWatchTree(uint32_t stream, const Frame& f) {
+  auto m = agentproto::decodeMsg<agentproto::WatchTreeMsg>(f.payload);
+  if (!m.ok()) return ch_.sendError(stream, m.error());
+  if (Status c = checkPath(m->path); !c.ok()) return ch_.sendError(stream, c.error());
+  int fd = ::inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+  if (fd < 0) return ch_.sendError(stream, Error::fromErrno("inotify_init"));
+  Op op{Kind::kWatch};
+  op.tree = true;
+  op.root = m->path;
+  if (Status s = watchTree(fd, m->path, "", op.dirs); !s.ok()) {
+    ::close(fd);
+    return ch_.sendError(stream, s.error());
+  }
+  op.fd = fd;
+  ops_[stream] = std::move(op);
   ch_.sendMsg(stream, agentproto::WatchEventMsg{0, ""});
 }
 
@@ -335,6 +421,25 @@ void Files::readWatch(uint32_t stream, Op& op) {
     if (ev->mask & IN_ATTRIB) m.kind |= W::kAttrib;
     if (ev->mask & IN_Q_OVERFLOW) m.kind |= W::kOverflow;
     if (ev->len) m.name = std::string(ev->name, strnlen(ev->name, ev->len)).substr(0, 255);
+    if (op.tree) {
+      auto dir = op.dirs.find(ev->wd);
+      if (dir == op.dirs.end()) continue;
+      if (ev->mask & IN_IGNORED) {
+        op.dirs.erase(dir);
+        continue;
+      }
+      // The root's own removal is reported once, not per directory below.
+      if ((ev->mask & (IN_DELETE_SELF | IN_MOVE_SELF)) && !dir->second.empty()) continue;
+      std::string rel = dir->second.empty() ? m.name
+                        : m.name.empty()    ? dir->second
+                                            : dir->second + "/" + m.name;
+      // A directory made (or moved in) below is watched too.
+      if ((ev->mask & IN_ISDIR) && (ev->mask & (IN_CREATE | IN_MOVED_TO)) && !m.name.empty()) {
+        std::string abs = (op.root == "/" ? "" : op.root) + "/" + rel;
+        (void)watchTree(op.fd, abs, rel, op.dirs);
+      }
+      m.name = rel.substr(0, agentproto::kMaxPath);
+    }
     if (m.kind) ch_.sendMsg(stream, m);
   }
 }

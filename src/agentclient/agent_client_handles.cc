@@ -209,13 +209,24 @@ asio::awaitable<Result<std::optional<std::string>>> FileReader::read() {
 }
 
 asio::awaitable<Result<std::unique_ptr<FileWriter>>> AgentClient::writeFile(WriteFileOptions o) {
-  agentproto::WriteFileMsg m;
-  m.path = o.path;
-  m.mode = o.mode;
-  m.uid = o.uid.value_or(agentproto::kNoOwner);
-  m.gid = o.gid.value_or(agentproto::kNoOwner);
-  VESSEL_CO_ASSIGN_OR_RETURN(auto s, open(internal::kWrite, m));
-  co_return std::make_unique<FileWriter>(shared_from_this(), std::move(s));
+  auto fill = [&](auto& m) {
+    m.path = o.path;
+    m.mode = o.mode;
+    m.uid = o.uid.value_or(agentproto::kNoOwner);
+    m.gid = o.gid.value_or(agentproto::kNoOwner);
+  };
+  Result<std::shared_ptr<Stream>> s = Error(Code::kInternal, "unset");
+  if (o.in_place) {
+    agentproto::WriteFileInPlaceMsg m;
+    fill(m);
+    s = open(internal::kWrite, m);
+  } else {
+    agentproto::WriteFileMsg m;
+    fill(m);
+    s = open(internal::kWrite, m);
+  }
+  if (!s.ok()) co_return std::move(s).error();
+  co_return std::make_unique<FileWriter>(shared_from_this(), std::move(*s));
 }
 
 FileWriter::FileWriter(std::shared_ptr<AgentClient> c, std::shared_ptr<Stream> s)
@@ -285,8 +296,11 @@ asio::awaitable<Status> AgentClient::rename(std::string from, std::string to) {
   co_return co_await std::move(op);
 }
 
-asio::awaitable<Result<std::unique_ptr<Watch>>> AgentClient::watch(std::string path) {
-  VESSEL_CO_ASSIGN_OR_RETURN(auto s, open(internal::kWatch, agentproto::WatchMsg{std::move(path)}));
+asio::awaitable<Result<std::unique_ptr<Watch>>> AgentClient::watch(std::string path,
+                                                                   bool recursive) {
+  auto opened = recursive ? open(internal::kWatch, agentproto::WatchTreeMsg{std::move(path)})
+                          : open(internal::kWatch, agentproto::WatchMsg{std::move(path)});
+  VESSEL_CO_ASSIGN_OR_RETURN(auto s, std::move(opened));
   auto w = std::make_unique<Watch>(shared_from_this(), s);
   // The first event (kind 0) says the watch is in place.
   VESSEL_CO_ASSIGN_OR_RETURN(WatchEvent first, co_await w->next());

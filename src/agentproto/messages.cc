@@ -42,6 +42,8 @@ std::string_view msgTypeName(MsgType t) {
     case MsgType::kRename: return "Rename";
     case MsgType::kWatch: return "Watch";
     case MsgType::kWatchEvent: return "WatchEvent";
+    case MsgType::kWriteFileInPlace: return "WriteFileInPlace";
+    case MsgType::kWatchTree: return "WatchTree";
   }
   return "unknown";
 }
@@ -137,6 +139,8 @@ Status validatePayload(MsgType type, std::string_view p) {
     case MsgType::kRename: return check<RenameMsg>(p);
     case MsgType::kWatch: return check<WatchMsg>(p);
     case MsgType::kWatchEvent: return check<WatchEventMsg>(p);
+    case MsgType::kWriteFileInPlace: return check<WriteFileInPlaceMsg>(p);
+    case MsgType::kWatchTree: return check<WatchTreeMsg>(p);
   }
   return Error(Code::kProtocol,
                "agent frame of unknown type " + std::to_string(static_cast<unsigned>(type)));

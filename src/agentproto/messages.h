@@ -410,6 +410,34 @@ struct RenameMsg {
   }
 };
 
+// A write into the file itself (opened with O_TRUNC, created if missing),
+// not a temporary renamed into place: inotify watchers see a write, as
+// with any program writing the file. Not atomic: a failed transfer leaves
+// what was written so far. A file it creates gets `mode` and the owner.
+struct WriteFileInPlaceMsg {
+  static constexpr MsgType kType = MsgType::kWriteFileInPlace;
+  std::string path;
+  uint32_t mode = 0644;
+  uint32_t uid = kNoOwner;
+  uint32_t gid = kNoOwner;
+  template <typename S, typename V>
+  static bool visit(S& s, V& v) {
+    return v.str(s.path, kMaxPath) && v.num(s.mode) && v.num(s.uid) && v.num(s.gid);
+  }
+};
+
+// Like Watch, over the directory and every directory below it (those made
+// later included, up to kMaxWatchDirs); event names are relative paths.
+constexpr uint32_t kMaxWatchDirs = 8192;
+struct WatchTreeMsg {
+  static constexpr MsgType kType = MsgType::kWatchTree;
+  std::string path;
+  template <typename S, typename V>
+  static bool visit(S& s, V& v) {
+    return v.str(s.path, kMaxPath);
+  }
+};
+
 struct WatchMsg {
   static constexpr MsgType kType = MsgType::kWatch;
   std::string path;
@@ -427,7 +455,7 @@ struct WatchEventMsg {
   std::string name;
   template <typename S, typename V>
   static bool visit(S& s, V& v) {
-    return v.num(s.kind) && v.str(s.name, 255);
+    return v.num(s.kind) && v.str(s.name, kMaxPath);  // a tree watch's relative path
   }
 };
 

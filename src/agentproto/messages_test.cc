@@ -39,6 +39,31 @@ TEST(MessagesTest, ListEntriesRoundTrip) {
   EXPECT_EQ(d->entries[0].stat.mtime_ns, -4);
 }
 
+TEST(MessagesTest, ExtensionsRoundTrip) {
+  WriteFileInPlaceMsg w{"/home/user/a", 0600, 1000, 1000};
+  auto p = encodeMsg(w);
+  ASSERT_TRUE(p.ok());
+  ASSERT_TRUE(validatePayload(MsgType::kWriteFileInPlace, *p).ok());
+  auto d = decodeMsg<WriteFileInPlaceMsg>(*p);
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(d->path, "/home/user/a");
+  EXPECT_EQ(d->mode, 0600u);
+  EXPECT_EQ(d->uid, 1000u);
+  EXPECT_FALSE(decodeMsg<WriteFileInPlaceMsg>(p->substr(0, p->size() - 1)).ok());
+  WatchTreeMsg t{"/srv"};
+  auto tp = encodeMsg(t);
+  ASSERT_TRUE(tp.ok());
+  ASSERT_TRUE(validatePayload(MsgType::kWatchTree, *tp).ok());
+  EXPECT_EQ(decodeMsg<WatchTreeMsg>(*tp)->path, "/srv");
+  EXPECT_FALSE(encodeMsg(WatchTreeMsg{std::string(kMaxPath + 1, 'a')}).ok());
+  // Tree watches name events by relative path, longer than one name.
+  WatchEventMsg e{WatchEventMsg::kCreate, std::string(300, 'd') + "/f"};
+  auto ep = encodeMsg(e);
+  ASSERT_TRUE(ep.ok());
+  EXPECT_EQ(decodeMsg<WatchEventMsg>(*ep)->name.size(), 302u);
+  EXPECT_EQ(msgTypeName(MsgType::kWatchTree), "WatchTree");
+}
+
 TEST(MessagesTest, RejectsTrailingTruncatedAndOverCap) {
   auto p = *encodeMsg(SignalMsg{7, 9});
   EXPECT_FALSE(decodeMsg<SignalMsg>(p + "x").ok());

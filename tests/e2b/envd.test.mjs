@@ -125,16 +125,21 @@ test('files: write, read, list, exists, rename, remove, makeDir', async () => {
   assert.equal(await sbx.files.read('z.txt', { gzip: true }), 'zipped')
 })
 
-test('files: watch a directory', async () => {
-  await sbx.files.makeDir('w')
+test('files: watch a directory, recursively, and see writes as writes', async () => {
+  await sbx.files.makeDir('w/deep')
+  await sbx.files.write('w/deep/old.txt', 'x')
   const events = []
-  const h = await sbx.files.watchDir('w', (e) => events.push(e))
+  const h = await sbx.files.watchDir('w', (e) => events.push(e), { recursive: true })
   await sbx.files.write('w/new.txt', 'x')
+  await sbx.files.write('w/deep/old.txt', 'y')
   const deadline = Date.now() + 30_000
-  while (!events.some((e) => e.name === 'new.txt') && Date.now() < deadline)
+  const seen = (name, type) => events.some((e) => e.name === name && e.type === type)
+  while (!(seen('new.txt', 'write') && seen('deep/old.txt', 'write')) && Date.now() < deadline)
     await new Promise((r) => setTimeout(r, 100))
   await h.stop()
-  assert.ok(events.some((e) => e.name === 'new.txt'), JSON.stringify(events))
+  assert.ok(seen('new.txt', 'create'), JSON.stringify(events))
+  assert.ok(seen('new.txt', 'write'), JSON.stringify(events))
+  assert.ok(seen('deep/old.txt', 'write'), JSON.stringify(events))
 })
 
 test('signed URLs work with no token and no sandbox header', async () => {

@@ -18,6 +18,7 @@
 #include <boost/asio/write.hpp>
 #include <boost/json.hpp>
 #include <filesystem>
+#include <thread>
 
 #include "agentclient/testing/agent_harness.h"
 #include "e2b/envd/connect.h"
@@ -402,6 +403,41 @@ TEST_F(EnvdTest, FilesRoundTripMultipartOctetGzipAndSignedUrls) {
                     20s);
   ASSERT_TRUE(bad.ok());
   EXPECT_EQ(bad->status, 401);
+}
+
+TEST_F(EnvdTest, RecursiveWatcherSeesUploadsAsWritesBelow) {
+  std::filesystem::create_directories(dir_ + "/sub");
+  auto cw = unary("/filesystem.Filesystem/CreateWatcher",
+                  json::object{{"path", dir_}, {"recursive", true}}, kRoot);
+  ASSERT_TRUE(cw.ok());
+  ASSERT_EQ(cw->status, 200) << cw->body;
+  std::string id(json::parse(cw->body).as_object().at("watcherId").as_string());
+  std::filesystem::create_directories(dir_ + "/sub/later");  // watched once made
+  std::string all;
+  auto poll = [&](const std::string& want) {
+    for (int i = 0; i < 100 && all.find(want) == std::string::npos; ++i) {
+      auto ev = unary("/filesystem.Filesystem/GetWatcherEvents", json::object{{"watcherId", id}});
+      ASSERT_TRUE(ev.ok());
+      ASSERT_EQ(ev->status, 200) << ev->body;
+      all += ev->body;
+      std::this_thread::sleep_for(50ms);
+    }
+  };
+  poll("\"name\":\"sub/later\"");  // the new directory is watched from here on
+  auto up = runFor(io_,
+                   request(server_.port(),
+                           headers("POST", "/files?username=root&path=" + dir_ + "/sub/later/f.txt",
+                                   "application/octet-stream"),
+                           "abc"),
+                   20s);
+  ASSERT_TRUE(up.ok());
+  ASSERT_EQ(up->status, 200) << up->body;
+  poll("EVENT_TYPE_WRITE");
+  EXPECT_THAT(all, HasSubstr("\"name\":\"sub/later/f.txt\",\"type\":\"EVENT_TYPE_WRITE\""));
+  EXPECT_THAT(all, HasSubstr("\"name\":\"sub/later\""));
+  auto rm = unary("/filesystem.Filesystem/RemoveWatcher", json::object{{"watcherId", id}});
+  ASSERT_TRUE(rm.ok());
+  EXPECT_EQ(rm->status, 200);
 }
 
 TEST_F(EnvdTest, FilesystemServiceStatListMoveRemove) {

@@ -313,11 +313,14 @@ asio::awaitable<Response> Services::postFile(const Request& req) {
         static_cast<agentproto::FileType>(existing->type) == agentproto::FileType::kDir)
       co_return filesError(req,
                            Error(Code::kInvalidArgument, "path '" + *path + "' is a directory"));
+    // In place, as envd writes: watchers see a write, and an existing file
+    // keeps its mode and owner.
     agentclient::WriteFileOptions wo;
     wo.path = *path;
-    wo.mode = existing.ok() ? (existing->mode & 07777) : 0644;
+    wo.mode = 0644;
     wo.uid = user->uid;
     wo.gid = user->gid;
+    wo.in_place = true;
     auto w = co_await t->agent->writeFile(wo);
     if (!w.ok()) co_return filesError(req, fromGuest(w.error()));
     for (size_t off = 0; off < data.size(); off += 1 << 20) {

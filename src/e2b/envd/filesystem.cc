@@ -204,10 +204,9 @@ asio::awaitable<Response> Services::filesystemUnary(const Request& req, std::str
   if (method == "CreateWatcher") {
     auto path = pathArg(in, *user);
     if (!path.ok()) co_return unaryError(req, path.error());
-    if (auto* r = field(in, "recursive"); r && r->is_bool() && r->as_bool())
-      co_return unaryError(req, Error(Code::kInvalidArgument,
-                                      "recursive watches are not supported by this envd yet"));
-    auto w = co_await agent.watch(*path);
+    bool recursive = false;
+    if (auto* r = field(in, "recursive"); r && r->is_bool()) recursive = r->as_bool();
+    auto w = co_await agent.watch(*path, recursive);
     if (!w.ok()) co_return unaryError(req, fromGuest(w.error()));
     auto watcher = std::make_shared<Watcher>();
     watcher->sandbox_id = t->sandbox_id;
@@ -273,9 +272,8 @@ asio::awaitable<std::optional<Response>> Services::watchDir(const Request& req,
   if (!user.ok()) co_return streamError(req, user.error());
   auto path = pathArg(*body, *user);
   if (!path.ok()) co_return streamError(req, path.error());
-  if (auto* r = field(*body, "recursive"); r && r->is_bool() && r->as_bool())
-    co_return unaryError(
-        req, Error(Code::kInvalidArgument, "recursive watches are not supported by this envd yet"));
+  bool recursive = false;
+  if (auto* r = field(*body, "recursive"); r && r->is_bool()) recursive = r->as_bool();
   auto deadline = connectTimeout(req);
   if (!deadline.ok()) co_return streamError(req, deadline.error());
   auto keepalive = keepaliveInterval(req);
@@ -284,7 +282,7 @@ asio::awaitable<std::optional<Response>> Services::watchDir(const Request& req,
   if (static_cast<FileType>(st->type) != FileType::kDir)
     co_return streamError(req,
                           Error(Code::kInvalidArgument, "path " + *path + " is not a directory"));
-  auto w = co_await t->agent->watch(*path);
+  auto w = co_await t->agent->watch(*path, recursive);
   if (!w.ok()) co_return streamError(req, fromGuest(w.error()));
   std::shared_ptr<agentclient::Watch> watch(std::move(*w));
 
