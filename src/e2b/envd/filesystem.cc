@@ -34,6 +34,9 @@ struct Watcher {
 namespace {
 
 constexpr size_t kMaxWatcherEvents = 4096;
+// Polled watchers live until removed: a client that never removes them is
+// bounded per sandbox.
+constexpr size_t kMaxWatchersPerSandbox = 64;
 
 std::string ownerName(uint32_t id) {
   if (id == 0) return "root";
@@ -206,6 +209,19 @@ asio::awaitable<Response> Services::filesystemUnary(const Request& req, std::str
     if (!path.ok()) co_return unaryError(req, path.error());
     bool recursive = false;
     if (auto* r = field(in, "recursive"); r && r->is_bool()) recursive = r->as_bool();
+    size_t mine = 0;
+    for (auto it = watchers.begin(); it != watchers.end();) {
+      // Watchers whose sandbox's agent went away are dropped here.
+      if (it->second->failed && it->second->events.empty()) {
+        it = watchers.erase(it);
+        continue;
+      }
+      if (it->second->sandbox_id == t->sandbox_id) ++mine;
+      ++it;
+    }
+    if (mine >= kMaxWatchersPerSandbox)
+      co_return unaryError(req, Error(Code::kResourceExhausted,
+                                      "too many watchers on this sandbox; remove some first"));
     auto w = co_await agent.watch(*path, recursive);
     if (!w.ok()) co_return unaryError(req, fromGuest(w.error()));
     auto watcher = std::make_shared<Watcher>();

@@ -40,6 +40,8 @@ void decodeAll(std::string_view p) {
   (void)decodeMsg<RenameMsg>(p);
   (void)decodeMsg<WatchMsg>(p);
   (void)decodeMsg<WatchEventMsg>(p);
+  (void)decodeMsg<WriteFileInPlaceMsg>(p);
+  (void)decodeMsg<WatchTreeMsg>(p);
 }
 
 }  // namespace
