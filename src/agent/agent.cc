@@ -160,7 +160,9 @@ void Agent::onRequest(Frame& f) {
     case MsgType::kRename:
     case MsgType::kWatch:
     case MsgType::kWriteFileInPlace:
-    case MsgType::kWatchTree: return files_.request(s, f);
+    case MsgType::kWatchTree:
+    case MsgType::kSetXattrs:
+    case MsgType::kGetXattrs: return files_.request(s, f);
     default:
       return ch_.sendError(
           s, Error(Code::kInvalidArgument,

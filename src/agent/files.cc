@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <sys/inotify.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -115,6 +116,52 @@ Status walk(const std::string& abs, const std::string& rel, uint32_t level, uint
   return okStatus();
 }
 
+// The names of `path`'s attributes under `prefix`.
+Result<std::vector<std::string>> xattrNames(const std::string& path, const std::string& prefix) {
+  std::string buf(64 * 1024, '\0');
+  ssize_t n = ::llistxattr(path.c_str(), buf.data(), buf.size());
+  if (n < 0) return Error::fromErrno("listxattr " + path);
+  std::vector<std::string> out;
+  for (size_t i = 0; i < static_cast<size_t>(n);) {
+    std::string name(buf.data() + i);
+    i += name.size() + 1;
+    if (name.size() > prefix.size() && name.compare(0, prefix.size(), prefix) == 0)
+      out.push_back(std::move(name));
+  }
+  return out;
+}
+
+Result<std::vector<agentproto::Xattr>> getXattrs(const std::string& path,
+                                                 const std::string& prefix) {
+  VESSEL_ASSIGN_OR_RETURN(auto names, xattrNames(path, prefix));
+  std::vector<agentproto::Xattr> out;
+  for (const auto& n : names) {
+    if (out.size() >= agentproto::kMaxXattrs) break;
+    std::string v(4096, '\0');
+    ssize_t len = ::lgetxattr(path.c_str(), n.c_str(), v.data(), v.size());
+    if (len < 0) continue;  // removed meanwhile, or too large for the protocol
+    v.resize(static_cast<size_t>(len));
+    std::string short_name = n.substr(prefix.size());
+    if (short_name.size() > 255) continue;
+    out.push_back({std::move(short_name), std::move(v)});
+  }
+  return out;
+}
+
+Status setXattrs(const agentproto::SetXattrsMsg& m) {
+  if (m.prefix.empty()) return Error(Code::kInvalidArgument, "setxattrs: empty prefix");
+  VESSEL_ASSIGN_OR_RETURN(auto names, xattrNames(m.path, m.prefix));
+  for (const auto& n : names)
+    if (::lremovexattr(m.path.c_str(), n.c_str()) != 0 && errno != ENODATA)
+      return Error::fromErrno("removexattr " + m.path);
+  for (const auto& a : m.attrs) {
+    std::string name = m.prefix + a.name;
+    if (::lsetxattr(m.path.c_str(), name.c_str(), a.value.data(), a.value.size(), 0) != 0)
+      return Error::fromErrno("setxattr " + m.path + " " + name);
+  }
+  return okStatus();
+}
+
 }  // namespace
 
 void Files::request(uint32_t stream, const Frame& f) {
@@ -140,6 +187,22 @@ void Files::simple(uint32_t stream, const Frame& f) {
       if (::lstat(m->path.c_str(), &st) != 0)
         return ch_.sendError(stream, Error::fromErrno("stat " + m->path));
       ch_.sendMsg(stream, agentproto::StatResultMsg{toStat(st, m->path)});
+      return ch_.sendOk(stream);
+    }
+    case MsgType::kSetXattrs: {
+      auto m = agentproto::decodeMsg<agentproto::SetXattrsMsg>(f.payload);
+      if (!m.ok()) return ch_.sendError(stream, m.error());
+      s = checkPath(m->path);
+      if (s.ok()) s = setXattrs(*m);
+      break;
+    }
+    case MsgType::kGetXattrs: {
+      auto m = agentproto::decodeMsg<agentproto::GetXattrsMsg>(f.payload);
+      if (!m.ok()) return ch_.sendError(stream, m.error());
+      if (Status c = checkPath(m->path); !c.ok()) return ch_.sendError(stream, c.error());
+      auto attrs = getXattrs(m->path, m->prefix);
+      if (!attrs.ok()) return ch_.sendError(stream, attrs.error());
+      ch_.sendMsg(stream, agentproto::XattrsResultMsg{std::move(*attrs)});
       return ch_.sendOk(stream);
     }
     case MsgType::kMkdir: {

@@ -31,7 +31,8 @@ bool allowed(const Stream& s, MsgType t) {
     case MsgType::kError: return true;
     case MsgType::kOk:
       if (s.kind == internal::kProcess) return s.started;
-      if (s.kind == internal::kPing || s.kind == internal::kStat) return s.replies == 1;
+      if (s.kind == internal::kPing || s.kind == internal::kStat || s.kind == internal::kXattrs)
+        return s.replies == 1;
       if (s.kind == internal::kWatch) return s.replies >= 1;
       return true;
     case MsgType::kExecStarted: return s.kind == internal::kProcess && !s.started;
@@ -40,6 +41,7 @@ bool allowed(const Stream& s, MsgType t) {
     case MsgType::kExit: return s.kind == internal::kProcess && s.started;
     case MsgType::kPong: return s.kind == internal::kPing && s.replies == 0;
     case MsgType::kStatResult: return s.kind == internal::kStat && s.replies == 0;
+    case MsgType::kXattrsResult: return s.kind == internal::kXattrs && s.replies == 0;
     case MsgType::kProcList: return s.kind == internal::kProcList;
     case MsgType::kListEntries: return s.kind == internal::kList;
     case MsgType::kFileData: return s.kind == internal::kRead;

@@ -228,6 +228,12 @@ class AgentClient : public std::enable_shared_from_this<AgentClient> {
   asio::awaitable<Status> mkdir(std::string path, uint32_t mode = 0755, bool parents = true);
   asio::awaitable<Status> remove(std::string path, bool recursive = false);
   asio::awaitable<Status> rename(std::string from, std::string to);
+  // Extended attributes under `prefix` (names without it): set replaces
+  // them all (agentproto::SetXattrsMsg).
+  asio::awaitable<Status> setXattrs(std::string path, std::string prefix,
+                                    std::vector<agentproto::Xattr> attrs);
+  asio::awaitable<Result<std::vector<agentproto::Xattr>>> getXattrs(std::string path,
+                                                                    std::string prefix);
   // `recursive`: the whole tree below path (agentproto::WatchTreeMsg); event
   // names are then paths relative to it.
   asio::awaitable<Result<std::unique_ptr<Watch>>> watch(std::string path, bool recursive = false);

@@ -264,6 +264,23 @@ asio::awaitable<Result<agentproto::FileStat>> AgentClient::stat(std::string path
   co_return m->stat;
 }
 
+asio::awaitable<Status> AgentClient::setXattrs(std::string path, std::string prefix,
+                                               std::vector<agentproto::Xattr> attrs) {
+  agentproto::SetXattrsMsg m{std::move(path), std::move(prefix), std::move(attrs)};
+  auto op = callStatus(internal::kSimple, std::move(m));
+  co_return co_await std::move(op);
+}
+
+asio::awaitable<Result<std::vector<agentproto::Xattr>>> AgentClient::getXattrs(std::string path,
+                                                                               std::string prefix) {
+  auto op = call(internal::kXattrs, agentproto::GetXattrsMsg{std::move(path), std::move(prefix)});
+  VESSEL_CO_ASSIGN_OR_RETURN(auto frames, co_await std::move(op));
+  if (frames.size() != 1) co_return Error(Code::kProtocol, name_ + ": getxattrs without a result");
+  auto m = agentproto::decodeMsg<agentproto::XattrsResultMsg>(frames[0].payload);
+  if (!m.ok()) co_return std::move(m).error();
+  co_return std::move(m->attrs);
+}
+
 asio::awaitable<Result<std::vector<agentproto::ListEntry>>> AgentClient::list(std::string path,
                                                                               uint32_t depth) {
   auto op = call(internal::kList, agentproto::ListMsg{std::move(path), depth});

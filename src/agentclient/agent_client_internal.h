@@ -16,7 +16,7 @@ using agentproto::MsgType;
 namespace internal {
 
 // What a stream was opened for decides which frames the guest may send on it.
-enum Kind { kSimple, kPing, kStat, kProcList, kList, kProcess, kRead, kWrite, kWatch };
+enum Kind { kSimple, kPing, kStat, kProcList, kList, kProcess, kRead, kWrite, kWatch, kXattrs };
 
 struct Stream {
   explicit Stream(const asio::any_io_executor& ex)

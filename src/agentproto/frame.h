@@ -74,6 +74,9 @@ enum class MsgType : uint16_t {
   // Protocol 1 extensions (issue 12); an agent without them answers Error.
   kWriteFileInPlace = 61,
   kWatchTree = 62,
+  kSetXattrs = 63,
+  kGetXattrs = 64,
+  kXattrsResult = 65,
 };
 
 // Flow control: every frame on a non-zero stream except Credit and Cancel

@@ -44,6 +44,9 @@ std::string_view msgTypeName(MsgType t) {
     case MsgType::kWatchEvent: return "WatchEvent";
     case MsgType::kWriteFileInPlace: return "WriteFileInPlace";
     case MsgType::kWatchTree: return "WatchTree";
+    case MsgType::kSetXattrs: return "SetXattrs";
+    case MsgType::kGetXattrs: return "GetXattrs";
+    case MsgType::kXattrsResult: return "XattrsResult";
   }
   return "unknown";
 }
@@ -141,6 +144,9 @@ Status validatePayload(MsgType type, std::string_view p) {
     case MsgType::kWatchEvent: return check<WatchEventMsg>(p);
     case MsgType::kWriteFileInPlace: return check<WriteFileInPlaceMsg>(p);
     case MsgType::kWatchTree: return check<WatchTreeMsg>(p);
+    case MsgType::kSetXattrs: return check<SetXattrsMsg>(p);
+    case MsgType::kGetXattrs: return check<GetXattrsMsg>(p);
+    case MsgType::kXattrsResult: return check<XattrsResultMsg>(p);
   }
   return Error(Code::kProtocol,
                "agent frame of unknown type " + std::to_string(static_cast<unsigned>(type)));

@@ -438,6 +438,51 @@ struct WatchTreeMsg {
   }
 };
 
+// Extended attributes under one prefix (e.g. "user.e2b." for E2B's file
+// metadata); names travel without the prefix.
+constexpr size_t kMaxXattrs = 256;
+struct Xattr {
+  std::string name;
+  std::string value;
+  template <typename S, typename V>
+  static bool visit(S& s, V& v) {
+    return v.str(s.name, 255) && v.str(s.value, 4096);
+  }
+};
+
+// Replaces every attribute of `path` under `prefix` with `attrs` (none:
+// removes them all); symlinks are not followed.
+struct SetXattrsMsg {
+  static constexpr MsgType kType = MsgType::kSetXattrs;
+  std::string path;
+  std::string prefix;
+  std::vector<Xattr> attrs;
+  template <typename S, typename V>
+  static bool visit(S& s, V& v) {
+    return v.str(s.path, kMaxPath) && v.str(s.prefix, 64) && v.list(s.attrs, kMaxXattrs);
+  }
+};
+
+// The attributes of `path` under `prefix`: one XattrsResult, then Ok.
+struct GetXattrsMsg {
+  static constexpr MsgType kType = MsgType::kGetXattrs;
+  std::string path;
+  std::string prefix;
+  template <typename S, typename V>
+  static bool visit(S& s, V& v) {
+    return v.str(s.path, kMaxPath) && v.str(s.prefix, 64);
+  }
+};
+
+struct XattrsResultMsg {
+  static constexpr MsgType kType = MsgType::kXattrsResult;
+  std::vector<Xattr> attrs;
+  template <typename S, typename V>
+  static bool visit(S& s, V& v) {
+    return v.list(s.attrs, kMaxXattrs);
+  }
+};
+
 struct WatchMsg {
   static constexpr MsgType kType = MsgType::kWatch;
   std::string path;

@@ -62,6 +62,25 @@ TEST(MessagesTest, ExtensionsRoundTrip) {
   ASSERT_TRUE(ep.ok());
   EXPECT_EQ(decodeMsg<WatchEventMsg>(*ep)->name.size(), 302u);
   EXPECT_EQ(msgTypeName(MsgType::kWatchTree), "WatchTree");
+  SetXattrsMsg sx{"/f", "user.e2b.", {{"k", "v"}, {"empty", ""}}};
+  auto sp = encodeMsg(sx);
+  ASSERT_TRUE(sp.ok());
+  ASSERT_TRUE(validatePayload(MsgType::kSetXattrs, *sp).ok());
+  auto sd = decodeMsg<SetXattrsMsg>(*sp);
+  ASSERT_TRUE(sd.ok());
+  ASSERT_EQ(sd->attrs.size(), 2u);
+  EXPECT_EQ(sd->attrs[0].value, "v");
+  EXPECT_EQ(sd->prefix, "user.e2b.");
+  SetXattrsMsg big{"/f", "p", {}};
+  big.attrs.resize(kMaxXattrs + 1);
+  EXPECT_FALSE(encodeMsg(big).ok());
+  EXPECT_FALSE(encodeMsg(SetXattrsMsg{"/f", "p", {{std::string(256, 'k'), ""}}}).ok());
+  XattrsResultMsg r{{{"a", std::string(4096, 'x')}}};
+  auto rp = encodeMsg(r);
+  ASSERT_TRUE(rp.ok());
+  ASSERT_TRUE(validatePayload(MsgType::kXattrsResult, *rp).ok());
+  EXPECT_EQ(decodeMsg<XattrsResultMsg>(*rp)->attrs[0].value.size(), 4096u);
+  EXPECT_TRUE(validatePayload(MsgType::kGetXattrs, *encodeMsg(GetXattrsMsg{"/f", "user."})).ok());
 }
 
 TEST(MessagesTest, RejectsTrailingTruncatedAndOverCap) {

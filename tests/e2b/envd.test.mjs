@@ -120,6 +120,14 @@ test('files: write, read, list, exists, rename, remove, makeDir', async () => {
   const info2 = await sbx.files.getInfo('made')
   assert.equal(info2.type, 'dir')
   await assert.rejects(sbx.files.read('nope.txt'), /not exist|not found/i)
+  // metadata: stored as xattrs, returned by getInfo and list, replaced by each upload
+  const withMd = await sbx.files.write('md.txt', 'm', { metadata: { owner: 'team-a', Stage: 'dev' } })
+  assert.deepEqual(withMd.metadata, { owner: 'team-a', stage: 'dev' })
+  assert.deepEqual((await sbx.files.getInfo('md.txt')).metadata, { owner: 'team-a', stage: 'dev' })
+  const listedMd = (await sbx.files.list('.')).find((e) => e.name === 'md.txt')
+  assert.deepEqual(listedMd.metadata, { owner: 'team-a', stage: 'dev' })
+  await sbx.files.write('md.txt', 'm2')
+  assert.deepEqual((await sbx.files.getInfo('md.txt')).metadata ?? {}, {})
   // gzip both ways
   await sbx.files.write('z.txt', 'zipped', { gzip: true })
   assert.equal(await sbx.files.read('z.txt', { gzip: true }), 'zipped')

@@ -149,6 +149,14 @@ Result<std::string> base64Decode(std::string_view in) {
   return out;
 }
 
+asio::awaitable<json::object> metadataOf(agentclient::AgentClient& agent, const std::string& path) {
+  json::object out;
+  auto attrs = co_await agent.getXattrs(path, kMetadataPrefix);
+  if (attrs.ok())
+    for (auto& a : *attrs) out[a.name] = a.value;
+  co_return out;
+}
+
 Error fromGuest(const Error& e) {
   switch (e.sysErrno()) {
     case ENOENT: return Error(Code::kNotFound, e.context(), e.sysErrno());

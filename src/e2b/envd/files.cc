@@ -124,6 +124,38 @@ Result<std::string> gunzip(std::string_view in) {
   return out;
 }
 
+bool printable(std::string_view s) {
+  for (unsigned char c : s)
+    if (c < 0x20 || c > 0x7e) return false;
+  return true;
+}
+
+// `X-Metadata-<key>: <value>` headers as envd.yaml has them: keys
+// lowercased, printable ASCII, a key at most 246 bytes, at most 4096 bytes
+// in all (the prefix counted per key), the first of a repeated key wins.
+Result<std::vector<agentproto::Xattr>> metadataHeaders(const Request& req) {
+  std::vector<agentproto::Xattr> out;
+  size_t total = 0;
+  for (const auto& h : req) {
+    std::string_view n = h.name_string();
+    if (n.size() <= 11 || strncasecmp(n.data(), "X-Metadata-", 11) != 0) continue;
+    std::string key(n.substr(11));
+    for (auto& c : key) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    std::string_view value = h.value();
+    if (!printable(key) || !printable(value))
+      return Error(Code::kInvalidArgument, "metadata keys and values must be printable ASCII");
+    if (key.size() > 246)
+      return Error(Code::kInvalidArgument, "metadata key longer than 246 bytes");
+    bool seen = false;
+    for (const auto& a : out) seen = seen || a.name == key;
+    if (seen) continue;
+    total += std::string_view(kMetadataPrefix).size() + key.size() + value.size();
+    if (total > 4096) return Error(Code::kInvalidArgument, "metadata larger than 4096 bytes");
+    out.push_back({std::move(key), std::string(value)});
+  }
+  return out;
+}
+
 }  // namespace
 
 // The target of a /files request: by header or Host and token, else by a
@@ -246,13 +278,8 @@ asio::awaitable<Response> Services::postFile(const Request& req) {
   if (q->count("username")) t->user = (*q)["username"];
   auto user = userInfo(t->user);
   if (!user.ok()) co_return filesError(req, user.error());
-  for (const auto& h : req) {
-    std::string_view n = h.name_string();
-    if (n.size() > 11 && strncasecmp(n.data(), "X-Metadata-", 11) == 0)
-      co_return filesError(req,
-                           Error(Code::kInvalidArgument,
-                                 "file metadata (X-Metadata-*) is not supported by this envd yet"));
-  }
+  auto metadata = metadataHeaders(req);
+  if (!metadata.ok()) co_return filesError(req, metadata.error());
 
   // (path, content) of each file in the request.
   std::vector<std::pair<std::string, std::string>> files;
@@ -329,8 +356,17 @@ asio::awaitable<Response> Services::postFile(const Request& req) {
     }
     auto fin = co_await (*w)->finish();
     if (!fin.ok()) co_return filesError(req, fromGuest(fin.error()));
+    // Every upload replaces the file's metadata (none sent: none kept).
+    auto set = co_await t->agent->setXattrs(*path, kMetadataPrefix, *metadata);
+    if (!set.ok() && !metadata->empty()) co_return filesError(req, fromGuest(set.error()));
     std::string name = path->substr(path->find_last_of('/') + 1);
-    written.push_back(json::object{{"path", *path}, {"name", name}, {"type", "file"}});
+    json::object entry{{"path", *path}, {"name", name}, {"type", "file"}};
+    if (!metadata->empty()) {
+      json::object md;
+      for (const auto& a : *metadata) md[a.name] = a.value;
+      entry["metadata"] = std::move(md);
+    }
+    written.push_back(std::move(entry));
   }
   Response res{http::status::ok, req.version()};
   res.set(http::field::content_type, "application/json");

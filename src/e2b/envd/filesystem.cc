@@ -144,7 +144,10 @@ asio::awaitable<Response> Services::filesystemUnary(const Request& req, std::str
     if (method == "Stat") {
       auto st = co_await agent.stat(*path);
       if (!st.ok()) co_return unaryError(req, fromGuest(st.error()));
-      co_return unaryOk(req, json::object{{"entry", entryInfo(*st, *path)}});
+      json::object entry = entryInfo(*st, *path);
+      json::object md = co_await metadataOf(agent, *path);
+      if (!md.empty()) entry["metadata"] = std::move(md);
+      co_return unaryOk(req, json::object{{"entry", std::move(entry)}});
     }
     if (method == "Remove") {
       auto st = co_await agent.remove(*path, true);
@@ -187,9 +190,17 @@ asio::awaitable<Response> Services::filesystemUnary(const Request& req, std::str
     std::sort(listed->begin(), listed->end(),
               [](const auto& a, const auto& b) { return a.path < b.path; });
     json::array entries;
+    // Metadata costs a round trip per entry: only for listings of a
+    // reasonable size.
+    bool with_metadata = listed->size() <= 1000;
     for (const auto& e : *listed) {
       std::string full = (*path == "/" ? "" : *path) + "/" + e.path;
-      entries.push_back(entryInfo(e.stat, full));
+      json::object entry = entryInfo(e.stat, full);
+      if (with_metadata && static_cast<FileType>(e.stat.type) == FileType::kFile) {
+        json::object md = co_await metadataOf(agent, full);
+        if (!md.empty()) entry["metadata"] = std::move(md);
+      }
+      entries.push_back(std::move(entry));
     }
     co_return unaryOk(req, json::object{{"entries", std::move(entries)}});
   }

@@ -57,6 +57,12 @@ Result<json::object> parseObject(std::string_view body);
 std::string base64Encode(std::string_view in);
 Result<std::string> base64Decode(std::string_view in);
 
+// E2B's file metadata: xattrs under this prefix (filesystem.proto).
+inline constexpr const char* kMetadataPrefix = "user.e2b.";
+// The metadata of `path` as an EntryInfo `metadata` object; empty when it
+// has none or the guest cannot say (an agent without xattrs).
+asio::awaitable<json::object> metadataOf(agentclient::AgentClient& agent, const std::string& path);
+
 // Guest errors in envd's terms (ENOENT -> not_found, EEXIST -> already_exists...).
 Error fromGuest(const Error& e);
 

@@ -42,6 +42,9 @@ void decodeAll(std::string_view p) {
   (void)decodeMsg<WatchEventMsg>(p);
   (void)decodeMsg<WriteFileInPlaceMsg>(p);
   (void)decodeMsg<WatchTreeMsg>(p);
+  (void)decodeMsg<SetXattrsMsg>(p);
+  (void)decodeMsg<GetXattrsMsg>(p);
+  (void)decodeMsg<XattrsResultMsg>(p);
 }
 
 }  // namespace
