@@ -18,6 +18,8 @@
 #include <boost/asio/write.hpp>
 #include <boost/json.hpp>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <thread>
 
 #include "agentclient/testing/agent_harness.h"
@@ -313,6 +315,60 @@ TEST_F(EnvdTest, AProcessOutlivesItsStreamAndTakesInputWithNoneOpen) {
   EXPECT_THAT(all, HasSubstr(std::to_string(pid)));
   EXPECT_THAT(all, HasSubstr("Z290OmhpCg=="));  // "got:hi\n"
   EXPECT_THAT(all, HasSubstr("\"exitCode\":0"));
+}
+
+TEST_F(EnvdTest, StreamInputAppliesItsEnvelopesInOrderThenCloseStdin) {
+  std::string out = dir_ + "/stdin.txt";
+  // Start `cat` with stdin open and leave its stream once the pid is known.
+  auto detached = [&]() -> asio::awaitable<Result<int64_t>> {
+    auto ex = co_await asio::this_coro::executor;
+    asio::ip::tcp::socket s(ex);
+    co_await s.async_connect({asio::ip::make_address("127.0.0.1"), server_.port()},
+                             asio::as_tuple(asio::use_awaitable));
+    std::string body = encodeEnvelope(0, json::serialize(startReq("cat > " + out, true)));
+    std::string req = headers("POST", "/process.Process/Start", "application/connect+json", kRoot) +
+                      "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+    co_await asio::async_write(s, asio::buffer(req), asio::as_tuple(asio::use_awaitable));
+    std::string raw;
+    char buf[4096];
+    while (raw.find("\"pid\":") == std::string::npos) {
+      auto [ec, n] =
+          co_await s.async_read_some(asio::buffer(buf), asio::as_tuple(asio::use_awaitable));
+      if (ec) co_return Error(Code::kUnavailable, "stream closed early: " + raw);
+      raw.append(buf, n);
+    }
+    co_return static_cast<int64_t>(std::stol(raw.substr(raw.find("\"pid\":") + 6)));
+  };
+  auto pid = runFor(io_, detached(), 20s);
+  ASSERT_TRUE(pid.ok()) << pid.error().message();
+  json::object start{{"start", json::object{{"process", json::object{{"pid", *pid}}}}}};
+  json::object one{{"data", json::object{{"input", json::object{{"stdin", "b25lCg=="}}}}}};  // one
+  json::object two{{"data", json::object{{"input", json::object{{"stdin", "dHdvCg=="}}}}}};  // two
+  std::string body = encodeEnvelope(0, json::serialize(start)) +
+                     encodeEnvelope(0, json::serialize(one)) +
+                     encodeEnvelope(0, json::serialize(two)) + encodeEnvelope(kFlagEndStream, "{}");
+  auto r = runFor(
+      io_,
+      request(server_.port(),
+              headers("POST", "/process.Process/StreamInput", "application/connect+json"), body),
+      20s);
+  ASSERT_TRUE(r.ok());
+  ASSERT_EQ(r->status, 200) << r->body;
+  auto env = envelopes(r->body);
+  ASSERT_EQ(env.size(), 1u);
+  EXPECT_EQ(env[0].flags, kFlagEndStream);
+  auto close =
+      unary("/process.Process/CloseStdin", json::object{{"process", json::object{{"pid", *pid}}}});
+  ASSERT_TRUE(close.ok());
+  ASSERT_EQ(close->status, 200) << close->body;
+  std::string got;
+  for (int i = 0; i < 100 && got != "one\ntwo\n"; ++i) {
+    (void)unary("/process.Process/List", json::object());  // lets the io run
+    std::ifstream f(out);
+    got.assign(std::istreambuf_iterator<char>(f), {});
+    std::this_thread::sleep_for(20ms);
+  }
+  EXPECT_EQ(got, "one\ntwo\n");
 }
 
 TEST_F(EnvdTest, ConnectTimeoutBoundsStartedProcesses) {

@@ -103,7 +103,9 @@ Result<std::string> inputBytes(const json::object& input) {
 asio::awaitable<Response> Services::processUnary(const Request& req, std::string method) {
   auto t = target(req);
   if (!t.ok()) co_return unaryError(req, t.error());
-  auto body = parseObject(req.body());
+  // StreamInput's body is envelopes, every other method's one JSON object.
+  auto body =
+      method == "StreamInput" ? Result<json::object>(json::object()) : parseObject(req.body());
   if (!body.ok()) co_return unaryError(req, body.error());
   const json::object& in = *body;
 
