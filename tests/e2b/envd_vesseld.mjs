@@ -1,6 +1,6 @@
 // A real vesseld for the envd tests: scratch state and cache, free ports,
 // the built-in templates linked in from the store `make build` made
-// (VESSEL_TEMPLATE_STORE), no egress, no warm pool. Sandboxes are created
+// (VESSEL_TEMPLATE_STORE; the versions this build made), no egress, no warm pool. Sandboxes are created
 // through Vessel's own API, so these tests need no E2B REST front end; the
 // SDK then reaches them on envd with the sandbox's access token, computed
 // here as vesseld does (HMAC under the state dir's e2b-token-key).
@@ -10,6 +10,9 @@ import fs from 'node:fs'
 import net from 'node:net'
 import os from 'node:os'
 import path from 'node:path'
+import { fileURLToPath } from 'node:url'
+
+const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..')
 
 function need(name) {
   const v = process.env[name]
@@ -33,14 +36,24 @@ export class EnvdVesseld {
     this.root = fs.mkdtempSync(path.join(os.tmpdir(), 'vessel-envd-'))
     const cache = path.join(this.root, 'cache')
     const store = need('VESSEL_TEMPLATE_STORE')
-    fs.mkdirSync(path.join(cache, 'templates'), { recursive: true })
+    // Only the versions this build made: the store is a shared cache, and
+    // vesseld takes a template's newest version, which may be another
+    // checkout's (with another agent). `vessel template build` names ours
+    // (cached: it only hashes the inputs).
     for (const t of ['minimal', 'debian']) {
-      const from = path.join(store, t)
-      if (!fs.existsSync(from)) throw new Error(`template ${t} is not in ${store}; run make build`)
+      const out = execFileSync(
+        need('VESSEL_CLI_PATH'),
+        ['template', 'build', '--local', '-f', path.join(repo, 'guest/templates', t, 'template.json'), '--store', store],
+        { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] },
+      )
+      const version = out.trim().split('\n').pop().split('@')[1]
+      if (!version) throw new Error(`template ${t}: no version in ${JSON.stringify(out)}`)
+      const dest = path.join(cache, 'templates', t)
+      fs.mkdirSync(dest, { recursive: true })
       try {
-        execFileSync('cp', ['-al', from, path.join(cache, 'templates')])
+        execFileSync('cp', ['-al', path.join(store, t, version), dest])
       } catch {
-        execFileSync('cp', ['-a', from, path.join(cache, 'templates')])
+        execFileSync('cp', ['-a', path.join(store, t, version), dest])
       }
     }
     this.stateDir = path.join(this.root, 'state')
