@@ -9,16 +9,16 @@
 #include <cstdio>
 #include <filesystem>
 
+#include "agentclient/agent_client.h"
+#include "agentclient/testing/agent_harness.h"
 #include "base/log.h"
 #include "bench_util.h"
 #include "hypervisor/qemu/qemu.h"
-#include "node/agent_client.h"
 #include "node/machine.h"
-#include "node/testing/agent_harness.h"
 
 using namespace vessel;
+using agentclient::testing::runFor;
 using bench::msSince;
-using node::testing::runFor;
 using Clock = std::chrono::steady_clock;
 namespace json = boost::json;
 namespace asio = boost::asio;
@@ -39,11 +39,11 @@ struct Results {
     }                                                                        \
   } while (0)
 
-Results measure(asio::io_context& io, node::AgentClient& c, int runs, size_t mib,
+Results measure(asio::io_context& io, agentclient::AgentClient& c, int runs, size_t mib,
                 const std::string& dir) {
   Results res;
   std::vector<double> exec_ms, ping_ms;
-  node::ExecSpec t;
+  agentclient::ExecSpec t;
   t.argv = {"true"};
   for (int i = 0; i < runs + 5; ++i) {
     auto t0 = Clock::now();
@@ -56,7 +56,7 @@ Results measure(asio::io_context& io, node::AgentClient& c, int runs, size_t mib
   res.exec = bench::stats(exec_ms);
   res.ping = bench::stats(ping_ms);
 
-  node::ExecSpec out;
+  agentclient::ExecSpec out;
   out.shell = "dd if=/dev/zero bs=65536 count=" + std::to_string(mib * 16) + " 2>/dev/null";
   auto t0 = Clock::now();
   auto p = runFor(io, c.exec(out));
@@ -65,13 +65,13 @@ Results measure(asio::io_context& io, node::AgentClient& c, int runs, size_t mib
   for (;;) {
     auto ev = runFor(io, (*p)->next(), std::chrono::seconds(300));
     BENCH_CHECK(ev);
-    if (ev->kind == node::ProcessEvent::Kind::kExit) break;
+    if (ev->kind == agentclient::ProcessEvent::Kind::kExit) break;
     got += ev->data.size();
   }
   res.stdout_mibs = static_cast<double>(got) / (1 << 20) / (msSince(t0) / 1000);
 
-  std::string chunk = node::testing::PatternSource(1).next(1 << 20);
-  node::WriteFileOptions o;
+  std::string chunk = agentclient::testing::PatternSource(1).next(1 << 20);
+  agentclient::WriteFileOptions o;
   o.path = dir + "/bench-file";
   t0 = Clock::now();
   auto w = runFor(io, c.writeFile(o));
@@ -133,13 +133,13 @@ int main(int argc, char** argv) {
   auto m = runFor(io, node::bootMachine(hv, s, Clock::now() + std::chrono::seconds(60)),
                   std::chrono::seconds(90));
   BENCH_CHECK(m);
-  auto guest = node::AgentClient::create(std::move(m->vm->agentChannel()), std::move(m->leftover),
-                                         "bench-agent");
+  auto guest = agentclient::AgentClient::create(std::move(m->vm->agentChannel()),
+                                                std::move(m->leftover), "bench-agent");
   Results vm = measure(io, *guest, runs, mib, "/tmp");
   guest->close();
   (void)runFor(io, m->vm->stop());
 
-  auto host = node::testing::HostAgent::start(io, VESSEL_AGENT_BINARY);
+  auto host = agentclient::testing::HostAgent::start(io, VESSEL_AGENT_BINARY);
   BENCH_CHECK(host);
   Results local = measure(io, *(*host)->client(), runs, mib, dir);
   host->reset();

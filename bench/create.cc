@@ -75,7 +75,7 @@ Batch createBatch(Env& e, node::Runtime& rt, const std::string& tmpl, int n, boo
           o.cold = cold;
           auto sb = co_await rt.create(tmpl, std::move(o));
           if (sb.ok()) {
-            node::ExecSpec ex;
+            agentclient::ExecSpec ex;
             ex.argv = {"true"};
             auto r = co_await (*sb)->agent()->run(ex);
             if (r.ok()) {
@@ -193,7 +193,7 @@ int profile(Env& e, int n) {
       return 1;
     }
     auto t1 = Clock::now();
-    node::ExecSpec ex;
+    agentclient::ExecSpec ex;
     ex.argv = {"true"};
     auto r = runBlocking(e.io, (*sb)->agent()->run(ex));
     auto t2 = Clock::now();

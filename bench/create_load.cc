@@ -43,7 +43,7 @@ std::vector<Sample> burst(LoadEnv& e, node::Runtime& rt, int n, bool cold,
             co_return;
           }
           auto t1 = Clock::now();
-          node::ExecSpec ex;
+          agentclient::ExecSpec ex;
           ex.argv = {"true"};
           auto r = co_await (*sb)->agent()->run(ex);
           if (r.ok() && r->exit.exited && r->exit.code == 0) {

@@ -6,6 +6,7 @@
 # VESSEL_EGRESS_CA_BUNDLE, VESSEL_EGRESS_GATEWAY_NETNS; so does the warm pool,
 # VESSEL_WARM_POOL (default minimal=2,base=1; "none" for no pool); a file with VESSEL_CONFIG.
 # The E2B REST API listens on 127.0.0.1:3000 (--e2b-listen; "" turns it off).
+# E2B envd listens on 127.0.0.1:49983 (--e2b-envd-listen; "" turns it off).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 preset=${PRESET:-release}

@@ -18,11 +18,11 @@
 #include <cstdio>
 #include <filesystem>
 
+#include "agentclient/agent_client.h"
 #include "base/log.h"
 #include "base/run_blocking.h"
 #include "cmd/vessel/commands.h"
 #include "hypervisor/qemu/qemu.h"
-#include "node/agent_client.h"
 #include "node/machine.h"
 
 namespace vessel::cli {
@@ -48,7 +48,7 @@ void writeAll(int fd, std::string_view d) {
 }
 
 // Copies our stdin to the process until EOF, then closes its stdin.
-asio::awaitable<void> pumpStdin(node::Process* p) {
+asio::awaitable<void> pumpStdin(agentclient::Process* p) {
   asio::posix::stream_descriptor in(co_await asio::this_coro::executor, ::dup(0));
   char buf[65536];
   for (;;) {
@@ -60,14 +60,15 @@ asio::awaitable<void> pumpStdin(node::Process* p) {
   (void)co_await p->closeStdin();
 }
 
-asio::awaitable<int> session(node::AgentClient& c, node::ExecSpec spec, bool interactive) {
+asio::awaitable<int> session(agentclient::AgentClient& c, agentclient::ExecSpec spec,
+                             bool interactive) {
   auto op = c.exec(std::move(spec));
   auto p = co_await std::move(op);
   if (!p.ok()) {
     std::fprintf(stderr, "vessel: exec: %s\n", p.error().message().c_str());
     co_return 125;
   }
-  node::Process* proc = p->get();
+  agentclient::Process* proc = p->get();
   auto ex = co_await asio::this_coro::executor;
   if (interactive) asio::co_spawn(ex, pumpStdin(proc), asio::detached);
   asio::signal_set sigs(ex, SIGINT);
@@ -86,9 +87,9 @@ asio::awaitable<int> session(node::AgentClient& c, node::ExecSpec spec, bool int
       co_return 125;
     }
     switch (ev->kind) {
-      case node::ProcessEvent::Kind::kStdout: writeAll(1, ev->data); break;
-      case node::ProcessEvent::Kind::kStderr: writeAll(2, ev->data); break;
-      case node::ProcessEvent::Kind::kExit:
+      case agentclient::ProcessEvent::Kind::kStdout: writeAll(1, ev->data); break;
+      case agentclient::ProcessEvent::Kind::kStderr: writeAll(2, ev->data); break;
+      case agentclient::ProcessEvent::Kind::kExit:
         sigs.cancel();
         if (ev->exit.timed_out) std::fprintf(stderr, "vessel: command timed out\n");
         co_return ev->exit.exited ? ev->exit.code : 128 + ev->exit.signal;
@@ -123,9 +124,9 @@ int runDebugExec(const DebugExecOptions& o) {
     std::filesystem::remove_all(dir);
     return 125;
   }
-  auto client =
-      node::AgentClient::create(std::move(m->vm->agentChannel()), std::move(m->leftover), s.id);
-  node::ExecSpec e;
+  auto client = agentclient::AgentClient::create(std::move(m->vm->agentChannel()),
+                                                 std::move(m->leftover), s.id);
+  agentclient::ExecSpec e;
   e.argv = o.command;
   e.shell = o.shell;
   e.env = o.env;

@@ -21,6 +21,9 @@ int main(int argc, char** argv) {
                  "E2B-compatible REST API listener (IPv4:port; \"\" turns it off)")
       ->envname("VESSEL_E2B_LISTEN")
       ->capture_default_str();
+  app.add_option("--e2b-envd-listen", cfg.e2b_envd_listen,
+                 "E2B envd listener, the SDKs' E2B_SANDBOX_URL (IPv4:port; \"\" = off)")
+      ->capture_default_str();
   app.add_option("--state-dir", cfg.state_dir, "state directory (store, sandboxes, sockets)")
       ->envname("VESSEL_STATE_DIR")
       ->capture_default_str();

@@ -158,7 +158,11 @@ void Agent::onRequest(Frame& f) {
     case MsgType::kMkdir:
     case MsgType::kRemove:
     case MsgType::kRename:
-    case MsgType::kWatch: return files_.request(s, f);
+    case MsgType::kWatch:
+    case MsgType::kWriteFileInPlace:
+    case MsgType::kWatchTree:
+    case MsgType::kSetXattrs:
+    case MsgType::kGetXattrs: return files_.request(s, f);
     default:
       return ch_.sendError(
           s, Error(Code::kInvalidArgument,

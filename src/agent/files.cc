@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <sys/inotify.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -115,6 +116,52 @@ Status walk(const std::string& abs, const std::string& rel, uint32_t level, uint
   return okStatus();
 }
 
+// The names of `path`'s attributes under `prefix`.
+Result<std::vector<std::string>> xattrNames(const std::string& path, const std::string& prefix) {
+  std::string buf(64 * 1024, '\0');
+  ssize_t n = ::llistxattr(path.c_str(), buf.data(), buf.size());
+  if (n < 0) return Error::fromErrno("listxattr " + path);
+  std::vector<std::string> out;
+  for (size_t i = 0; i < static_cast<size_t>(n);) {
+    std::string name(buf.data() + i);
+    i += name.size() + 1;
+    if (name.size() > prefix.size() && name.compare(0, prefix.size(), prefix) == 0)
+      out.push_back(std::move(name));
+  }
+  return out;
+}
+
+Result<std::vector<agentproto::Xattr>> getXattrs(const std::string& path,
+                                                 const std::string& prefix) {
+  VESSEL_ASSIGN_OR_RETURN(auto names, xattrNames(path, prefix));
+  std::vector<agentproto::Xattr> out;
+  for (const auto& n : names) {
+    if (out.size() >= agentproto::kMaxXattrs) break;
+    std::string v(4096, '\0');
+    ssize_t len = ::lgetxattr(path.c_str(), n.c_str(), v.data(), v.size());
+    if (len < 0) continue;  // removed meanwhile, or too large for the protocol
+    v.resize(static_cast<size_t>(len));
+    std::string short_name = n.substr(prefix.size());
+    if (short_name.size() > 255) continue;
+    out.push_back({std::move(short_name), std::move(v)});
+  }
+  return out;
+}
+
+Status setXattrs(const agentproto::SetXattrsMsg& m) {
+  if (m.prefix.empty()) return Error(Code::kInvalidArgument, "setxattrs: empty prefix");
+  VESSEL_ASSIGN_OR_RETURN(auto names, xattrNames(m.path, m.prefix));
+  for (const auto& n : names)
+    if (::lremovexattr(m.path.c_str(), n.c_str()) != 0 && errno != ENODATA)
+      return Error::fromErrno("removexattr " + m.path);
+  for (const auto& a : m.attrs) {
+    std::string name = m.prefix + a.name;
+    if (::lsetxattr(m.path.c_str(), name.c_str(), a.value.data(), a.value.size(), 0) != 0)
+      return Error::fromErrno("setxattr " + m.path + " " + name);
+  }
+  return okStatus();
+}
+
 }  // namespace
 
 void Files::request(uint32_t stream, const Frame& f) {
@@ -123,6 +170,8 @@ void Files::request(uint32_t stream, const Frame& f) {
     case MsgType::kWriteFile: return startWrite(stream, f);
     case MsgType::kList: return startList(stream, f);
     case MsgType::kWatch: return startWatch(stream, f);
+    case MsgType::kWriteFileInPlace: return startWriteInPlace(stream, f);
+    case MsgType::kWatchTree: return startWatchTree(stream, f);
     default: return simple(stream, f);
   }
 }
@@ -138,6 +187,22 @@ void Files::simple(uint32_t stream, const Frame& f) {
       if (::lstat(m->path.c_str(), &st) != 0)
         return ch_.sendError(stream, Error::fromErrno("stat " + m->path));
       ch_.sendMsg(stream, agentproto::StatResultMsg{toStat(st, m->path)});
+      return ch_.sendOk(stream);
+    }
+    case MsgType::kSetXattrs: {
+      auto m = agentproto::decodeMsg<agentproto::SetXattrsMsg>(f.payload);
+      if (!m.ok()) return ch_.sendError(stream, m.error());
+      s = checkPath(m->path);
+      if (s.ok()) s = setXattrs(*m);
+      break;
+    }
+    case MsgType::kGetXattrs: {
+      auto m = agentproto::decodeMsg<agentproto::GetXattrsMsg>(f.payload);
+      if (!m.ok()) return ch_.sendError(stream, m.error());
+      if (Status c = checkPath(m->path); !c.ok()) return ch_.sendError(stream, c.error());
+      auto attrs = getXattrs(m->path, m->prefix);
+      if (!attrs.ok()) return ch_.sendError(stream, attrs.error());
+      ch_.sendMsg(stream, agentproto::XattrsResultMsg{std::move(*attrs)});
       return ch_.sendOk(stream);
     }
     case MsgType::kMkdir: {
@@ -217,9 +282,41 @@ void Files::startWrite(uint32_t stream, const Frame& f) {
   ops_[stream] = std::move(op);
 }
 
+void Files::startWriteInPlace(uint32_t stream, const Frame& f) {
+  auto m = agentproto::decodeMsg<agentproto::WriteFileInPlaceMsg>(f.payload);
+  if (!m.ok()) return ch_.sendError(stream, m.error());
+  if (Status c = checkPath(m->path); !c.ok()) return ch_.sendError(stream, c.error());
+  Op op{Kind::kWrite};
+  op.in_place = true;
+  // O_EXCL first, to know whether the mode and owner are ours to set.
+  int fd = ::open(m->path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW,
+                  m->mode & 07777);
+  if (fd >= 0) {
+    op.created = true;
+  } else if (errno == EEXIST) {
+    fd = ::open(m->path.c_str(), O_WRONLY | O_TRUNC | O_CLOEXEC | O_NOFOLLOW);
+  }
+  if (fd < 0) return ch_.sendError(stream, Error::fromErrno("write " + m->path));
+  op.fd = fd;
+  op.path = m->path;
+  op.write = agentproto::WriteFileMsg{m->path, m->mode, m->uid, m->gid};
+  ops_[stream] = std::move(op);
+}
+
 void Files::finishWrite(uint32_t stream, Op& op) {
   Status s = okStatus();
   const auto& w = op.write;
+  if (op.in_place) {
+    // An existing file keeps its mode and owner, as when a program writes it.
+    if (op.created && ::fchmod(op.fd, w.mode & 07777) != 0)
+      s = Error::fromErrno("chmod " + op.path);
+    if (s.ok() && op.created && (w.uid != agentproto::kNoOwner || w.gid != agentproto::kNoOwner) &&
+        ::fchown(op.fd, w.uid == agentproto::kNoOwner ? static_cast<uid_t>(-1) : w.uid,
+                 w.gid == agentproto::kNoOwner ? static_cast<gid_t>(-1) : w.gid) != 0)
+      s = Error::fromErrno("chown " + op.path);
+    if (s.ok() && ::fsync(op.fd) != 0) s = Error::fromErrno("fsync " + op.path);
+    return end(stream, s.ok() ? nullptr : &s.error());
+  }
   if (::fchmod(op.fd, w.mode & 07777) != 0) s = Error::fromErrno("chmod " + op.path);
   if (s.ok() && (w.uid != agentproto::kNoOwner || w.gid != agentproto::kNoOwner) &&
       ::fchown(op.fd, w.uid == agentproto::kNoOwner ? static_cast<uid_t>(-1) : w.uid,
@@ -266,6 +363,58 @@ void Files::startWatch(uint32_t stream, const Frame& f) {
   op.fd = fd;
   ops_[stream] = std::move(op);
   // An event of kind 0 says the watch is in place: changes after it are seen.
+  ch_.sendMsg(stream, agentproto::WatchEventMsg{0, ""});
+}
+
+namespace {
+constexpr uint32_t kWatchMask = IN_CREATE | IN_MODIFY | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO |
+                                IN_ATTRIB | IN_DELETE_SELF | IN_MOVE_SELF;
+
+// Watches `abs` (relative name `rel`) and every directory below it, up to
+// the cap; directories that vanish meanwhile are skipped.
+Status watchTree(int fd, const std::string& abs, const std::string& rel,
+                 std::map<int, std::string>& dirs) {
+  if (dirs.size() >= agentproto::kMaxWatchDirs)
+    return Error(Code::kResourceExhausted, "watch: more than 8192 directories");
+  int wd = ::inotify_add_watch(fd, abs.c_str(), kWatchMask | IN_ONLYDIR | IN_DONT_FOLLOW);
+  if (wd < 0) {
+    if (rel.empty()) return Error::fromErrno("watch " + abs);
+    return okStatus();
+  }
+  dirs[wd] = rel;
+  DIR* d = ::opendir(abs.c_str());
+  if (!d) return okStatus();
+  std::vector<std::string> subdirs;
+  while (auto* e = ::readdir(d)) {
+    std::string n = e->d_name;
+    if (n == "." || n == "..") continue;
+    if (e->d_type == DT_DIR) subdirs.push_back(n);
+  }
+  ::closedir(d);
+  for (const auto& n : subdirs) {
+    Status s =
+        watchTree(fd, abs == "/" ? "/" + n : abs + "/" + n, rel.empty() ? n : rel + "/" + n, dirs);
+    if (!s.ok()) return s;
+  }
+  return okStatus();
+}
+}  // namespace
+
+void Files::startWatchTree(uint32_t stream, const Frame& f) {
+  auto m = agentproto::decodeMsg<agentproto::WatchTreeMsg>(f.payload);
+  if (!m.ok()) return ch_.sendError(stream, m.error());
+  if (Status c = checkPath(m->path); !c.ok()) return ch_.sendError(stream, c.error());
+  int fd = ::inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+  if (fd < 0) return ch_.sendError(stream, Error::fromErrno("inotify_init"));
+  Op op{Kind::kWatch};
+  op.tree = true;
+  op.root = m->path;
+  if (Status s = watchTree(fd, m->path, "", op.dirs); !s.ok()) {
+    ::close(fd);
+    return ch_.sendError(stream, s.error());
+  }
+  op.fd = fd;
+  ops_[stream] = std::move(op);
   ch_.sendMsg(stream, agentproto::WatchEventMsg{0, ""});
 }
 
@@ -335,6 +484,25 @@ void Files::readWatch(uint32_t stream, Op& op) {
     if (ev->mask & IN_ATTRIB) m.kind |= W::kAttrib;
     if (ev->mask & IN_Q_OVERFLOW) m.kind |= W::kOverflow;
     if (ev->len) m.name = std::string(ev->name, strnlen(ev->name, ev->len)).substr(0, 255);
+    if (op.tree) {
+      auto dir = op.dirs.find(ev->wd);
+      if (dir == op.dirs.end()) continue;
+      if (ev->mask & IN_IGNORED) {
+        op.dirs.erase(dir);
+        continue;
+      }
+      // The root's own removal is reported once, not per directory below.
+      if ((ev->mask & (IN_DELETE_SELF | IN_MOVE_SELF)) && !dir->second.empty()) continue;
+      std::string rel = dir->second.empty() ? m.name
+                        : m.name.empty()    ? dir->second
+                                            : dir->second + "/" + m.name;
+      // A directory made (or moved in) below is watched too.
+      if ((ev->mask & IN_ISDIR) && (ev->mask & (IN_CREATE | IN_MOVED_TO)) && !m.name.empty()) {
+        std::string abs = (op.root == "/" ? "" : op.root) + "/" + rel;
+        (void)watchTree(op.fd, abs, rel, op.dirs);
+      }
+      m.name = rel.substr(0, agentproto::kMaxPath);
+    }
     if (m.kind) ch_.sendMsg(stream, m);
   }
 }

@@ -41,6 +41,13 @@ class Files {
     // List: collected entries and the next one to send.
     std::vector<agentproto::ListEntry> entries;
     size_t next = 0;
+    // Write: into the file itself (WriteFileInPlace), `created` by us.
+    bool in_place = false, created = false;
+    // Watch: tree watches map each inotify watch to its directory, relative
+    // to the watched one ("" for itself).
+    bool tree = false;
+    std::string root;
+    std::map<int, std::string> dirs;
   };
 
   void simple(uint32_t stream, const agentproto::Frame& f);
@@ -48,6 +55,8 @@ class Files {
   void startWrite(uint32_t stream, const agentproto::Frame& f);
   void startList(uint32_t stream, const agentproto::Frame& f);
   void startWatch(uint32_t stream, const agentproto::Frame& f);
+  void startWriteInPlace(uint32_t stream, const agentproto::Frame& f);
+  void startWatchTree(uint32_t stream, const agentproto::Frame& f);
   void finishWrite(uint32_t stream, Op& op);
   void readWatch(uint32_t stream, Op& op);
   void end(uint32_t stream, const Error* e);

@@ -71,6 +71,12 @@ enum class MsgType : uint16_t {
   kRename = 58,
   kWatch = 59,
   kWatchEvent = 60,
+  // Protocol 1 extensions (issue 12); an agent without them answers Error.
+  kWriteFileInPlace = 61,
+  kWatchTree = 62,
+  kSetXattrs = 63,
+  kGetXattrs = 64,
+  kXattrsResult = 65,
 };
 
 // Flow control: every frame on a non-zero stream except Credit and Cancel

@@ -42,6 +42,11 @@ std::string_view msgTypeName(MsgType t) {
     case MsgType::kRename: return "Rename";
     case MsgType::kWatch: return "Watch";
     case MsgType::kWatchEvent: return "WatchEvent";
+    case MsgType::kWriteFileInPlace: return "WriteFileInPlace";
+    case MsgType::kWatchTree: return "WatchTree";
+    case MsgType::kSetXattrs: return "SetXattrs";
+    case MsgType::kGetXattrs: return "GetXattrs";
+    case MsgType::kXattrsResult: return "XattrsResult";
   }
   return "unknown";
 }
@@ -137,6 +142,11 @@ Status validatePayload(MsgType type, std::string_view p) {
     case MsgType::kRename: return check<RenameMsg>(p);
     case MsgType::kWatch: return check<WatchMsg>(p);
     case MsgType::kWatchEvent: return check<WatchEventMsg>(p);
+    case MsgType::kWriteFileInPlace: return check<WriteFileInPlaceMsg>(p);
+    case MsgType::kWatchTree: return check<WatchTreeMsg>(p);
+    case MsgType::kSetXattrs: return check<SetXattrsMsg>(p);
+    case MsgType::kGetXattrs: return check<GetXattrsMsg>(p);
+    case MsgType::kXattrsResult: return check<XattrsResultMsg>(p);
   }
   return Error(Code::kProtocol,
                "agent frame of unknown type " + std::to_string(static_cast<unsigned>(type)));

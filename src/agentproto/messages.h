@@ -410,6 +410,79 @@ struct RenameMsg {
   }
 };
 
+// A write into the file itself (opened with O_TRUNC, created if missing),
+// not a temporary renamed into place: inotify watchers see a write, as
+// with any program writing the file. Not atomic: a failed transfer leaves
+// what was written so far. A file it creates gets `mode` and the owner.
+struct WriteFileInPlaceMsg {
+  static constexpr MsgType kType = MsgType::kWriteFileInPlace;
+  std::string path;
+  uint32_t mode = 0644;
+  uint32_t uid = kNoOwner;
+  uint32_t gid = kNoOwner;
+  template <typename S, typename V>
+  static bool visit(S& s, V& v) {
+    return v.str(s.path, kMaxPath) && v.num(s.mode) && v.num(s.uid) && v.num(s.gid);
+  }
+};
+
+// Like Watch, over the directory and every directory below it (those made
+// later included, up to kMaxWatchDirs); event names are relative paths.
+constexpr uint32_t kMaxWatchDirs = 8192;
+struct WatchTreeMsg {
+  static constexpr MsgType kType = MsgType::kWatchTree;
+  std::string path;
+  template <typename S, typename V>
+  static bool visit(S& s, V& v) {
+    return v.str(s.path, kMaxPath);
+  }
+};
+
+// Extended attributes under one prefix (e.g. "user.e2b." for E2B's file
+// metadata); names travel without the prefix.
+constexpr size_t kMaxXattrs = 256;
+struct Xattr {
+  std::string name;
+  std::string value;
+  template <typename S, typename V>
+  static bool visit(S& s, V& v) {
+    return v.str(s.name, 255) && v.str(s.value, 4096);
+  }
+};
+
+// Replaces every attribute of `path` under `prefix` with `attrs` (none:
+// removes them all); symlinks are not followed.
+struct SetXattrsMsg {
+  static constexpr MsgType kType = MsgType::kSetXattrs;
+  std::string path;
+  std::string prefix;
+  std::vector<Xattr> attrs;
+  template <typename S, typename V>
+  static bool visit(S& s, V& v) {
+    return v.str(s.path, kMaxPath) && v.str(s.prefix, 64) && v.list(s.attrs, kMaxXattrs);
+  }
+};
+
+// The attributes of `path` under `prefix`: one XattrsResult, then Ok.
+struct GetXattrsMsg {
+  static constexpr MsgType kType = MsgType::kGetXattrs;
+  std::string path;
+  std::string prefix;
+  template <typename S, typename V>
+  static bool visit(S& s, V& v) {
+    return v.str(s.path, kMaxPath) && v.str(s.prefix, 64);
+  }
+};
+
+struct XattrsResultMsg {
+  static constexpr MsgType kType = MsgType::kXattrsResult;
+  std::vector<Xattr> attrs;
+  template <typename S, typename V>
+  static bool visit(S& s, V& v) {
+    return v.list(s.attrs, kMaxXattrs);
+  }
+};
+
 struct WatchMsg {
   static constexpr MsgType kType = MsgType::kWatch;
   std::string path;
@@ -427,7 +500,7 @@ struct WatchEventMsg {
   std::string name;
   template <typename S, typename V>
   static bool visit(S& s, V& v) {
-    return v.num(s.kind) && v.str(s.name, 255);
+    return v.num(s.kind) && v.str(s.name, kMaxPath);  // a tree watch's relative path
   }
 };
 

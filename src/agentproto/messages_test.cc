@@ -39,6 +39,50 @@ TEST(MessagesTest, ListEntriesRoundTrip) {
   EXPECT_EQ(d->entries[0].stat.mtime_ns, -4);
 }
 
+TEST(MessagesTest, ExtensionsRoundTrip) {
+  WriteFileInPlaceMsg w{"/home/user/a", 0600, 1000, 1000};
+  auto p = encodeMsg(w);
+  ASSERT_TRUE(p.ok());
+  ASSERT_TRUE(validatePayload(MsgType::kWriteFileInPlace, *p).ok());
+  auto d = decodeMsg<WriteFileInPlaceMsg>(*p);
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(d->path, "/home/user/a");
+  EXPECT_EQ(d->mode, 0600u);
+  EXPECT_EQ(d->uid, 1000u);
+  EXPECT_FALSE(decodeMsg<WriteFileInPlaceMsg>(p->substr(0, p->size() - 1)).ok());
+  WatchTreeMsg t{"/srv"};
+  auto tp = encodeMsg(t);
+  ASSERT_TRUE(tp.ok());
+  ASSERT_TRUE(validatePayload(MsgType::kWatchTree, *tp).ok());
+  EXPECT_EQ(decodeMsg<WatchTreeMsg>(*tp)->path, "/srv");
+  EXPECT_FALSE(encodeMsg(WatchTreeMsg{std::string(kMaxPath + 1, 'a')}).ok());
+  // Tree watches name events by relative path, longer than one name.
+  WatchEventMsg e{WatchEventMsg::kCreate, std::string(300, 'd') + "/f"};
+  auto ep = encodeMsg(e);
+  ASSERT_TRUE(ep.ok());
+  EXPECT_EQ(decodeMsg<WatchEventMsg>(*ep)->name.size(), 302u);
+  EXPECT_EQ(msgTypeName(MsgType::kWatchTree), "WatchTree");
+  SetXattrsMsg sx{"/f", "user.e2b.", {{"k", "v"}, {"empty", ""}}};
+  auto sp = encodeMsg(sx);
+  ASSERT_TRUE(sp.ok());
+  ASSERT_TRUE(validatePayload(MsgType::kSetXattrs, *sp).ok());
+  auto sd = decodeMsg<SetXattrsMsg>(*sp);
+  ASSERT_TRUE(sd.ok());
+  ASSERT_EQ(sd->attrs.size(), 2u);
+  EXPECT_EQ(sd->attrs[0].value, "v");
+  EXPECT_EQ(sd->prefix, "user.e2b.");
+  SetXattrsMsg big{"/f", "p", {}};
+  big.attrs.resize(kMaxXattrs + 1);
+  EXPECT_FALSE(encodeMsg(big).ok());
+  EXPECT_FALSE(encodeMsg(SetXattrsMsg{"/f", "p", {{std::string(256, 'k'), ""}}}).ok());
+  XattrsResultMsg r{{{"a", std::string(4096, 'x')}}};
+  auto rp = encodeMsg(r);
+  ASSERT_TRUE(rp.ok());
+  ASSERT_TRUE(validatePayload(MsgType::kXattrsResult, *rp).ok());
+  EXPECT_EQ(decodeMsg<XattrsResultMsg>(*rp)->attrs[0].value.size(), 4096u);
+  EXPECT_TRUE(validatePayload(MsgType::kGetXattrs, *encodeMsg(GetXattrsMsg{"/f", "user."})).ok());
+}
+
 TEST(MessagesTest, RejectsTrailingTruncatedAndOverCap) {
   auto p = *encodeMsg(SignalMsg{7, 9});
   EXPECT_FALSE(decodeMsg<SignalMsg>(p + "x").ok());

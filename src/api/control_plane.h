@@ -28,7 +28,7 @@ class ControlPlane : public LiveSandboxes {
   ~ControlPlane() override;
   // Serves POST /v1/sandboxes/{id}/sessions through `sessions`.
   void setSessions(Sessions* sessions) { sessions_ = sessions; }
-  std::shared_ptr<node::AgentClient> agentOf(const std::string& sandbox_id) override {
+  std::shared_ptr<agentclient::AgentClient> agentOf(const std::string& sandbox_id) override {
     return lifecycle_.agentOf(sandbox_id);
   }
   // Serves everything under /v1/.

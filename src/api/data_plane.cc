@@ -125,8 +125,8 @@ asio::awaitable<void> pump(std::shared_ptr<Source> source, std::shared_ptr<Chann
     Item<T> item;
     bool last = !r.ok();
     if (r.ok()) {
-      if constexpr (std::is_same_v<T, node::ProcessEvent>)
-        last = r->kind == node::ProcessEvent::Kind::kExit;
+      if constexpr (std::is_same_v<T, agentclient::ProcessEvent>)
+        last = r->kind == agentclient::ProcessEvent::Kind::kExit;
       item.value = std::move(*r);
     } else {
       item.error = std::move(r).error();
@@ -162,7 +162,7 @@ asio::awaitable<std::pair<Woke, Item<T>>> nextOrGone(Channel<T>& ch, beast::tcp_
   co_return std::make_pair(Woke::kKeepalive, Item<T>{});
 }
 
-json::object exitJson(const node::ExitInfo& e) {
+json::object exitJson(const agentclient::ExitInfo& e) {
   return {{"exit_code", e.exited ? e.code : 128 + e.signal},
           {"exited", e.exited},
           {"signal", e.signal},
@@ -258,7 +258,7 @@ asio::awaitable<std::optional<Response>> DataPlane::exec(const Request& req,
   auto started = t.agent->exec(in->spec);
   auto p = co_await std::move(started);
   if (!p.ok()) co_return fail(req, p.error());
-  std::shared_ptr<node::Process> proc(std::move(*p));
+  std::shared_ptr<agentclient::Process> proc(std::move(*p));
   uint32_t pid = proc->pid();
   auto lg = log().forSandbox(t.sandbox_id);
   if (!in->keep_stdin) {
@@ -281,14 +281,14 @@ asio::awaitable<std::optional<Response>> DataPlane::exec(const Request& req,
   std::string first = sseEvent("start", start);
   bool alive = co_await writeAll(stream, std::move(first));
 
-  auto ch = std::make_shared<Channel<node::ProcessEvent>>(io_, kChannelDepth);
+  auto ch = std::make_shared<Channel<agentclient::ProcessEvent>>(io_, kChannelDepth);
   auto stop = std::make_shared<asio::cancellation_signal>();
-  asio::co_spawn(io_, pump<node::ProcessEvent>(proc, ch, stop),
+  asio::co_spawn(io_, pump<agentclient::ProcessEvent>(proc, ch, stop),
                  asio::bind_cancellation_slot(stop->slot(), asio::detached));
   asio::steady_timer keepalive(io_);
   bool exited = false;
   while (alive) {
-    auto [woke, item] = co_await nextOrGone<node::ProcessEvent>(*ch, stream, keepalive);
+    auto [woke, item] = co_await nextOrGone<agentclient::ProcessEvent>(*ch, stream, keepalive);
     if (woke == Woke::kClientGone) break;
     if (woke == Woke::kKeepalive) {
       std::string ping(kSsePing);
@@ -303,15 +303,15 @@ asio::awaitable<std::optional<Response>> DataPlane::exec(const Request& req,
       exited = true;
       break;
     }
-    const node::ProcessEvent& ev = item.value;
-    if (ev.kind == node::ProcessEvent::Kind::kExit) {
+    const agentclient::ProcessEvent& ev = item.value;
+    if (ev.kind == agentclient::ProcessEvent::Kind::kExit) {
       msg = sseEvent("exit", exitJson(ev.exit));
       (void)co_await writeAll(stream, std::move(msg));
       exited = true;
       break;
     }
     json::object out{{"data", base64(ev.data)}};
-    msg = sseEvent(ev.kind == node::ProcessEvent::Kind::kStdout ? "stdout" : "stderr", out);
+    msg = sseEvent(ev.kind == agentclient::ProcessEvent::Kind::kStdout ? "stdout" : "stderr", out);
     alive = co_await writeAll(stream, std::move(msg));
   }
   if (!exited) {
@@ -335,7 +335,7 @@ asio::awaitable<Response> DataPlane::process(const Request& req, Target t, std::
     if (it == attached_.end())
       co_return errorResponse(
           req, Error(Code::kNotFound, "process " + pid_seg + " has no open exec stream"));
-    std::shared_ptr<node::Process> p = it->second;  // may leave the map while we wait
+    std::shared_ptr<agentclient::Process> p = it->second;  // may leave the map while we wait
     Status s = okStatus();
     if (action == "stdin") {
       std::string_view data = req.body();
@@ -440,7 +440,7 @@ asio::awaitable<Response> DataPlane::upload(const Request& req, BodyReader& body
   if (static_cast<agentproto::FileType>(dir->type) != agentproto::FileType::kDir)
     co_return errorResponse(
         req, Error(Code::kInvalidArgument, "upload " + *path + ": parent is not a directory"));
-  node::WriteFileOptions opts;
+  agentclient::WriteFileOptions opts;
   opts.path = *path;
   opts.mode = mode;
   opts.uid = dir->uid;
@@ -539,7 +539,7 @@ asio::awaitable<std::optional<Response>> DataPlane::watch(const Request& req,
   auto open = t.agent->watch(*path);
   auto w = co_await std::move(open);
   if (!w.ok()) co_return fail(req, w.error());
-  std::shared_ptr<node::Watch> watch(std::move(*w));
+  std::shared_ptr<agentclient::Watch> watch(std::move(*w));
 
   stream.expires_never();
   if (!co_await writeSseHead(stream, req)) co_return std::nullopt;
@@ -547,13 +547,13 @@ asio::awaitable<std::optional<Response>> DataPlane::watch(const Request& req,
   json::object ready{{"path", *path}};
   std::string first = sseEvent("ready", ready);
   bool alive = co_await writeAll(stream, std::move(first));
-  auto ch = std::make_shared<Channel<node::WatchEvent>>(io_, kChannelDepth);
+  auto ch = std::make_shared<Channel<agentclient::WatchEvent>>(io_, kChannelDepth);
   auto stop = std::make_shared<asio::cancellation_signal>();
-  asio::co_spawn(io_, pump<node::WatchEvent>(std::move(watch), ch, stop),
+  asio::co_spawn(io_, pump<agentclient::WatchEvent>(std::move(watch), ch, stop),
                  asio::bind_cancellation_slot(stop->slot(), asio::detached));
   asio::steady_timer keepalive(io_);
   while (alive) {
-    auto [woke, item] = co_await nextOrGone<node::WatchEvent>(*ch, stream, keepalive);
+    auto [woke, item] = co_await nextOrGone<agentclient::WatchEvent>(*ch, stream, keepalive);
     if (woke == Woke::kClientGone) break;
     if (woke == Woke::kKeepalive) {
       std::string ping(kSsePing);

@@ -34,7 +34,7 @@ class DataPlane {
  private:
   struct Target {
     std::string sandbox_id;
-    std::shared_ptr<node::AgentClient> agent;
+    std::shared_ptr<agentclient::AgentClient> agent;
   };
   // The session's sandbox and its agent, or the response refusing the request.
   Result<Target> bind(const Request& req, Response* refusal);
@@ -63,7 +63,7 @@ class DataPlane {
   DataPlaneLimits limits_;
   // Processes whose exec stream is open on this data plane, by (sandbox, pid):
   // their stdin is written through these handles.
-  std::map<std::pair<std::string, uint32_t>, std::shared_ptr<node::Process>> attached_;
+  std::map<std::pair<std::string, uint32_t>, std::shared_ptr<agentclient::Process>> attached_;
 };
 
 }  // namespace vessel::api

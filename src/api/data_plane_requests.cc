@@ -222,7 +222,7 @@ json::object fileJson(const agentproto::FileStat& st, const std::string& path,
   return o;
 }
 
-json::object processJson(const node::ProcessInfo& p) {
+json::object processJson(const agentclient::ProcessInfo& p) {
   return {{"pid", p.pid},
           {"running", p.running},
           {"attached", p.attached},

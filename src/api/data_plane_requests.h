@@ -9,10 +9,10 @@
 #include <string>
 #include <string_view>
 
+#include "agentclient/agent_client.h"
 #include "agentproto/messages.h"
 #include "api/json_fields.h"  // parseQuery, for the data plane
 #include "base/result.h"
-#include "node/agent_client.h"
 
 namespace vessel::api {
 
@@ -25,7 +25,7 @@ Result<bool> boolParam(const std::map<std::string, std::string>& q, const std::s
 Result<uint32_t> modeParam(std::string_view s);
 
 struct ExecRequest {
-  node::ExecSpec spec;
+  agentclient::ExecSpec spec;
   bool keep_stdin = false;  // false: stdin is closed as soon as the process starts
 };
 // {"cmd": [..] | "shell": "..", "env": {}, "cwd", "user", "pty": {rows, cols} | true,
@@ -55,7 +55,7 @@ Result<uint32_t> parsePid(std::string_view s);
 
 boost::json::object fileJson(const agentproto::FileStat& st, const std::string& path,
                              const std::string& name);
-boost::json::object processJson(const node::ProcessInfo& p);
+boost::json::object processJson(const agentclient::ProcessInfo& p);
 // "create", "modify", ... for each bit set in a watch event's kind.
 std::vector<std::string> watchEventNames(uint32_t kind);
 

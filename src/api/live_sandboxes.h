@@ -5,7 +5,7 @@
 #include <memory>
 #include <string>
 
-#include "node/agent_client.h"
+#include "agentclient/agent_client.h"
 
 namespace vessel::api {
 
@@ -13,7 +13,7 @@ class LiveSandboxes {
  public:
   virtual ~LiveSandboxes() = default;
   // The agent of a running sandbox, or null when it has no VM on this node.
-  virtual std::shared_ptr<node::AgentClient> agentOf(const std::string& sandbox_id) = 0;
+  virtual std::shared_ptr<agentclient::AgentClient> agentOf(const std::string& sandbox_id) = 0;
 };
 
 }  // namespace vessel::api

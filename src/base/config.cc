@@ -126,6 +126,12 @@ Status Config::validate() {
     if (!e.ok()) return std::move(e).error().withContext("--e2b-listen");
     e2b_listen_addr = *e;
   }
+  e2b_envd_listen_addr.reset();
+  if (!e2b_envd_listen.empty()) {
+    auto e = parseHostPort(e2b_envd_listen);
+    if (!e.ok()) return std::move(e).error().withContext("--e2b-envd-listen");
+    e2b_envd_listen_addr = *e;
+  }
   if (data_url.rfind("http://", 0) != 0 && data_url.rfind("https://", 0) != 0)
     return Error(Code::kInvalidArgument, "--data-url must start with http:// or https://");
   if (state_dir.empty() || state_dir[0] != '/')

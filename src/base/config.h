@@ -103,12 +103,16 @@ struct Config {
   // Wildcard rules on public suffixes (`*.co.uk`): refused unless set.
   bool allow_public_suffix_wildcards = false;
 
+  // E2B envd (docs/e2b-envd.md): the SDKs' sandbox port; "" turns it off.
+  std::string e2b_envd_listen = "127.0.0.1:49983";
+
   // Filled by validate(): the parsed listener.
   HostPort listen_addr;
   HostPort data_listen_addr;
   std::optional<HostPort> e2b_listen_addr;        // unset: --e2b-listen ""
   std::map<std::string, size_t> warm_pool_sizes;  // template name -> VMs
   WarmPoolBudget warm_pool_budgets;
+  std::optional<HostPort> e2b_envd_listen_addr;  // unset: --e2b-envd-listen ""
 
   // Checks every field (paths exist, enums known, listener parses).
   Status validate();

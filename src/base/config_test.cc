@@ -64,6 +64,23 @@ TEST(ConfigTest, ValidateNamesTheBadField) {
   EXPECT_NE(bad.error().message().find("--store"), std::string::npos);
 }
 
+TEST(ConfigTest, E2bEnvdListenerDefaultsOnAndEmptyTurnsItOff) {
+  Config c;
+  c.kernel = "/etc/hostname";
+  c.minimal_image = "/etc/hostname";
+  c.state_dir = "/tmp/x";
+  ASSERT_TRUE(c.validate().ok());
+  ASSERT_TRUE(c.e2b_envd_listen_addr.has_value());
+  EXPECT_EQ(c.e2b_envd_listen_addr->port, 49983);
+  c.e2b_envd_listen = "";
+  ASSERT_TRUE(c.validate().ok());
+  EXPECT_FALSE(c.e2b_envd_listen_addr.has_value());
+  c.e2b_envd_listen = "127.0.0.1";
+  auto s = c.validate();
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.error().message().find("--e2b-envd-listen"), std::string::npos);
+}
+
 TEST(ConfigTest, WarmPools) {
   auto p = parseWarmPool("minimal=2,debian=1,,my-t.1=0");
   ASSERT_TRUE(p.ok()) << p.error().message();

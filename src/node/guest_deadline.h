@@ -10,15 +10,17 @@
 #include <memory>
 #include <string>
 
-#include "node/agent_client.h"
+#include "agentclient/agent_client.h"
 
 namespace vessel::node {
+
+namespace asio = boost::asio;
 
 // Runs `call`, made through `agent`; if it has not finished within `limit`
 // the channel is closed, which fails every call in flight on it, and the
 // result is kDeadlineExceeded naming `what`. T is Status or a Result.
 template <typename T>
-asio::awaitable<T> withGuestDeadline(std::shared_ptr<AgentClient> agent,
+asio::awaitable<T> withGuestDeadline(std::shared_ptr<agentclient::AgentClient> agent,
                                      std::chrono::milliseconds limit, std::string what,
                                      asio::awaitable<T> call) {
   auto timer = std::make_shared<asio::steady_timer>(co_await asio::this_coro::executor, limit);

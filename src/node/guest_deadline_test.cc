@@ -11,17 +11,17 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 
-#include "node/testing/agent_harness.h"
+#include "agentclient/testing/agent_harness.h"
 
 namespace vessel::node {
 namespace {
 
 using namespace std::chrono_literals;
-using testing::runFor;
+using agentclient::testing::runFor;
 
 TEST(GuestDeadlineTest, AStalledAgentFailsTheCallAtTheDeadline) {
   asio::io_context io;
-  auto h = testing::HostAgent::start(io, VESSEL_AGENT_BINARY);
+  auto h = agentclient::testing::HostAgent::start(io, VESSEL_AGENT_BINARY);
   ASSERT_TRUE(h.ok()) << h.error().message();
   auto c = (*h)->client();
   // Answered in time while the agent runs.

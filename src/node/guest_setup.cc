@@ -52,7 +52,7 @@ asio::awaitable<Status> Runtime::identityCalls(Sandbox& sb,
   co_return co_await configureGuestNetwork(*a, sb.slot_.get(), sb.net_, net_done);
 }
 
-asio::awaitable<Status> Runtime::configureGuestNetwork(AgentClient& agent,
+asio::awaitable<Status> Runtime::configureGuestNetwork(agentclient::AgentClient& agent,
                                                        const network::Slot* slot,
                                                        const GuestNetwork& want,
                                                        const std::optional<GuestNetwork>& was) {
@@ -60,7 +60,7 @@ asio::awaitable<Status> Runtime::configureGuestNetwork(AgentClient& agent,
   // reach out (the same in every slot, so this is idempotent across
   // pause/resume and forks), and the egress CA in the trust store.
   std::string script = "set -e\n";
-  ExecSpec e;
+  agentclient::ExecSpec e;
   e.user = "root";
   e.timeout = 20s;
   if (want.route) {

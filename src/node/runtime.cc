@@ -138,7 +138,7 @@ void Runtime::releaseSlot(std::unique_ptr<network::Slot>& slot) {
   slot.reset();
 }
 
-asio::awaitable<Result<std::shared_ptr<AgentClient>>> Runtime::restoreVm(
+asio::awaitable<Result<std::shared_ptr<agentclient::AgentClient>>> Runtime::restoreVm(
     hypervisor::Vm& vm, bool from_template, std::string name,
     std::vector<std::pair<std::string, double>>& phases) {
   PhaseClock pc(phases);
@@ -150,8 +150,8 @@ asio::awaitable<Result<std::shared_ptr<AgentClient>>> Runtime::restoreVm(
   // reconnect() resynchronises it (docs/agent-protocol.md, Resync). A
   // template snapshot is taken with the channel idle, so its agent's
   // decoder is known to be in step; a paused or forked one may not be.
-  auto c = co_await AgentClient::reconnect(std::move(vm.agentChannel()), name,
-                                           Clock::now() + opts_.ready_timeout, from_template);
+  auto c = co_await agentclient::AgentClient::reconnect(
+      std::move(vm.agentChannel()), name, Clock::now() + opts_.ready_timeout, from_template);
   if (!c.ok()) {
     std::string diag = vm.diagnostics();
     std::string msg = c.error().context();
@@ -188,7 +188,7 @@ asio::awaitable<Status> Runtime::warm(Prepared& p) {
   // now rather than then. No user code runs before the identity is set.
   // As the template's default user: that is the path a first command takes.
   if (opts_.warm_exec) {
-    ExecSpec ex;
+    agentclient::ExecSpec ex;
     ex.argv = {"true"};
     auto r = co_await (*c)->run(std::move(ex));
     if (!r.ok()) co_return std::move(r).error().withContext("warm " + p.vm_id);
@@ -283,8 +283,8 @@ asio::awaitable<Result<std::shared_ptr<Sandbox>>> Runtime::create(std::string te
     }
     sb->vm_ = std::move(m->vm);
     making_[sb->id_] = sb->vm_.get();
-    sb->agent_ =
-        AgentClient::create(std::move(sb->vm_->agentChannel()), std::move(m->leftover), sb->id_);
+    sb->agent_ = agentclient::AgentClient::create(std::move(sb->vm_->agentChannel()),
+                                                  std::move(m->leftover), sb->id_);
     auto id = co_await applyIdentity(*sb);
     if (!id.ok()) {
       (void)co_await sb->vm_->stop();

@@ -17,9 +17,9 @@
 #include <string>
 #include <vector>
 
+#include "agentclient/agent_client.h"
 #include "base/new_id.h"
 #include "hypervisor/hypervisor.h"
-#include "node/agent_client.h"
 #include "node/guest_network.h"
 #include "node/machine.h"
 #include "node/network/slot.h"
@@ -81,7 +81,7 @@ class Sandbox {
   State state() const { return state_; }
   const std::string& templateId() const { return template_id_; }
   // The agent of a running sandbox (null while paused).
-  const std::shared_ptr<AgentClient>& agent() const { return agent_; }
+  const std::shared_ptr<agentclient::AgentClient>& agent() const { return agent_; }
   hypervisor::Vm* vm() const { return vm_.get(); }
   const std::string& dir() const { return dir_; }
   const std::string& vmDir() const { return vm_dir_; }
@@ -101,7 +101,7 @@ class Sandbox {
   uint64_t memory_mib_ = 256;
   State state_ = State::kRunning;
   std::unique_ptr<hypervisor::Vm> vm_;
-  std::shared_ptr<AgentClient> agent_;
+  std::shared_ptr<agentclient::AgentClient> agent_;
   std::vector<std::pair<std::string, double>> phases_ms_;
 };
 
@@ -208,7 +208,7 @@ class Runtime : private WarmPool::Source {
   // Loads the state a VM was started for, runs it and takes over its agent.
   // `from_template`: the state is a template's (RAM shared with the template
   // file, agent channel idle at the snapshot) rather than a sandbox's own.
-  asio::awaitable<Result<std::shared_ptr<AgentClient>>> restoreVm(
+  asio::awaitable<Result<std::shared_ptr<agentclient::AgentClient>>> restoreVm(
       hypervisor::Vm& vm, bool from_template, std::string name,
       std::vector<std::pair<std::string, double>>& phases);
   // WarmPool::Source: a QEMU for the template's own snapshot, taken as far
@@ -229,8 +229,8 @@ class Runtime : private WarmPool::Source {
   void releaseSlot(std::unique_ptr<network::Slot>& slot);
   // Sets the guest's network up as `want` (from `was`: what it is now, if
   // known); needs the VM's slot for a route.
-  asio::awaitable<Status> configureGuestNetwork(AgentClient& agent, const network::Slot* slot,
-                                                const GuestNetwork& want,
+  asio::awaitable<Status> configureGuestNetwork(agentclient::AgentClient& agent,
+                                                const network::Slot* slot, const GuestNetwork& want,
                                                 const std::optional<GuestNetwork>& was);
   Status writeRecord(const Sandbox& sb);
   // sandbox.json of `id`: the sandbox with what every record has, and the

@@ -78,8 +78,8 @@ asio::awaitable<Result<std::shared_ptr<Sandbox>>> Runtime::adopt(const std::stri
   // (No co_await inside a conditional expression: g++ 12 miscompiles it.)
   Status st = co_await sb->vm_->resumeVcpus();
   if (st.ok()) {
-    auto c = co_await AgentClient::reconnect(std::move(sb->vm_->agentChannel()), id,
-                                             Clock::now() + opts_.ready_timeout);
+    auto c = co_await agentclient::AgentClient::reconnect(std::move(sb->vm_->agentChannel()), id,
+                                                          Clock::now() + opts_.ready_timeout);
     if (c.ok())
       sb->agent_ = std::move(*c);
     else

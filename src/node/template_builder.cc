@@ -8,10 +8,10 @@
 #include <ctime>
 #include <filesystem>
 
+#include "agentclient/agent_client.h"
 #include "base/log.h"
 #include "base/scope_exit.h"
 #include "base/sha256.h"
-#include "node/agent_client.h"
 #include "node/machine.h"
 
 namespace vessel::node {
@@ -132,13 +132,13 @@ std::string nowRfc3339() {
   return out;
 }
 
-asio::awaitable<Status> applySpec(AgentClient& a, const BuildSpec& spec, const Progress& progress,
-                                  Clock::time_point deadline) {
+asio::awaitable<Status> applySpec(agentclient::AgentClient& a, const BuildSpec& spec,
+                                  const Progress& progress, Clock::time_point deadline) {
   for (const auto& [path, content] : spec.files) {
     progress("write " + path, 30);
     auto dir = fs::path(path).parent_path().string();
     VESSEL_CO_TRY(co_await a.mkdir(dir, 0755, true));
-    WriteFileOptions wo;
+    agentclient::WriteFileOptions wo;
     wo.path = path;
     auto w = co_await a.writeFile(wo);
     if (!w.ok()) co_return std::move(w).error().withContext("write " + path);
@@ -149,7 +149,7 @@ asio::awaitable<Status> applySpec(AgentClient& a, const BuildSpec& spec, const P
   for (const auto& cmd : spec.commands) {
     progress("run: " + cmd,
              35 + 30 * i++ / std::max<int>(1, static_cast<int>(spec.commands.size())));
-    ExecSpec e;
+    agentclient::ExecSpec e;
     e.shell = cmd;
     e.user = "root";
     auto r = co_await a.run(e);
@@ -162,7 +162,7 @@ asio::awaitable<Status> applySpec(AgentClient& a, const BuildSpec& spec, const P
   if (!spec.env.empty()) VESSEL_CO_TRY(co_await a.setDefaultEnv(spec.env));
   if (!spec.start.empty()) {
     progress("start: " + spec.start, 70);
-    ExecSpec e;
+    agentclient::ExecSpec e;
     e.shell = spec.start;
     auto p = co_await a.exec(e);
     if (!p.ok()) co_return std::move(p).error().withContext("start '" + spec.start + "'");
@@ -172,7 +172,7 @@ asio::awaitable<Status> applySpec(AgentClient& a, const BuildSpec& spec, const P
     progress("wait until ready: " + spec.ready, 75);
     asio::steady_timer t(co_await asio::this_coro::executor);
     for (;;) {
-      ExecSpec e;
+      agentclient::ExecSpec e;
       e.shell = spec.ready;
       auto r = co_await a.run(e);
       if (r.ok() && r->exit.exited && r->exit.code == 0) break;
@@ -183,7 +183,7 @@ asio::awaitable<Status> applySpec(AgentClient& a, const BuildSpec& spec, const P
       co_await t.async_wait(asio::as_tuple(asio::use_awaitable));
     }
   }
-  ExecSpec sync;
+  agentclient::ExecSpec sync;
   sync.argv = {"sync"};
   sync.user = "root";
   auto r = co_await a.run(sync);
@@ -241,8 +241,8 @@ asio::awaitable<Result<std::shared_ptr<const templates::Template>>> buildTemplat
   progress("boot base", 10);
   auto mach = co_await bootMachine(hv, m, deadline);
   if (!mach.ok()) co_return std::move(mach).error().withContext(ctx);
-  auto agent =
-      AgentClient::create(std::move(mach->vm->agentChannel()), std::move(mach->leftover), m.id);
+  auto agent = agentclient::AgentClient::create(std::move(mach->vm->agentChannel()),
+                                                std::move(mach->leftover), m.id);
   auto applied = co_await applySpec(*agent, spec, progress, deadline);
   Status snap = applied;
   if (snap.ok()) {

@@ -15,8 +15,8 @@
 #include <string>
 #include <vector>
 
+#include "agentclient/agent_client.h"
 #include "hypervisor/hypervisor.h"
-#include "node/agent_client.h"
 #include "node/guest_network.h"
 #include "node/network/slot.h"
 #include "node/pool_sizer.h"
@@ -24,14 +24,16 @@
 
 namespace vessel::node {
 
+namespace asio = boost::asio;
+
 // A QEMU started for a template's (or a fork's) state; pooled ones may be
 // warm already.
 struct PreparedVm {
   std::string vm_id, vm_dir;
   std::unique_ptr<hypervisor::Vm> vm;
   std::shared_ptr<const templates::Template> tmpl;
-  std::shared_ptr<AgentClient> agent;  // set once warm (restored and running)
-  std::optional<GuestNetwork> net;     // what the guest's network is set up as, if it is
+  std::shared_ptr<agentclient::AgentClient> agent;  // set once warm (restored and running)
+  std::optional<GuestNetwork> net;  // what the guest's network is set up as, if it is
   std::unique_ptr<network::Slot> slot;
 };
 

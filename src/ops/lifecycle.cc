@@ -342,7 +342,7 @@ void Lifecycle::noteActivity(const std::string& id) {
     opsLog().warn("sandbox {}: {}", id, s.error().message());
 }
 
-std::shared_ptr<node::AgentClient> Lifecycle::agentOf(const std::string& id) {
+std::shared_ptr<agentclient::AgentClient> Lifecycle::agentOf(const std::string& id) {
   auto a = node_.agent(id);
   if (a) noteActivity(id);  // the data plane uses it: its idle clock starts again
   return a;

@@ -146,7 +146,7 @@ class Lifecycle {
   // clock starts again.
   void noteActivity(const std::string& id);
   // The agent of a running sandbox (for the data planes), noting activity.
-  std::shared_ptr<node::AgentClient> agentOf(const std::string& id);
+  std::shared_ptr<agentclient::AgentClient> agentOf(const std::string& id);
 
   // Templates as a tenant names them: its own first, else a built-in one.
   Result<std::string> resolveTemplate(const std::string& tenant, const std::string& name);

@@ -19,7 +19,7 @@
 #include "base/result.h"
 #include "templates/manifest.h"
 
-namespace vessel::node {
+namespace vessel::agentclient {
 class AgentClient;
 }
 
@@ -107,7 +107,7 @@ class Node {
   // What a running sandbox uses now; kFailedPrecondition when it has no VM.
   virtual Result<Usage> usage(const std::string& id) = 0;
   // The agent of a running sandbox, or null.
-  virtual std::shared_ptr<node::AgentClient> agent(const std::string& id) = 0;
+  virtual std::shared_ptr<agentclient::AgentClient> agent(const std::string& id) = 0;
 
   // After a restart: takes over a sandbox an earlier process left.
   virtual asio::awaitable<Result<Holding>> adopt(std::string tenant, std::string id) = 0;

@@ -26,6 +26,7 @@
 #include "base/run_blocking.h"
 #include "base/sha256.h"
 #include "e2b/access_token.h"
+#include "e2b/envd/envd.h"
 #include "e2b/rest.h"
 #include "hypervisor/qemu/qemu.h"
 #include "metrics/registry.h"
@@ -431,6 +432,28 @@ Status runDaemon(Config cfg) {
              cfg.e2b_listen_addr->host, e2b_server.port(), cfg.state_dir);
   }
 
+  // E2B envd (docs/e2b-envd.md): the SDKs' sandbox port, mapped onto the
+  // lifecycle's agents; uploads arrive whole (multipart), hence the body cap.
+  // The same tokens as the REST API hands out.
+  e2b::envd::Sandboxes envd_sandboxes;
+  envd_sandboxes.agent_of = [&](const std::string& id) { return lifecycle.agentOf(id); };
+  envd_sandboxes.live_ids = [&] {
+    std::vector<std::string> ids;
+    if (auto live = store->listLiveSandboxes(); live.ok())
+      for (const auto& sb : *live)
+        if (sb.state == store::SandboxState::kRunning) ids.push_back(sb.id);
+    return ids;
+  };
+  e2b::envd::Envd envd(io, std::move(envd_sandboxes), envd_tokens);
+  HttpServer envd_server(io, ServerLimits{16 * 1024, 64u << 20, std::chrono::seconds(60)});
+  envd_server.setMetrics(metrics, "e2b-envd");
+  envd.install(envd_server);
+  if (cfg.e2b_envd_listen_addr) {
+    VESSEL_TRY(envd_server.listen(*cfg.e2b_envd_listen_addr));
+    log.info("E2B envd on http://{}:{} (E2B_SANDBOX_URL)", cfg.e2b_envd_listen_addr->host,
+             envd_server.port());
+  }
+
   asio::signal_set signals(io, SIGINT, SIGTERM);
   asio::steady_timer deadline(io);
   signals.async_wait([&](auto, int sig) {
@@ -438,6 +461,7 @@ Status runDaemon(Config cfg) {
     server.close();
     data_server.close();
     e2b_server.close();
+    envd_server.close();
     // Stopping VMs is bounded; so is the whole shutdown.
     deadline.expires_after(std::chrono::seconds(30));
     deadline.async_wait([&](auto ec) {

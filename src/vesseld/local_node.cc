@@ -212,7 +212,7 @@ Result<ops::Usage> LocalNode::usage(const std::string& id) {
   return u;
 }
 
-std::shared_ptr<node::AgentClient> LocalNode::agent(const std::string& id) {
+std::shared_ptr<agentclient::AgentClient> LocalNode::agent(const std::string& id) {
   auto it = held_.find(id);
   if (it == held_.end() || it->second.sb->state() != node::Sandbox::State::kRunning) return nullptr;
   return it->second.sb->agent();
@@ -274,7 +274,7 @@ asio::awaitable<void> LocalNode::watchLoop(std::string id, uint64_t gen) {
   using namespace asio::experimental::awaitable_operators;
   auto alive = std::weak_ptr<bool>(alive_);
   std::shared_ptr<node::Sandbox> sb = held_.at(id).sb;
-  std::shared_ptr<node::AgentClient> agent = sb->agent();
+  std::shared_ptr<agentclient::AgentClient> agent = sb->agent();
   // Our own pidfd: it outlives the Vm object if the sandbox is destroyed
   // meanwhile, and an adopted QEMU (not our child) is watched the same way.
   int fd = static_cast<int>(::syscall(SYS_pidfd_open, sb->vm()->pid(), 0));

@@ -43,7 +43,7 @@ class LocalNode final : public ops::Node {
   void abort(const std::string& id) override { runtime_.abort(id); }
   ops::Holding holding(const std::string& id) const override;
   Result<ops::Usage> usage(const std::string& id) override;
-  std::shared_ptr<node::AgentClient> agent(const std::string& id) override;
+  std::shared_ptr<agentclient::AgentClient> agent(const std::string& id) override;
   asio::awaitable<Result<ops::Holding>> adopt(std::string tenant, std::string id) override;
   asio::awaitable<int> discardOrphans(std::set<std::string> keep) override;
   asio::awaitable<std::vector<std::string>> shutdown(bool stop_vms) override;

@@ -11,12 +11,12 @@
 #include <cstdlib>
 #include <fstream>
 
+#include "agentclient/agent_client.h"
+#include "agentclient/testing/agent_harness.h"
 #include "base/fd.h"
 #include "guest_env.h"
 #include "hypervisor/qemu/qemu.h"
-#include "node/agent_client.h"
 #include "node/machine.h"
-#include "node/testing/agent_harness.h"
 #include "sanitizers.h"
 
 namespace vessel {
@@ -24,9 +24,9 @@ namespace {
 
 namespace asio = boost::asio;
 using namespace std::chrono_literals;
-using node::ExecSpec;
-using node::ProcessEvent;
-using node::testing::runFor;
+using agentclient::ExecSpec;
+using agentclient::ProcessEvent;
+using agentclient::testing::runFor;
 
 // Host RSS, to show that a large transfer does not accumulate on the host.
 size_t rssBytes() {
@@ -54,7 +54,7 @@ class AgentGuestTest : public ::testing::Test {
     ASSERT_TRUE(m.ok()) << m.error().message();
     machine_ = new node::Machine(std::move(*m));
     agent_socket_ = new std::string(spec.run_dir + "/agent.sock");
-    client_ = new std::shared_ptr<node::AgentClient>(node::AgentClient::create(
+    client_ = new std::shared_ptr<agentclient::AgentClient>(agentclient::AgentClient::create(
         std::move(machine_->vm->agentChannel()), std::move(machine_->leftover), "agent-test"));
   }
   static void TearDownTestSuite() {
@@ -77,8 +77,8 @@ class AgentGuestTest : public ::testing::Test {
   void TearDown() override {
     if (c_) EXPECT_FALSE(c_->failure()) << c_->failure()->message();
   }
-  Result<node::ExecResult> sh(std::string cmd, std::string user = "root",
-                              std::chrono::seconds limit = 60s) {
+  Result<agentclient::ExecResult> sh(std::string cmd, std::string user = "root",
+                                     std::chrono::seconds limit = 60s) {
     ExecSpec s;
     s.shell = std::move(cmd);
     s.user = std::move(user);
@@ -89,16 +89,16 @@ class AgentGuestTest : public ::testing::Test {
   static testing::ScratchDir* dir_;
   static hypervisor::qemu::QemuHypervisor* hv_;
   static node::Machine* machine_;
-  static std::shared_ptr<node::AgentClient>* client_;
+  static std::shared_ptr<agentclient::AgentClient>* client_;
   static std::string* agent_socket_;
-  std::shared_ptr<node::AgentClient> c_;
+  std::shared_ptr<agentclient::AgentClient> c_;
 };
 
 asio::io_context* AgentGuestTest::io_ = nullptr;
 testing::ScratchDir* AgentGuestTest::dir_ = nullptr;
 hypervisor::qemu::QemuHypervisor* AgentGuestTest::hv_ = nullptr;
 node::Machine* AgentGuestTest::machine_ = nullptr;
-std::shared_ptr<node::AgentClient>* AgentGuestTest::client_ = nullptr;
+std::shared_ptr<agentclient::AgentClient>* AgentGuestTest::client_ = nullptr;
 std::string* AgentGuestTest::agent_socket_ = nullptr;
 
 TEST_F(AgentGuestTest, Pid1MountsAndDefaultUser) {
@@ -149,8 +149,8 @@ TEST_F(AgentGuestTest, StdinRoundTrip) {
   s.argv = {"sha256sum"};
   auto p = runFor(*io_, c_->exec(s));
   ASSERT_TRUE(p.ok());
-  std::string data = node::testing::PatternSource(11).next(2 << 20);
-  node::testing::Sha256 sha;
+  std::string data = agentclient::testing::PatternSource(11).next(2 << 20);
+  agentclient::testing::Sha256 sha;
   sha.update(data);
   ASSERT_TRUE(runFor(*io_, (*p)->writeStdin(data)).ok());
   ASSERT_TRUE(runFor(*io_, (*p)->closeStdin()).ok());
@@ -192,16 +192,16 @@ TEST_F(AgentGuestTest, PtyTtyAndResize) {
 
 TEST_F(AgentGuestTest, HundredMiBOutputWithChecksumAndBoundedHostMemory) {
   // 1 MiB of known bytes in the guest, printed 100 times.
-  std::string block = node::testing::PatternSource(5).next(1 << 20);
+  std::string block = agentclient::testing::PatternSource(5).next(1 << 20);
   {
-    node::WriteFileOptions o;
+    agentclient::WriteFileOptions o;
     o.path = "/tmp/block";
     auto w = runFor(*io_, c_->writeFile(o));
     ASSERT_TRUE(w.ok());
     ASSERT_TRUE(runFor(*io_, (*w)->write(block)).ok());
     ASSERT_TRUE(runFor(*io_, (*w)->finish()).ok());
   }
-  node::testing::Sha256 want;
+  agentclient::testing::Sha256 want;
   for (int i = 0; i < 100; ++i) want.update(block);
   ExecSpec s;
   s.shell = "i=0; while [ $i -lt 100 ]; do cat /tmp/block; i=$((i+1)); done";
@@ -210,8 +210,8 @@ TEST_F(AgentGuestTest, HundredMiBOutputWithChecksumAndBoundedHostMemory) {
   ASSERT_TRUE(p.ok());
   size_t rss_before = rssBytes();
   size_t max_buffered = 0, got = 0;
-  node::testing::Sha256 sha;
-  auto drain = [&]() -> asio::awaitable<Result<node::ExitInfo>> {
+  agentclient::testing::Sha256 sha;
+  auto drain = [&]() -> asio::awaitable<Result<agentclient::ExitInfo>> {
     for (;;) {
       max_buffered = std::max(max_buffered, c_->bufferedBytes());
       VESSEL_CO_ASSIGN_OR_RETURN(ProcessEvent ev, co_await (*p)->next());
@@ -235,13 +235,13 @@ TEST_F(AgentGuestTest, OneGiBUploadAndDownloadWithChecksum) {
   auto m = sh("mount -t ext4 /dev/vdb /mnt && chmod 1777 /mnt");
   ASSERT_TRUE(m.ok() && m->exit.code == 0) << (m.ok() ? m->err : m.error().message());
   constexpr size_t kSize = size_t{1} << 30;
-  node::WriteFileOptions o;
+  agentclient::WriteFileOptions o;
   o.path = "/mnt/big";
   o.mode = 0600;
   auto w = runFor(*io_, c_->writeFile(o));
   ASSERT_TRUE(w.ok());
-  node::testing::PatternSource src(99);
-  node::testing::Sha256 up;
+  agentclient::testing::PatternSource src(99);
+  agentclient::testing::Sha256 up;
   for (size_t done = 0; done < kSize; done += 1 << 20) {
     std::string chunk = src.next(1 << 20);
     up.update(chunk);
@@ -254,7 +254,7 @@ TEST_F(AgentGuestTest, OneGiBUploadAndDownloadWithChecksum) {
   EXPECT_EQ(guest_sum->out.substr(0, 64), up_hex);
   auto r = runFor(*io_, c_->readFile("/mnt/big"));
   ASSERT_TRUE(r.ok());
-  node::testing::Sha256 down;
+  agentclient::testing::Sha256 down;
   size_t got = 0;
   for (;;) {
     auto chunk = runFor(*io_, (*r)->read(), 60s);
@@ -270,7 +270,7 @@ TEST_F(AgentGuestTest, OneGiBUploadAndDownloadWithChecksum) {
 
 TEST_F(AgentGuestTest, FiftyConcurrentProcesses) {
   constexpr int kN = 50;
-  std::vector<std::optional<Result<node::ExecResult>>> results(kN);
+  std::vector<std::optional<Result<agentclient::ExecResult>>> results(kN);
   for (int i = 0; i < kN; ++i) {
     asio::co_spawn(
         *io_,
@@ -319,7 +319,7 @@ TEST_F(AgentGuestTest, ReattachAfterDisconnect) {
   auto q = runFor(*io_, c_->attach(pid));
   ASSERT_TRUE(q.ok()) << q.error().message();
   std::string out;
-  node::ExitInfo exit;
+  agentclient::ExitInfo exit;
   for (;;) {
     auto e = runFor(*io_, (*q)->next(), 20s);
     ASSERT_TRUE(e.ok()) << e.error().message();
@@ -339,7 +339,7 @@ TEST_F(AgentGuestTest, IdentityAndOrphanReaping) {
   ASSERT_TRUE(runFor(*io_, c_->setHostname("sbx-test")).ok());
   ASSERT_TRUE(runFor(*io_, c_->setClock(std::chrono::system_clock::from_time_t(1893456000)))
                   .ok());  // 2030-01-01
-  ASSERT_TRUE(runFor(*io_, c_->addEntropy(node::testing::PatternSource(1).next(64))).ok());
+  ASSERT_TRUE(runFor(*io_, c_->addEntropy(agentclient::testing::PatternSource(1).next(64))).ok());
   auto r = sh("hostname; date -u +%Y");
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->out, "sbx-test\n2030\n");
@@ -379,13 +379,13 @@ TEST_F(AgentGuestTest, ReattachAfterTheHostReconnects) {
   EXPECT_EQ(ev->data, "before\n");
   c_->close();
   p->reset();
-  node::AgentClient::Socket sock(*io_);
+  agentclient::AgentClient::Socket sock(*io_);
   boost::system::error_code ec;
   sock.connect(asio::local::stream_protocol::endpoint(*agent_socket_), ec);
   ASSERT_FALSE(ec) << ec.message();
   auto fresh = runFor(*io_,
-                      node::AgentClient::reconnect(std::move(sock), "agent-test",
-                                                   std::chrono::steady_clock::now() + 20s),
+                      agentclient::AgentClient::reconnect(std::move(sock), "agent-test",
+                                                          std::chrono::steady_clock::now() + 20s),
                       30s);
   ASSERT_TRUE(fresh.ok()) << fresh.error().message() << "\n" << machine_->vm->diagnostics();
   *client_ = *fresh;
@@ -394,7 +394,7 @@ TEST_F(AgentGuestTest, ReattachAfterTheHostReconnects) {
   ASSERT_TRUE(q.ok()) << q.error().message();
   ASSERT_TRUE(sh("touch /tmp/go2").ok());
   std::string out;
-  node::ExitInfo exit;
+  agentclient::ExitInfo exit;
   for (;;) {
     auto e = runFor(*io_, (*q)->next(), 20s);
     ASSERT_TRUE(e.ok()) << e.error().message();
@@ -420,13 +420,13 @@ TEST_F(AgentGuestTest, ReconnectInTheMiddleOfHeavyOutput) {
   for (int i = 0; i < 20; ++i) ASSERT_TRUE(runFor(*io_, (*p)->next(), 20s).ok());
   c_->close();
   p->reset();
-  node::AgentClient::Socket sock(*io_);
+  agentclient::AgentClient::Socket sock(*io_);
   boost::system::error_code ec;
   sock.connect(asio::local::stream_protocol::endpoint(*agent_socket_), ec);
   ASSERT_FALSE(ec) << ec.message();
   auto fresh = runFor(*io_,
-                      node::AgentClient::reconnect(std::move(sock), "agent-test",
-                                                   std::chrono::steady_clock::now() + 20s),
+                      agentclient::AgentClient::reconnect(std::move(sock), "agent-test",
+                                                          std::chrono::steady_clock::now() + 20s),
                       30s);
   ASSERT_TRUE(fresh.ok()) << fresh.error().message();
   *client_ = *fresh;

@@ -45,7 +45,7 @@ class BuiltinTemplatesTest : public ::testing::Test {
   // Output of a shell command as the template's default user; fails the
   // test on a non-zero exit.
   std::string sh(const std::string& cmd, const std::string& user = "") {
-    node::ExecSpec e;
+    agentclient::ExecSpec e;
     e.shell = cmd;
     e.user = user;
     auto r = runBlocking(io_, sb_->agent()->run(e));
@@ -84,7 +84,7 @@ TEST_F(BuiltinTemplatesTest, DebianHasPythonCurlGitCertificatesAndUser) {
   EXPECT_THAT(sh("cat /etc/debian_version"), HasSubstr("12."));
   // The user can work in its home; root-owned system files stay closed.
   EXPECT_EQ(sh("cd && echo hi > mine && cat mine"), "hi\n");
-  node::ExecSpec e;
+  agentclient::ExecSpec e;
   e.shell = "echo x >> /etc/passwd";
   auto r = runBlocking(io_, sb_->agent()->run(e));
   ASSERT_TRUE(r.ok()) << r.error().message();

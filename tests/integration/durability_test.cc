@@ -13,11 +13,11 @@
 #include <set>
 #include <thread>
 
+#include "agentclient/agent_client.h"
 #include "base/fd.h"
 #include "base/run_blocking.h"
 #include "base/sha256.h"
 #include "guest_env.h"
-#include "node/agent_client.h"
 #include "os/command.h"
 #include "os/netns.h"
 #include "store/store.h"
@@ -95,10 +95,10 @@ std::string execThroughAgent(const std::string& vm_dir, const std::string& cmd) 
   boost::system::error_code ec;
   sock.connect(asio::local::stream_protocol::endpoint(vm_dir + "/run/agent.sock"), ec);
   if (ec) return "<connect: " + ec.message() + ">";
-  auto c = runBlocking(io, node::AgentClient::reconnect(std::move(sock), "test",
-                                                        std::chrono::steady_clock::now() + 30s));
+  auto c = runBlocking(io, agentclient::AgentClient::reconnect(
+                               std::move(sock), "test", std::chrono::steady_clock::now() + 30s));
   if (!c.ok()) return "<reconnect: " + c.error().message() + ">";
-  node::ExecSpec spec;
+  agentclient::ExecSpec spec;
   spec.shell = cmd;
   auto r = runBlocking(io, (*c)->run(spec));
   (*c)->close();

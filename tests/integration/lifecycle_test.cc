@@ -92,7 +92,7 @@ class LifecycleTest : public ::testing::Test {
     return *sb;
   }
   std::string sh(node::Sandbox& sb, const std::string& cmd, const std::string& user = "") {
-    node::ExecSpec e;
+    agentclient::ExecSpec e;
     e.shell = cmd;
     e.user = user;
     auto r = runBlocking(g->io, sb.agent()->run(e));
@@ -141,7 +141,7 @@ TEST_F(LifecycleTest, PauseAndResumeKeepAProcessAndAFile) {
   auto a = create();
   ASSERT_TRUE(a);
   sh(*a, "echo kept > /home/user/kept.txt");
-  node::ExecSpec e;
+  agentclient::ExecSpec e;
   e.shell = "i=0; while true; do i=$((i+1)); echo $i > /tmp/counter; sleep 0.1; done";
   auto p = runBlocking(g->io, a->agent()->exec(e));
   ASSERT_TRUE(p.ok()) << p.error().message();
@@ -287,7 +287,7 @@ TEST_F(LifecycleTest, ForkIntoANewTemplate) {
   auto a = create();
   ASSERT_TRUE(a);
   sh(*a, "echo from-parent > /home/user/forked.txt && sync");
-  node::ExecSpec e;
+  agentclient::ExecSpec e;
   e.shell = "sleep 100000";
   auto p = runBlocking(g->io, a->agent()->exec(e));
   ASSERT_TRUE(p.ok()) << p.error().message();

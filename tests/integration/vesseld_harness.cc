@@ -23,14 +23,19 @@ namespace json = boost::json;
 using namespace std::chrono_literals;
 
 Vesseld::Vesseld(VesseldOptions o)
-    : opts_(std::move(o)), port_(freePort()), data_port_(freePort()), e2b_port_(freePort()) {}
+    : opts_(std::move(o)),
+      port_(freePort()),
+      data_port_(freePort()),
+      e2b_port_(freePort()),
+      envd_port_(freePort()) {}
 
 Vesseld::Vesseld(const std::string& binary, std::vector<std::string> extra_args)
     : own_root_(std::make_unique<ScratchDir>()),
       opts_{binary, kernelPath(), minimalImage(), own_root_->path(), std::move(extra_args)},
       port_(freePort()),
       data_port_(freePort()),
-      e2b_port_(freePort()) {}
+      e2b_port_(freePort()),
+      envd_port_(freePort()) {}
 
 Vesseld::~Vesseld() {
   if (proc_.running()) (void)stop();
@@ -44,8 +49,9 @@ bool Vesseld::start() {
              "--listen", "127.0.0.1:" + std::to_string(port_), "--data-listen",
              "127.0.0.1:" + std::to_string(data_port_),
              // Never E2B's default port: tests run beside `make up` and each other.
-             "--e2b-listen", "127.0.0.1:" + std::to_string(e2b_port_), "--accel", "tcg", "--kernel",
-             opts_.kernel, "--minimal-image", opts_.minimal_image};
+             "--e2b-listen", "127.0.0.1:" + std::to_string(e2b_port_), "--e2b-envd-listen",
+             "127.0.0.1:" + std::to_string(envd_port_), "--accel", "tcg", "--kernel", opts_.kernel,
+             "--minimal-image", opts_.minimal_image};
   // A test's daemon stops its VMs at a clean stop unless the test is about
   // VMs outliving it: a VM left behind would outlive the test.
   if (!keep_vms_on_stop_) so.argv.push_back("--stop-vms-on-exit");

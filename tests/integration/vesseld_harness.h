@@ -89,6 +89,7 @@ class Vesseld {
   uint16_t port() const { return port_; }
   uint16_t dataPort() const { return data_port_; }
   uint16_t e2bPort() const { return e2b_port_; }
+  uint16_t envdPort() const { return envd_port_; }  // E2B envd
   std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
   std::string root() const { return opts_.root; }
   std::string stateDir() const { return opts_.root + "/state"; }
@@ -101,7 +102,7 @@ class Vesseld {
   std::unique_ptr<ScratchDir> own_root_;
   VesseldOptions opts_;
   ChildProcess proc_;
-  uint16_t port_ = 0, data_port_ = 0, e2b_port_ = 0;
+  uint16_t port_ = 0, data_port_ = 0, e2b_port_ = 0, envd_port_ = 0;
   std::string key_;
   mutable std::map<std::string, std::string> sessions_;  // sandbox id -> token
   const OpenApi* contract_ = nullptr;

@@ -64,6 +64,8 @@ Daemon start(const std::string& state_dir, const std::string& cache_dir, const s
              "127.0.0.1:" + std::to_string(testing::freePort()),
              "--e2b-listen",
              "127.0.0.1:" + std::to_string(testing::freePort()),
+             "--e2b-envd-listen",
+             "",
              "--kernel",
              testing::kernelPath(),
              "--minimal-image",

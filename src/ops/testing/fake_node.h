@@ -120,7 +120,7 @@ class FakeNode final : public Node {
     auto it = held.find(id);
     return it == held.end() ? Holding::kNothing : it->second;
   }
-  std::shared_ptr<node::AgentClient> agent(const std::string&) override { return nullptr; }
+  std::shared_ptr<agentclient::AgentClient> agent(const std::string&) override { return nullptr; }
   asio::awaitable<Result<Holding>> adopt(std::string tenant, std::string id) override {
     calls.push_back("adopt " + id);
     tenant_of[id] = tenant;

@@ -40,6 +40,11 @@ void decodeAll(std::string_view p) {
   (void)decodeMsg<RenameMsg>(p);
   (void)decodeMsg<WatchMsg>(p);
   (void)decodeMsg<WatchEventMsg>(p);
+  (void)decodeMsg<WriteFileInPlaceMsg>(p);
+  (void)decodeMsg<WatchTreeMsg>(p);
+  (void)decodeMsg<SetXattrsMsg>(p);
+  (void)decodeMsg<GetXattrsMsg>(p);
+  (void)decodeMsg<XattrsResultMsg>(p);
 }
 
 }  // namespace

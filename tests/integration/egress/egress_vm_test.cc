@@ -6,10 +6,10 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include "agentclient/agent_client.h"
+#include "agentclient/testing/agent_harness.h"
 #include "hypervisor/qemu/qemu.h"
-#include "node/agent_client.h"
 #include "node/machine.h"
-#include "node/testing/agent_harness.h"
 #include "tests/integration/egress/world.h"
 #include "tests/integration/guest_env.h"
 
@@ -18,7 +18,7 @@ namespace {
 
 namespace asio = boost::asio;
 using namespace std::chrono_literals;
-using node::testing::runFor;
+using agentclient::testing::runFor;
 
 class EgressVmTest : public ::testing::Test {
  protected:
@@ -38,7 +38,7 @@ class EgressVmTest : public ::testing::Test {
     auto m = runFor(*io_, node::bootMachine(*hv_, spec, node::Clock::now() + 90s), 120s);
     ASSERT_TRUE(m.ok()) << m.error().message();
     machine_ = new node::Machine(std::move(*m));
-    client_ = new std::shared_ptr<node::AgentClient>(node::AgentClient::create(
+    client_ = new std::shared_ptr<agentclient::AgentClient>(agentclient::AgentClient::create(
         std::move(machine_->vm->agentChannel()), std::move(machine_->leftover), "egress-vm"));
     // What a template's network setup does: the same address in every VM.
     auto r =
@@ -56,8 +56,8 @@ class EgressVmTest : public ::testing::Test {
     delete io_;
     delete world_;
   }
-  static Result<node::ExecResult> sh(const std::string& cmd) {
-    node::ExecSpec s;
+  static Result<agentclient::ExecResult> sh(const std::string& cmd) {
+    agentclient::ExecSpec s;
     s.shell = cmd;
     s.user = "root";
     s.timeout = 30s;
@@ -80,7 +80,7 @@ class EgressVmTest : public ::testing::Test {
   static testing::ScratchDir* dir_;
   static hypervisor::qemu::QemuHypervisor* hv_;
   static node::Machine* machine_;
-  static std::shared_ptr<node::AgentClient>* client_;
+  static std::shared_ptr<agentclient::AgentClient>* client_;
   static uint64_t generation_;
 };
 
@@ -90,7 +90,7 @@ asio::io_context* EgressVmTest::io_ = nullptr;
 testing::ScratchDir* EgressVmTest::dir_ = nullptr;
 hypervisor::qemu::QemuHypervisor* EgressVmTest::hv_ = nullptr;
 node::Machine* EgressVmTest::machine_ = nullptr;
-std::shared_ptr<node::AgentClient>* EgressVmTest::client_ = nullptr;
+std::shared_ptr<agentclient::AgentClient>* EgressVmTest::client_ = nullptr;
 uint64_t EgressVmTest::generation_ = 1;
 
 const char* kGetA =

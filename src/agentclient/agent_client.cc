@@ -1,4 +1,4 @@
-#include "node/agent_client.h"
+#include "agentclient/agent_client.h"
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
@@ -9,9 +9,9 @@
 #include <boost/asio/write.hpp>
 #include <random>
 
-#include "node/agent_client_internal.h"
+#include "agentclient/agent_client_internal.h"
 
-namespace vessel::node {
+namespace vessel::agentclient {
 
 using internal::errorFrame;
 using internal::Stream;
@@ -31,7 +31,8 @@ bool allowed(const Stream& s, MsgType t) {
     case MsgType::kError: return true;
     case MsgType::kOk:
       if (s.kind == internal::kProcess) return s.started;
-      if (s.kind == internal::kPing || s.kind == internal::kStat) return s.replies == 1;
+      if (s.kind == internal::kPing || s.kind == internal::kStat || s.kind == internal::kXattrs)
+        return s.replies == 1;
       if (s.kind == internal::kWatch) return s.replies >= 1;
       return true;
     case MsgType::kExecStarted: return s.kind == internal::kProcess && !s.started;
@@ -40,6 +41,7 @@ bool allowed(const Stream& s, MsgType t) {
     case MsgType::kExit: return s.kind == internal::kProcess && s.started;
     case MsgType::kPong: return s.kind == internal::kPing && s.replies == 0;
     case MsgType::kStatResult: return s.kind == internal::kStat && s.replies == 0;
+    case MsgType::kXattrsResult: return s.kind == internal::kXattrs && s.replies == 0;
     case MsgType::kProcList: return s.kind == internal::kProcList;
     case MsgType::kListEntries: return s.kind == internal::kList;
     case MsgType::kFileData: return s.kind == internal::kRead;
@@ -383,4 +385,4 @@ asio::awaitable<Status> AgentClient::setDefaultEnv(std::vector<std::string> env)
   co_return co_await std::move(op);
 }
 
-}  // namespace vessel::node
+}  // namespace vessel::agentclient

@@ -29,7 +29,7 @@
 #include "agentproto/messages.h"
 #include "base/result.h"
 
-namespace vessel::node {
+namespace vessel::agentclient {
 
 namespace asio = boost::asio;
 
@@ -73,6 +73,9 @@ struct WriteFileOptions {
   uint32_t mode = 0644;
   std::optional<uint32_t> uid;  // unset: the agent's default (root)
   std::optional<uint32_t> gid;
+  // Write the file itself rather than a temporary renamed over it: watchers
+  // see a write; not atomic (agentproto::WriteFileInPlaceMsg).
+  bool in_place = false;
 };
 
 // A whole command's result, for callers that do not stream.
@@ -225,7 +228,15 @@ class AgentClient : public std::enable_shared_from_this<AgentClient> {
   asio::awaitable<Status> mkdir(std::string path, uint32_t mode = 0755, bool parents = true);
   asio::awaitable<Status> remove(std::string path, bool recursive = false);
   asio::awaitable<Status> rename(std::string from, std::string to);
-  asio::awaitable<Result<std::unique_ptr<Watch>>> watch(std::string path);
+  // Extended attributes under `prefix` (names without it): set replaces
+  // them all (agentproto::SetXattrsMsg).
+  asio::awaitable<Status> setXattrs(std::string path, std::string prefix,
+                                    std::vector<agentproto::Xattr> attrs);
+  asio::awaitable<Result<std::vector<agentproto::Xattr>>> getXattrs(std::string path,
+                                                                    std::string prefix);
+  // `recursive`: the whole tree below path (agentproto::WatchTreeMsg); event
+  // names are then paths relative to it.
+  asio::awaitable<Result<std::unique_ptr<Watch>>> watch(std::string path, bool recursive = false);
 
   // Stream plumbing for the handle classes above.
   asio::awaitable<Result<agentproto::Frame>> recv(internal::Stream& s);
@@ -268,4 +279,4 @@ class AgentClient : public std::enable_shared_from_this<AgentClient> {
   std::set<asio::steady_timer*> closed_waiters_;
 };
 
-}  // namespace vessel::node
+}  // namespace vessel::agentclient

@@ -12,11 +12,11 @@
 #include <optional>
 #include <string>
 
+#include "agentclient/agent_client.h"
 #include "base/child_process.h"
 #include "base/result.h"
-#include "node/agent_client.h"
 
-namespace vessel::node::testing {
+namespace vessel::agentclient::testing {
 
 namespace detail {
 template <typename T>
@@ -78,4 +78,4 @@ class PatternSource {
   uint64_t x_;
 };
 
-}  // namespace vessel::node::testing
+}  // namespace vessel::agentclient::testing

@@ -1,14 +1,14 @@
-#include "node/testing/agent_harness.h"
+#include "agentclient/testing/agent_harness.h"
 
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <cstdio>
 
+#include "agentclient/handshake.h"
 #include "base/fd.h"
-#include "node/machine.h"
 
-namespace vessel::node::testing {
+namespace vessel::agentclient::testing {
 
 Result<std::unique_ptr<HostAgent>> HostAgent::start(asio::io_context& io,
                                                     const std::string& agent_binary) {
@@ -33,7 +33,7 @@ Result<std::unique_ptr<HostAgent>> HostAgent::start(asio::io_context& io,
   guest.reset();
   AgentClient::Socket sock(io);
   sock.assign(asio::local::stream_protocol(), host.release());
-  VESSEL_ASSIGN_OR_RETURN(Machine m, runFor(io, agentHandshake(sock), std::chrono::seconds(10)));
+  VESSEL_ASSIGN_OR_RETURN(Handshake m, runFor(io, handshake(sock), std::chrono::seconds(10)));
   h->client_ = AgentClient::create(std::move(sock), std::move(m.leftover), "host-agent");
   return h;
 }
@@ -68,4 +68,4 @@ std::string PatternSource::next(size_t n) {
   return out;
 }
 
-}  // namespace vessel::node::testing
+}  // namespace vessel::agentclient::testing

@@ -4,9 +4,9 @@
 #include <boost/asio/steady_timer.hpp>
 #include <deque>
 
-#include "node/agent_client.h"
+#include "agentclient/agent_client.h"
 
-namespace vessel::node {
+namespace vessel::agentclient {
 
 using agentproto::Frame;
 using agentproto::frameCost;
@@ -16,7 +16,7 @@ using agentproto::MsgType;
 namespace internal {
 
 // What a stream was opened for decides which frames the guest may send on it.
-enum Kind { kSimple, kPing, kStat, kProcList, kList, kProcess, kRead, kWrite, kWatch };
+enum Kind { kSimple, kPing, kStat, kProcList, kList, kProcess, kRead, kWrite, kWatch, kXattrs };
 
 struct Stream {
   explicit Stream(const asio::any_io_executor& ex)
@@ -97,4 +97,4 @@ asio::awaitable<Status> AgentClient::callStatus(int kind, M m) {
   co_return okStatus();
 }
 
-}  // namespace vessel::node
+}  // namespace vessel::agentclient

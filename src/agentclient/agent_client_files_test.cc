@@ -3,10 +3,10 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
-#include "node/agent_client.h"
-#include "node/testing/agent_harness.h"
+#include "agentclient/agent_client.h"
+#include "agentclient/testing/agent_harness.h"
 
-namespace vessel::node {
+namespace vessel::agentclient {
 namespace {
 
 using testing::runFor;
@@ -159,4 +159,4 @@ TEST_F(AgentFilesTest, WatchSeesChanges) {
 }
 
 }  // namespace
-}  // namespace vessel::node
+}  // namespace vessel::agentclient

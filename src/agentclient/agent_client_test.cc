@@ -1,6 +1,6 @@
 // AgentClient against the real agent run on the host over a socketpair (no
 // VM): the protocol, flow control, processes and files end to end, fast.
-#include "node/agent_client.h"
+#include "agentclient/agent_client.h"
 
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -10,10 +10,10 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <filesystem>
 
+#include "agentclient/testing/agent_harness.h"
 #include "base/fd.h"
-#include "node/testing/agent_harness.h"
 
-namespace vessel::node {
+namespace vessel::agentclient {
 namespace {
 
 using testing::runFor;
@@ -329,4 +329,4 @@ TEST_F(AgentClientTest, AgentDeathFailsCallsAsUnavailable) {
 }
 
 }  // namespace
-}  // namespace vessel::node
+}  // namespace vessel::agentclient

@@ -10,11 +10,11 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
+#include "agentclient/agent_client.h"
+#include "agentclient/testing/agent_harness.h"
 #include "base/fd.h"
-#include "node/agent_client.h"
-#include "node/testing/agent_harness.h"
 
-namespace vessel::node {
+namespace vessel::agentclient {
 namespace {
 
 using agentproto::Frame;
@@ -335,4 +335,4 @@ TEST_F(FakeAgentTest, CallsHonorACallersDeadline) {
 }
 
 }  // namespace
-}  // namespace vessel::node
+}  // namespace vessel::agentclient

@@ -1,8 +1,8 @@
 // AgentClient's process and file calls, and the stream handles they return.
-#include "node/agent_client.h"
-#include "node/agent_client_internal.h"
+#include "agentclient/agent_client.h"
+#include "agentclient/agent_client_internal.h"
 
-namespace vessel::node {
+namespace vessel::agentclient {
 
 using internal::errorFrame;
 
@@ -209,13 +209,24 @@ asio::awaitable<Result<std::optional<std::string>>> FileReader::read() {
 }
 
 asio::awaitable<Result<std::unique_ptr<FileWriter>>> AgentClient::writeFile(WriteFileOptions o) {
-  agentproto::WriteFileMsg m;
-  m.path = o.path;
-  m.mode = o.mode;
-  m.uid = o.uid.value_or(agentproto::kNoOwner);
-  m.gid = o.gid.value_or(agentproto::kNoOwner);
-  VESSEL_CO_ASSIGN_OR_RETURN(auto s, open(internal::kWrite, m));
-  co_return std::make_unique<FileWriter>(shared_from_this(), std::move(s));
+  auto fill = [&](auto& m) {
+    m.path = o.path;
+    m.mode = o.mode;
+    m.uid = o.uid.value_or(agentproto::kNoOwner);
+    m.gid = o.gid.value_or(agentproto::kNoOwner);
+  };
+  Result<std::shared_ptr<Stream>> s = Error(Code::kInternal, "unset");
+  if (o.in_place) {
+    agentproto::WriteFileInPlaceMsg m;
+    fill(m);
+    s = open(internal::kWrite, m);
+  } else {
+    agentproto::WriteFileMsg m;
+    fill(m);
+    s = open(internal::kWrite, m);
+  }
+  if (!s.ok()) co_return std::move(s).error();
+  co_return std::make_unique<FileWriter>(shared_from_this(), std::move(*s));
 }
 
 FileWriter::FileWriter(std::shared_ptr<AgentClient> c, std::shared_ptr<Stream> s)
@@ -253,6 +264,23 @@ asio::awaitable<Result<agentproto::FileStat>> AgentClient::stat(std::string path
   co_return m->stat;
 }
 
+asio::awaitable<Status> AgentClient::setXattrs(std::string path, std::string prefix,
+                                               std::vector<agentproto::Xattr> attrs) {
+  agentproto::SetXattrsMsg m{std::move(path), std::move(prefix), std::move(attrs)};
+  auto op = callStatus(internal::kSimple, std::move(m));
+  co_return co_await std::move(op);
+}
+
+asio::awaitable<Result<std::vector<agentproto::Xattr>>> AgentClient::getXattrs(std::string path,
+                                                                               std::string prefix) {
+  auto op = call(internal::kXattrs, agentproto::GetXattrsMsg{std::move(path), std::move(prefix)});
+  VESSEL_CO_ASSIGN_OR_RETURN(auto frames, co_await std::move(op));
+  if (frames.size() != 1) co_return Error(Code::kProtocol, name_ + ": getxattrs without a result");
+  auto m = agentproto::decodeMsg<agentproto::XattrsResultMsg>(frames[0].payload);
+  if (!m.ok()) co_return std::move(m).error();
+  co_return std::move(m->attrs);
+}
+
 asio::awaitable<Result<std::vector<agentproto::ListEntry>>> AgentClient::list(std::string path,
                                                                               uint32_t depth) {
   auto op = call(internal::kList, agentproto::ListMsg{std::move(path), depth});
@@ -285,8 +313,11 @@ asio::awaitable<Status> AgentClient::rename(std::string from, std::string to) {
   co_return co_await std::move(op);
 }
 
-asio::awaitable<Result<std::unique_ptr<Watch>>> AgentClient::watch(std::string path) {
-  VESSEL_CO_ASSIGN_OR_RETURN(auto s, open(internal::kWatch, agentproto::WatchMsg{std::move(path)}));
+asio::awaitable<Result<std::unique_ptr<Watch>>> AgentClient::watch(std::string path,
+                                                                   bool recursive) {
+  auto opened = recursive ? open(internal::kWatch, agentproto::WatchTreeMsg{std::move(path)})
+                          : open(internal::kWatch, agentproto::WatchMsg{std::move(path)});
+  VESSEL_CO_ASSIGN_OR_RETURN(auto s, std::move(opened));
   auto w = std::make_unique<Watch>(shared_from_this(), s);
   // The first event (kind 0) says the watch is in place.
   VESSEL_CO_ASSIGN_OR_RETURN(WatchEvent first, co_await w->next());
@@ -319,4 +350,4 @@ asio::awaitable<Result<WatchEvent>> Watch::next() {
   co_return c_->streamError("watch ended");
 }
 
-}  // namespace vessel::node
+}  // namespace vessel::agentclient

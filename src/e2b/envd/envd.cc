@@ -1,0 +1,372 @@
+#include "e2b/envd/envd.h"
+
+#include <openssl/evp.h>
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/http/empty_body.hpp>
+#include <boost/beast/http/write.hpp>
+#include <boost/json/parse.hpp>
+#include <boost/json/serialize.hpp>
+#include <cerrno>
+#include <charconv>
+
+#include "e2b/envd/connect.h"
+#include "e2b/envd/services.h"
+
+namespace vessel::e2b::envd {
+
+namespace {
+constexpr auto kWriteTimeout = std::chrono::seconds(30);
+constexpr std::string_view kProcessPrefix = "/process.Process/";
+constexpr std::string_view kFilesystemPrefix = "/filesystem.Filesystem/";
+
+std::string lower(std::string_view s) {
+  std::string o(s);
+  for (auto& c : o) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return o;
+}
+
+// "49983-<id>.<domain>[:port]" -> id.
+std::optional<std::string> sandboxFromHost(std::string_view host) {
+  constexpr std::string_view kPort = "49983-";
+  if (host.substr(0, kPort.size()) != kPort) return std::nullopt;
+  host.remove_prefix(kPort.size());
+  auto dot = host.find('.');
+  if (dot == std::string_view::npos || dot == 0) return std::nullopt;
+  return std::string(host.substr(0, dot));
+}
+}  // namespace
+
+// --- helpers ------------------------------------------------------------------
+
+Result<UserInfo> userInfo(const std::string& name) {
+  if (name == "root") return UserInfo{"root", 0, 0, "/root"};
+  if (name == "user") return UserInfo{"user", 1000, 1000, "/home/user"};
+  return Error(Code::kUnauthenticated, "error looking up user '" + name +
+                                           "': only `user` and `root` are known to envd here");
+}
+
+Result<std::string> resolvePath(const std::string& path, const UserInfo& u) {
+  std::string p = path;
+  if (p.empty()) return Error(Code::kInvalidArgument, "path is empty");
+  if (p == "~")
+    p = u.home;
+  else if (p.rfind("~/", 0) == 0)
+    p = u.home + p.substr(1);
+  else if (p[0] != '/')
+    p = u.home + "/" + p;
+  if (p.size() > 4096 || p.find('\0') != std::string::npos)
+    return Error(Code::kInvalidArgument, "path is too long or has a NUL byte");
+  // Lexically clean it, as Go's filepath.Clean would.
+  std::vector<std::string> parts;
+  size_t i = 0;
+  while (i < p.size()) {
+    size_t j = p.find('/', i);
+    if (j == std::string::npos) j = p.size();
+    std::string seg = p.substr(i, j - i);
+    if (seg == "..") {
+      if (!parts.empty()) parts.pop_back();
+    } else if (!seg.empty() && seg != ".") {
+      parts.push_back(std::move(seg));
+    }
+    i = j + 1;
+  }
+  std::string out;
+  for (auto& s : parts) out += "/" + s;
+  return out.empty() ? std::string("/") : out;
+}
+
+Result<std::optional<std::string>> basicAuthUser(const Request& req) {
+  auto it = req.find(http::field::authorization);
+  if (it == req.end()) return std::optional<std::string>();
+  std::string_view v = it->value();
+  if (v.substr(0, 6) != "Basic ")
+    return Error(Code::kUnauthenticated, "Authorization is not Basic");
+  VESSEL_ASSIGN_OR_RETURN(std::string dec, base64Decode(v.substr(6)));
+  auto colon = dec.find(':');
+  std::string user = dec.substr(0, colon);
+  if (user.empty()) return std::optional<std::string>();
+  if (user.size() > 64) return Error(Code::kInvalidArgument, "user name too long");
+  return std::optional<std::string>(user);
+}
+
+const json::value* field(const json::object& o, std::string_view json_name,
+                         std::string_view proto_name) {
+  if (auto* v = o.if_contains(json_name)) return v;
+  if (!proto_name.empty())
+    if (auto* v = o.if_contains(proto_name)) return v;
+  return nullptr;
+}
+
+Result<std::string> stringField(const json::object& o, std::string_view json_name,
+                                std::string_view proto_name) {
+  auto* v = field(o, json_name, proto_name);
+  if (!v || v->is_null()) return std::string();
+  if (!v->is_string())
+    return Error(Code::kInvalidArgument, std::string(json_name) + " is not a string");
+  return std::string(v->as_string());
+}
+
+Result<json::object> parseObject(std::string_view body) {
+  if (body.empty()) return json::object();
+  boost::system::error_code ec;
+  json::value v = json::parse(body, ec);
+  if (ec || !v.is_object()) return Error(Code::kInvalidArgument, "request is not a JSON object");
+  return std::move(v.as_object());
+}
+
+std::string base64Encode(std::string_view in) {
+  std::string out(4 * ((in.size() + 2) / 3), '\0');
+  // SAFETY: EVP_EncodeBlock writes 4*ceil(n/3) bytes plus a NUL, which lands
+  // in std::string's terminator slot.
+  int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
+                          reinterpret_cast<const unsigned char*>(in.data()),
+                          static_cast<int>(in.size()));
+  out.resize(static_cast<size_t>(n));
+  return out;
+}
+
+Result<std::string> base64Decode(std::string_view in) {
+  // protobuf JSON accepts both alphabets and missing padding.
+  std::string s(in);
+  for (auto& c : s) {
+    if (c == '-') c = '+';
+    if (c == '_') c = '/';
+  }
+  while (s.size() % 4) s.push_back('=');
+  if (s.size() > (64u << 20)) return Error(Code::kInvalidArgument, "base64 field too large");
+  std::string out(3 * (s.size() / 4), '\0');
+  int n =
+      EVP_DecodeBlock(reinterpret_cast<unsigned char*>(out.data()),
+                      reinterpret_cast<const unsigned char*>(s.data()), static_cast<int>(s.size()));
+  if (n < 0) return Error(Code::kInvalidArgument, "invalid base64");
+  size_t pad = 0;
+  if (!s.empty() && s.back() == '=') ++pad;
+  if (s.size() > 1 && s[s.size() - 2] == '=') ++pad;
+  out.resize(static_cast<size_t>(n) - pad);
+  return out;
+}
+
+asio::awaitable<json::object> metadataOf(agentclient::AgentClient& agent, const std::string& path) {
+  json::object out;
+  auto attrs = co_await agent.getXattrs(path, kMetadataPrefix);
+  if (attrs.ok())
+    for (auto& a : *attrs) out[a.name] = a.value;
+  co_return out;
+}
+
+Error fromGuest(const Error& e) {
+  switch (e.sysErrno()) {
+    case ENOENT: return Error(Code::kNotFound, e.context(), e.sysErrno());
+    case EEXIST: return Error(Code::kAlreadyExists, e.context(), e.sysErrno());
+    case ENOTDIR:
+    case EISDIR:
+    case ENAMETOOLONG:
+    case ENOTEMPTY:
+    case ELOOP: return Error(Code::kInvalidArgument, e.context(), e.sysErrno());
+    case EACCES:
+    case EPERM:
+    case EROFS: return Error(Code::kPermissionDenied, e.context(), e.sysErrno());
+    case ENOSPC: return Error(Code::kResourceExhausted, e.context(), e.sysErrno());
+    default: return e;
+  }
+}
+
+Response unaryOk(const Request& req, const json::object& msg) {
+  Response res{http::status::ok, req.version()};
+  res.set(http::field::content_type, "application/json");
+  res.keep_alive(req.keep_alive());
+  res.body() = json::serialize(msg);
+  res.prepare_payload();
+  return res;
+}
+
+Response unaryError(const Request& req, const Error& e) {
+  Response res{static_cast<http::status>(connectHttpStatus(e.code())), req.version()};
+  res.set(http::field::content_type, "application/json");
+  res.keep_alive(req.keep_alive());
+  res.body() = errorJson(e);
+  res.prepare_payload();
+  return res;
+}
+
+Response streamError(const Request& req, const Error& e) {
+  Response res{http::status::ok, req.version()};
+  res.set(http::field::content_type, "application/connect+json");
+  res.keep_alive(req.keep_alive());
+  res.body() = endStreamEnvelope(&e);
+  res.prepare_payload();
+  return res;
+}
+
+Result<std::optional<std::chrono::milliseconds>> connectTimeout(const Request& req) {
+  auto it = req.find("Connect-Timeout-Ms");
+  if (it == req.end()) return std::optional<std::chrono::milliseconds>();
+  std::string_view v = it->value();
+  int64_t ms = 0;
+  auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), ms);
+  // Connect allows at most 10 digits.
+  if (v.empty() || v.size() > 10 || ec != std::errc() || p != v.data() + v.size() || ms < 0)
+    return Error(Code::kInvalidArgument, "Connect-Timeout-Ms is not a number of milliseconds");
+  if (ms == 0) return std::optional<std::chrono::milliseconds>();
+  return std::optional<std::chrono::milliseconds>(std::chrono::milliseconds(ms));
+}
+
+std::optional<std::chrono::seconds> keepaliveInterval(const Request& req) {
+  auto it = req.find("Keepalive-Ping-Interval");
+  if (it == req.end()) return std::nullopt;
+  std::string_view v = it->value();
+  int64_t s = 0;
+  auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), s);
+  if (ec != std::errc() || p != v.data() + v.size() || s <= 0) return std::nullopt;
+  return std::chrono::seconds(std::min<int64_t>(s, 3600));
+}
+
+asio::awaitable<bool> ConnectStream::head() {
+  http::response<http::empty_body> h{http::status::ok, req_.version()};
+  h.set(http::field::content_type, "application/connect+json");
+  h.set(http::field::server, "vessel");
+  h.chunked(true);
+  h.keep_alive(false);
+  http::response_serializer<http::empty_body> sr(h);
+  s_.expires_after(kWriteTimeout);
+  auto [ec, n] = co_await http::async_write_header(s_, sr, asio::as_tuple(asio::use_awaitable));
+  co_return !ec;
+}
+
+asio::awaitable<bool> ConnectStream::chunk(std::string data) {
+  char len[20];
+  int n = std::snprintf(len, sizeof len, "%zx\r\n", data.size());
+  data.insert(0, len, static_cast<size_t>(n));
+  data += "\r\n";
+  s_.expires_after(kWriteTimeout);
+  auto [ec, w] =
+      co_await asio::async_write(s_, asio::buffer(data), asio::as_tuple(asio::use_awaitable));
+  co_return !ec;
+}
+
+asio::awaitable<bool> ConnectStream::send(const json::object& msg) {
+  co_return co_await chunk(encodeEnvelope(0, json::serialize(msg)));
+}
+
+asio::awaitable<void> ConnectStream::end(const Error* error) {
+  if (co_await chunk(endStreamEnvelope(error))) {
+    std::string last = "0\r\n\r\n";
+    s_.expires_after(kWriteTimeout);
+    (void)co_await asio::async_write(s_, asio::buffer(last), asio::as_tuple(asio::use_awaitable));
+  }
+  boost::system::error_code ec;
+  s_.socket().shutdown(asio::ip::tcp::socket::shutdown_send, ec);
+}
+
+void ConnectStream::cut() {
+  boost::system::error_code ec;
+  s_.socket().set_option(asio::socket_base::linger(true, 0), ec);
+  s_.socket().close(ec);
+}
+
+// --- routing --------------------------------------------------------------------
+
+Result<Target> Services::target(const Request& req) {
+  std::string id;
+  if (auto it = req.find("E2b-Sandbox-Id"); it != req.end()) {
+    id = std::string(it->value());
+  } else if (auto h = sandboxFromHost(req[http::field::host])) {
+    id = *h;
+  }
+  if (id.empty() || id.size() > 128)
+    return Error(Code::kInvalidArgument,
+                 "no sandbox named: send E2b-Sandbox-Id or use a 49983-<id>.<domain> host");
+  auto tok = req.find("X-Access-Token");
+  if (tok == req.end()) return Error(Code::kUnauthenticated, "missing X-Access-Token");
+  if (!tokens.check(id, tok->value()))
+    return Error(Code::kUnauthenticated, "invalid access token for sandbox " + id);
+  auto agent = sandboxes.agent_of(id);
+  if (!agent || agent->failure())
+    return Error(Code::kUnavailable, "sandbox " + id + " is not running");
+  Target t{id, std::move(agent), "user"};
+  VESSEL_ASSIGN_OR_RETURN(auto user, basicAuthUser(req));
+  if (user) t.user = *user;
+  return t;
+}
+
+asio::awaitable<Response> Services::health(const Request& req) {
+  std::string id;
+  if (auto it = req.find("E2b-Sandbox-Id"); it != req.end())
+    id = std::string(it->value());
+  else if (auto h = sandboxFromHost(req[http::field::host]))
+    id = *h;
+  auto agent = id.empty() ? nullptr : sandboxes.agent_of(id);
+  if (!agent || agent->failure()) {
+    Response res{http::status::bad_gateway, req.version()};
+    res.set(http::field::content_type, "application/json");
+    res.keep_alive(req.keep_alive());
+    json::object o{{"code", 502}, {"message", "sandbox " + id + " is not running"}};
+    res.body() = json::serialize(o);
+    res.prepare_payload();
+    co_return res;
+  }
+  Response res{http::status::no_content, req.version()};
+  res.keep_alive(req.keep_alive());
+  co_return res;
+}
+
+Envd::Envd(asio::io_context& io, Sandboxes sandboxes, const AccessTokens& tokens)
+    : s_(std::make_unique<Services>(io, std::move(sandboxes), tokens)) {}
+
+Envd::~Envd() = default;
+
+void Envd::install(api::HttpServer& server) {
+  Services* s = s_.get();
+  server.route(http::verb::get, "/health", [s](const Request& req) { return s->health(req); });
+  const char* unary_process[] = {"List",       "SendInput", "CloseStdin",
+                                 "SendSignal", "Update",    "StreamInput"};
+  for (const char* m : unary_process) {
+    std::string method = m;
+    server.route(http::verb::post, std::string(kProcessPrefix) + m,
+                 [s, method](const Request& req) { return s->processUnary(req, method); });
+  }
+  const char* unary_fs[] = {
+      "Stat",          "MakeDir",          "Move",         "ListDir", "Remove",
+      "CreateWatcher", "GetWatcherEvents", "RemoveWatcher"};
+  for (const char* m : unary_fs) {
+    std::string method = m;
+    server.route(http::verb::post, std::string(kFilesystemPrefix) + m,
+                 [s, method](const Request& req) { return s->filesystemUnary(req, method); });
+  }
+  // Server streams and GET /files own their connection.
+  server.routePrefix(std::string(kProcessPrefix),
+                     [s](const Request& req,
+                         beast::tcp_stream& stream) -> asio::awaitable<std::optional<Response>> {
+                       std::string path(req.target());
+                       path = path.substr(0, path.find('?'));
+                       std::string method = path.substr(kProcessPrefix.size());
+                       if (req.method() != http::verb::post)
+                         co_return api::methodNotAllowed(req, path, "POST");
+                       if (method == "Start" || method == "Connect")
+                         co_return co_await s->processStream(req, stream, method);
+                       co_return unaryError(req, Error(Code::kNotFound, "no such method " + path));
+                     });
+  server.routePrefix(std::string(kFilesystemPrefix) + "WatchDir",
+                     [s](const Request& req,
+                         beast::tcp_stream& stream) -> asio::awaitable<std::optional<Response>> {
+                       co_return co_await s->watchDir(req, stream);
+                     });
+  server.routePrefix("/files",
+                     [s](const Request& req,
+                         beast::tcp_stream& stream) -> asio::awaitable<std::optional<Response>> {
+                       std::string path(req.target());
+                       path = path.substr(0, path.find('?'));
+                       if (path != "/files")
+                         co_return unaryError(req,
+                                              Error(Code::kNotFound, "no such endpoint: " + path));
+                       if (req.method() == http::verb::get)
+                         co_return co_await s->getFile(req, stream);
+                       if (req.method() == http::verb::post) co_return co_await s->postFile(req);
+                       co_return api::methodNotAllowed(req, path, "GET, POST");
+                     });
+}
+
+}  // namespace vessel::e2b::envd

@@ -1,0 +1,379 @@
+// GET and POST /files (envd.yaml): downloads streamed from the agent, gzip
+// on request; uploads as multipart/form-data (one part per file, its
+// filename the path) or application/octet-stream, gzip-encoded or not.
+// Signed URLs (signature.h) stand in for the access token and may arrive
+// without naming their sandbox: the signature then says which it is.
+#include <zlib.h>
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/http/empty_body.hpp>
+#include <boost/beast/http/write.hpp>
+#include <boost/json/serialize.hpp>
+#include <ctime>
+
+#include "api/json_fields.h"
+#include "base/log.h"
+#include "e2b/envd/multipart.h"
+#include "e2b/envd/services.h"
+#include "e2b/envd/signature.h"
+
+namespace vessel::e2b::envd {
+
+namespace {
+
+constexpr auto kWriteTimeout = std::chrono::seconds(30);
+constexpr size_t kMaxInflated = 256u << 20;
+
+const Logger& log() {
+  static const Logger l("envd");
+  return l;
+}
+
+// envd's /files errors: {"code": <http status>, "message"}.
+Response filesError(const Request& req, const Error& e) {
+  int status = 500;
+  switch (e.code()) {
+    case Code::kInvalidArgument:
+    case Code::kFailedPrecondition: status = 400; break;
+    case Code::kUnauthenticated:
+    case Code::kPermissionDenied: status = 401; break;
+    case Code::kNotFound: status = 404; break;
+    case Code::kUnavailable: status = 502; break;
+    case Code::kResourceExhausted: status = 507; break;
+    default: status = 500;
+  }
+  Response res{static_cast<http::status>(status), req.version()};
+  res.set(http::field::content_type, "application/json");
+  res.keep_alive(req.keep_alive());
+  json::object o{{"code", status}, {"message", e.message()}};
+  res.body() = json::serialize(o);
+  res.prepare_payload();
+  return res;
+}
+
+bool acceptsGzip(const Request& req) {
+  auto it = req.find(http::field::accept_encoding);
+  if (it == req.end()) return false;
+  std::string v(it->value());
+  for (auto& c : v) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return v.find("gzip") != std::string::npos;
+}
+
+// Streaming gzip (zlib with the gzip wrapper).
+class Gzip {
+ public:
+  Gzip() {
+    ok_ = deflateInit2(&z_, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) ==
+          Z_OK;
+  }
+  ~Gzip() {
+    if (ok_) deflateEnd(&z_);
+  }
+  Gzip(const Gzip&) = delete;
+  Gzip& operator=(const Gzip&) = delete;
+  bool ok() const { return ok_; }
+  std::string feed(std::string_view in, bool finish) {
+    std::string out;
+    z_.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in.data()));
+    z_.avail_in = static_cast<uInt>(in.size());
+    char buf[65536];
+    int rc;
+    do {
+      z_.next_out = reinterpret_cast<Bytef*>(buf);
+      z_.avail_out = sizeof buf;
+      rc = deflate(&z_, finish ? Z_FINISH : Z_NO_FLUSH);
+      out.append(buf, sizeof buf - z_.avail_out);
+    } while (z_.avail_out == 0 || (finish && rc != Z_STREAM_END && rc != Z_STREAM_ERROR));
+    return out;
+  }
+
+ private:
+  z_stream z_{};
+  bool ok_ = false;
+};
+
+Result<std::string> gunzip(std::string_view in) {
+  z_stream z{};
+  if (inflateInit2(&z, 15 + 32) != Z_OK) return Error(Code::kInternal, "inflateInit");
+  std::string out;
+  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in.data()));
+  z.avail_in = static_cast<uInt>(in.size());
+  char buf[65536];
+  int rc = Z_OK;
+  while (rc != Z_STREAM_END) {
+    z.next_out = reinterpret_cast<Bytef*>(buf);
+    z.avail_out = sizeof buf;
+    rc = inflate(&z, Z_NO_FLUSH);
+    if (rc != Z_OK && rc != Z_STREAM_END) {
+      inflateEnd(&z);
+      return Error(Code::kInvalidArgument, "request body is not valid gzip");
+    }
+    out.append(buf, sizeof buf - z.avail_out);
+    if (out.size() > kMaxInflated) {
+      inflateEnd(&z);
+      return Error(Code::kResourceExhausted, "gzip body inflates past the upload limit");
+    }
+    if (rc == Z_OK && z.avail_in == 0 && z.avail_out != 0) {
+      inflateEnd(&z);
+      return Error(Code::kInvalidArgument, "gzip body is truncated");
+    }
+  }
+  inflateEnd(&z);
+  return out;
+}
+
+bool printable(std::string_view s) {
+  for (unsigned char c : s)
+    if (c < 0x20 || c > 0x7e) return false;
+  return true;
+}
+
+// `X-Metadata-<key>: <value>` headers as envd.yaml has them: keys
+// lowercased, printable ASCII, a key at most 246 bytes, at most 4096 bytes
+// in all (the prefix counted per key), the first of a repeated key wins.
+Result<std::vector<agentproto::Xattr>> metadataHeaders(const Request& req) {
+  std::vector<agentproto::Xattr> out;
+  size_t total = 0;
+  for (const auto& h : req) {
+    std::string_view n = h.name_string();
+    if (n.size() <= 11 || strncasecmp(n.data(), "X-Metadata-", 11) != 0) continue;
+    std::string key(n.substr(11));
+    for (auto& c : key) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    std::string_view value = h.value();
+    if (!printable(key) || !printable(value))
+      return Error(Code::kInvalidArgument, "metadata keys and values must be printable ASCII");
+    if (key.size() > 246)
+      return Error(Code::kInvalidArgument, "metadata key longer than 246 bytes");
+    bool seen = false;
+    for (const auto& a : out) seen = seen || a.name == key;
+    if (seen) continue;
+    total += std::string_view(kMetadataPrefix).size() + key.size() + value.size();
+    if (total > 4096) return Error(Code::kInvalidArgument, "metadata larger than 4096 bytes");
+    out.push_back({std::move(key), std::string(value)});
+  }
+  return out;
+}
+
+}  // namespace
+
+// The target of a /files request: by header or Host and token, else by a
+// signature (which also proves access).
+static Result<Target> filesTarget(Services& s, const Request& req,
+                                  const std::map<std::string, std::string>& q,
+                                  const char* operation) {
+  auto sig = q.find("signature");
+  if (sig == q.end()) return s.target(req);
+  SignedRequest sr;
+  sr.path = q.count("path") ? q.at("path") : "";
+  sr.operation = operation;
+  sr.user = q.count("username") ? q.at("username") : "";
+  sr.signature = sig->second;
+  if (auto e = q.find("signature_expiration"); e != q.end()) {
+    VESSEL_ASSIGN_OR_RETURN(int64_t exp, parseExpiration(e->second));
+    sr.expiration = exp;
+  }
+  int64_t now = static_cast<int64_t>(std::time(nullptr));
+  std::vector<std::string> candidates;
+  if (auto it = req.find("E2b-Sandbox-Id"); it != req.end()) {
+    candidates.emplace_back(it->value());
+  } else {
+    candidates = s.sandboxes.live_ids();
+  }
+  std::optional<Error> last;
+  for (const auto& id : candidates) {
+    auto st = checkFileSignature(sr, s.tokens.forSandbox(id), now);
+    if (!st.ok()) {
+      last = st.error();
+      // An expired signature that matched is the answer, not a miss.
+      if (st.error().message().find("expired") != std::string::npos) return st.error();
+      continue;
+    }
+    auto agent = s.sandboxes.agent_of(id);
+    if (!agent || agent->failure())
+      return Error(Code::kUnavailable, "sandbox " + id + " is not running");
+    Target t{id, std::move(agent), sr.user.empty() ? "user" : sr.user};
+    return t;
+  }
+  return Error(Code::kUnauthenticated, "invalid signature");
+}
+
+asio::awaitable<std::optional<Response>> Services::getFile(const Request& req,
+                                                           beast::tcp_stream& stream) {
+  const std::initializer_list<std::string_view> allowed = {"path", "username", "signature",
+                                                           "signature_expiration"};
+  auto q = api::parseQuery(req.target(), allowed);
+  if (!q.ok()) co_return filesError(req, q.error());
+  auto t = filesTarget(*this, req, *q, "read");
+  if (!t.ok()) co_return filesError(req, t.error());
+  if (q->count("username")) t->user = (*q)["username"];
+  auto user = userInfo(t->user);
+  if (!user.ok()) co_return filesError(req, user.error());
+  auto path = resolvePath((*q)["path"], *user);
+  if (!path.ok()) co_return filesError(req, path.error());
+  auto st = co_await t->agent->stat(*path);
+  if (!st.ok()) {
+    Error e = fromGuest(st.error());
+    if (e.code() == Code::kNotFound)
+      e = Error(Code::kNotFound, "path '" + *path + "' does not exist");
+    co_return filesError(req, e);
+  }
+  if (static_cast<agentproto::FileType>(st->type) == agentproto::FileType::kDir)
+    co_return filesError(req, Error(Code::kInvalidArgument, "path '" + *path + "' is a directory"));
+  auto reader = co_await t->agent->readFile(*path, 0);
+  if (!reader.ok()) co_return filesError(req, fromGuest(reader.error()));
+
+  bool gzip = acceptsGzip(req);
+  std::optional<Gzip> gz;
+  if (gzip) gz.emplace();
+  http::response<http::empty_body> head{http::status::ok, req.version()};
+  head.set(http::field::content_type, "application/octet-stream");
+  std::string name = path->substr(path->find_last_of('/') + 1);
+  head.set(http::field::content_disposition, "inline; filename=\"" + name + "\"");
+  if (gzip) head.set(http::field::content_encoding, "gzip");
+  head.set(http::field::server, "vessel");
+  head.chunked(true);
+  head.keep_alive(false);
+  http::response_serializer<http::empty_body> sr(head);
+  stream.expires_after(kWriteTimeout);
+  auto [hec, hn] =
+      co_await http::async_write_header(stream, sr, asio::as_tuple(asio::use_awaitable));
+  if (hec) co_return std::nullopt;
+  for (;;) {
+    auto chunk = co_await (*reader)->read();
+    if (!chunk.ok()) {
+      log().forSandbox(t->sandbox_id).warn("GET /files {}: {}", *path, chunk.error().message());
+      boost::system::error_code ec;
+      stream.socket().close(ec);  // no last chunk: the client sees a cut transfer
+      co_return std::nullopt;
+    }
+    bool end = !chunk->has_value();
+    std::string data = end ? std::string() : std::move(**chunk);
+    if (gz) data = gz->feed(data, end);
+    stream.expires_after(kWriteTimeout);
+    if (!data.empty()) {
+      auto body = http::make_chunk(asio::buffer(data));
+      auto [ec, n] = co_await asio::async_write(stream, body, asio::as_tuple(asio::use_awaitable));
+      if (ec) break;
+    }
+    if (end) {
+      auto last = http::make_chunk_last();
+      auto [ec, n] = co_await asio::async_write(stream, last, asio::as_tuple(asio::use_awaitable));
+      break;
+    }
+  }
+  boost::system::error_code ec;
+  stream.socket().shutdown(asio::ip::tcp::socket::shutdown_send, ec);
+  co_return std::nullopt;
+}
+
+asio::awaitable<Response> Services::postFile(const Request& req) {
+  const std::initializer_list<std::string_view> allowed = {"path", "username", "signature",
+                                                           "signature_expiration"};
+  auto q = api::parseQuery(req.target(), allowed);
+  if (!q.ok()) co_return filesError(req, q.error());
+  auto t = filesTarget(*this, req, *q, "write");
+  if (!t.ok()) co_return filesError(req, t.error());
+  if (q->count("username")) t->user = (*q)["username"];
+  auto user = userInfo(t->user);
+  if (!user.ok()) co_return filesError(req, user.error());
+  auto metadata = metadataHeaders(req);
+  if (!metadata.ok()) co_return filesError(req, metadata.error());
+
+  // (path, content) of each file in the request.
+  std::vector<std::pair<std::string, std::string>> files;
+  std::string body = req.body();
+  if (auto ce = req.find(http::field::content_encoding); ce != req.end()) {
+    std::string v(ce->value());
+    if (v == "gzip") {
+      auto in = gunzip(body);
+      if (!in.ok()) co_return filesError(req, in.error());
+      body = std::move(*in);
+    } else if (v != "identity") {
+      co_return filesError(req, Error(Code::kInvalidArgument, "unsupported Content-Encoding " + v));
+    }
+  }
+  std::string ctype(req[http::field::content_type]);
+  if (ctype.rfind("multipart/form-data", 0) == 0) {
+    auto boundary = multipartBoundary(ctype);
+    if (!boundary.ok()) co_return filesError(req, boundary.error());
+    auto parts = parseMultipart(body, *boundary);
+    if (!parts.ok()) co_return filesError(req, parts.error());
+    for (auto& p : *parts) {
+      if (p.name != "file") continue;
+      std::string fp = q->count("path") ? (*q)["path"] : p.filename;
+      files.emplace_back(std::move(fp), std::move(p.data));
+    }
+  } else {
+    if (!q->count("path"))
+      co_return filesError(
+          req, Error(Code::kInvalidArgument, "path is required for octet-stream uploads"));
+    files.emplace_back((*q)["path"], std::move(body));
+  }
+  if (files.empty())
+    co_return filesError(req, Error(Code::kInvalidArgument, "no file in the request"));
+
+  json::array written;
+  for (auto& [p, data] : files) {
+    auto path = resolvePath(p, *user);
+    if (!path.ok()) co_return filesError(req, path.error());
+    // Parents first, as the caller (so they are the caller's).
+    std::string parent = path->substr(0, path->find_last_of('/'));
+    if (parent.empty()) parent = "/";
+    auto pst = co_await t->agent->stat(parent);
+    if (!pst.ok()) {
+      agentclient::ExecSpec spec;
+      spec.user = user->name;
+      spec.argv = std::vector<std::string>{"mkdir", "-p", "--", parent};
+      auto r = co_await t->agent->run(std::move(spec), 64 << 10);
+      if (!r.ok()) co_return filesError(req, fromGuest(r.error()));
+      if (!r->exit.exited || r->exit.code != 0)
+        co_return filesError(req,
+                             Error(Code::kPermissionDenied, "mkdir " + parent + ": " + r->err));
+    } else if (static_cast<agentproto::FileType>(pst->type) != agentproto::FileType::kDir) {
+      co_return filesError(
+          req, Error(Code::kInvalidArgument, "path '" + parent + "' is not a directory"));
+    }
+    auto existing = co_await t->agent->stat(*path);
+    if (existing.ok() &&
+        static_cast<agentproto::FileType>(existing->type) == agentproto::FileType::kDir)
+      co_return filesError(req,
+                           Error(Code::kInvalidArgument, "path '" + *path + "' is a directory"));
+    // In place, as envd writes: watchers see a write, and an existing file
+    // keeps its mode and owner.
+    agentclient::WriteFileOptions wo;
+    wo.path = *path;
+    wo.mode = 0644;
+    wo.uid = user->uid;
+    wo.gid = user->gid;
+    wo.in_place = true;
+    auto w = co_await t->agent->writeFile(wo);
+    if (!w.ok()) co_return filesError(req, fromGuest(w.error()));
+    for (size_t off = 0; off < data.size(); off += 1 << 20) {
+      auto st = co_await (*w)->write(std::string_view(data).substr(off, 1 << 20));
+      if (!st.ok()) co_return filesError(req, fromGuest(st.error()));
+    }
+    auto fin = co_await (*w)->finish();
+    if (!fin.ok()) co_return filesError(req, fromGuest(fin.error()));
+    // Every upload replaces the file's metadata (none sent: none kept).
+    auto set = co_await t->agent->setXattrs(*path, kMetadataPrefix, *metadata);
+    if (!set.ok() && !metadata->empty()) co_return filesError(req, fromGuest(set.error()));
+    std::string name = path->substr(path->find_last_of('/') + 1);
+    json::object entry{{"path", *path}, {"name", name}, {"type", "file"}};
+    if (!metadata->empty()) {
+      json::object md;
+      for (const auto& a : *metadata) md[a.name] = a.value;
+      entry["metadata"] = std::move(md);
+    }
+    written.push_back(std::move(entry));
+  }
+  Response res{http::status::ok, req.version()};
+  res.set(http::field::content_type, "application/json");
+  res.keep_alive(req.keep_alive());
+  res.body() = json::serialize(written);
+  res.prepare_payload();
+  co_return res;
+}
+
+}  // namespace vessel::e2b::envd

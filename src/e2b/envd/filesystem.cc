@@ -1,0 +1,390 @@
+// filesystem.Filesystem: Stat, MakeDir, Move, ListDir, Remove, WatchDir and
+// the polled watchers, onto the agent's file calls (docs/e2b-envd.md).
+#include <algorithm>
+#include <array>
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/asio/experimental/channel.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <ctime>
+#include <deque>
+
+#include "e2b/envd/connect.h"
+#include "e2b/envd/services.h"
+
+namespace vessel::e2b::envd {
+
+using namespace asio::experimental::awaitable_operators;
+using agentproto::FileStat;
+using agentproto::FileType;
+using W = agentproto::WatchEventMsg;
+
+// A polled watcher (CreateWatcher): events pile up, bounded, until fetched.
+struct Watcher {
+  std::string sandbox_id;
+  std::string dir;
+  std::shared_ptr<agentclient::Watch> watch;
+  std::deque<json::object> events;
+  bool failed = false;
+};
+
+namespace {
+
+constexpr size_t kMaxWatcherEvents = 4096;
+// Polled watchers live until removed: a client that never removes them is
+// bounded per sandbox.
+constexpr size_t kMaxWatchersPerSandbox = 64;
+
+std::string ownerName(uint32_t id) {
+  if (id == 0) return "root";
+  if (id == 1000) return "user";
+  return std::to_string(id);
+}
+
+// Go's fs.FileMode.String() for the types envd reports.
+std::string permissions(const FileStat& st) {
+  std::string s;
+  auto t = static_cast<FileType>(st.type);
+  s += t == FileType::kDir ? 'd' : t == FileType::kSymlink ? 'L' : '-';
+  const char* rwx = "rwxrwxrwx";
+  for (int i = 0; i < 9; ++i) s += (st.mode & (1u << (8 - i))) ? rwx[i] : '-';
+  return s;
+}
+
+std::string rfc3339(int64_t ns) {
+  time_t sec = static_cast<time_t>(ns / 1000000000);
+  int64_t frac = ns % 1000000000;
+  if (frac < 0) {
+    frac += 1000000000;
+    --sec;
+  }
+  struct tm tm;
+  gmtime_r(&sec, &tm);
+  char buf[64];
+  size_t n = strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
+  std::string out(buf, n);
+  if (frac) {
+    char f[16];
+    std::snprintf(f, sizeof f, ".%09lld", static_cast<long long>(frac));
+    std::string fs(f);
+    while (fs.back() == '0') fs.pop_back();
+    out += fs;
+  }
+  return out + "Z";
+}
+
+std::string baseName(const std::string& p) {
+  if (p == "/") return "/";
+  return p.substr(p.find_last_of('/') + 1);
+}
+
+const char* typeName(const FileStat& st) {
+  switch (static_cast<FileType>(st.type)) {
+    case FileType::kFile: return "FILE_TYPE_FILE";
+    case FileType::kDir: return "FILE_TYPE_DIRECTORY";
+    case FileType::kSymlink: return "FILE_TYPE_SYMLINK";
+    default: return "FILE_TYPE_UNSPECIFIED";
+  }
+}
+
+Result<UserInfo> callerOf(const Target& t) { return userInfo(t.user); }
+
+Result<std::string> pathArg(const json::object& in, const UserInfo& u,
+                            std::string_view name = "path") {
+  VESSEL_ASSIGN_OR_RETURN(std::string p, stringField(in, name));
+  return resolvePath(p, u);
+}
+
+// One envd event per bit of an inotify-style kind.
+std::vector<const char*> eventTypes(uint32_t kind) {
+  std::vector<const char*> out;
+  if (kind & W::kCreate) out.push_back("EVENT_TYPE_CREATE");
+  if (kind & W::kModify) out.push_back("EVENT_TYPE_WRITE");
+  if (kind & W::kDelete) out.push_back("EVENT_TYPE_REMOVE");
+  if (kind & (W::kMovedFrom)) out.push_back("EVENT_TYPE_RENAME");
+  if (kind & W::kMovedTo) out.push_back("EVENT_TYPE_CREATE");
+  if (kind & W::kAttrib) out.push_back("EVENT_TYPE_CHMOD");
+  return out;
+}
+
+Result<std::pair<std::string, std::shared_ptr<agentclient::Watch>>> noWatch(Error e) { return e; }
+
+}  // namespace
+
+json::object entryInfo(const FileStat& st, const std::string& path) {
+  json::object e{{"name", baseName(path)},
+                 {"type", typeName(st)},
+                 {"path", path},
+                 {"size", std::to_string(st.size)},
+                 {"mode", st.mode & 07777},
+                 {"permissions", permissions(st)},
+                 {"owner", ownerName(st.uid)},
+                 {"group", ownerName(st.gid)},
+                 {"modifiedTime", rfc3339(st.mtime_ns)}};
+  if (static_cast<FileType>(st.type) == FileType::kSymlink) e["symlinkTarget"] = st.link_target;
+  return e;
+}
+
+asio::awaitable<Response> Services::filesystemUnary(const Request& req, std::string method) {
+  auto t = target(req);
+  if (!t.ok()) co_return unaryError(req, t.error());
+  auto body = parseObject(req.body());
+  if (!body.ok()) co_return unaryError(req, body.error());
+  auto user = callerOf(*t);
+  if (!user.ok()) co_return unaryError(req, user.error());
+  const json::object& in = *body;
+  auto& agent = *t->agent;
+
+  if (method == "Stat" || method == "Remove" || method == "MakeDir" || method == "ListDir") {
+    auto path = pathArg(in, *user);
+    if (!path.ok()) co_return unaryError(req, path.error());
+    if (method == "Stat") {
+      auto st = co_await agent.stat(*path);
+      if (!st.ok()) co_return unaryError(req, fromGuest(st.error()));
+      json::object entry = entryInfo(*st, *path);
+      json::object md = co_await metadataOf(agent, *path);
+      if (!md.empty()) entry["metadata"] = std::move(md);
+      co_return unaryOk(req, json::object{{"entry", std::move(entry)}});
+    }
+    if (method == "Remove") {
+      auto st = co_await agent.remove(*path, true);
+      if (!st.ok()) co_return unaryError(req, fromGuest(st.error()));
+      co_return unaryOk(req, json::object());
+    }
+    if (method == "MakeDir") {
+      auto existing = co_await agent.stat(*path);
+      if (existing.ok())
+        co_return unaryError(req,
+                             Error(Code::kAlreadyExists, "directory " + *path + " already exists"));
+      // As the caller, so that the new directories are theirs (envd runs
+      // mkdir as the request's user); the agent's mkdir makes root's.
+      agentclient::ExecSpec spec;
+      spec.user = user->name;
+      spec.argv = std::vector<std::string>{"mkdir", "-p", "--", *path};
+      auto r = co_await agent.run(std::move(spec), 64 << 10);
+      if (!r.ok()) co_return unaryError(req, fromGuest(r.error()));
+      if (!r->exit.exited || r->exit.code != 0)
+        co_return unaryError(
+            req, Error(r->err.find("ermission") != std::string::npos ? Code::kPermissionDenied
+                                                                     : Code::kInvalidArgument,
+                       "mkdir " + *path + ": " + r->err));
+      auto st = co_await agent.stat(*path);
+      if (!st.ok()) co_return unaryError(req, fromGuest(st.error()));
+      co_return unaryOk(req, json::object{{"entry", entryInfo(*st, *path)}});
+    }
+    // ListDir: depth 0 means 1, as envd.
+    uint32_t depth = 1;
+    if (auto* d = field(in, "depth"); d && d->is_int64() && d->as_int64() > 0)
+      depth = static_cast<uint32_t>(std::min<int64_t>(d->as_int64(), agentproto::kMaxListDepth));
+    auto st = co_await agent.stat(*path);
+    if (!st.ok()) co_return unaryError(req, fromGuest(st.error()));
+    if (static_cast<FileType>(st->type) != FileType::kDir)
+      co_return unaryError(req,
+                           Error(Code::kInvalidArgument, "path " + *path + " is not a directory"));
+    auto listed = co_await agent.list(*path, depth);
+    if (!listed.ok()) co_return unaryError(req, fromGuest(listed.error()));
+    // Sorted by path: the guest's directory order is the filesystem's.
+    std::sort(listed->begin(), listed->end(),
+              [](const auto& a, const auto& b) { return a.path < b.path; });
+    json::array entries;
+    // Metadata costs a round trip per entry: only for listings of a
+    // reasonable size.
+    bool with_metadata = listed->size() <= 1000;
+    for (const auto& e : *listed) {
+      std::string full = (*path == "/" ? "" : *path) + "/" + e.path;
+      json::object entry = entryInfo(e.stat, full);
+      if (with_metadata && static_cast<FileType>(e.stat.type) == FileType::kFile) {
+        json::object md = co_await metadataOf(agent, full);
+        if (!md.empty()) entry["metadata"] = std::move(md);
+      }
+      entries.push_back(std::move(entry));
+    }
+    co_return unaryOk(req, json::object{{"entries", std::move(entries)}});
+  }
+  if (method == "Move") {
+    auto from = pathArg(in, *user, "source");
+    auto to = pathArg(in, *user, "destination");
+    if (!from.ok()) co_return unaryError(req, from.error());
+    if (!to.ok()) co_return unaryError(req, to.error());
+    auto st = co_await agent.rename(*from, *to);
+    if (!st.ok()) co_return unaryError(req, fromGuest(st.error()));
+    auto s2 = co_await agent.stat(*to);
+    if (!s2.ok()) co_return unaryError(req, fromGuest(s2.error()));
+    co_return unaryOk(req, json::object{{"entry", entryInfo(*s2, *to)}});
+  }
+  if (method == "CreateWatcher") {
+    auto path = pathArg(in, *user);
+    if (!path.ok()) co_return unaryError(req, path.error());
+    bool recursive = false;
+    if (auto* r = field(in, "recursive"); r && r->is_bool()) recursive = r->as_bool();
+    size_t mine = 0;
+    for (auto it = watchers.begin(); it != watchers.end();) {
+      // Watchers whose sandbox's agent went away are dropped here.
+      if (it->second->failed && it->second->events.empty()) {
+        it = watchers.erase(it);
+        continue;
+      }
+      if (it->second->sandbox_id == t->sandbox_id) ++mine;
+      ++it;
+    }
+    if (mine >= kMaxWatchersPerSandbox)
+      co_return unaryError(req, Error(Code::kResourceExhausted,
+                                      "too many watchers on this sandbox; remove some first"));
+    auto w = co_await agent.watch(*path, recursive);
+    if (!w.ok()) co_return unaryError(req, fromGuest(w.error()));
+    auto watcher = std::make_shared<Watcher>();
+    watcher->sandbox_id = t->sandbox_id;
+    watcher->dir = *path;
+    watcher->watch = std::shared_ptr<agentclient::Watch>(std::move(*w));
+    std::string id = "w" + std::to_string(next_watcher++);
+    watchers[id] = watcher;
+    asio::co_spawn(
+        io,
+        [watcher]() -> asio::awaitable<void> {
+          for (;;) {
+            auto ev = co_await watcher->watch->next();
+            if (!ev.ok()) {
+              watcher->failed = true;
+              co_return;
+            }
+            for (const char* type : eventTypes(ev->kind)) {
+              if (watcher->events.size() >= kMaxWatcherEvents) watcher->events.pop_front();
+              watcher->events.push_back(json::object{{"name", ev->name}, {"type", type}});
+            }
+          }
+        },
+        asio::detached);
+    co_return unaryOk(req, json::object{{"watcherId", id}});
+  }
+  if (method == "GetWatcherEvents" || method == "RemoveWatcher") {
+    auto id = stringField(in, "watcherId", "watcher_id");
+    if (!id.ok()) co_return unaryError(req, id.error());
+    auto it = watchers.find(*id);
+    if (it == watchers.end() || it->second->sandbox_id != t->sandbox_id)
+      co_return unaryError(req, Error(Code::kNotFound, "watcher " + *id + " not found"));
+    if (method == "RemoveWatcher") {
+      watchers.erase(it);
+      co_return unaryOk(req, json::object());
+    }
+    auto w = it->second;
+    json::array events;
+    while (!w->events.empty()) {
+      events.push_back(std::move(w->events.front()));
+      w->events.pop_front();
+    }
+    if (events.empty() && w->failed) {
+      watchers.erase(it);
+      co_return unaryError(req, Error(Code::kUnavailable, "watcher's sandbox stream was lost"));
+    }
+    co_return unaryOk(req, json::object{{"events", std::move(events)}});
+  }
+  co_return unaryError(req,
+                       Error(Code::kNotFound, "no such method filesystem.Filesystem/" + method));
+}
+
+asio::awaitable<std::optional<Response>> Services::watchDir(const Request& req,
+                                                            beast::tcp_stream& stream) {
+  if (req.method() != http::verb::post)
+    co_return api::methodNotAllowed(req, "/filesystem.Filesystem/WatchDir", "POST");
+  auto t = target(req);
+  if (!t.ok()) co_return streamError(req, t.error());
+  auto msg = singleRequestMessage(req.body());
+  if (!msg.ok()) co_return streamError(req, msg.error());
+  auto body = parseObject(*msg);
+  if (!body.ok()) co_return streamError(req, body.error());
+  auto user = callerOf(*t);
+  if (!user.ok()) co_return streamError(req, user.error());
+  auto path = pathArg(*body, *user);
+  if (!path.ok()) co_return streamError(req, path.error());
+  bool recursive = false;
+  if (auto* r = field(*body, "recursive"); r && r->is_bool()) recursive = r->as_bool();
+  auto deadline = connectTimeout(req);
+  if (!deadline.ok()) co_return streamError(req, deadline.error());
+  auto keepalive = keepaliveInterval(req);
+  auto st = co_await t->agent->stat(*path);
+  if (!st.ok()) co_return streamError(req, fromGuest(st.error()));
+  if (static_cast<FileType>(st->type) != FileType::kDir)
+    co_return streamError(req,
+                          Error(Code::kInvalidArgument, "path " + *path + " is not a directory"));
+  auto w = co_await t->agent->watch(*path, recursive);
+  if (!w.ok()) co_return streamError(req, fromGuest(w.error()));
+  std::shared_ptr<agentclient::Watch> watch(std::move(*w));
+
+  // The watch's events through a channel, so that the client going away,
+  // keepalives and the deadline are awaited together.
+  struct Item {
+    std::optional<Error> error;
+    agentclient::WatchEvent ev;
+  };
+  using Ch = asio::experimental::channel<void(boost::system::error_code, Item)>;
+  auto ch = std::make_shared<Ch>(io, 64);
+  asio::co_spawn(
+      io,
+      [watch, ch]() -> asio::awaitable<void> {
+        for (;;) {
+          auto ev = co_await watch->next();
+          Item it;
+          bool last = !ev.ok();
+          if (ev.ok())
+            it.ev = std::move(*ev);
+          else
+            it.error = std::move(ev).error();
+          if (!ch->is_open()) co_return;
+          auto [ec] = co_await ch->async_send(boost::system::error_code(), std::move(it),
+                                              asio::as_tuple(asio::use_awaitable));
+          if (ec || last) co_return;
+        }
+      },
+      asio::detached);
+
+  ConnectStream out(stream, req);
+  stream.expires_never();
+  bool alive = co_await out.head();
+  json::object start;
+  start["start"] = json::object();
+  if (alive) alive = co_await out.send(start);
+  asio::steady_timer ka(io);
+  asio::steady_timer limit(io, asio::steady_timer::time_point::max());
+  if (*deadline) limit.expires_after(**deadline);
+  while (alive) {
+    ka.expires_after(keepalive ? *keepalive : std::chrono::seconds(3600));
+    std::array<char, 64> probe;
+    auto r = co_await (
+        ch->async_receive(asio::as_tuple(asio::use_awaitable)) ||
+        stream.socket().async_read_some(asio::buffer(probe), asio::as_tuple(asio::use_awaitable)) ||
+        ka.async_wait(asio::as_tuple(asio::use_awaitable)) ||
+        limit.async_wait(asio::as_tuple(asio::use_awaitable)));
+    if (r.index() == 1) break;
+    if (r.index() == 2) {
+      json::object ping;
+      ping["keepalive"] = json::object();
+      if (keepalive) alive = co_await out.send(ping);
+      continue;
+    }
+    if (r.index() == 3) {
+      Error e(Code::kDeadlineExceeded, "watch deadline exceeded");
+      co_await out.end(&e);
+      break;
+    }
+    auto [ec, item] = std::move(std::get<0>(r));
+    if (ec || item.error) {
+      out.cut();
+      break;
+    }
+    for (const char* type : eventTypes(item.ev.kind)) {
+      json::object fe;
+      fe["name"] = item.ev.name;
+      fe["type"] = type;
+      json::object msg;
+      msg["filesystem"] = std::move(fe);
+      if (!(alive = co_await out.send(msg))) break;
+    }
+  }
+  ch->close();
+  co_return std::nullopt;
+}
+
+}  // namespace vessel::e2b::envd

@@ -1,0 +1,373 @@
+// process.Process: Start, Connect, List, SendInput, StreamInput, CloseStdin,
+// SendSignal, Update, onto the agent's processes (docs/e2b-envd.md).
+#include <array>
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/json/serialize.hpp>
+#include <csignal>
+
+#include "base/log.h"
+#include "e2b/envd/connect.h"
+#include "e2b/envd/services.h"
+
+namespace vessel::e2b::envd {
+
+using namespace asio::experimental::awaitable_operators;
+
+namespace {
+
+const Logger& log() {
+  static const Logger l("envd");
+  return l;
+}
+
+Result<uint32_t> uintField(const json::object& o, std::string_view name) {
+  auto* v = field(o, name);
+  if (!v || v->is_null()) return 0u;
+  if (v->is_int64() && v->as_int64() >= 0 && v->as_int64() <= UINT32_MAX)
+    return static_cast<uint32_t>(v->as_int64());
+  if (v->is_uint64() && v->as_uint64() <= UINT32_MAX) return static_cast<uint32_t>(v->as_uint64());
+  return Error(Code::kInvalidArgument, std::string(name) + " is not a uint32");
+}
+
+Result<json::object> objectField(const json::object& o, std::string_view json_name,
+                                 std::string_view proto_name = {}) {
+  auto* v = field(o, json_name, proto_name);
+  if (!v || v->is_null()) return json::object();
+  if (!v->is_object())
+    return Error(Code::kInvalidArgument, std::string(json_name) + " is not an object");
+  return v->as_object();
+}
+
+// ProcessSelector {pid} | {tag} -> pid.
+Result<uint32_t> selectedPid(Services& s, const Target& t, const json::object& req) {
+  VESSEL_ASSIGN_OR_RETURN(json::object sel, objectField(req, "process"));
+  if (field(sel, "pid")) {
+    VESSEL_ASSIGN_OR_RETURN(uint32_t pid, uintField(sel, "pid"));
+    return pid;
+  }
+  if (field(sel, "tag")) {
+    VESSEL_ASSIGN_OR_RETURN(std::string tag, stringField(sel, "tag"));
+    if (auto pid = s.processes.pidForTag(t.sandbox_id, tag)) return *pid;
+    return Error(Code::kNotFound, "process with tag " + tag + " not found");
+  }
+  return Error(Code::kInvalidArgument, "process selector has neither pid nor tag");
+}
+
+json::object event(const char* kind, json::object body) {
+  json::object ev;
+  ev[kind] = std::move(body);
+  return json::object{{"event", std::move(ev)}};
+}
+
+// envd's EndEvent: Go's ProcessState fields.
+json::object endEvent(const agentclient::ExitInfo& x) {
+  json::object end;
+  if (x.exited) {
+    end["exitCode"] = x.code;
+    end["exited"] = true;
+    end["status"] = "exit status " + std::to_string(x.code);
+  } else {
+    end["exitCode"] = -1;
+    end["exited"] = false;
+    const char* name = x.signal == SIGKILL   ? "killed"
+                       : x.signal == SIGTERM ? "terminated"
+                       : x.signal == SIGINT  ? "interrupt"
+                                             : nullptr;
+    end["status"] = name ? std::string("signal: ") + name : "signal: " + std::to_string(x.signal);
+  }
+  return event("end", std::move(end));
+}
+
+json::object dataEvent(const agentclient::ProcessEvent& ev, bool pty) {
+  const char* out = pty                                                   ? "pty"
+                    : ev.kind == agentclient::ProcessEvent::Kind::kStdout ? "stdout"
+                                                                          : "stderr";
+  json::object data{{out, base64Encode(ev.data)}};
+  return event("data", std::move(data));
+}
+
+// ProcessInput {stdin} | {pty} -> bytes.
+Result<std::string> inputBytes(const json::object& input) {
+  auto* v = field(input, "stdin");
+  if (!v) v = field(input, "pty");
+  if (!v || v->is_null()) return std::string();
+  if (!v->is_string()) return Error(Code::kInvalidArgument, "input is not base64 bytes");
+  return base64Decode(v->as_string());
+}
+
+}  // namespace
+
+asio::awaitable<Response> Services::processUnary(const Request& req, std::string method) {
+  auto t = target(req);
+  if (!t.ok()) co_return unaryError(req, t.error());
+  // StreamInput's body is envelopes, every other method's one JSON object.
+  auto body =
+      method == "StreamInput" ? Result<json::object>(json::object()) : parseObject(req.body());
+  if (!body.ok()) co_return unaryError(req, body.error());
+  const json::object& in = *body;
+
+  if (method == "List") {
+    auto listed = co_await t->agent->listProcesses();
+    if (!listed.ok()) co_return unaryError(req, listed.error());
+    json::array procs;
+    for (const auto& p : *listed) {
+      if (!p.running) continue;
+      json::object info{{"pid", p.pid}};
+      if (auto e = processes.find(t->sandbox_id, p.pid); e && !e->config.empty()) {
+        info["config"] = e->config;
+        if (!e->tag.empty()) info["tag"] = e->tag;
+      } else {
+        info["config"] =
+            json::object{{"cmd", p.command}, {"args", json::array()}, {"envs", json::object()}};
+      }
+      procs.push_back(std::move(info));
+    }
+    co_return unaryOk(req, json::object{{"processes", std::move(procs)}});
+  }
+  if (method == "StreamInput") {
+    // A client stream: the whole body holds the envelopes (HTTP/1.1 has the
+    // request end before the answer starts, so ordering is kept).
+    EnvelopeDecoder dec;
+    if (auto st = dec.feed(req.body()); !st.ok()) co_return unaryError(req, st.error());
+    std::shared_ptr<ProcEntry> entry;
+    for (;;) {
+      auto env = dec.next();
+      if (!env.ok()) co_return unaryError(req, env.error());
+      if (!*env) break;
+      if ((*env)->flags & kFlagEndStream) break;
+      auto msg = parseObject((*env)->data);
+      if (!msg.ok()) co_return unaryError(req, msg.error());
+      if (auto* st = field(*msg, "start"); st && st->is_object()) {
+        auto pid = selectedPid(*this, *t, st->as_object());
+        if (!pid.ok()) co_return unaryError(req, pid.error());
+        auto e = co_await processes.get(t->sandbox_id, t->agent, *pid);
+        if (!e.ok()) co_return unaryError(req, fromGuest(e.error()));
+        entry = *e;
+      } else if (auto* d = field(*msg, "data"); d && d->is_object()) {
+        if (!entry)
+          co_return unaryError(req, Error(Code::kFailedPrecondition, "data before start"));
+        auto input = objectField(d->as_object(), "input");
+        if (!input.ok()) co_return unaryError(req, input.error());
+        auto bytes = inputBytes(*input);
+        if (!bytes.ok()) co_return unaryError(req, bytes.error());
+        if (!entry->handle)
+          co_return unaryError(req, Error(Code::kUnavailable, "process stream lost"));
+        if (auto st2 = co_await entry->handle->writeStdin(*bytes); !st2.ok())
+          co_return unaryError(req, fromGuest(st2.error()));
+      }
+    }
+    if (dec.buffered() != 0)
+      co_return unaryError(req, Error(Code::kInvalidArgument, "truncated input envelope"));
+    Response res = unaryOk(req, json::object());
+    res.set(http::field::content_type, "application/connect+json");
+    res.body() = endStreamEnvelope(nullptr);
+    res.prepare_payload();
+    co_return res;
+  }
+
+  auto pid = selectedPid(*this, *t, in);
+  if (!pid.ok()) co_return unaryError(req, pid.error());
+  if (method == "SendSignal") {
+    auto* v = field(in, "signal");
+    int sig = 0;
+    if (v && v->is_string()) {
+      if (v->as_string() == "SIGNAL_SIGKILL")
+        sig = SIGKILL;
+      else if (v->as_string() == "SIGNAL_SIGTERM")
+        sig = SIGTERM;
+    } else if (v && v->is_int64()) {
+      if (v->as_int64() == SIGKILL || v->as_int64() == SIGTERM)
+        sig = static_cast<int>(v->as_int64());
+    }
+    if (sig == 0) co_return unaryError(req, Error(Code::kInvalidArgument, "invalid signal"));
+    auto st = co_await t->agent->signal(*pid, sig);
+    if (!st.ok()) {
+      Error e = fromGuest(st.error());
+      if (e.sysErrno() == ESRCH)
+        e = Error(Code::kNotFound, "process with pid " + std::to_string(*pid) + " not found");
+      co_return unaryError(req, e);
+    }
+    co_return unaryOk(req, json::object());
+  }
+  if (method == "Update") {
+    auto pty = objectField(in, "pty");
+    if (!pty.ok()) co_return unaryError(req, pty.error());
+    auto size = objectField(*pty, "size");
+    if (!size.ok()) co_return unaryError(req, size.error());
+    auto cols = uintField(*size, "cols");
+    auto rows = uintField(*size, "rows");
+    if (!cols.ok() || !rows.ok() || *cols == 0 || *rows == 0 || *cols > 10000 || *rows > 10000)
+      co_return unaryError(req, Error(Code::kInvalidArgument, "invalid pty size"));
+    auto e = co_await processes.get(t->sandbox_id, t->agent, *pid);
+    if (!e.ok()) co_return unaryError(req, fromGuest(e.error()));
+    auto st =
+        co_await (*e)->handle->resize(static_cast<uint16_t>(*rows), static_cast<uint16_t>(*cols));
+    if (!st.ok()) co_return unaryError(req, fromGuest(st.error()));
+    co_return unaryOk(req, json::object());
+  }
+  // SendInput, CloseStdin: through the process's attached stream.
+  auto e = co_await processes.get(t->sandbox_id, t->agent, *pid);
+  if (!e.ok()) co_return unaryError(req, fromGuest(e.error()));
+  if (!(*e)->handle) co_return unaryError(req, Error(Code::kUnavailable, "process stream lost"));
+  if (method == "SendInput") {
+    auto input = objectField(in, "input");
+    if (!input.ok()) co_return unaryError(req, input.error());
+    auto bytes = inputBytes(*input);
+    if (!bytes.ok()) co_return unaryError(req, bytes.error());
+    auto st = co_await (*e)->handle->writeStdin(*bytes);
+    if (!st.ok()) co_return unaryError(req, fromGuest(st.error()));
+    co_return unaryOk(req, json::object());
+  }
+  if (method == "CloseStdin") {
+    if ((*e)->pty)
+      co_return unaryError(req, Error(Code::kFailedPrecondition,
+                                      "cannot close stdin of a PTY process; send Ctrl+D (0x04)"));
+    auto st = co_await (*e)->handle->closeStdin();
+    if (!st.ok()) co_return unaryError(req, fromGuest(st.error()));
+    co_return unaryOk(req, json::object());
+  }
+  co_return unaryError(req, Error(Code::kNotFound, "no such method process.Process/" + method));
+}
+
+asio::awaitable<std::optional<Response>> Services::processStream(const Request& req,
+                                                                 beast::tcp_stream& stream,
+                                                                 std::string method) {
+  auto t = target(req);
+  if (!t.ok()) co_return streamError(req, t.error());
+  auto msg = singleRequestMessage(req.body());
+  if (!msg.ok()) co_return streamError(req, msg.error());
+  auto body = parseObject(*msg);
+  if (!body.ok()) co_return streamError(req, body.error());
+  auto deadline = connectTimeout(req);
+  if (!deadline.ok()) co_return streamError(req, deadline.error());
+  auto keepalive = keepaliveInterval(req);
+  auto lg = log().forSandbox(t->sandbox_id);
+
+  std::shared_ptr<ProcEntry> entry;
+  std::shared_ptr<ProcChannel> sub;
+  if (method == "Start") {
+    auto proc = objectField(*body, "process");
+    if (!proc.ok()) co_return streamError(req, proc.error());
+    agentclient::ExecSpec spec;
+    auto cmd = stringField(*proc, "cmd");
+    if (!cmd.ok() || cmd->empty())
+      co_return streamError(req, Error(Code::kInvalidArgument, "process.cmd is required"));
+    spec.argv.push_back(*cmd);
+    if (auto* a = field(*proc, "args"); a && a->is_array()) {
+      for (const auto& x : a->as_array()) {
+        if (!x.is_string())
+          co_return streamError(req, Error(Code::kInvalidArgument, "args must be strings"));
+        spec.argv.emplace_back(x.as_string());
+      }
+    }
+    if (auto* en = field(*proc, "envs"); en && en->is_object()) {
+      for (const auto& [k, v] : en->as_object()) {
+        if (!v.is_string())
+          co_return streamError(req, Error(Code::kInvalidArgument, "envs must be strings"));
+        spec.env.push_back(std::string(k) + "=" + std::string(v.as_string()));
+      }
+    }
+    auto user = userInfo(t->user);
+    if (!user.ok()) co_return streamError(req, user.error());
+    spec.user = user->name;
+    auto cwd = stringField(*proc, "cwd");
+    if (cwd.ok() && !cwd->empty()) {
+      auto p = resolvePath(*cwd, *user);
+      if (!p.ok()) co_return streamError(req, p.error());
+      spec.cwd = *p;
+    }
+    auto pty = objectField(*body, "pty");
+    if (!pty.ok()) co_return streamError(req, pty.error());
+    if (field(*body, "pty") && !field(*body, "pty")->is_null()) {
+      spec.pty = true;
+      auto size = objectField(*pty, "size");
+      if (size.ok()) {
+        auto c = uintField(*size, "cols");
+        auto r = uintField(*size, "rows");
+        if (c.ok() && *c > 0 && *c <= 10000) spec.cols = static_cast<uint16_t>(*c);
+        if (r.ok() && *r > 0 && *r <= 10000) spec.rows = static_cast<uint16_t>(*r);
+      }
+    }
+    // Connect-Timeout-Ms bounds the process, as envd's context does.
+    if (*deadline) spec.timeout = **deadline;
+    std::string tag;
+    if (auto tg = stringField(*body, "tag"); tg.ok()) tag = *tg;
+    // `stdin` defaults to true for old clients; the JS SDK sends false
+    // unless asked.
+    bool keep_stdin = true;
+    if (auto* sv = field(*body, "stdin"); sv && sv->is_bool()) keep_stdin = sv->as_bool();
+    bool is_pty = spec.pty;
+    auto started = co_await t->agent->exec(std::move(spec));
+    if (!started.ok()) co_return streamError(req, fromGuest(started.error()));
+    if (!keep_stdin && !is_pty) {
+      if (auto st = co_await (*started)->closeStdin(); !st.ok())
+        lg.warn("process {}: close stdin: {}", (*started)->pid(), st.error().message());
+    }
+    entry = processes.add(t->sandbox_id, t->agent, std::move(*started), *proc, tag, is_pty);
+    sub = processes.subscribe(entry);
+  } else {
+    auto pid = selectedPid(*this, *t, *body);
+    if (!pid.ok()) co_return streamError(req, pid.error());
+    auto e = co_await processes.get(t->sandbox_id, t->agent, *pid);
+    if (!e.ok()) co_return streamError(req, fromGuest(e.error()));
+    entry = *e;
+    sub = processes.subscribe(entry);
+  }
+
+  ConnectStream out(stream, req);
+  stream.expires_never();
+  bool alive = co_await out.head();
+  json::object start_body{{"pid", entry->pid}};
+  json::object start_ev = event("start", std::move(start_body));
+  if (alive) alive = co_await out.send(start_ev);
+  asio::steady_timer ka(io);
+  asio::steady_timer limit(io, asio::steady_timer::time_point::max());
+  if (*deadline && method == "Connect") limit.expires_after(**deadline);
+  // Whether the stream ended cleanly (end-of-stream sent) or must be cut.
+  while (alive) {
+    ka.expires_after(keepalive ? *keepalive : std::chrono::seconds(3600));
+    std::array<char, 64> probe;
+    auto r = co_await (
+        sub->async_receive(asio::as_tuple(asio::use_awaitable)) ||
+        stream.socket().async_read_some(asio::buffer(probe), asio::as_tuple(asio::use_awaitable)) ||
+        ka.async_wait(asio::as_tuple(asio::use_awaitable)) ||
+        limit.async_wait(asio::as_tuple(asio::use_awaitable)));
+    if (r.index() == 1) break;  // the client went away; the process keeps running
+    if (r.index() == 2) {
+      json::object ping = event("keepalive", json::object());
+      if (keepalive) alive = co_await out.send(ping);
+      continue;
+    }
+    if (r.index() == 3) {
+      Error e(Code::kDeadlineExceeded, "stream deadline exceeded");
+      co_await out.end(&e);
+      break;
+    }
+    auto [ec, item] = std::move(std::get<0>(r));
+    if (ec || item.error) {
+      // The sandbox's agent went away under us (it died or paused): cut.
+      lg.info("process {}: stream cut: {}", entry->pid,
+              item.error ? item.error->message() : std::string("closed"));
+      out.cut();
+      break;
+    }
+    if (item.event.kind == agentclient::ProcessEvent::Kind::kExit) {
+      if (item.event.exit.timed_out) {
+        Error e(Code::kDeadlineExceeded, "process deadline exceeded");
+        co_await out.end(&e);
+      } else if (json::object end = endEvent(item.event.exit); co_await out.send(end)) {
+        co_await out.end(nullptr);
+      }
+      break;
+    }
+    json::object data = dataEvent(item.event, entry->pty);
+    alive = co_await out.send(data);
+  }
+  processes.unsubscribe(entry, sub);
+  co_return std::nullopt;
+}
+
+}  // namespace vessel::e2b::envd
