@@ -1,7 +1,5 @@
 #include "api/data_plane.h"
 
-#include <openssl/evp.h>
-
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/cancellation_signal.hpp>
@@ -19,6 +17,7 @@
 
 #include "api/data_plane_requests.h"
 #include "api/sse_stream.h"
+#include "base/base64.h"
 #include "base/log.h"
 #include "base/scope_exit.h"
 
@@ -38,17 +37,6 @@ constexpr size_t kChannelDepth = 8;  // events buffered between the agent and a 
 const Logger& log() {
   static const Logger l("data");
   return l;
-}
-
-std::string base64(std::string_view in) {
-  std::string out(4 * ((in.size() + 2) / 3), '\0');
-  // SAFETY: EVP_EncodeBlock writes exactly 4*ceil(n/3) bytes plus a NUL;
-  // the NUL lands in std::string's terminator slot.
-  int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
-                          reinterpret_cast<const unsigned char*>(in.data()),
-                          static_cast<int>(in.size()));
-  out.resize(static_cast<size_t>(n));
-  return out;
 }
 
 std::string sseEvent(std::string_view type, const json::object& data) {
@@ -310,7 +298,7 @@ asio::awaitable<std::optional<Response>> DataPlane::exec(const Request& req,
       exited = true;
       break;
     }
-    json::object out{{"data", base64(ev.data)}};
+    json::object out{{"data", base64Encode(ev.data)}};
     msg = sseEvent(ev.kind == agentclient::ProcessEvent::Kind::kStdout ? "stdout" : "stderr", out);
     alive = co_await writeAll(stream, std::move(msg));
   }

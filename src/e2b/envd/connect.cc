@@ -19,20 +19,9 @@ std::string encodeEnvelope(uint8_t flags, std::string_view data) {
 }
 
 std::string_view connectCode(Code c) {
-  switch (c) {
-    case Code::kInvalidArgument: return "invalid_argument";
-    case Code::kNotFound: return "not_found";
-    case Code::kAlreadyExists: return "already_exists";
-    case Code::kFailedPrecondition: return "failed_precondition";
-    case Code::kResourceExhausted: return "resource_exhausted";
-    case Code::kDeadlineExceeded: return "deadline_exceeded";
-    case Code::kUnavailable: return "unavailable";
-    case Code::kPermissionDenied: return "permission_denied";
-    case Code::kUnauthenticated: return "unauthenticated";
-    case Code::kProtocol:
-    case Code::kInternal: return "internal";
-  }
-  return "unknown";
+  // Connect's names are ours (codeName) except that it has no "protocol":
+  // bytes we could not accept from a peer are an internal error to a client.
+  return c == Code::kProtocol ? std::string_view("internal") : codeName(c);
 }
 
 int connectHttpStatus(Code c) {

@@ -1,7 +1,5 @@
 #include "e2b/envd/envd.h"
 
-#include <openssl/evp.h>
-
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
@@ -115,38 +113,6 @@ Result<json::object> parseObject(std::string_view body) {
   json::value v = json::parse(body, ec);
   if (ec || !v.is_object()) return Error(Code::kInvalidArgument, "request is not a JSON object");
   return std::move(v.as_object());
-}
-
-std::string base64Encode(std::string_view in) {
-  std::string out(4 * ((in.size() + 2) / 3), '\0');
-  // SAFETY: EVP_EncodeBlock writes 4*ceil(n/3) bytes plus a NUL, which lands
-  // in std::string's terminator slot.
-  int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
-                          reinterpret_cast<const unsigned char*>(in.data()),
-                          static_cast<int>(in.size()));
-  out.resize(static_cast<size_t>(n));
-  return out;
-}
-
-Result<std::string> base64Decode(std::string_view in) {
-  // protobuf JSON accepts both alphabets and missing padding.
-  std::string s(in);
-  for (auto& c : s) {
-    if (c == '-') c = '+';
-    if (c == '_') c = '/';
-  }
-  while (s.size() % 4) s.push_back('=');
-  if (s.size() > (64u << 20)) return Error(Code::kInvalidArgument, "base64 field too large");
-  std::string out(3 * (s.size() / 4), '\0');
-  int n =
-      EVP_DecodeBlock(reinterpret_cast<unsigned char*>(out.data()),
-                      reinterpret_cast<const unsigned char*>(s.data()), static_cast<int>(s.size()));
-  if (n < 0) return Error(Code::kInvalidArgument, "invalid base64");
-  size_t pad = 0;
-  if (!s.empty() && s.back() == '=') ++pad;
-  if (s.size() > 1 && s[s.size() - 2] == '=') ++pad;
-  out.resize(static_cast<size_t>(n) - pad);
-  return out;
 }
 
 asio::awaitable<json::object> metadataOf(agentclient::AgentClient& agent, const std::string& path) {

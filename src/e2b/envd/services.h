@@ -14,6 +14,7 @@
 
 #include "agentclient/agent_client.h"
 #include "api/http_server.h"
+#include "base/base64.h"
 #include "e2b/access_token.h"
 #include "e2b/envd/envd.h"
 #include "e2b/envd/process_table.h"
@@ -54,8 +55,11 @@ const json::value* field(const json::object& o, std::string_view json_name,
 Result<std::string> stringField(const json::object& o, std::string_view json_name,
                                 std::string_view proto_name = {});
 Result<json::object> parseObject(std::string_view body);
-std::string base64Encode(std::string_view in);
-Result<std::string> base64Decode(std::string_view in);
+// protobuf-JSON bytes fields: either alphabet, padding optional, at most
+// an upload's size (base/base64.h).
+inline Result<std::string> base64Decode(std::string_view in) {
+  return vessel::base64Decode(in, 64u << 20);
+}
 
 // E2B's file metadata: xattrs under this prefix (filesystem.proto).
 inline constexpr const char* kMetadataPrefix = "user.e2b.";

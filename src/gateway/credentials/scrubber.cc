@@ -1,10 +1,10 @@
 #include "gateway/credentials/scrubber.h"
 
-#include <openssl/evp.h>
-
 #include <algorithm>
 #include <cctype>
 #include <utility>
+
+#include "base/base64.h"
 
 namespace vessel::gateway::credentials {
 
@@ -43,11 +43,7 @@ std::string Scrubber::flush() { return std::exchange(carry_, std::string()); }
 namespace {
 
 std::string base64(std::string_view in, bool url) {
-  std::string out(4 * ((in.size() + 2) / 3) + 1, '\0');
-  int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
-                          reinterpret_cast<const unsigned char*>(in.data()),
-                          static_cast<int>(in.size()));
-  out.resize(static_cast<size_t>(n));
+  std::string out = base64Encode(in);
   if (url) {
     for (char& c : out) c = c == '+' ? '-' : c == '/' ? '_' : c;
   }
