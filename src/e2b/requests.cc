@@ -8,6 +8,7 @@
 
 #include "api/json_fields.h"
 #include "api/network_settings.h"
+#include "gateway/credentials/scrubber.h"
 #include "gateway/policy/policy.h"
 
 namespace vessel::e2b {
@@ -380,6 +381,10 @@ Result<SecretRequest> parseSecret(std::string_view body, bool create) {
   }
   if (create && r.name.empty()) return bad("name is required");
   if (!have_value) return bad("value is required and must not be empty");
+  // As the native API: the gateway masks a secret in responses, and a short
+  // one would be indistinguishable from ordinary text.
+  if (r.value.size() < gateway::credentials::kMinSecretBytes)
+    return bad("value must be at least 16 bytes");
   return r;
 }
 

@@ -141,13 +141,15 @@ TEST(SmallBodies, ConnectTimeoutPauseForkSnapshotSecret) {
   EXPECT_EQ(parseSnapshot("{}").value_or("?"), "");
   EXPECT_EQ(parseSnapshot(R"({"name":"warm-1"})").value_or("?"), "warm-1");
   EXPECT_FALSE(parseSnapshot(R"({"name":"a/b"})").ok());
-  auto s = parseSecret(R"({"name":"gh_token","value":"v"})", true);
+  auto s = parseSecret(R"({"name":"gh_token","value":"v-0123456789abcdef"})", true);
   ASSERT_TRUE(s.ok());
   EXPECT_EQ(s->name, "gh_token");
-  EXPECT_FALSE(parseSecret(R"({"name":"a b","value":"v"})", true).ok());
-  EXPECT_FALSE(parseSecret(R"({"name":"a","value":"line\nbreak"})", true).ok());
-  EXPECT_FALSE(parseSecret(R"({"value":"v"})", true).ok());
-  EXPECT_TRUE(parseSecret(R"({"value":"v"})", false).ok());
+  EXPECT_FALSE(parseSecret(R"({"name":"a b","value":"v-0123456789abcdef"})", true).ok());
+  EXPECT_FALSE(parseSecret(R"({"name":"a","value":"line\nbreak-0123456789"})", true).ok());
+  EXPECT_FALSE(parseSecret(R"({"value":"v-0123456789abcdef"})", true).ok());
+  EXPECT_TRUE(parseSecret(R"({"value":"v-0123456789abcdef"})", false).ok());
+  // Under 16 bytes: refused as the native API refuses it.
+  EXPECT_FALSE(parseSecret(R"({"name":"gh_token","value":"0123456789abcde"})", true).ok());
 }
 
 TEST(NetworkUpdate, ReplacesTheWholePolicy) {
