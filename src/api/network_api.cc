@@ -193,14 +193,13 @@ Response NetworkApi::putNetwork(const Request& req, const std::string& tenant,
     if (k != "credentials") net[k] = v;
   auto s = parseNetworkSettings(net, o.if_contains("credentials"));
   if (!s.ok()) return errorResponse(req, s.error());
-  if (s->mode.empty()) s->mode = defaults().mode;  // as update() does, for the answer
-  if (auto st = update(tenant, id, *s, (*sb)->state == store::SandboxState::kPaused); !st.ok())
-    return errorResponse(req, st.error());
-  return jsonResponse(req, http::status::ok, json::serialize(networkJson(*s)));
+  auto now = update(tenant, id, std::move(*s), (*sb)->state == store::SandboxState::kPaused);
+  if (!now.ok()) return errorResponse(req, now.error());
+  return jsonResponse(req, http::status::ok, json::serialize(networkJson(*now)));
 }
 
-Status NetworkApi::update(const std::string& tenant, const std::string& id, NetworkSettings s,
-                          bool paused) {
+Result<NetworkSettings> NetworkApi::update(const std::string& tenant, const std::string& id,
+                                           NetworkSettings s, bool paused) {
   if (s.mode.empty()) s.mode = defaults().mode;
   if (!egress_ && s.mode != "none")
     return Error(Code::kFailedPrecondition,
@@ -222,7 +221,7 @@ Status NetworkApi::update(const std::string& tenant, const std::string& id, Netw
       return Error(Code::kUnavailable, st.error().message());
     }
   }
-  return okStatus();
+  return s;
 }
 
 Response NetworkApi::getNetwork(const Request& req, const std::string& tenant,

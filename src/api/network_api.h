@@ -51,8 +51,9 @@ class NetworkApi {
   Status attach(const std::string& tenant, const node::Sandbox& sb);
   // New settings for an existing sandbox (PUT network, ops::Node::updateNetwork):
   // checked, stored, and registered at once while it has a VM. An empty mode
-  // is the node's default.
-  Status update(const std::string& tenant, const std::string& id, NetworkSettings s, bool paused);
+  // is the node's default. Returns the settings as stored.
+  Result<NetworkSettings> update(const std::string& tenant, const std::string& id,
+                                 NetworkSettings s, bool paused);
   // Before the VM goes (pause, delete, shutdown): the gateway forgets it and
   // resets its connections.
   void detach(const std::string& sandbox_id);

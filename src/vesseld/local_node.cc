@@ -52,7 +52,8 @@ Status LocalNode::updateNetwork(const std::string& tenant, const std::string& id
     return Error(Code::kFailedPrecondition,
                  "this node runs without egress: only network mode none");
   }
-  return network_->update(tenant, id, spec, holding(id) == ops::Holding::kPaused);
+  auto now = network_->update(tenant, id, spec, holding(id) == ops::Holding::kPaused);
+  return now.ok() ? okStatus() : Status(std::move(now).error());
 }
 
 asio::awaitable<Status> LocalNode::takeUp(const std::string& tenant,
