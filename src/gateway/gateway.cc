@@ -1,7 +1,6 @@
 #include "gateway/gateway.h"
 
 #include <fcntl.h>
-#include <ifaddrs.h>
 #include <linux/netlink.h>
 #include <linux/rtnetlink.h>
 #include <sched.h>
@@ -19,6 +18,7 @@
 #include <boost/json.hpp>
 
 #include "base/fd.h"
+#include "os/interfaces.h"
 
 namespace vessel::gateway {
 
@@ -51,21 +51,15 @@ Result<asio::ip::udp::endpoint> parseHostPort(const std::string& s, uint16_t def
 
 std::vector<asio::ip::address> localAddresses() {
   std::vector<asio::ip::address> out;
-  ifaddrs* ifs = nullptr;
-  if (::getifaddrs(&ifs) != 0) return out;
-  for (ifaddrs* i = ifs; i; i = i->ifa_next) {
-    if (!i->ifa_addr) continue;
-    if (i->ifa_addr->sa_family == AF_INET) {
-      auto* sin = reinterpret_cast<sockaddr_in*>(i->ifa_addr);  // SAFETY: family checked
-      out.push_back(asio::ip::address_v4(ntohl(sin->sin_addr.s_addr)));
-    } else if (i->ifa_addr->sa_family == AF_INET6) {
-      auto* sin6 = reinterpret_cast<sockaddr_in6*>(i->ifa_addr);  // SAFETY: family checked
+  for (const os::InterfaceAddress& a : os::interfaceAddresses()) {
+    if (a.v6) {
       asio::ip::address_v6::bytes_type b;
-      std::memcpy(b.data(), &sin6->sin6_addr, 16);
+      std::memcpy(b.data(), a.bytes.data(), 16);
       out.push_back(asio::ip::address_v6(b));
+    } else {
+      out.push_back(asio::ip::address_v4({a.bytes[0], a.bytes[1], a.bytes[2], a.bytes[3]}));
     }
   }
-  ::freeifaddrs(ifs);
   return out;
 }
 

@@ -1,24 +1,14 @@
 #include "node/network/host_networks.h"
 
 #include <arpa/inet.h>
-#include <ifaddrs.h>
-#include <net/if.h>
 #include <netinet/in.h>
 
 #include <algorithm>
 #include <cstring>
 
+#include "os/interfaces.h"
+
 namespace vessel::node::network {
-
-namespace {
-
-int prefixOf(const uint8_t* mask, size_t size) {
-  int n = 0;
-  for (size_t i = 0; i < size; ++i) n += __builtin_popcount(mask[i]);
-  return n;
-}
-
-}  // namespace
 
 std::string networkOf(const uint8_t* address, size_t size, int prefix) {
   uint8_t net[16] = {};
@@ -34,30 +24,11 @@ std::string networkOf(const uint8_t* address, size_t size, int prefix) {
 
 std::vector<std::string> hostNetworks() {
   std::vector<std::string> out;
-  ifaddrs* ifs = nullptr;
-  if (::getifaddrs(&ifs) != 0) return out;
-  for (ifaddrs* i = ifs; i; i = i->ifa_next) {
-    if (!i->ifa_addr || !i->ifa_netmask || (i->ifa_flags & IFF_LOOPBACK)) continue;
-    std::string n;
-    if (i->ifa_addr->sa_family == AF_INET) {
-      // SAFETY: the family says both are sockaddr_in.
-      const auto* a = reinterpret_cast<const sockaddr_in*>(i->ifa_addr);
-      const auto* m = reinterpret_cast<const sockaddr_in*>(i->ifa_netmask);
-      const auto* ab = reinterpret_cast<const uint8_t*>(&a->sin_addr);
-      n = networkOf(ab, 4, prefixOf(reinterpret_cast<const uint8_t*>(&m->sin_addr), 4));
-    } else if (i->ifa_addr->sa_family == AF_INET6) {
-      // SAFETY: the family says both are sockaddr_in6.
-      const auto* a = reinterpret_cast<const sockaddr_in6*>(i->ifa_addr);
-      const auto* m = reinterpret_cast<const sockaddr_in6*>(i->ifa_netmask);
-      if (IN6_IS_ADDR_LINKLOCAL(&a->sin6_addr)) continue;
-      const auto* ab = reinterpret_cast<const uint8_t*>(&a->sin6_addr);
-      n = networkOf(ab, 16, prefixOf(reinterpret_cast<const uint8_t*>(&m->sin6_addr), 16));
-    } else {
-      continue;
-    }
+  for (const os::InterfaceAddress& a : os::interfaceAddresses()) {
+    if (a.loopback || a.link_local_v6) continue;
+    std::string n = networkOf(a.bytes.data(), a.size, a.prefix);
     if (std::find(out.begin(), out.end(), n) == out.end()) out.push_back(std::move(n));
   }
-  ::freeifaddrs(ifs);
   return out;
 }
 
