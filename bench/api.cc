@@ -14,6 +14,7 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <map>
 #include <mutex>
 #include <thread>
 
@@ -103,8 +104,15 @@ Round runRound(testing::Vesseld& d, int concurrency) {
 
 // `n` creates at once through the API (`body`), each timed from its POST to
 // its first `true` exiting; the sandboxes are deleted afterwards.
+// Where a create's time went as the client saw it, per create (ms): the
+// POST until its 202 (admission and store writes), the 202 until the
+// operation is done (the node's create), a data-plane session, the first
+// command.
+using Segments = std::map<std::string, std::vector<double>>;
+
 std::vector<double> createsToFirstExec(testing::Vesseld& d, int n, const std::string& body,
-                                       bool keep, std::vector<std::string>& made) {
+                                       bool keep, std::vector<std::string>& made,
+                                       Segments* segments = nullptr) {
   std::mutex mu;
   std::vector<double> out;
   std::vector<std::thread> workers;
@@ -116,17 +124,26 @@ std::vector<double> createsToFirstExec(testing::Vesseld& d, int n, const std::st
         std::fprintf(stderr, "create: %d %s\n", c.status, c.body.c_str());
         return;
       }
+      double accept = msSince(t);
       std::string id = str(c.js().at("sandbox"), "id");
       std::string st = d.finish(str(c.js().at("operation"), "id"));
+      double running = msSince(t), session = 0;
       double first = -1;
       if (st == "done") {
         std::string tok = d.session(id);
+        session = msSince(t);
         auto x = tok.empty() ? testing::Vesseld::ExecOutput{} : d.exec(tok, R"({"cmd":["true"]})");
         if (x.exit_code == 0) first = msSince(t);
       }
       std::lock_guard<std::mutex> g(mu);
       made.push_back(id);
       if (first >= 0) out.push_back(first);
+      if (first >= 0 && segments) {
+        (*segments)["post_to_202"].push_back(accept);
+        (*segments)["202_to_running"].push_back(running - accept);
+        (*segments)["session"].push_back(session - running);
+        (*segments)["first_exec"].push_back(first - session);
+      }
     });
   for (auto& w : workers) w.join();
   if (!keep) {
@@ -163,19 +180,24 @@ void runLoad(testing::Vesseld& d, boost::json::array& rows) {
     for (double v : createsToFirstExec(d, 1, "{}", false, made)) single.push_back(v);
   }
   auto idle1 = row("warm pool, idle node, 1 create", single);
+  // VESSEL_BENCH_B2B_ONLY: the back-to-back loop and its breakdown only
+  // (for comparing two builds side by side).
+  bool b2b_only = std::getenv("VESSEL_BENCH_B2B_ONLY") != nullptr;
   std::vector<double> cold;
-  for (int i = 0; i < 3; ++i)
+  for (int i = 0; i < (b2b_only ? 0 : 3); ++i)
     for (double v : createsToFirstExec(d, 1, R"({"cold":true})", false, made)) cold.push_back(v);
-  row("cold boot, 1 create", cold);
+  if (!b2b_only) row("cold boot, 1 create", cold);
   std::this_thread::sleep_for(std::chrono::seconds(3));
   std::vector<double> b2b;
+  Segments seg;
   for (int i = 0; i < 20; ++i)
-    for (double v : createsToFirstExec(d, 1, "{}", true, made)) b2b.push_back(v);
+    for (double v : createsToFirstExec(d, 1, "{}", true, made, &seg)) b2b.push_back(v);
   auto b2b_s = row("back to back x20", b2b);
   (void)createsToFirstExec(d, 0, "{}", false, made);  // deletes the 20
-  if (box.ok()) row("bwrap, back to back x20", box.loop(20));
+  if (box.ok() && !b2b_only) row("bwrap, back to back x20", box.loop(20));
   double worst8 = 0;
   for (int n : {8, 32}) {
+    if (b2b_only) break;
     std::this_thread::sleep_for(std::chrono::seconds(10));
     std::string name = "burst of " + std::to_string(n) + " after 10 s idle";
     auto s = row(name, createsToFirstExec(d, n, "{}", false, made));
@@ -193,6 +215,17 @@ void runLoad(testing::Vesseld& d, boost::json::array& rows) {
       "back-to-back p50 / idle warm-pool p50: %.1fx (target <= 3x); burst of 8: slowest "
       "first command %.0f ms (target <= 2000)\n\n",
       idle1.p50 > 0 ? b2b_s.p50 / idle1.p50 : 0, worst8);
+  std::printf(
+      "back to back x20, as the client saw it:\n\n| segment | p50 ms | p99 ms |\n|---|---|---|\n");
+  boost::json::object segs;
+  for (const char* name : {"post_to_202", "202_to_running", "session", "first_exec"}) {
+    auto s = stats(seg[name]);
+    std::printf("| %s | %.1f | %.1f |\n", name, s.p50, s.p99);
+    segs[name] = toJson(s);
+  }
+  std::printf("\n");
+  boost::json::object r{{"scenario", "back to back x20 segments"}, {"segments", std::move(segs)}};
+  rows.push_back(std::move(r));
 }
 
 // One vesseld with `pool` (--warm-pool), every concurrency; rows appended.

@@ -3,7 +3,8 @@
 // pool, at concurrency 1, 8 and 32 (create-to-first-exec latency and creates
 // per second); the idle memory of 20 sandboxes from one template; pause and
 // resume of 256 MiB and 1 GiB guests; creates back to back and in bursts
-// (create_load.cc; `--load` runs only those).
+// (create_load.cc; `--load` runs only those, `--b2b` only the back-to-back
+// loop with its phase breakdown, to compare two builds side by side).
 #include <unistd.h>
 
 #include <boost/asio/co_spawn.hpp>
@@ -315,16 +316,18 @@ int main(int argc, char** argv) {
                                                        e.kernel_sha);
   std::printf("building templates (256 MiB and 1 GiB)...\n");
   auto t256 = build(e, "bench256", 256);
-  auto load = [&](boost::json::object& out) {
+  auto load = [&](boost::json::object& out, bool b2b_only = false) {
     const char* deb = std::getenv("VESSEL_DEBIAN_IMAGE");
     bench::LoadEnv le{e.io, e.hv, *e.store, e.root, e.kernel, "bench256", deb ? deb : ""};
-    return bench::runLoad(le, out);
+    return bench::runLoad(le, out, b2b_only);
   };
-  if (argc == 2 && std::string(argv[1]) == "--load") {
-    boost::json::object results{{"benchmark", "create-load"}, {"accel", "tcg"}};
-    int rc = load(results);
+  if (argc == 2 && (std::string(argv[1]) == "--load" || std::string(argv[1]) == "--b2b")) {
+    bool b2b = std::string(argv[1]) == "--b2b";
+    boost::json::object results{{"benchmark", b2b ? "create-b2b" : "create-load"},
+                                {"accel", "tcg"}};
+    int rc = load(results, b2b);
     fs::remove_all(e.root);
-    bench::writeResults("create-load", results);
+    bench::writeResults(b2b ? "create-b2b" : "create-load", results);
     return rc;
   }
   if (argc == 3 && std::string(argv[1]) == "--profile") {

@@ -128,7 +128,7 @@ std::vector<double> ms(const std::vector<Sample>& v) {
 
 }  // namespace
 
-int runLoad(LoadEnv& e, boost::json::object& out) {
+int runLoad(LoadEnv& e, boost::json::object& out, bool b2b_only) {
   node::RuntimeOptions o;
   o.root = e.root + "/rt-load";
   o.kernel = e.kernel;
@@ -169,12 +169,12 @@ int runLoad(LoadEnv& e, boost::json::object& out) {
   }
   auto idle1 = row("warm pool, idle node, 1 create", ms(single), hits(single));
   std::vector<Sample> cold;
-  for (int i = 0; i < 3; ++i) {
+  for (int i = 0; i < (b2b_only ? 0 : 3); ++i) {
     auto b = burst(e, rt, 1, true, live);
     cold.insert(cold.end(), b.begin(), b.end());
     destroyAll(e, rt, live);
   }
-  row("cold boot, 1 create", ms(cold), -1);
+  if (!b2b_only) row("cold boot, 1 create", ms(cold), -1);
 
   // 20 back to back, each sandbox left running (as a loop in a user's
   // script does).
@@ -214,11 +214,11 @@ int runLoad(LoadEnv& e, boost::json::object& out) {
   out["idle_pss_mib_per_sandbox"] = static_cast<double>(pss) / 1024 / n_idle;
   out["idle_pss_mib_per_sandbox_without_tcg_code"] = static_cast<double>(pss - tcg) / 1024 / n_idle;
   destroyAll(e, rt, live);
-  if (box.ok()) row("bwrap, back to back x20", box.loop(20), -1);
+  if (box.ok() && !b2b_only) row("bwrap, back to back x20", box.loop(20), -1);
 
-  boost::json::object bursts;
   double worst8 = 0;
   for (int n : {8, 32}) {
+    if (b2b_only) break;
     idle(e, std::chrono::seconds(10));
     auto b = burst(e, rt, n, false, live);
     std::string name = "burst of " + std::to_string(n) + " after 10 s idle";

@@ -20,7 +20,9 @@ struct LoadEnv {
   std::string debian_image;        // for the container ("" = none)
 };
 
-// Prints the tables; the numbers go into `out`.
-int runLoad(LoadEnv& e, boost::json::object& out);
+// Prints the tables; the numbers go into `out`. b2b_only (`--b2b`): only
+// the idle create, the back-to-back loop, idle cost and the phase breakdown
+// (minutes shorter; for comparing builds side by side).
+int runLoad(LoadEnv& e, boost::json::object& out, bool b2b_only = false);
 
 }  // namespace vessel::bench
