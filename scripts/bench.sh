@@ -12,3 +12,9 @@ for b in build/$preset/bench/bench_*; do
   echo "== $(basename "$b")"
   "$b"
 done
+# E2B's SDK beside the native API (bench/e2b; the SDK is the one tests/e2b pins).
+if command -v node >/dev/null && [ -d tests/e2b/node_modules/e2b ]; then
+  echo "== bench/e2b"
+  VESSELD_PATH=build/$preset/cmd/vesseld/vesseld VESSEL_CLI_PATH=build/$preset/cmd/vessel/vessel \
+    node bench/e2b/e2b.mjs
+fi

@@ -1,8 +1,13 @@
 #include "agent/identity.h"
 
+#include <arpa/inet.h>
 #include <fcntl.h>
 #include <linux/random.h>
+#include <net/if.h>
+#include <net/route.h>
+#include <netinet/in.h>
 #include <sys/ioctl.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -53,6 +58,108 @@ void setVar(std::vector<std::string>& env, const std::string& kv) {
     }
   }
   env.push_back(kv);
+}
+
+Result<in_addr> parseIpv4(const std::string& s, const char* what) {
+  in_addr a{};
+  if (::inet_pton(AF_INET, s.c_str(), &a) != 1)
+    return Error(Code::kInvalidArgument, std::string(what) + " is not an IPv4 address: " + s);
+  return a;
+}
+
+sockaddr ipv4Sockaddr(in_addr a) {
+  sockaddr out{};
+  sockaddr_in in{};
+  in.sin_family = AF_INET;
+  in.sin_addr = a;
+  static_assert(sizeof in <= sizeof out);
+  std::memcpy(&out, &in, sizeof in);
+  return out;
+}
+
+Status writeWhole(const char* path, const std::string& content) {
+  int fd = ::open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return Error::fromErrno(std::string("open ") + path);
+  size_t off = 0;
+  while (off < content.size()) {
+    ssize_t n = ::write(fd, content.data() + off, content.size() - off);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      int e = errno;
+      ::close(fd);
+      return Error::fromErrno(std::string("write ") + path, e);
+    }
+    off += static_cast<size_t>(n);
+  }
+  ::close(fd);
+  return okStatus();
+}
+
+// SetNetwork with the classic inet ioctls: no netlink code, no child
+// process (an `ip` exec costs hundreds of milliseconds under TCG).
+Status setNetwork(const agentproto::SetNetworkMsg& m) {
+  if (m.iface.empty() || m.iface.size() >= IFNAMSIZ)
+    return Error(Code::kInvalidArgument, "bad interface name '" + m.iface + "'");
+  bool up = m.flags & agentproto::SetNetworkMsg::kUp;
+  in_addr addr{}, mask{}, gw{};
+  if (up) {
+    auto slash = m.address.find('/');
+    if (slash == std::string::npos)
+      return Error(Code::kInvalidArgument, "address needs a /prefix: " + m.address);
+    VESSEL_ASSIGN_OR_RETURN(addr, parseIpv4(m.address.substr(0, slash), "address"));
+    int prefix = -1;
+    try {
+      prefix = std::stoi(m.address.substr(slash + 1));
+    } catch (...) {
+    }
+    if (prefix < 1 || prefix > 32)
+      return Error(Code::kInvalidArgument, "bad prefix length in " + m.address);
+    mask.s_addr = htonl(prefix == 32 ? 0xffffffffu : ~(0xffffffffu >> prefix));
+    VESSEL_ASSIGN_OR_RETURN(gw, parseIpv4(m.gateway, "gateway"));
+    if (auto ns = parseIpv4(m.nameserver, "nameserver"); !ns.ok()) return ns.error();
+  }
+  int s = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (s < 0) return Error::fromErrno("socket");
+  auto fail = [s](const std::string& what) {
+    int e = errno;
+    ::close(s);
+    return Error::fromErrno(what, e);
+  };
+  ifreq ifr{};
+  std::memcpy(ifr.ifr_name, m.iface.data(), m.iface.size());
+  if (up) {
+    ifr.ifr_addr = ipv4Sockaddr(addr);
+    if (::ioctl(s, SIOCSIFADDR, &ifr) != 0) return fail("set address of " + m.iface);
+    ifr.ifr_netmask = ipv4Sockaddr(mask);
+    if (::ioctl(s, SIOCSIFNETMASK, &ifr) != 0) return fail("set netmask of " + m.iface);
+  } else {
+    // 0.0.0.0 removes the interface's address (as `ifconfig IF 0.0.0.0`).
+    ifr.ifr_addr = ipv4Sockaddr(in_addr{});
+    if (::ioctl(s, SIOCSIFADDR, &ifr) != 0 && errno != EADDRNOTAVAIL)
+      return fail("remove address of " + m.iface);
+  }
+  if (::ioctl(s, SIOCGIFFLAGS, &ifr) != 0) return fail("flags of " + m.iface);
+  short flags =
+      up ? static_cast<short>(ifr.ifr_flags | IFF_UP) : static_cast<short>(ifr.ifr_flags & ~IFF_UP);
+  ifr.ifr_flags = flags;
+  if (::ioctl(s, SIOCSIFFLAGS, &ifr) != 0) return fail("set flags of " + m.iface);
+  if (up) {
+    // `ip route replace default`: every old default route on the
+    // interface goes first (no gateway given: any gateway matches).
+    rtentry rt{};
+    rt.rt_dst = ipv4Sockaddr(in_addr{});
+    rt.rt_genmask = ipv4Sockaddr(in_addr{});
+    rt.rt_flags = RTF_UP;
+    std::string dev = m.iface;
+    rt.rt_dev = dev.data();
+    for (int i = 0; i < 64 && ::ioctl(s, SIOCDELRT, &rt) == 0; ++i) {
+    }
+    rt.rt_gateway = ipv4Sockaddr(gw);
+    rt.rt_flags = RTF_UP | RTF_GATEWAY;
+    if (::ioctl(s, SIOCADDRT, &rt) != 0) return fail("add default route via " + m.gateway);
+  }
+  ::close(s);
+  return writeWhole("/etc/resolv.conf", up ? "nameserver " + m.nameserver + "\n" : "");
 }
 
 }  // namespace
@@ -143,6 +250,12 @@ void Identity::handle(Channel& ch, uint32_t stream, const agentproto::Frame& f) 
           return ch.sendError(stream,
                               Error(Code::kInvalidArgument, "env entry without KEY=: " + kv));
       default_env_ = std::move(m->env);
+      return ch.sendOk(stream);
+    }
+    case MsgType::kSetNetwork: {
+      auto m = agentproto::decodeMsg<agentproto::SetNetworkMsg>(f.payload);
+      if (!m.ok()) return ch.sendError(stream, m.error());
+      if (Status s = setNetwork(*m); !s.ok()) return ch.sendError(stream, s.error());
       return ch.sendOk(stream);
     }
     default: return ch.sendError(stream, Error(Code::kInvalidArgument, "not an identity request"));

@@ -385,4 +385,9 @@ asio::awaitable<Status> AgentClient::setDefaultEnv(std::vector<std::string> env)
   co_return co_await std::move(op);
 }
 
+asio::awaitable<Status> AgentClient::setNetwork(agentproto::SetNetworkMsg m) {
+  auto op = callStatus(internal::kSimple, std::move(m));
+  co_return co_await std::move(op);
+}
+
 }  // namespace vessel::agentclient

@@ -207,6 +207,10 @@ class AgentClient : public std::enable_shared_from_this<AgentClient> {
   asio::awaitable<Status> setClock(std::chrono::system_clock::time_point t);
   asio::awaitable<Status> addEntropy(std::string bytes);
   asio::awaitable<Status> setDefaultEnv(std::vector<std::string> env);
+  // The guest's interface, address, default route and resolver in one call
+  // (agentproto::SetNetworkMsg). An agent older than the message answers
+  // kInvalidArgument "unsupported request type".
+  asio::awaitable<Status> setNetwork(agentproto::SetNetworkMsg m);
 
   // Processes.
   asio::awaitable<Result<std::unique_ptr<Process>>> exec(ExecSpec spec);

@@ -44,6 +44,7 @@ enum class MsgType : uint16_t {
   kSetClock = 25,
   kAddEntropy = 26,
   kSetEnv = 27,
+  kSetNetwork = 28,
   // Processes.
   kExec = 32,
   kExecStarted = 33,

@@ -56,19 +56,22 @@ asio::awaitable<Status> Runtime::configureGuestNetwork(agentclient::AgentClient&
                                                        const network::Slot* slot,
                                                        const GuestNetwork& want,
                                                        const std::optional<GuestNetwork>& was) {
-  // One round trip: the address, route and resolver when the sandbox may
-  // reach out (the same in every slot, so this is idempotent across
-  // pause/resume and forks), and the egress CA in the trust store.
-  std::string script = "set -e\n";
-  agentclient::ExecSpec e;
-  e.user = "root";
-  e.timeout = 20s;
+  // The address, route and resolver when the sandbox may reach out (the
+  // same in every slot, so this is idempotent across pause/resume and
+  // forks); none when it may not. One agent call (SetNetwork): a shell
+  // running `ip` cost hundreds of milliseconds under TCG, on every create
+  // whose network differed from its warm VM's.
+  std::string script;
+  std::optional<agentproto::SetNetworkMsg> set;
   if (want.route) {
     if (!slot || !opts_.slots)
       co_return Error(Code::kFailedPrecondition,
                       "no network slot for the guest's route (template without a NIC?)");
     const auto& l = opts_.slots->layout();
-    // flush + add rather than `addr replace`, which busybox's ip lacks.
+    set = agentproto::SetNetworkMsg{agentproto::SetNetworkMsg::kUp, "eth0", l.guest_ip + "/30",
+                                    l.gateway_ip, l.gateway_ip};
+    // What an agent without SetNetwork (a tenant template built by an older
+    // vesseld) runs instead. flush + add: busybox's ip lacks `addr replace`.
     script += "ip link set eth0 up\nip addr flush dev eth0\nip addr add " + l.guest_ip +
               "/30 dev eth0\nip route replace default via " + l.gateway_ip +
               "\nprintf 'nameserver " + l.gateway_ip + "\\n' > /etc/resolv.conf\n";
@@ -76,8 +79,20 @@ asio::awaitable<Status> Runtime::configureGuestNetwork(agentclient::AgentClient&
     // A warm VM set up for egress, claimed by a sandbox without network:
     // its guest gets no route (the gateway refuses it everything anyway).
     // (Down, the link loses its routes too.)
+    set = agentproto::SetNetworkMsg{0, "eth0", "", "", ""};
     script += "ip addr flush dev eth0\nip link set eth0 down\n: > /etc/resolv.conf\n";
   }
+  if (set) {
+    Status st = co_await agent.setNetwork(*set);
+    bool unsupported = !st.ok() && st.error().code() == Code::kInvalidArgument &&
+                       st.error().message().find("unsupported request type") != std::string::npos;
+    if (!st.ok() && !unsupported)
+      co_return std::move(st).error().withContext("guest network setup");
+    if (st.ok()) script.clear();
+  }
+  agentclient::ExecSpec e;
+  e.user = "root";
+  e.timeout = 20s;
   if (!want.ca_pem.empty() && (!was || was->ca_pem != want.ca_pem)) {
     e.env.push_back("VESSEL_CA_PEM=" + want.ca_pem);
     script += std::string("mkdir -p /etc/vessel\nprintf '%s\\n' \"$VESSEL_CA_PEM\" > ") +
@@ -88,8 +103,8 @@ asio::awaitable<Status> Runtime::configureGuestNetwork(agentclient::AgentClient&
               kGuestCaCert + " >> $sys\n  cat $sys > " + kGuestCaBundle + "\nelse cp " +
               kGuestCaCert + " " + kGuestCaBundle + "; fi\n";
   }
-  if (script == "set -e\n") co_return okStatus();
-  e.shell = script;
+  if (script.empty()) co_return okStatus();
+  e.shell = "set -e\n" + script;
   auto r = co_await agent.run(std::move(e));
   if (!r.ok()) co_return std::move(r).error().withContext("guest network setup");
   if (!r->exit.exited || r->exit.code != 0)

@@ -5,13 +5,13 @@
 import { test, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { Sandbox, CommandExitError } from 'e2b'
-import { EnvdVesseld } from './envd_vesseld.mjs'
+import { Vesseld } from './vesseld.mjs'
 
 let d
 let sbx
 
 before(async () => {
-  d = await new EnvdVesseld().start()
+  d = await new Vesseld({ templates: ['minimal', 'debian'], rest: false, envd: true, egress: false }).start()
   const id = await d.create('debian')
   process.env.E2B_SANDBOX_URL = d.envdUrl
   // What Sandbox.connect builds from the REST answer.

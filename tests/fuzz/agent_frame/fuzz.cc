@@ -22,6 +22,7 @@ void decodeAll(std::string_view p) {
   (void)decodeMsg<SetClockMsg>(p);
   (void)decodeMsg<AddEntropyMsg>(p);
   (void)decodeMsg<SetEnvMsg>(p);
+  (void)decodeMsg<SetNetworkMsg>(p);
   (void)decodeMsg<ExecMsg>(p);
   (void)decodeMsg<ExecStartedMsg>(p);
   (void)decodeMsg<ExitMsg>(p);
