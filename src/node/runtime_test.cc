@@ -1,0 +1,329 @@
+// node::Runtime over the fake hypervisor (hypervisor/testing): restore,
+// identity, exec, pause, resume, fork, destroy, the warm pool, a release
+// and adopt, and guests that stop answering, with the real agent on the
+// host instead of QEMU guests, in seconds.
+#include "node/runtime.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "agentclient/testing/agent_harness.h"
+#include "base/sha256.h"
+#include "hypervisor/testing/fake_hypervisor.h"
+
+namespace vessel::node {
+namespace {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+using agentclient::testing::runFor;
+using hypervisor::testing::FakeHypervisor;
+using ::testing::HasSubstr;
+
+class RuntimeTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/vessel-runtime-test-XXXXXX";
+    ASSERT_NE(::mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+    ASSERT_TRUE(writeFileAtomic(dir_ + "/vmlinux", "not a kernel\n").ok());
+    templates_ = std::make_unique<templates::TemplateStore>(dir_ + "/templates", "fake", "k");
+    installTemplate("base");
+    hv_ = std::make_unique<FakeHypervisor>(hypervisor::testing::FakeOptions{VESSEL_AGENT_BINARY});
+    opts_.root = dir_ + "/root";
+    opts_.kernel = dir_ + "/vmlinux";
+    opts_.pool_size = 0;
+    opts_.ready_timeout = 10s;
+    opts_.guest_call_timeout = 10s;
+  }
+  void TearDown() override {
+    if (rt_) (void)run(drain());
+    rt_.reset();
+    // Every agent process stopped and reaped, whatever the test did.
+    if (hv_) EXPECT_EQ(hv_->live(), 0u) << "fake VMs left running";
+    hv_.reset();
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
+  asio::awaitable<Status> drain() {
+    co_await rt_->drainPools();
+    co_return okStatus();
+  }
+  Runtime& runtime() {
+    if (!rt_) rt_ = std::make_unique<Runtime>(io_, *hv_, *templates_, opts_);
+    return *rt_;
+  }
+  void installTemplate(const std::string& name) {
+    std::string staging = dir_ + "/staging-" + name;
+    fs::create_directories(staging);
+    templates::Manifest m;
+    m.name = name;
+    m.version = "v1";
+    m.spec_hash = std::string(64, 'a');
+    m.qemu_version = "fake";
+    m.kernel_sha256 = "k";
+    m.cmdline = "quiet";
+    m.vcpus = 1;
+    m.memory_mib = 64;
+    m.created_at = "2026-01-01T00:00:00Z";
+    ASSERT_TRUE(
+        writeFileAtomic(staging + "/" + templates::kRootfsFile, "a root filesystem\n").ok());
+    ASSERT_TRUE(writeFileAtomic(staging + "/" + templates::kMemoryFile, "guest RAM\n").ok());
+    ASSERT_TRUE(hypervisor::testing::writeFakeState(staging + "/" + templates::kStateFile,
+                                                    {m.vcpus, m.memory_mib, false, true})
+                    .ok());
+    for (const char* f : {templates::kRootfsFile, templates::kMemoryFile, templates::kStateFile}) {
+      auto sha = sha256File(staging + "/" + f);
+      ASSERT_TRUE(sha.ok());
+      m.files[f] = *sha;
+    }
+    auto t = templates_->install(staging, m);
+    ASSERT_TRUE(t.ok()) << t.error().message();
+  }
+  template <typename T>
+  T run(asio::awaitable<T> a, std::chrono::milliseconds limit = 20s) {
+    return runFor(io_, std::move(a), limit);
+  }
+  std::shared_ptr<Sandbox> create(CreateOptions o = {}) {
+    auto sb = run(runtime().create("base", std::move(o)));
+    EXPECT_TRUE(sb.ok()) << sb.error().message();
+    return sb.ok() ? *sb : nullptr;
+  }
+  // A command in the guest, as its default user; its stdout.
+  std::string sh(const Sandbox& sb, std::string cmd) {
+    if (!sb.agent()) return "<no agent>";
+    agentclient::ExecSpec e;
+    e.shell = std::move(cmd);
+    auto r = run(sb.agent()->run(std::move(e)));
+    if (!r.ok()) return "<" + r.error().message() + ">";
+    return r->out;
+  }
+  static std::string hostHostname() {
+    char buf[256] = {};
+    ::gethostname(buf, sizeof buf - 1);
+    return buf;
+  }
+
+  std::string dir_;
+  asio::io_context io_;
+  std::unique_ptr<templates::TemplateStore> templates_;
+  std::unique_ptr<FakeHypervisor> hv_;
+  RuntimeOptions opts_;
+  std::unique_ptr<Runtime> rt_;
+};
+
+TEST_F(RuntimeTest, CreateGivesTheGuestItsIdentityBeforeAnyCommand) {
+  std::string host = hostHostname();
+  CreateOptions o;
+  o.id = "sb-one";
+  o.env = {"GREETING=hello"};
+  auto sb = create(o);
+  ASSERT_TRUE(sb);
+  EXPECT_EQ(sb->state(), Sandbox::State::kRunning);
+  EXPECT_EQ(sh(*sb, "uname -n; echo $VESSEL_SANDBOX_ID $GREETING"), "sb-one\nsb-one hello\n");
+  // The identity stayed in the guest: the host's name is its own.
+  EXPECT_EQ(hostHostname(), host);
+  EXPECT_TRUE(fs::exists(sb->dir() + "/sandbox.json"));
+  EXPECT_EQ(hv_->started(), 1u);
+  ASSERT_TRUE(run(runtime().destroy(*sb)).ok());
+  EXPECT_FALSE(fs::exists(sb->dir()));
+  EXPECT_FALSE(fs::exists(sb->vmDir()));
+  EXPECT_EQ(hv_->live(), 0u);
+}
+
+TEST_F(RuntimeTest, PauseFreesTheVmAndResumeRestoresTheSandbox) {
+  CreateOptions o;
+  o.id = "sb-pause";
+  auto sb = create(o);
+  ASSERT_TRUE(sb);
+  pid_t first = sb->vm()->pid();
+  ASSERT_TRUE(run(runtime().pause(*sb)).ok());
+  EXPECT_EQ(sb->state(), Sandbox::State::kPaused);
+  EXPECT_EQ(sb->vm(), nullptr);
+  EXPECT_EQ(sb->agent(), nullptr);
+  EXPECT_TRUE(fs::exists(sb->dir() + "/pause.state"));
+  EXPECT_EQ(hv_->live(), 0u);
+  // Refused twice.
+  EXPECT_EQ(run(runtime().pause(*sb)).error().code(), Code::kFailedPrecondition);
+
+  auto back = run(runtime().resume("sb-pause"));
+  ASSERT_TRUE(back.ok()) << back.error().message();
+  EXPECT_EQ((*back)->state(), Sandbox::State::kRunning);
+  EXPECT_NE((*back)->vm()->pid(), first);
+  EXPECT_EQ(sh(**back, "uname -n"), "sb-pause\n");
+  EXPECT_FALSE(fs::exists((*back)->dir() + "/pause.state"));
+  EXPECT_EQ(run(runtime().resume("sb-pause")).error().code(), Code::kFailedPrecondition);
+  ASSERT_TRUE(run(runtime().destroy(**back)).ok());
+}
+
+TEST_F(RuntimeTest, ForkMakesRunningCopiesAndTheOriginalCarriesOn) {
+  CreateOptions o;
+  o.id = "sb-parent";
+  o.env = {"FROM=parent"};
+  auto sb = create(o);
+  ASSERT_TRUE(sb);
+  auto copies = run(runtime().forkAs(*sb, {"sb-c1", "sb-c2"}));
+  ASSERT_TRUE(copies.ok()) << copies.error().message();
+  ASSERT_EQ(copies->size(), 2u);
+  for (auto& c : *copies) {
+    EXPECT_EQ(c->state(), Sandbox::State::kRunning);
+    EXPECT_EQ(sh(*c, "uname -n; echo $FROM"), c->id() + "\nparent\n");
+    EXPECT_TRUE(fs::exists(c->vmDir() + "/disk.qcow2"));
+    EXPECT_TRUE(fs::exists(c->dir() + "/sandbox.json"));
+  }
+  EXPECT_EQ(sh(*sb, "uname -n"), "sb-parent\n");
+  EXPECT_EQ(hv_->live(), 3u);
+  for (auto& c : *copies) ASSERT_TRUE(run(runtime().destroy(*c)).ok());
+  ASSERT_TRUE(run(runtime().destroy(*sb)).ok());
+  // The snapshot the copies were made from is gone with the parent.
+  EXPECT_FALSE(fs::exists(dir_ + "/root/sandboxes/sb-parent"));
+}
+
+TEST_F(RuntimeTest, ForkIntoATemplateThatNewSandboxesStartFrom) {
+  auto sb = create();
+  ASSERT_TRUE(sb);
+  auto t = run(runtime().forkToTemplate(*sb, "derived"));
+  ASSERT_TRUE(t.ok()) << t.error().message();
+  EXPECT_EQ((*t)->manifest.name, "derived");
+  EXPECT_EQ(sh(*sb, "echo still"), "still\n");
+  auto d = run(runtime().create("derived", {}));
+  ASSERT_TRUE(d.ok()) << d.error().message();
+  EXPECT_EQ(sh(**d, "uname -n"), (*d)->id() + "\n");
+  ASSERT_TRUE(run(runtime().destroy(**d)).ok());
+  ASSERT_TRUE(run(runtime().destroy(*sb)).ok());
+}
+
+TEST_F(RuntimeTest, DestroyingAPausedSandboxWithoutItsStateNeverRestoresIt) {
+  CreateOptions o;
+  o.id = "sb-gone";
+  auto sb = create(o);
+  ASSERT_TRUE(sb);
+  ASSERT_TRUE(run(runtime().pause(*sb)).ok());
+  ASSERT_TRUE(fs::remove(sb->dir() + "/pause.state"));
+  size_t started = hv_->started();
+  // It cannot be restored ...
+  auto r = run(runtime().resume("sb-gone"));
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(r.error().message(), HasSubstr("pause.state"));
+  // ... and need not be, to go.
+  ASSERT_TRUE(run(runtime().destroy(*sb)).ok());
+  EXPECT_EQ(hv_->started(), started);
+  EXPECT_FALSE(fs::exists(sb->dir()));
+  EXPECT_FALSE(fs::exists(sb->vmDir()));
+}
+
+TEST_F(RuntimeTest, ForgottenPausedSandboxIsDiscardedFromItsFiles) {
+  // A paused sandbox nobody holds (a restarted node): its record is enough.
+  CreateOptions o;
+  o.id = "sb-left";
+  auto sb = create(o);
+  ASSERT_TRUE(sb);
+  std::string dir = sb->dir(), vm_dir = sb->vmDir();
+  ASSERT_TRUE(run(runtime().pause(*sb)).ok());
+  ASSERT_TRUE(fs::remove(dir + "/pause.state"));
+  sb.reset();
+  rt_.reset();
+  size_t started = hv_->started();
+  ASSERT_TRUE(runtime().discardFiles("sb-left").ok());
+  EXPECT_EQ(hv_->started(), started);
+  EXPECT_FALSE(fs::exists(dir));
+  EXPECT_FALSE(fs::exists(vm_dir));
+}
+
+TEST_F(RuntimeTest, AGuestThatStopsAnsweringDuringResumeHitsTheHostDeadline) {
+  opts_.guest_call_timeout = 300ms;
+  CreateOptions o;
+  o.id = "sb-stall";
+  auto sb = create(o);
+  ASSERT_TRUE(sb);
+  ASSERT_TRUE(run(runtime().pause(*sb)).ok());
+  // Its PID 1 blocks in the first identity call after the restore.
+  hv_->stallGuestCalls(true);
+  auto t0 = std::chrono::steady_clock::now();
+  auto r = run(runtime().resume("sb-stall"));
+  auto took = std::chrono::steady_clock::now() - t0;
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code(), Code::kDeadlineExceeded) << r.error().message();
+  EXPECT_THAT(r.error().message(), HasSubstr("did not answer within 300 ms"));
+  EXPECT_GE(hv_->stalledCalls(), 1u);
+  EXPECT_LT(took, 5s);
+  EXPECT_EQ(hv_->live(), 0u) << "the failed resume left its VM";
+  // Still paused on disk, and it can be deleted.
+  EXPECT_TRUE(fs::exists(sb->dir() + "/pause.state"));
+  ASSERT_TRUE(run(runtime().destroy(*sb)).ok());
+  EXPECT_FALSE(fs::exists(sb->dir()));
+}
+
+TEST_F(RuntimeTest, AbortEndsAResumeStuckInTheGuestAtOnce) {
+  opts_.guest_call_timeout = 60s;  // far beyond the test's own limit
+  CreateOptions o;
+  o.id = "sb-abort";
+  auto sb = create(o);
+  ASSERT_TRUE(sb);
+  ASSERT_TRUE(run(runtime().pause(*sb)).ok());
+  // A delete arrives while the guest is stuck: it aborts the resume.
+  hv_->stallGuestCalls(true, [this] { runtime().abort("sb-abort"); });
+  auto t0 = std::chrono::steady_clock::now();
+  auto r = run(runtime().resume("sb-abort"), 10s);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().code(), Code::kDeadlineExceeded) << r.error().message();
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 5s);
+  EXPECT_EQ(hv_->live(), 0u);
+  ASSERT_TRUE(run(runtime().destroy(*sb)).ok());
+}
+
+TEST_F(RuntimeTest, ACrashedVmEndsItsChannelAndReportsHowItDied) {
+  auto sb = create();
+  ASSERT_TRUE(sb);
+  ASSERT_TRUE(hv_->crash(sb->vm()->pid()).ok());
+  auto st = run([](hypervisor::Vm* vm) -> asio::awaitable<Result<ExitStatus>> {
+    co_return co_await vm->waitExit();
+  }(sb->vm()));
+  ASSERT_TRUE(st.ok());
+  EXPECT_EQ(st->signal, SIGKILL);
+  agentclient::ExecSpec e;
+  e.argv = {"true"};
+  EXPECT_FALSE(run(sb->agent()->run(std::move(e))).ok());
+  ASSERT_TRUE(run(runtime().destroy(*sb)).ok());
+}
+
+TEST_F(RuntimeTest, WarmPoolHandsOutAReadyVm) {
+  opts_.pool_size = 1;
+  ASSERT_TRUE(run(runtime().fillPool("base")).ok());
+  auto t = templates_->open("base");
+  ASSERT_TRUE(t.ok());
+  auto pooled = runtime().pooledPids((*t)->id());
+  ASSERT_EQ(pooled.size(), 1u);
+  auto sb = create();
+  ASSERT_TRUE(sb);
+  EXPECT_EQ(sb->vm()->pid(), pooled[0]);
+  bool from_pool = false;
+  for (auto& [phase, ms] : sb->phases()) from_pool = from_pool || phase == "from_pool";
+  EXPECT_TRUE(from_pool);
+  EXPECT_EQ(sh(*sb, "uname -n"), sb->id() + "\n");
+  ASSERT_TRUE(run(runtime().destroy(*sb)).ok());
+}
+
+TEST_F(RuntimeTest, AReleasedSandboxIsAdoptedByTheNextRuntime) {
+  CreateOptions o;
+  o.id = "sb-kept";
+  auto sb = create(o);
+  ASSERT_TRUE(sb);
+  ASSERT_EQ(sh(*sb, "echo before"), "before\n");
+  pid_t pid = sb->vm()->pid();
+  runtime().release(*sb);
+  sb.reset();
+  rt_.reset();  // "vesseld restarts"
+  EXPECT_EQ(hv_->live(), 1u);
+  auto back = run(runtime().adopt("sb-kept"));
+  ASSERT_TRUE(back.ok()) << back.error().message();
+  EXPECT_EQ((*back)->vm()->pid(), pid);
+  EXPECT_EQ(sh(**back, "uname -n"), "sb-kept\n");
+  ASSERT_TRUE(run(runtime().destroy(**back)).ok());
+}
+
+}  // namespace
+}  // namespace vessel::node
