@@ -83,6 +83,21 @@ TEST(MessagesTest, ExtensionsRoundTrip) {
   EXPECT_TRUE(validatePayload(MsgType::kGetXattrs, *encodeMsg(GetXattrsMsg{"/f", "user."})).ok());
 }
 
+TEST(MessagesTest, SetNetworkRoundTripAndCaps) {
+  SetNetworkMsg m{SetNetworkMsg::kUp, "eth0", "172.16.0.2/30", "172.16.0.1", "172.16.0.1"};
+  auto d = decodeMsg<SetNetworkMsg>(*encodeMsg(m));
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(d->flags, SetNetworkMsg::kUp);
+  EXPECT_EQ(d->iface, "eth0");
+  EXPECT_EQ(d->address, "172.16.0.2/30");
+  EXPECT_EQ(d->gateway, "172.16.0.1");
+  EXPECT_EQ(d->nameserver, "172.16.0.1");
+  // An interface name the kernel could not hold (IFNAMSIZ 16 with its NUL).
+  EXPECT_FALSE(encodeMsg(SetNetworkMsg{0, std::string(16, 'e'), "", "", ""}).ok());
+  EXPECT_FALSE(encodeMsg(SetNetworkMsg{1, "eth0", std::string(19, '1'), "", ""}).ok());
+  EXPECT_TRUE(validatePayload(MsgType::kSetNetwork, *encodeMsg(m)).ok());
+}
+
 TEST(MessagesTest, RejectsTrailingTruncatedAndOverCap) {
   auto p = *encodeMsg(SignalMsg{7, 9});
   EXPECT_FALSE(decodeMsg<SignalMsg>(p + "x").ok());
