@@ -35,7 +35,7 @@ struct TemplateBuildEnv {
 class TemplateWorker {
  public:
   struct Job {
-    node::BuildSpec spec;
+    templates::BuildSpec spec;
     std::string base_image;
     std::function<void(const std::string& step, int percent)> progress;
     std::function<void(Result<templates::Manifest>)> done;

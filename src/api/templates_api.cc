@@ -38,7 +38,7 @@ Response ControlPlane::buildTemplate(const Request& req, const std::string& tena
   if (!builder_)
     return errorResponse(req,
                          Error(Code::kUnavailable, "template builds are not enabled on this node"));
-  auto spec = node::parseBuildSpec(req.body());
+  auto spec = templates::parseBuildSpec(req.body());
   if (!spec.ok()) return errorResponse(req, spec.error());
   std::string name = spec->name;
   if (auto s = lifecycle_.checkNewTemplateName(name); !s.ok()) return errorResponse(req, s.error());

@@ -236,7 +236,7 @@ Status runDaemon(Config cfg) {
   std::string template_root = cfg.cache_dir + "/templates";
   fs::create_directories(template_root, ec);
   templates::TemplateStore templates(template_root, qemu_version, kernel_sha);
-  node::BuildSpec spec;
+  templates::BuildSpec spec;
   spec.name = "minimal";
   node::BuildInputs in{cfg.minimal_image, cfg.kernel,   kernel_sha,
                        qemu_version,      accel->accel, run_root + "/template-build"};
