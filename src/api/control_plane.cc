@@ -36,10 +36,7 @@ ControlPlane::ControlPlane(asio::io_context& io, store::Store& store, ops::Lifec
                            templates::TemplateStore& templates, NetworkApi* network)
     : io_(io), store_(store), lifecycle_(lifecycle), templates_(templates), network_(network) {}
 
-ControlPlane::~ControlPlane() {
-  alive_.reset();
-  builder_.reset();
-}
+ControlPlane::~ControlPlane() = default;
 
 void ControlPlane::install(HttpServer& server) {
   server.routePrefix("/v1/", [this](const Request& req, boost::beast::tcp_stream& stream) {

@@ -154,6 +154,14 @@ class Lifecycle {
   Status checkNewTemplateName(const std::string& name);
   // Deletes template versions nothing holds and a newer one replaces.
   void collectTemplates();
+  // Builds the tenant's template `spec.name` on the node from `spec` (its
+  // base as the tenant names it). The operation (kind "build", no sandbox)
+  // publishes template.progress events, then template.built and is done;
+  // or it fails with the node's reason, in the tenant's names. A refusal
+  // (a reserved name, no such base, the node's build queue full) is an
+  // Error before anything is accepted, or the failed operation once begun.
+  Result<store::OperationRecord> buildTemplate(const std::string& tenant,
+                                               templates::BuildSpec spec);
 
   // The reaper: every reap_interval, reapOnce(). Stopped by shutdown().
   void startReaper();
@@ -193,6 +201,10 @@ class Lifecycle {
   asio::awaitable<void> runDelete(store::OperationRecord op);
   asio::awaitable<void> runFork(store::OperationRecord op, std::vector<std::string> ids);
   asio::awaitable<void> runForkToTemplate(store::OperationRecord op, std::string name);
+  void buildProgress(const std::string& op_id, const std::string& name, const std::string& step,
+                     int percent);
+  void buildDone(const std::string& op_id, const std::string& name, Result<templates::Manifest> r);
+  void failBuildsInFlight();
   // An operation other than delete ends: if a delete came meanwhile, it
   // goes on now (and this operation is recorded as cancelled).
   bool handOverToDelete(store::OperationRecord& op, const Error* error);
@@ -212,6 +224,9 @@ class Lifecycle {
   // Sandboxes with an operation other than a delete in flight -> a delete
   // waiting for it to end (nullopt: none asked for).
   std::map<std::string, std::optional<store::OperationRecord>> busy_;
+  // Template builds the node is running: op id -> their operation. Failed
+  // at shutdown (the node drops them without calling back).
+  std::map<std::string, store::OperationRecord> builds_in_flight_;
   std::shared_ptr<asio::steady_timer> reap_timer_;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
   metrics::Family<metrics::Counter>* reaped_ = nullptr;

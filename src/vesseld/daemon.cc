@@ -35,6 +35,7 @@
 #include "node/network/host_networks.h"
 #include "node/runtime.h"
 #include "node/template_builder.h"
+#include "node/template_worker.h"
 #include "ops/lifecycle.h"
 #include "os/jail.h"
 #include "store/store.h"
@@ -291,16 +292,18 @@ Status runDaemon(Config cfg) {
   LocalNode local_node(io, runtime, &network);
   ops::Lifecycle lifecycle(io, *store, local_node, templates);
   ControlPlane control(io, *store, lifecycle, templates, &network);
-  TemplateBuildEnv build_env;
-  build_env.qemu_binary = cfg.qemu_binary;
+  node::TemplateBuildEnv build_env;
+  // Build VMs run tenant code: jailed like every other VM.
+  build_env.hypervisor = [opts = hypervisor::qemu::QemuOptions{cfg.qemu_binary, jail}] {
+    return std::make_unique<hypervisor::qemu::QemuHypervisor>(opts);
+  };
   build_env.qemu_version = qemu_version;
   build_env.kernel = cfg.kernel;
   build_env.kernel_sha256 = kernel_sha;
   build_env.accel = accel->accel;
   build_env.template_root = template_root;
   build_env.work_dir = run_root + "/tb";
-  build_env.jail = jail;
-  control.enableTemplateBuilds(build_env);
+  local_node.enableTemplateBuilds(std::move(build_env));
   metrics::Registry metrics;
   lifecycle.setMetrics(metrics);
   SessionOptions session_opts;
@@ -470,7 +473,6 @@ Status runDaemon(Config cfg) {
     asio::co_spawn(
         io,
         [&]() -> asio::awaitable<void> {
-          control.stopTemplateBuilds();
           co_await lifecycle.shutdown(cfg.stop_vms_on_exit);
           if (egress) egress->stop();
           io.stop();

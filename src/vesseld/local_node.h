@@ -13,6 +13,7 @@
 
 #include "api/network_api.h"
 #include "node/runtime.h"
+#include "node/template_worker.h"
 #include "ops/node.h"
 
 namespace vessel::vesseld {
@@ -39,6 +40,8 @@ class LocalNode final : public ops::Node {
                                                     std::vector<std::string> copies) override;
   asio::awaitable<Result<templates::Manifest>> forkToTemplate(std::string id,
                                                               std::string stored_name) override;
+  // On the TemplateWorker's thread; its callbacks come back to the io thread.
+  Status build(ops::BuildRequest req, ops::BuildCallbacks cb) override;
   asio::awaitable<Status> destroy(std::string id) override;
   void abort(const std::string& id) override { runtime_.abort(id); }
   ops::Holding holding(const std::string& id) const override;
@@ -47,6 +50,9 @@ class LocalNode final : public ops::Node {
   asio::awaitable<Result<ops::Holding>> adopt(std::string tenant, std::string id) override;
   asio::awaitable<int> discardOrphans(std::set<std::string> keep) override;
   asio::awaitable<std::vector<std::string>> shutdown(bool stop_vms) override;
+
+  // Lets build() build templates (without it, builds are kUnavailable).
+  void enableTemplateBuilds(node::TemplateBuildEnv env);
 
   // The sandbox's runtime object while held (tests and benchmarks).
   std::shared_ptr<node::Sandbox> sandbox(const std::string& id) const;
@@ -77,6 +83,8 @@ class LocalNode final : public ops::Node {
   std::map<std::string, CpuSample> cpu_samples_;  // the previous usage() per sandbox
   uint64_t next_watch_ = 1;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
+  // Last: stopped (its thread joined) before anything else goes.
+  std::unique_ptr<node::TemplateWorker> builder_;
 };
 
 }  // namespace vessel::vesseld

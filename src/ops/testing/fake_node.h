@@ -26,6 +26,8 @@ class FakeNode final : public Node {
   std::set<std::string> hang;                // ids whose next create/resume/fork copy hangs
   std::set<std::string> fail;                // ids whose next create/resume fails
   std::map<std::string, Holding> adoptable;  // what adopt() finds after a "restart"
+  std::set<std::string> fail_build;          // stored template names whose build fails
+  bool builds_full = false;                  // build() refuses: the queue is full
   // What tests read.
   std::vector<std::string> calls;  // "create sb-…", "destroy sb-…", …
   std::map<std::string, Holding> held;
@@ -106,6 +108,29 @@ class FakeNode final : public Node {
     m.name = name;
     m.version = "v1";
     co_return m;
+  }
+  // A build reports one step on the next turn of the io loop and ends on
+  // the one after; a failure names the template as stored, as a real
+  // build's errors do.
+  Status build(BuildRequest req, BuildCallbacks cb) override {
+    calls.push_back("build " + req.spec.name + " from " + req.base);
+    if (builds_full) return Error(Code::kResourceExhausted, "builds are already queued");
+    asio::post(io_, [this, req = std::move(req), cb = std::move(cb)] {
+      cb.progress("booting " + req.base, 10);
+      asio::post(io_, [this, req, cb] {
+        if (fail_build.erase(req.spec.name)) {
+          cb.done(Error(Code::kFailedPrecondition,
+                        "build " + req.spec.name + ": the ready check never passed"));
+          return;
+        }
+        templates::Manifest m;
+        m.name = req.spec.name;
+        m.version = "v1";
+        m.memory_mib = req.spec.memory_mib;
+        cb.done(m);
+      });
+    });
+    return okStatus();
   }
   asio::awaitable<Status> destroy(std::string id) override {
     calls.push_back("destroy " + id);
