@@ -20,9 +20,8 @@ namespace vessel::api {
 
 class ControlPlane : public LiveSandboxes {
  public:
-  // network: the egress routes (/v1/credentials, /v1/sandboxes/{id}/network).
   ControlPlane(asio::io_context& io, store::Store& store, ops::Lifecycle& lifecycle,
-               templates::TemplateStore& templates, NetworkApi* network = nullptr);
+               templates::TemplateStore& templates);
   ~ControlPlane() override;
   // Serves POST /v1/sandboxes/{id}/sessions through `sessions`.
   void setSessions(Sessions* sessions) { sessions_ = sessions; }
@@ -55,7 +54,7 @@ class ControlPlane : public LiveSandboxes {
   store::Store& store_;
   ops::Lifecycle& lifecycle_;
   templates::TemplateStore& templates_;
-  NetworkApi* network_;
+  NetworkApi network_;  // the egress routes (/v1/credentials, /v1/sandboxes/{id}/network)
   Sessions* sessions_ = nullptr;
 };
 

@@ -56,6 +56,15 @@ struct CreateRequest {
   std::optional<int64_t> timeout_s, lifetime_s;
 };
 
+// A credential as a front end checked it: `hosts` are normalized exact
+// names (at most 16), `header` a field the gateway may set, `value` the
+// secret it sets.
+struct CredentialSpec {
+  std::string name;
+  std::vector<std::string> hosts;
+  std::string header, value;
+};
+
 // A lifecycle change accepted: the sandbox as stored now and its operation
 // (pending or running); a fork names its copies, a fork into a template
 // the template's name.
@@ -130,8 +139,19 @@ class Lifecycle {
   // New egress settings for a sandbox in any live state: stored, and live at
   // once for a running one (its open connections the new policy refuses are
   // reset). kNotFound for an unknown sandbox, kInvalidArgument for settings
-  // this node cannot give (a missing credential, egress off).
-  Status setNetwork(const std::string& tenant, const std::string& id, const NetworkSpec& spec);
+  // this node cannot give (a missing credential, egress off). Returns the
+  // settings as stored (an empty mode is the node's default).
+  Result<NetworkSpec> setNetwork(const std::string& tenant, const std::string& id,
+                                 const NetworkSpec& spec);
+  // The tenant's sandbox's egress settings as stored.
+  Result<NetworkSpec> network(const std::string& tenant, const std::string& id);
+  // The tenant's credentials (the gateway injects them; values are never
+  // read back by a front end). A put replaces one of the same name; a put
+  // or delete reaches running sandboxes that use it at once.
+  Result<store::CredentialRecord> putCredential(const std::string& tenant, const CredentialSpec& c);
+  Result<std::vector<store::CredentialRecord>> listCredentials(const std::string& tenant);
+  // kNotFound when the tenant has no credential of that name.
+  Status deleteCredential(const std::string& tenant, const std::string& name);
   // What the tenant's running sandbox uses now (ops::Usage); a sandbox
   // without a VM (paused, creating) is kFailedPrecondition.
   Result<Usage> usage(const std::string& tenant, const std::string& id);

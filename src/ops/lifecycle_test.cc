@@ -481,6 +481,43 @@ TEST_F(LifecycleTest, SetNetworkGoesToTheNodeForLiveSandboxesOnly) {
   EXPECT_EQ(node_->count("update-network"), 1);
 }
 
+TEST_F(LifecycleTest, NetworkSettingsAreReadAndAnsweredAsTheNodeStoresThem) {
+  CreateRequest c;
+  c.network = NetworkSpec{.mode = "allowlist", .allow = {"a.test"}};
+  std::string id = created(c);
+  auto now = lc_->network("t1", id);
+  ASSERT_TRUE(now.ok()) << now.error().message();
+  EXPECT_EQ(now->allow, std::vector<std::string>{"a.test"});
+  auto set = lc_->setNetwork("t1", id, NetworkSpec{});  // empty mode: the node's default
+  ASSERT_TRUE(set.ok()) << set.error().message();
+  EXPECT_EQ(set->mode, "none");
+  EXPECT_EQ(lc_->network("t1", id)->mode, "none");
+  EXPECT_EQ(lc_->network("t2", id).error().code(), Code::kNotFound);
+}
+
+TEST_F(LifecycleTest, CredentialChangesReachTheNode) {
+  CredentialSpec c{"gh", {"api.github.com"}, "Authorization", "Bearer 0123456789abcdef"};
+  auto put = lc_->putCredential("t1", c);
+  ASSERT_TRUE(put.ok()) << put.error().message();
+  EXPECT_EQ(put->hosts_json, R"(["api.github.com"])");
+  EXPECT_EQ(put->created_ms, clock_.nowMs());
+  EXPECT_EQ(node_->count("credential-changed t1 gh"), 1);
+  c.value = "Bearer fedcba9876543210";  // a new value replaces the old one
+  ASSERT_TRUE(lc_->putCredential("t1", c).ok());
+  EXPECT_EQ(node_->count("credential-changed t1 gh"), 2);
+  auto list = lc_->listCredentials("t1");
+  ASSERT_TRUE(list.ok());
+  ASSERT_EQ(list->size(), 1u);
+  EXPECT_EQ(list->front().value, c.value);
+  EXPECT_TRUE(lc_->listCredentials("t2")->empty());
+  // Another tenant's credential is absent; nothing reaches the node.
+  EXPECT_EQ(lc_->deleteCredential("t2", "gh").error().code(), Code::kNotFound);
+  EXPECT_EQ(node_->count("credential-changed"), 2);
+  ASSERT_TRUE(lc_->deleteCredential("t1", "gh").ok());
+  EXPECT_EQ(node_->count("credential-changed t1 gh"), 3);
+  EXPECT_TRUE(lc_->listCredentials("t1")->empty());
+}
+
 TEST_F(LifecycleTest, UsageOfRunningSandboxesOnly) {
   std::string id = created();
   auto u = lc_->usage("t1", id);

@@ -20,7 +20,6 @@
 #include "api/control_plane.h"
 #include "api/data_plane.h"
 #include "api/http_server.h"
-#include "api/network_api.h"
 #include "base/fd.h"
 #include "base/log.h"
 #include "base/run_blocking.h"
@@ -39,6 +38,7 @@
 #include "ops/lifecycle.h"
 #include "os/jail.h"
 #include "store/store.h"
+#include "vesseld/egress_policies.h"
 #include "vesseld/local_node.h"
 
 namespace vessel::vesseld {
@@ -271,7 +271,7 @@ Status runDaemon(Config cfg) {
   } else {
     log.warn("egress disabled (--no-egress): sandboxes have no network");
   }
-  NetworkApi network(*store, egress.get(), cfg.default_network);
+  EgressPolicies network(*store, egress.get(), cfg.default_network);
   network.allowPublicSuffixWildcards(cfg.allow_public_suffix_wildcards);
 
   node::RuntimeOptions ro;
@@ -291,7 +291,7 @@ Status runDaemon(Config cfg) {
   }
   LocalNode local_node(io, runtime, &network);
   ops::Lifecycle lifecycle(io, *store, local_node, templates);
-  ControlPlane control(io, *store, lifecycle, templates, &network);
+  ControlPlane control(io, *store, lifecycle, templates);
   node::TemplateBuildEnv build_env;
   // Build VMs run tenant code: jailed like every other VM.
   build_env.hypervisor = [opts = hypervisor::qemu::QemuOptions{cfg.qemu_binary, jail}] {

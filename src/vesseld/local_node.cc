@@ -46,15 +46,27 @@ Status LocalNode::inheritNetwork(const std::string& parent, const std::string& c
   return network_ ? network_->inherit(parent, child) : okStatus();
 }
 
-Status LocalNode::updateNetwork(const std::string& tenant, const std::string& id,
-                                const ops::NetworkSpec& spec) {
+Result<ops::NetworkSpec> LocalNode::updateNetwork(const std::string& tenant, const std::string& id,
+                                                  const ops::NetworkSpec& spec) {
   if (!network_) {
-    if (spec.mode == "none") return okStatus();
+    if (spec.mode == "none") return spec;
     return Error(Code::kFailedPrecondition,
                  "this node runs without egress: only network mode none");
   }
-  auto now = network_->update(tenant, id, spec, holding(id) == ops::Holding::kPaused);
-  return now.ok() ? okStatus() : Status(std::move(now).error());
+  return network_->update(tenant, id, spec, holding(id) == ops::Holding::kPaused);
+}
+
+Result<ops::NetworkSpec> LocalNode::network(const std::string& id) {
+  if (!network_) {
+    ops::NetworkSpec none;
+    none.mode = "none";
+    return none;
+  }
+  return network_->stored(id);
+}
+
+void LocalNode::credentialChanged(const std::string& tenant, const std::string& name) {
+  if (network_) network_->credentialChanged(tenant, name);
 }
 
 asio::awaitable<Status> LocalNode::takeUp(const std::string& tenant,

@@ -1,6 +1,7 @@
 #pragma once
-// The in-process node: ops::Node over this machine's node::Runtime (VMs)
-// and its egress gateway (NetworkApi registers each VM's policy). It also
+// The in-process node: ops::Node over this machine's node::Runtime (VMs),
+// its egress gateway (EgressPolicies registers each VM's policy) and its
+// template builds (node::TemplateWorker). It also
 // supervises: every sandbox it runs is watched, and a VM that exits or an
 // agent channel that fails without anyone asking is released (VM, network
 // slot, files) and reported to the lifecycle within the same turn of the
@@ -11,10 +12,10 @@
 #include <memory>
 #include <string>
 
-#include "api/network_api.h"
 #include "node/runtime.h"
 #include "node/template_worker.h"
 #include "ops/node.h"
+#include "vesseld/egress_policies.h"
 
 namespace vessel::vesseld {
 
@@ -23,7 +24,7 @@ namespace asio = boost::asio;
 class LocalNode final : public ops::Node {
  public:
   // `network` may be null: sandboxes then get no network (mode none only).
-  LocalNode(asio::io_context& io, node::Runtime& runtime, api::NetworkApi* network)
+  LocalNode(asio::io_context& io, node::Runtime& runtime, EgressPolicies* network)
       : io_(io), runtime_(runtime), network_(network) {}
   ~LocalNode() override;
 
@@ -31,8 +32,10 @@ class LocalNode final : public ops::Node {
   Status prepareNetwork(const std::string& tenant, const std::string& id,
                         const std::optional<ops::NetworkSpec>& spec) override;
   Status inheritNetwork(const std::string& parent, const std::string& child) override;
-  Status updateNetwork(const std::string& tenant, const std::string& id,
-                       const ops::NetworkSpec& spec) override;
+  Result<ops::NetworkSpec> updateNetwork(const std::string& tenant, const std::string& id,
+                                         const ops::NetworkSpec& spec) override;
+  Result<ops::NetworkSpec> network(const std::string& id) override;
+  void credentialChanged(const std::string& tenant, const std::string& name) override;
   asio::awaitable<Status> create(ops::NodeCreate c) override;
   asio::awaitable<Status> pause(std::string id) override;
   asio::awaitable<Status> resume(std::string tenant, std::string id) override;
@@ -71,7 +74,7 @@ class LocalNode final : public ops::Node {
 
   asio::io_context& io_;
   node::Runtime& runtime_;
-  api::NetworkApi* network_;
+  EgressPolicies* network_;
   LostHandler lost_;
   std::map<std::string, Held> held_;
   std::map<std::string, node::GuestNetwork> pending_net_;  // prepared, not created yet

@@ -51,9 +51,22 @@ class FakeNode final : public Node {
                         const std::optional<NetworkSpec>& spec) override {
     if (spec && spec->mode == "bogus") return Error(Code::kInvalidArgument, "bogus network");
     calls.push_back("network " + id);
+    networks[id] = stored(spec.value_or(NetworkSpec{}));
     return okStatus();
   }
-  Status inheritNetwork(const std::string&, const std::string&) override { return okStatus(); }
+  // Every sandbox's settings as stored (an empty mode is this node's default, none).
+  std::map<std::string, NetworkSpec> networks;
+  Result<NetworkSpec> network(const std::string& id) override {
+    auto it = networks.find(id);
+    return it == networks.end() ? stored({}) : it->second;
+  }
+  void credentialChanged(const std::string& tenant, const std::string& name) override {
+    calls.push_back("credential-changed " + tenant + " " + name);
+  }
+  Status inheritNetwork(const std::string& parent, const std::string& child) override {
+    if (auto it = networks.find(parent); it != networks.end()) networks[child] = it->second;
+    return okStatus();
+  }
   Result<Usage> usage(const std::string& id) override {
     if (holding(id) != Holding::kRunning)
       return Error(Code::kFailedPrecondition, id + " has no VM");
@@ -61,11 +74,11 @@ class FakeNode final : public Node {
     return fake_usage;
   }
   Usage fake_usage{1, 12.5, 100 << 20, 256 << 20, 4 << 20, 1ull << 30};
-  Status updateNetwork(const std::string&, const std::string& id,
-                       const NetworkSpec& spec) override {
+  Result<NetworkSpec> updateNetwork(const std::string&, const std::string& id,
+                                    const NetworkSpec& spec) override {
     if (spec.mode == "bogus") return Error(Code::kInvalidArgument, "bogus network");
     calls.push_back("update-network " + id + " " + spec.mode);
-    return okStatus();
+    return networks[id] = stored(spec);
   }
 
   asio::awaitable<Status> create(NodeCreate c) override {
@@ -165,6 +178,10 @@ class FakeNode final : public Node {
   }
 
  private:
+  static NetworkSpec stored(NetworkSpec s) {
+    if (s.mode.empty()) s.mode = "none";
+    return s;
+  }
   // One step of work on `id`: a turn of the io loop, or a hang until abort().
   asio::awaitable<Status> step(const std::string& id) {
     if (fail.erase(id)) co_return Error(Code::kInternal, "the guest broke");
