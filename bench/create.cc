@@ -42,7 +42,7 @@ struct Env {
 double ms(Clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
 
 std::shared_ptr<const templates::Template> build(Env& e, const std::string& name, uint64_t mib) {
-  node::BuildSpec spec;
+  templates::BuildSpec spec;
   spec.name = name;
   spec.memory_mib = mib;
   node::BuildInputs in{

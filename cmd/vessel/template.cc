@@ -17,6 +17,7 @@
 #include "cmd/vessel/commands.h"
 #include "hypervisor/qemu/qemu.h"
 #include "node/template_builder.h"
+#include "templates/build_spec.h"
 
 namespace vessel::cli {
 
@@ -53,7 +54,7 @@ int runLocalBuild(const TemplateOptions& o) {
     std::fprintf(stderr, "vessel: %s\n", text.error().message().c_str());
     return 2;
   }
-  auto spec = node::parseBuildSpec(*text);
+  auto spec = templates::parseBuildSpec(*text);
   if (!spec.ok()) {
     std::fprintf(stderr, "vessel: %s: %s\n", o.spec_file.c_str(), spec.error().message().c_str());
     return 2;

@@ -33,13 +33,10 @@ Response okJson(const Request& req, const json::object& o) {
 }  // namespace
 
 ControlPlane::ControlPlane(asio::io_context& io, store::Store& store, ops::Lifecycle& lifecycle,
-                           templates::TemplateStore& templates, NetworkApi* network)
-    : io_(io), store_(store), lifecycle_(lifecycle), templates_(templates), network_(network) {}
+                           templates::TemplateStore& templates)
+    : io_(io), store_(store), lifecycle_(lifecycle), templates_(templates), network_(lifecycle) {}
 
-ControlPlane::~ControlPlane() {
-  alive_.reset();
-  builder_.reset();
-}
+ControlPlane::~ControlPlane() = default;
 
 void ControlPlane::install(HttpServer& server) {
   server.routePrefix("/v1/", [this](const Request& req, boost::beast::tcp_stream& stream) {
@@ -71,8 +68,7 @@ asio::awaitable<std::optional<Response>> ControlPlane::handle(const Request& req
   if (auto q = path.find('?'); q != std::string::npos) path.resize(q);
   auto seg = splitPath(path);  // seg[0] == "v1"
   auto method = req.method();
-  if (network_)
-    if (auto r = network_->handle(req, *tenant, seg)) co_return std::move(*r);
+  if (auto r = network_.handle(req, *tenant, seg)) co_return std::move(*r);
   auto notAllowed = [&](std::string_view allow) { return methodNotAllowed(req, path, allow); };
 
   if (seg.size() == 2 && seg[1] == "sandboxes") {

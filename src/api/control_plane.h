@@ -4,8 +4,7 @@
 // a typed request for the lifecycle service (ops::Lifecycle), and the typed
 // answer rendered back. Nothing here runs a sandbox: every change is the
 // lifecycle's operation. Also the SSE streams of operations and events,
-// and template builds (TemplateWorker) recorded in the lifecycle's
-// operation log.
+// and templates (builds are the lifecycle's operations too).
 #include <map>
 #include <memory>
 
@@ -13,7 +12,6 @@
 #include "api/live_sandboxes.h"
 #include "api/network_api.h"
 #include "api/sessions.h"
-#include "api/template_worker.h"
 #include "ops/lifecycle.h"
 #include "store/store.h"
 #include "templates/store.h"
@@ -22,9 +20,8 @@ namespace vessel::api {
 
 class ControlPlane : public LiveSandboxes {
  public:
-  // network: the egress routes (/v1/credentials, /v1/sandboxes/{id}/network).
   ControlPlane(asio::io_context& io, store::Store& store, ops::Lifecycle& lifecycle,
-               templates::TemplateStore& templates, NetworkApi* network = nullptr);
+               templates::TemplateStore& templates);
   ~ControlPlane() override;
   // Serves POST /v1/sandboxes/{id}/sessions through `sessions`.
   void setSessions(Sessions* sessions) { sessions_ = sessions; }
@@ -33,10 +30,6 @@ class ControlPlane : public LiveSandboxes {
   }
   // Serves everything under /v1/.
   void install(HttpServer& server);
-  // Lets POST /v1/templates build templates (without it that answers 503).
-  void enableTemplateBuilds(TemplateBuildEnv env);
-  // Abandons builds in flight and fails their operations.
-  void stopTemplateBuilds();
 
  private:
   asio::awaitable<std::optional<Response>> handle(const Request& req,
@@ -61,11 +54,7 @@ class ControlPlane : public LiveSandboxes {
   store::Store& store_;
   ops::Lifecycle& lifecycle_;
   templates::TemplateStore& templates_;
-  NetworkApi* network_;
-  std::map<std::string, store::OperationRecord> builds_in_flight_;  // op id -> build op
-  // Cleared first in the destructor: callbacks the build thread posted check it.
-  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
-  std::unique_ptr<TemplateWorker> builder_;  // stopped first in the destructor
+  NetworkApi network_;  // the egress routes (/v1/credentials, /v1/sandboxes/{id}/network)
   Sessions* sessions_ = nullptr;
 };
 

@@ -1,15 +1,11 @@
 #include "api/network_api.h"
 
-#include <algorithm>
 #include <boost/json.hpp>
-#include <cctype>
 
-#include "api/api_log.h"
+#include "api/network_settings.h"
 #include "api/resources.h"
-#include "base/log.h"
 #include "gateway/credentials/scrubber.h"
 #include "gateway/name.h"
-#include "gateway/policy/policy.h"
 
 namespace vessel::api {
 
@@ -42,12 +38,6 @@ json::object credentialJson(const store::CredentialRecord& c) {
 
 }  // namespace
 
-NetworkSettings NetworkApi::defaults() const {
-  NetworkSettings s;
-  s.mode = egress_ ? default_mode_ : "none";
-  return s;
-}
-
 std::optional<Response> NetworkApi::handle(const Request& req, const std::string& tenant,
                                            const std::vector<std::string>& seg) {
   auto method = req.method();
@@ -73,117 +63,10 @@ std::optional<Response> NetworkApi::handle(const Request& req, const std::string
   return std::nullopt;
 }
 
-Result<json::object> NetworkApi::policyFor(const std::string& tenant, const NetworkSettings& s,
-                                           bool strict) {
-  json::object p{{"mode", s.mode}};
-  json::array allow, creds;
-  for (const auto& a : s.allow) allow.emplace_back(a);
-  for (const auto& name : s.credentials) {
-    VESSEL_ASSIGN_OR_RETURN(auto c, store_.getCredential(tenant, name));
-    if (!c) {
-      if (strict) return Error(Code::kNotFound, "credential '" + name + "' does not exist");
-      log().warn("credential '{}' no longer exists; left out of the policy", name);
-      continue;
-    }
-    boost::system::error_code ec;
-    json::value hosts = json::parse(c->hosts_json, ec);
-    if (ec) return Error(Code::kInternal, "credential '" + name + "': stored hosts are corrupt");
-    creds.push_back(json::object{
-        {"name", c->name}, {"hosts", hosts}, {"header", c->header}, {"value", c->value}});
-  }
-  p["allow"] = std::move(allow);
-  p["credentials"] = std::move(creds);
-  json::array inspect;
-  for (const auto& i : s.inspect) inspect.emplace_back(i);
-  p["inspect"] = std::move(inspect);
-  // What the gateway will accept, checked before anything depends on it.
-  json::object check = p;
-  check["generation"] = 1;  // Egress gives the real one
-  if (auto v = gateway::policy::Policy::fromJson(check); !v.ok())
-    return Error(Code::kInvalidArgument, "network policy: " + v.error().message());
-  return p;
-}
-
-Result<node::GuestNetwork> NetworkApi::prepare(const std::string& tenant,
-                                               const std::string& sandbox_id,
-                                               const NetworkSettings& given) {
-  NetworkSettings s = given;
-  if (s.mode.empty()) s.mode = defaults().mode;  // credentials alone: the node's default
-  if (!egress_ && s.mode != "none")
-    return Error(Code::kFailedPrecondition,
-                 "this node runs without egress (vesseld --no-egress): only network mode none");
-  if (!allow_public_suffix_wildcards_) VESSEL_TRY(checkWildcards(s));
-  VESSEL_TRY(policyFor(tenant, s));
-  VESSEL_TRY(store_.setSandboxNetwork(sandbox_id, json::serialize(networkJson(s))));
-  node::GuestNetwork g;
-  g.route = s.mode != "none";
-  if (g.route) g.ca_pem = egress_->caPem();
-  return g;
-}
-
-Status NetworkApi::inherit(const std::string& parent, const std::string& child) {
-  VESSEL_ASSIGN_OR_RETURN(std::string text, store_.getSandboxNetwork(parent));
-  if (text.empty()) return okStatus();
-  return store_.setSandboxNetwork(child, text);
-}
-
-Result<NetworkSettings> NetworkApi::stored(const std::string& sandbox_id) {
-  VESSEL_ASSIGN_OR_RETURN(std::string text, store_.getSandboxNetwork(sandbox_id));
-  NetworkSettings none;
-  none.mode = "none";
-  if (text.empty()) return none;  // a sandbox from before egress: no network
-  boost::system::error_code ec;
-  json::value v = json::parse(text, ec);
-  if (ec || !v.is_object()) return Error(Code::kInternal, "stored network settings are corrupt");
-  json::object net{{"mode", v.at("mode")}, {"allow", v.at("allow")}};
-  if (const auto* i = v.as_object().if_contains("inspect")) net["inspect"] = *i;
-  return parseNetworkSettings(net, v.as_object().if_contains("credentials"));
-}
-
-Status NetworkApi::attach(const std::string& tenant, const node::Sandbox& sb) {
-  if (!egress_) return okStatus();
-  VESSEL_ASSIGN_OR_RETURN(auto s, stored(sb.id()));
-  if (!sb.slot()) {
-    // A VM from a run without egress (mode none) needs nothing.
-    if (s.mode == "none") return okStatus();
-    return Error(Code::kFailedPrecondition,
-                 "sandbox " + sb.id() + " has no network slot; its template has no NIC");
-  }
-  VESSEL_ASSIGN_OR_RETURN(auto policy, policyFor(tenant, s, false));
-  VESSEL_TRY(egress_->setSandbox(sb.id(), sb.slot()->sourceAddress(), std::move(policy)));
-  attached_[sb.id()] = {tenant, sb.slot()->sourceAddress()};
-  return okStatus();
-}
-
-void NetworkApi::refreshUsers(const std::string& tenant, const std::string& credential) {
-  if (!egress_) return;
-  for (const auto& [id, a] : attached_) {
-    if (a.tenant != tenant) continue;
-    auto s = stored(id);
-    if (!s.ok()) continue;
-    if (std::find(s->credentials.begin(), s->credentials.end(), credential) == s->credentials.end())
-      continue;
-    auto policy = policyFor(tenant, *s, false);
-    Status st = policy.ok() ? egress_->setSandbox(id, a.source, std::move(*policy))
-                            : Status(policy.error());
-    if (!st.ok())
-      log().forSandbox(id).error("credential '{}' change not applied: {}", credential,
-                                 st.error().message());
-  }
-}
-
-void NetworkApi::detach(const std::string& sandbox_id) {
-  if (!egress_ || !attached_.erase(sandbox_id)) return;
-  if (auto s = egress_->removeSandbox(sandbox_id); !s.ok())
-    log().forSandbox(sandbox_id).warn("{}", s.error().message());
-}
-
 Response NetworkApi::putNetwork(const Request& req, const std::string& tenant,
                                 const std::string& id) {
-  auto sb = store_.getSandbox(tenant, id);
-  if (!sb.ok()) return errorResponse(req, sb.error());
-  if (!sb->has_value() || (*sb)->state == store::SandboxState::kDeleted)
-    return errorResponse(req, Error(Code::kNotFound, "sandbox " + id + " does not exist"));
+  // An unknown sandbox is that, whatever the body says.
+  if (auto sb = lifecycle_.get(tenant, id); !sb.ok()) return errorResponse(req, sb.error());
   auto body = parseBody(req.body());
   if (!body.ok()) return errorResponse(req, body.error());
   auto& o = body->as_object();
@@ -193,44 +76,14 @@ Response NetworkApi::putNetwork(const Request& req, const std::string& tenant,
     if (k != "credentials") net[k] = v;
   auto s = parseNetworkSettings(net, o.if_contains("credentials"));
   if (!s.ok()) return errorResponse(req, s.error());
-  auto now = update(tenant, id, std::move(*s), (*sb)->state == store::SandboxState::kPaused);
+  auto now = lifecycle_.setNetwork(tenant, id, *s);
   if (!now.ok()) return errorResponse(req, now.error());
   return jsonResponse(req, http::status::ok, json::serialize(networkJson(*now)));
 }
 
-Result<NetworkSettings> NetworkApi::update(const std::string& tenant, const std::string& id,
-                                           NetworkSettings s, bool paused) {
-  if (s.mode.empty()) s.mode = defaults().mode;
-  if (!egress_ && s.mode != "none")
-    return Error(Code::kFailedPrecondition,
-                 "this node runs without egress: only network mode none");
-  if (!allow_public_suffix_wildcards_) VESSEL_TRY(checkWildcards(s));
-  VESSEL_ASSIGN_OR_RETURN(auto policy, policyFor(tenant, s));
-  auto old = stored(id);
-  if (old.ok() && (old->mode == "none") != (s.mode == "none") && !paused)
-    // The guest's route is set up once per restore; switching between none
-    // and the others needs its interface reconfigured. Pause/resume does it.
-    log().forSandbox(id).info("network mode {} -> {}: the guest's route changes on next resume",
-                              old->mode, s.mode);
-  VESSEL_TRY(store_.setSandboxNetwork(id, json::serialize(networkJson(s))));
-  if (auto it = attached_.find(id); it != attached_.end()) {
-    // Live: the gateway resets open connections the new policy refuses
-    // before it answers.
-    if (auto st = egress_->setSandbox(id, it->second.source, std::move(policy)); !st.ok()) {
-      log().forSandbox(id).error("live network change: {}", st.error().message());
-      return Error(Code::kUnavailable, st.error().message());
-    }
-  }
-  return s;
-}
-
 Response NetworkApi::getNetwork(const Request& req, const std::string& tenant,
                                 const std::string& id) {
-  auto sb = store_.getSandbox(tenant, id);
-  if (!sb.ok()) return errorResponse(req, sb.error());
-  if (!sb->has_value() || (*sb)->state == store::SandboxState::kDeleted)
-    return errorResponse(req, Error(Code::kNotFound, "sandbox " + id + " does not exist"));
-  auto s = stored(id);
+  auto s = lifecycle_.network(tenant, id);
   if (!s.ok()) return errorResponse(req, s.error());
   return jsonResponse(req, http::status::ok, json::serialize(networkJson(*s)));
 }
@@ -238,9 +91,7 @@ Response NetworkApi::getNetwork(const Request& req, const std::string& tenant,
 Response NetworkApi::createCredential(const Request& req, const std::string& tenant) {
   auto body = parseBody(req.body());
   if (!body.ok()) return errorResponse(req, body.error());
-  store::CredentialRecord c;
-  c.tenant_id = tenant;
-  json::array hosts;
+  ops::CredentialSpec c;
   for (const auto& [k, v] : body->as_object()) {
     if (k == "name") {
       if (!v.is_string() || !credentialName(v.as_string()))
@@ -255,7 +106,7 @@ Response NetworkApi::createCredential(const Request& req, const std::string& ten
         if (!n.ok())
           return errorResponse(
               req, bad("hosts: '" + std::string(h.as_string()) + "': " + n.error().message()));
-        hosts.emplace_back(*n);
+        c.hosts.push_back(std::move(*n));
       }
     } else if (k == "header") {
       if (!v.is_string() || !injectableHeader(v.as_string()))
@@ -279,19 +130,17 @@ Response NetworkApi::createCredential(const Request& req, const std::string& ten
       return errorResponse(req, bad("unknown field '" + std::string(k) + "'"));
     }
   }
-  if (c.name.empty() || hosts.empty() || c.header.empty() || c.value.empty())
+  if (c.name.empty() || c.hosts.empty() || c.header.empty() || c.value.empty())
     return errorResponse(req, bad("name, hosts, header and value are required"));
-  c.hosts_json = json::serialize(hosts);
-  c.created_ms = store::nowMs();
-  if (auto s = store_.putCredential(c); !s.ok()) return errorResponse(req, s.error());
-  // Running sandboxes using it get the new value now; the gateway resets
-  // their connections that carry the old one. The value is never sent back.
-  refreshUsers(tenant, c.name);
-  return jsonResponse(req, http::status::created, json::serialize(credentialJson(c)));
+  // Running sandboxes using it get the new value at once (ops). The value
+  // is never sent back.
+  auto stored = lifecycle_.putCredential(tenant, c);
+  if (!stored.ok()) return errorResponse(req, stored.error());
+  return jsonResponse(req, http::status::created, json::serialize(credentialJson(*stored)));
 }
 
 Response NetworkApi::listCredentials(const Request& req, const std::string& tenant) {
-  auto list = store_.listCredentials(tenant);
+  auto list = lifecycle_.listCredentials(tenant);
   if (!list.ok()) return errorResponse(req, list.error());
   json::array items;
   for (const auto& c : *list) items.push_back(credentialJson(c));
@@ -301,16 +150,10 @@ Response NetworkApi::listCredentials(const Request& req, const std::string& tena
 
 Response NetworkApi::deleteCredential(const Request& req, const std::string& tenant,
                                       const std::string& name) {
-  auto c = store_.getCredential(tenant, name);
-  if (!c.ok()) return errorResponse(req, c.error());
-  if (!c->has_value())
-    return errorResponse(req, Error(Code::kNotFound, "credential '" + name + "' does not exist"));
-  if (auto s = store_.deleteCredential(tenant, name); !s.ok()) return errorResponse(req, s.error());
-  // Revocation reaches live sandboxes: their policy loses the credential and
-  // the gateway resets connections that carried it before this returns.
-  refreshUsers(tenant, name);
-  Response r = jsonResponse(req, http::status::no_content, "");
-  return r;
+  // Revocation reaches live sandboxes before this answers (ops).
+  if (auto s = lifecycle_.deleteCredential(tenant, name); !s.ok())
+    return errorResponse(req, s.error());
+  return jsonResponse(req, http::status::no_content, "");
 }
 
 }  // namespace vessel::api

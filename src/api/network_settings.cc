@@ -4,7 +4,6 @@
 #include <cctype>
 
 #include "gateway/policy/policy.h"
-#include "gateway/policy/public_suffix.h"
 
 namespace vessel::api {
 
@@ -99,20 +98,6 @@ Result<NetworkSettings> parseNetworkSettings(const json::value& network,
     }
   }
   return s;
-}
-
-Status checkWildcards(const NetworkSettings& s) {
-  for (const auto* list : {&s.allow, &s.inspect}) {
-    for (const std::string& text : *list) {
-      auto r = gateway::policy::parseRule(text);
-      if (!r.ok()) return bad("'" + text + "': " + r.error().message());
-      if (r->wildcard && gateway::policy::isPublicSuffix(r->name))
-        return bad("'" + text + "': a wildcard on the public suffix '" + r->name +
-                   "' would reach every name registered under it (vesseld "
-                   "--allow-public-suffix-wildcards permits it)");
-    }
-  }
-  return okStatus();
 }
 
 json::object networkJson(const NetworkSettings& s) {

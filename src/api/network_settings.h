@@ -18,10 +18,6 @@ using NetworkSettings = ops::NetworkSpec;
 Result<NetworkSettings> parseNetworkSettings(const boost::json::value& network,
                                              const boost::json::value* credentials);
 boost::json::object networkJson(const NetworkSettings& s);
-// Refuses a wildcard rule (allow or inspect) on a public suffix (`*.co.uk`,
-// `*.github.io`): unless the operator allows them, a policy names whole
-// registrable domains.
-Status checkWildcards(const NetworkSettings& s);
 // 1-63 of [A-Za-z0-9._-].
 bool credentialName(std::string_view n);
 // An HTTP field name the gateway may set: a token, and none of the fields

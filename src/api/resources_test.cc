@@ -52,7 +52,7 @@ TEST(ResourcesTest, CreateRequestNetwork) {
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->network->mode, "none");
   // Fail closed: an empty allowlist allows nothing; credentials alone take
-  // the node's default ("" until NetworkApi resolves it).
+  // the node's default ("" until the node resolves it).
   r = parseCreateRequest(R"({"network":{"allow":[]}})");
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->network->mode, "none");

@@ -20,102 +20,6 @@ namespace fs = std::filesystem;
 namespace json = boost::json;
 using namespace std::chrono_literals;
 
-Result<BuildSpec> parseBuildSpec(std::string_view text) {
-  if (text.size() > (1 << 20)) return Error(Code::kInvalidArgument, "build spec larger than 1 MiB");
-  boost::system::error_code ec;
-  json::value v = json::parse(text, ec);
-  if (ec || !v.is_object()) return Error(Code::kInvalidArgument, "build spec: not a JSON object");
-  const auto& o = v.as_object();
-  BuildSpec s;
-  auto str = [&](const char* k, std::string& out) -> Status {
-    if (const auto* x = o.if_contains(k)) {
-      if (!x->is_string())
-        return Error(Code::kInvalidArgument, std::string("build spec: ") + k + " must be a string");
-      out = std::string(x->get_string());
-    }
-    return okStatus();
-  };
-  auto strs = [&](const char* k, std::vector<std::string>& out) -> Status {
-    if (const auto* x = o.if_contains(k)) {
-      if (!x->is_array())
-        return Error(Code::kInvalidArgument, std::string("build spec: ") + k + " must be a list");
-      for (const auto& e : x->get_array()) {
-        if (!e.is_string())
-          return Error(Code::kInvalidArgument,
-                       std::string("build spec: ") + k + " holds a non-string");
-        out.emplace_back(e.get_string());
-      }
-    }
-    return okStatus();
-  };
-  for (const auto& kv : o) {
-    static const char* known[] = {"name",  "base",  "files", "commands",  "env",
-                                  "start", "ready", "vcpus", "memory_mib"};
-    bool ok = false;
-    for (const char* k : known) ok |= kv.key() == k;
-    if (!ok)
-      return Error(Code::kInvalidArgument,
-                   "build spec: unknown field '" + std::string(kv.key()) + "'");
-  }
-  VESSEL_TRY(str("name", s.name));
-  VESSEL_TRY(str("base", s.base));
-  VESSEL_TRY(str("start", s.start));
-  VESSEL_TRY(str("ready", s.ready));
-  VESSEL_TRY(strs("commands", s.commands));
-  if (const auto* e = o.if_contains("env")) {
-    if (!e->is_object()) return Error(Code::kInvalidArgument, "build spec: env must be an object");
-    for (const auto& kv : e->get_object()) {
-      if (!kv.value().is_string())
-        return Error(Code::kInvalidArgument, "build spec: env values must be strings");
-      s.env.push_back(std::string(kv.key()) + "=" + std::string(kv.value().get_string()));
-    }
-  }
-  if (const auto* f = o.if_contains("files")) {
-    if (!f->is_object())
-      return Error(Code::kInvalidArgument, "build spec: files must be an object");
-    for (const auto& kv : f->get_object()) {
-      if (kv.key().empty() || kv.key()[0] != '/' || !kv.value().is_string())
-        return Error(Code::kInvalidArgument, "build spec: files maps absolute paths to strings");
-      s.files[std::string(kv.key())] = std::string(kv.value().get_string());
-    }
-  }
-  if (const auto* x = o.if_contains("vcpus")) {
-    if (!x->is_int64() || x->get_int64() < 1 || x->get_int64() > 64)
-      return Error(Code::kInvalidArgument, "build spec: vcpus must be 1 to 64");
-    s.vcpus = static_cast<unsigned>(x->get_int64());
-  }
-  if (const auto* x = o.if_contains("memory_mib")) {
-    if (!x->is_int64() || x->get_int64() < 64 || x->get_int64() > 65536)
-      return Error(Code::kInvalidArgument, "build spec: memory_mib must be 64 to 65536");
-    s.memory_mib = static_cast<uint64_t>(x->get_int64());
-  }
-  if (s.name.empty() || s.name.size() > 64)
-    return Error(Code::kInvalidArgument, "build spec: name is required (at most 64 characters)");
-  for (char c : s.name)
-    if (!isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_')
-      return Error(Code::kInvalidArgument, "build spec: name may hold letters, digits, - and _");
-  return s;
-}
-
-std::string canonicalSpec(const BuildSpec& s) {
-  json::object o;
-  o["name"] = s.name;
-  o["base"] = s.base;
-  json::object files;
-  for (const auto& [k, v] : s.files) files[k] = v;
-  o["files"] = std::move(files);
-  json::array cmds, env;
-  for (const auto& c : s.commands) cmds.push_back(json::string(c));
-  for (const auto& e : s.env) env.push_back(json::string(e));
-  o["commands"] = std::move(cmds);
-  o["env"] = std::move(env);
-  o["start"] = s.start;
-  o["ready"] = s.ready;
-  o["vcpus"] = s.vcpus;
-  o["memory_mib"] = s.memory_mib;
-  return json::serialize(o);  // std::map and fixed insertion order: stable
-}
-
 namespace {
 
 std::string nowRfc3339() {
@@ -132,7 +36,7 @@ std::string nowRfc3339() {
   return out;
 }
 
-asio::awaitable<Status> applySpec(agentclient::AgentClient& a, const BuildSpec& spec,
+asio::awaitable<Status> applySpec(agentclient::AgentClient& a, const templates::BuildSpec& spec,
                                   const Progress& progress, Clock::time_point deadline) {
   for (const auto& [path, content] : spec.files) {
     progress("write " + path, 30);
@@ -194,7 +98,7 @@ asio::awaitable<Status> applySpec(agentclient::AgentClient& a, const BuildSpec& 
 }  // namespace
 
 asio::awaitable<Result<std::shared_ptr<const templates::Template>>> buildTemplate(
-    hypervisor::Hypervisor& hv, templates::TemplateStore& store, const BuildSpec& spec,
+    hypervisor::Hypervisor& hv, templates::TemplateStore& store, const templates::BuildSpec& spec,
     const BuildInputs& in, Progress progress) {
   if (!progress) progress = [](const std::string&, int) {};
   Logger log("templates");

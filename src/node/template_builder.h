@@ -10,29 +10,13 @@
 #include <vector>
 
 #include "hypervisor/hypervisor.h"
+#include "templates/build_spec.h"
 #include "templates/store.h"
 
 namespace vessel::node {
 
 namespace asio = boost::asio;
 using Clock = std::chrono::steady_clock;
-
-struct BuildSpec {
-  std::string name;
-  std::string base = "minimal";              // a base image name or another template
-  std::map<std::string, std::string> files;  // guest path -> content
-  std::vector<std::string> commands;         // run as root with /bin/sh -c, in order
-  std::vector<std::string> env;              // KEY=VALUE defaults for every process
-  std::string start;                         // started as `user`, left running
-  std::string ready;                         // polled until it exits 0
-  unsigned vcpus = 1;
-  uint64_t memory_mib = 256;
-};
-
-// Parses a JSON build spec (`vessel template build -f spec.json`). Bounded.
-Result<BuildSpec> parseBuildSpec(std::string_view json);
-// The canonical text hashed into the version.
-std::string canonicalSpec(const BuildSpec& s);
 
 struct BuildInputs {
   std::string base_image;  // rootfs the `base` names, resolved by the caller
@@ -48,7 +32,7 @@ struct BuildInputs {
 using Progress = std::function<void(const std::string& step, int percent)>;
 
 asio::awaitable<Result<std::shared_ptr<const templates::Template>>> buildTemplate(
-    hypervisor::Hypervisor& hv, templates::TemplateStore& store, const BuildSpec& spec,
+    hypervisor::Hypervisor& hv, templates::TemplateStore& store, const templates::BuildSpec& spec,
     const BuildInputs& in, Progress progress = nullptr);
 
 }  // namespace vessel::node

@@ -311,18 +311,6 @@ Result<store::SandboxRecord> Lifecycle::extendAtLeast(const std::string& tenant,
   return get(tenant, id);
 }
 
-Status Lifecycle::setNetwork(const std::string& tenant, const std::string& id,
-                             const NetworkSpec& spec) {
-  VESSEL_ASSIGN_OR_RETURN(auto s, get(tenant, id));
-  if (s.state == SandboxState::kDeleting || s.state == SandboxState::kFailed)
-    return Error(
-        Code::kFailedPrecondition,
-        "sandbox " + id + " is " + std::string(stateName(s.state)) + "; its network cannot change");
-  VESSEL_TRY(node_.updateNetwork(tenant, id, spec));
-  noteActivity(id);
-  return okStatus();
-}
-
 Result<Usage> Lifecycle::usage(const std::string& tenant, const std::string& id) {
   VESSEL_ASSIGN_OR_RETURN(auto s, get(tenant, id));
   if (s.state != SandboxState::kRunning)

@@ -56,6 +56,15 @@ struct CreateRequest {
   std::optional<int64_t> timeout_s, lifetime_s;
 };
 
+// A credential as a front end checked it: `hosts` are normalized exact
+// names (at most 16), `header` a field the gateway may set, `value` the
+// secret it sets.
+struct CredentialSpec {
+  std::string name;
+  std::vector<std::string> hosts;
+  std::string header, value;
+};
+
 // A lifecycle change accepted: the sandbox as stored now and its operation
 // (pending or running); a fork names its copies, a fork into a template
 // the template's name.
@@ -130,8 +139,19 @@ class Lifecycle {
   // New egress settings for a sandbox in any live state: stored, and live at
   // once for a running one (its open connections the new policy refuses are
   // reset). kNotFound for an unknown sandbox, kInvalidArgument for settings
-  // this node cannot give (a missing credential, egress off).
-  Status setNetwork(const std::string& tenant, const std::string& id, const NetworkSpec& spec);
+  // this node cannot give (a missing credential, egress off). Returns the
+  // settings as stored (an empty mode is the node's default).
+  Result<NetworkSpec> setNetwork(const std::string& tenant, const std::string& id,
+                                 const NetworkSpec& spec);
+  // The tenant's sandbox's egress settings as stored.
+  Result<NetworkSpec> network(const std::string& tenant, const std::string& id);
+  // The tenant's credentials (the gateway injects them; values are never
+  // read back by a front end). A put replaces one of the same name; a put
+  // or delete reaches running sandboxes that use it at once.
+  Result<store::CredentialRecord> putCredential(const std::string& tenant, const CredentialSpec& c);
+  Result<std::vector<store::CredentialRecord>> listCredentials(const std::string& tenant);
+  // kNotFound when the tenant has no credential of that name.
+  Status deleteCredential(const std::string& tenant, const std::string& name);
   // What the tenant's running sandbox uses now (ops::Usage); a sandbox
   // without a VM (paused, creating) is kFailedPrecondition.
   Result<Usage> usage(const std::string& tenant, const std::string& id);
@@ -154,6 +174,14 @@ class Lifecycle {
   Status checkNewTemplateName(const std::string& name);
   // Deletes template versions nothing holds and a newer one replaces.
   void collectTemplates();
+  // Builds the tenant's template `spec.name` on the node from `spec` (its
+  // base as the tenant names it). The operation (kind "build", no sandbox)
+  // publishes template.progress events, then template.built and is done;
+  // or it fails with the node's reason, in the tenant's names. A refusal
+  // (a reserved name, no such base, the node's build queue full) is an
+  // Error before anything is accepted, or the failed operation once begun.
+  Result<store::OperationRecord> buildTemplate(const std::string& tenant,
+                                               templates::BuildSpec spec);
 
   // The reaper: every reap_interval, reapOnce(). Stopped by shutdown().
   void startReaper();
@@ -193,6 +221,10 @@ class Lifecycle {
   asio::awaitable<void> runDelete(store::OperationRecord op);
   asio::awaitable<void> runFork(store::OperationRecord op, std::vector<std::string> ids);
   asio::awaitable<void> runForkToTemplate(store::OperationRecord op, std::string name);
+  void buildProgress(const std::string& op_id, const std::string& name, const std::string& step,
+                     int percent);
+  void buildDone(const std::string& op_id, const std::string& name, Result<templates::Manifest> r);
+  void failBuildsInFlight();
   // An operation other than delete ends: if a delete came meanwhile, it
   // goes on now (and this operation is recorded as cancelled).
   bool handOverToDelete(store::OperationRecord& op, const Error* error);
@@ -212,6 +244,9 @@ class Lifecycle {
   // Sandboxes with an operation other than a delete in flight -> a delete
   // waiting for it to end (nullopt: none asked for).
   std::map<std::string, std::optional<store::OperationRecord>> busy_;
+  // Template builds the node is running: op id -> their operation. Failed
+  // at shutdown (the node drops them without calling back).
+  std::map<std::string, store::OperationRecord> builds_in_flight_;
   std::shared_ptr<asio::steady_timer> reap_timer_;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
   metrics::Family<metrics::Counter>* reaped_ = nullptr;

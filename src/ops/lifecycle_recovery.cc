@@ -32,6 +32,8 @@ asio::awaitable<void> Lifecycle::shutdown(bool stop_vms) {
     reap_timer_.reset();
   }
   auto stopped = co_await node_.shutdown(stop_vms);
+  // The node dropped its builds without calling back.
+  failBuildsInFlight();
   for (const auto& id : stopped)
     if (auto s = store_.setSandboxState(id, SandboxState::kFailed,
                                         "vesseld stopped; the VM was stopped");

@@ -481,6 +481,43 @@ TEST_F(LifecycleTest, SetNetworkGoesToTheNodeForLiveSandboxesOnly) {
   EXPECT_EQ(node_->count("update-network"), 1);
 }
 
+TEST_F(LifecycleTest, NetworkSettingsAreReadAndAnsweredAsTheNodeStoresThem) {
+  CreateRequest c;
+  c.network = NetworkSpec{.mode = "allowlist", .allow = {"a.test"}};
+  std::string id = created(c);
+  auto now = lc_->network("t1", id);
+  ASSERT_TRUE(now.ok()) << now.error().message();
+  EXPECT_EQ(now->allow, std::vector<std::string>{"a.test"});
+  auto set = lc_->setNetwork("t1", id, NetworkSpec{});  // empty mode: the node's default
+  ASSERT_TRUE(set.ok()) << set.error().message();
+  EXPECT_EQ(set->mode, "none");
+  EXPECT_EQ(lc_->network("t1", id)->mode, "none");
+  EXPECT_EQ(lc_->network("t2", id).error().code(), Code::kNotFound);
+}
+
+TEST_F(LifecycleTest, CredentialChangesReachTheNode) {
+  CredentialSpec c{"gh", {"api.github.com"}, "Authorization", "Bearer 0123456789abcdef"};
+  auto put = lc_->putCredential("t1", c);
+  ASSERT_TRUE(put.ok()) << put.error().message();
+  EXPECT_EQ(put->hosts_json, R"(["api.github.com"])");
+  EXPECT_EQ(put->created_ms, clock_.nowMs());
+  EXPECT_EQ(node_->count("credential-changed t1 gh"), 1);
+  c.value = "Bearer fedcba9876543210";  // a new value replaces the old one
+  ASSERT_TRUE(lc_->putCredential("t1", c).ok());
+  EXPECT_EQ(node_->count("credential-changed t1 gh"), 2);
+  auto list = lc_->listCredentials("t1");
+  ASSERT_TRUE(list.ok());
+  ASSERT_EQ(list->size(), 1u);
+  EXPECT_EQ(list->front().value, c.value);
+  EXPECT_TRUE(lc_->listCredentials("t2")->empty());
+  // Another tenant's credential is absent; nothing reaches the node.
+  EXPECT_EQ(lc_->deleteCredential("t2", "gh").error().code(), Code::kNotFound);
+  EXPECT_EQ(node_->count("credential-changed"), 2);
+  ASSERT_TRUE(lc_->deleteCredential("t1", "gh").ok());
+  EXPECT_EQ(node_->count("credential-changed t1 gh"), 3);
+  EXPECT_TRUE(lc_->listCredentials("t1")->empty());
+}
+
 TEST_F(LifecycleTest, UsageOfRunningSandboxesOnly) {
   std::string id = created();
   auto u = lc_->usage("t1", id);
@@ -498,6 +535,78 @@ TEST_F(LifecycleTest, UsageOfRunningSandboxesOnly) {
   drain();
   EXPECT_EQ(lc_->usage("t1", id).error().code(), Code::kFailedPrecondition);
   EXPECT_EQ(node_->count("usage"), 3);
+}
+
+TEST_F(LifecycleTest, ABuildReportsProgressThenTheTemplateAsAnOperation) {
+  templates::BuildSpec spec;
+  spec.name = "py";
+  auto op = lc_->buildTemplate("t1", spec);
+  ASSERT_TRUE(op.ok()) << op.error().message();
+  EXPECT_EQ(op->kind, "build");
+  std::string stored = templates::tenantTemplateName("t1", "py");
+  EXPECT_EQ(node_->count("build " + stored + " from minimal"), 1);
+  drain();
+  EXPECT_EQ(this->op(op->id).state, OpState::kDone);
+  std::vector<std::string> types;
+  auto ev = store_->listEvents("t1", "", 0, 1000);
+  ASSERT_TRUE(ev.ok());
+  for (auto& e : *ev)
+    if (e.operation_id == op->id) types.push_back(e.type + ":" + e.data_json);
+  // Progress, then the template, then the operation's end; in the tenant's
+  // names (the stored one never shows).
+  auto at = [&](const std::string& type) {
+    for (size_t i = 0; i < types.size(); ++i)
+      if (types[i].rfind(type + ":", 0) == 0) return static_cast<int>(i);
+    return -1;
+  };
+  ASSERT_GE(at("template.progress"), 0);
+  EXPECT_THAT(types[at("template.progress")], HasSubstr(R"("template":"py")"));
+  ASSERT_GT(at("template.built"), at("template.progress"));
+  EXPECT_THAT(types[at("template.built")], HasSubstr(R"("name":"py")"));
+  EXPECT_GT(at("operation.done"), at("template.built"));
+  for (const auto& t : types) EXPECT_THAT(t, Not(HasSubstr(stored))) << t;
+}
+
+TEST_F(LifecycleTest, AFailedBuildFailsItsOperationInTheTenantsNames) {
+  std::string stored = templates::tenantTemplateName("t1", "py");
+  node_->fail_build.insert(stored);
+  templates::BuildSpec spec;
+  spec.name = "py";
+  auto op = lc_->buildTemplate("t1", spec);
+  ASSERT_TRUE(op.ok()) << op.error().message();
+  drain();
+  auto done = this->op(op->id);
+  EXPECT_EQ(done.state, OpState::kFailed);
+  EXPECT_THAT(done.error_message, HasSubstr("build py: the ready check never passed"));
+  EXPECT_THAT(done.error_message, Not(HasSubstr(stored)));
+}
+
+TEST_F(LifecycleTest, BuildsAreRefusedBeforeOrWhenTheNodeCannotTakeThem) {
+  templates::BuildSpec spec;
+  spec.name = "minimal";  // built in
+  EXPECT_EQ(lc_->buildTemplate("t1", spec).error().code(), Code::kAlreadyExists);
+  spec.name = "py";
+  spec.base = "nosuch";
+  EXPECT_EQ(lc_->buildTemplate("t1", spec).error().code(), Code::kNotFound);
+  EXPECT_EQ(node_->count("build"), 0);
+  spec.base = "minimal";
+  node_->builds_full = true;
+  EXPECT_EQ(lc_->buildTemplate("t1", spec).error().code(), Code::kResourceExhausted);
+  auto ops = store_->listUnfinishedOperations();
+  ASSERT_TRUE(ops.ok());
+  EXPECT_TRUE(ops->empty());  // the refused build's operation failed at once
+}
+
+TEST_F(LifecycleTest, BuildsInFlightFailAtShutdown) {
+  templates::BuildSpec spec;
+  spec.name = "py";
+  auto op = lc_->buildTemplate("t1", spec);
+  ASSERT_TRUE(op.ok());
+  asio::co_spawn(io_, lc_->shutdown(), asio::detached);
+  drain();
+  auto o = this->op(op->id);
+  EXPECT_EQ(o.state, OpState::kFailed);
+  EXPECT_THAT(o.error_message, HasSubstr("stopped during the build"));
 }
 
 }  // namespace

@@ -1,7 +1,7 @@
 #pragma once
 // "The node" as the lifecycle sees it: the one interface through which ops
 // reaches sandboxes (create or restore, pause, resume, fork, destroy, find,
-// adopt). vesseld implements it in-process over node::Runtime and the
+// adopt) and builds templates. vesseld implements it in-process over node::Runtime and the
 // egress gateway (src/vesseld/local_node.h); a node agent on another host
 // can implement it later, and unit tests implement it with a fake
 // (ops/testing/fake_node.h). Nothing here names a hypervisor or a VM.
@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "base/result.h"
+#include "templates/build_spec.h"
 #include "templates/manifest.h"
 
 namespace vessel::agentclient {
@@ -41,6 +42,21 @@ struct NodeCreate {
   std::string template_name;     // the stored name (tenant templates are prefixed)
   std::vector<std::string> env;  // KEY=VALUE
   bool cold = false;             // boot the template's disk instead of restoring it
+};
+
+// A template build as the node takes it: `spec.name` is the name the
+// template is stored under (a tenant's own are prefixed, templates/naming.h),
+// `base` the stored name of the template whose disk it starts from.
+struct BuildRequest {
+  templates::BuildSpec spec;
+  std::string base;
+};
+// How a build reports back, on the io thread: `progress` any number of
+// times, then `done` once, unless the node shuts down first (then neither
+// is called again and the caller ends what it waited for).
+struct BuildCallbacks {
+  std::function<void(const std::string& step, int percent)> progress;
+  std::function<void(Result<templates::Manifest>)> done;
 };
 
 // What the node holds of a sandbox.
@@ -79,9 +95,17 @@ class Node {
   // A fork copy gets the settings its parent has now.
   virtual Status inheritNetwork(const std::string& parent, const std::string& child) = 0;
   // New settings for an existing sandbox: stored, and registered with the
-  // gateway at once when it has a VM.
-  virtual Status updateNetwork(const std::string& tenant, const std::string& id,
-                               const NetworkSpec& spec) = 0;
+  // gateway at once when it has a VM. Returns them as stored (an empty
+  // mode becomes the node's default).
+  virtual Result<NetworkSpec> updateNetwork(const std::string& tenant, const std::string& id,
+                                            const NetworkSpec& spec) = 0;
+  // A sandbox's settings as stored (mode none for one that never had any).
+  virtual Result<NetworkSpec> network(const std::string& id) = 0;
+  // The tenant's credential `name` was created, changed or deleted: every
+  // running sandbox of the tenant whose settings name it gets its policy
+  // again at once (connections carrying the old value are reset). Failures
+  // are the node's to log; the credential is stored either way.
+  virtual void credentialChanged(const std::string& tenant, const std::string& name) = 0;
 
   virtual asio::awaitable<Status> create(NodeCreate c) = 0;
   // Saves the sandbox and frees its VM.
@@ -95,6 +119,13 @@ class Node {
   // Snapshots a running sandbox into a new template named `stored_name`.
   virtual asio::awaitable<Result<templates::Manifest>> forkToTemplate(std::string id,
                                                                       std::string stored_name) = 0;
+  // Queues a template build (minutes of a booted guest, off the io thread)
+  // and answers at once, so that a refusal is the caller's to report before
+  // it accepts anything: kResourceExhausted when the node's build queue is
+  // full, kUnavailable when this node does not build templates. The result
+  // arrives through `cb` (submit with callbacks rather than an awaitable:
+  // the build outlives the request that asked for it).
+  virtual Status build(BuildRequest req, BuildCallbacks cb) = 0;
   // Ends a sandbox in whatever state the node holds it (a paused one is
   // never restored to be destroyed); nothing held is not an error.
   virtual asio::awaitable<Status> destroy(std::string id) = 0;

@@ -20,7 +20,6 @@
 #include "api/control_plane.h"
 #include "api/data_plane.h"
 #include "api/http_server.h"
-#include "api/network_api.h"
 #include "base/fd.h"
 #include "base/log.h"
 #include "base/run_blocking.h"
@@ -35,9 +34,11 @@
 #include "node/network/host_networks.h"
 #include "node/runtime.h"
 #include "node/template_builder.h"
+#include "node/template_worker.h"
 #include "ops/lifecycle.h"
 #include "os/jail.h"
 #include "store/store.h"
+#include "vesseld/egress_policies.h"
 #include "vesseld/local_node.h"
 
 namespace vessel::vesseld {
@@ -236,7 +237,7 @@ Status runDaemon(Config cfg) {
   std::string template_root = cfg.cache_dir + "/templates";
   fs::create_directories(template_root, ec);
   templates::TemplateStore templates(template_root, qemu_version, kernel_sha);
-  node::BuildSpec spec;
+  templates::BuildSpec spec;
   spec.name = "minimal";
   node::BuildInputs in{cfg.minimal_image, cfg.kernel,   kernel_sha,
                        qemu_version,      accel->accel, run_root + "/template-build"};
@@ -270,7 +271,7 @@ Status runDaemon(Config cfg) {
   } else {
     log.warn("egress disabled (--no-egress): sandboxes have no network");
   }
-  NetworkApi network(*store, egress.get(), cfg.default_network);
+  EgressPolicies network(*store, egress.get(), cfg.default_network);
   network.allowPublicSuffixWildcards(cfg.allow_public_suffix_wildcards);
 
   node::RuntimeOptions ro;
@@ -290,17 +291,19 @@ Status runDaemon(Config cfg) {
   }
   LocalNode local_node(io, runtime, &network);
   ops::Lifecycle lifecycle(io, *store, local_node, templates);
-  ControlPlane control(io, *store, lifecycle, templates, &network);
-  TemplateBuildEnv build_env;
-  build_env.qemu_binary = cfg.qemu_binary;
+  ControlPlane control(io, *store, lifecycle, templates);
+  node::TemplateBuildEnv build_env;
+  // Build VMs run tenant code: jailed like every other VM.
+  build_env.hypervisor = [opts = hypervisor::qemu::QemuOptions{cfg.qemu_binary, jail}] {
+    return std::make_unique<hypervisor::qemu::QemuHypervisor>(opts);
+  };
   build_env.qemu_version = qemu_version;
   build_env.kernel = cfg.kernel;
   build_env.kernel_sha256 = kernel_sha;
   build_env.accel = accel->accel;
   build_env.template_root = template_root;
   build_env.work_dir = run_root + "/tb";
-  build_env.jail = jail;
-  control.enableTemplateBuilds(build_env);
+  local_node.enableTemplateBuilds(std::move(build_env));
   metrics::Registry metrics;
   lifecycle.setMetrics(metrics);
   SessionOptions session_opts;
@@ -470,7 +473,6 @@ Status runDaemon(Config cfg) {
     asio::co_spawn(
         io,
         [&]() -> asio::awaitable<void> {
-          control.stopTemplateBuilds();
           co_await lifecycle.shutdown(cfg.stop_vms_on_exit);
           if (egress) egress->stop();
           io.stop();

@@ -10,6 +10,7 @@
 #include <boost/asio/detached.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/posix/stream_descriptor.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <cerrno>
@@ -45,15 +46,27 @@ Status LocalNode::inheritNetwork(const std::string& parent, const std::string& c
   return network_ ? network_->inherit(parent, child) : okStatus();
 }
 
-Status LocalNode::updateNetwork(const std::string& tenant, const std::string& id,
-                                const ops::NetworkSpec& spec) {
+Result<ops::NetworkSpec> LocalNode::updateNetwork(const std::string& tenant, const std::string& id,
+                                                  const ops::NetworkSpec& spec) {
   if (!network_) {
-    if (spec.mode == "none") return okStatus();
+    if (spec.mode == "none") return spec;
     return Error(Code::kFailedPrecondition,
                  "this node runs without egress: only network mode none");
   }
-  auto now = network_->update(tenant, id, spec, holding(id) == ops::Holding::kPaused);
-  return now.ok() ? okStatus() : Status(std::move(now).error());
+  return network_->update(tenant, id, spec, holding(id) == ops::Holding::kPaused);
+}
+
+Result<ops::NetworkSpec> LocalNode::network(const std::string& id) {
+  if (!network_) {
+    ops::NetworkSpec none;
+    none.mode = "none";
+    return none;
+  }
+  return network_->stored(id);
+}
+
+void LocalNode::credentialChanged(const std::string& tenant, const std::string& name) {
+  if (network_) network_->credentialChanged(tenant, name);
 }
 
 asio::awaitable<Status> LocalNode::takeUp(const std::string& tenant,
@@ -142,6 +155,32 @@ asio::awaitable<Result<templates::Manifest>> LocalNode::forkToTemplate(std::stri
   auto t = co_await runtime_.forkToTemplate(*src, stored_name);
   if (!t.ok()) co_return std::move(t).error();
   co_return (*t)->manifest;
+}
+
+void LocalNode::enableTemplateBuilds(node::TemplateBuildEnv env) {
+  builder_ = std::make_unique<node::TemplateWorker>(std::move(env));
+}
+
+Status LocalNode::build(ops::BuildRequest req, ops::BuildCallbacks cb) {
+  if (!builder_) return Error(Code::kUnavailable, "template builds are not enabled on this node");
+  node::TemplateWorker::Job job;
+  job.spec = std::move(req.spec);
+  job.base = std::move(req.base);
+  // The worker calls back on its thread: each call goes to the io thread,
+  // and none once this node is gone.
+  std::weak_ptr<bool> alive = alive_;
+  job.progress = [this, alive, progress = std::move(cb.progress)](const std::string& step,
+                                                                  int percent) {
+    asio::post(io_, [alive, progress, step, percent] {
+      if (!alive.expired() && progress) progress(step, percent);
+    });
+  };
+  job.done = [this, alive, done = std::move(cb.done)](Result<templates::Manifest> r) {
+    asio::post(io_, [alive, done, r = std::move(r)]() mutable {
+      if (!alive.expired() && done) done(std::move(r));
+    });
+  };
+  return builder_->submit(std::move(job));
 }
 
 asio::awaitable<Status> LocalNode::destroy(std::string id) {
@@ -244,6 +283,9 @@ asio::awaitable<int> LocalNode::discardOrphans(std::set<std::string> keep) {
 }
 
 asio::awaitable<std::vector<std::string>> LocalNode::shutdown(bool stop_vms) {
+  // Builds first: the running one unwinds (its VM stops), queued ones are
+  // dropped; the lifecycle fails their operations.
+  builder_.reset();
   std::vector<std::string> stopped;
   auto held = std::move(held_);
   held_.clear();

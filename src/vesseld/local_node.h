@@ -1,6 +1,7 @@
 #pragma once
-// The in-process node: ops::Node over this machine's node::Runtime (VMs)
-// and its egress gateway (NetworkApi registers each VM's policy). It also
+// The in-process node: ops::Node over this machine's node::Runtime (VMs),
+// its egress gateway (EgressPolicies registers each VM's policy) and its
+// template builds (node::TemplateWorker). It also
 // supervises: every sandbox it runs is watched, and a VM that exits or an
 // agent channel that fails without anyone asking is released (VM, network
 // slot, files) and reported to the lifecycle within the same turn of the
@@ -11,9 +12,10 @@
 #include <memory>
 #include <string>
 
-#include "api/network_api.h"
 #include "node/runtime.h"
+#include "node/template_worker.h"
 #include "ops/node.h"
+#include "vesseld/egress_policies.h"
 
 namespace vessel::vesseld {
 
@@ -22,7 +24,7 @@ namespace asio = boost::asio;
 class LocalNode final : public ops::Node {
  public:
   // `network` may be null: sandboxes then get no network (mode none only).
-  LocalNode(asio::io_context& io, node::Runtime& runtime, api::NetworkApi* network)
+  LocalNode(asio::io_context& io, node::Runtime& runtime, EgressPolicies* network)
       : io_(io), runtime_(runtime), network_(network) {}
   ~LocalNode() override;
 
@@ -30,8 +32,10 @@ class LocalNode final : public ops::Node {
   Status prepareNetwork(const std::string& tenant, const std::string& id,
                         const std::optional<ops::NetworkSpec>& spec) override;
   Status inheritNetwork(const std::string& parent, const std::string& child) override;
-  Status updateNetwork(const std::string& tenant, const std::string& id,
-                       const ops::NetworkSpec& spec) override;
+  Result<ops::NetworkSpec> updateNetwork(const std::string& tenant, const std::string& id,
+                                         const ops::NetworkSpec& spec) override;
+  Result<ops::NetworkSpec> network(const std::string& id) override;
+  void credentialChanged(const std::string& tenant, const std::string& name) override;
   asio::awaitable<Status> create(ops::NodeCreate c) override;
   asio::awaitable<Status> pause(std::string id) override;
   asio::awaitable<Status> resume(std::string tenant, std::string id) override;
@@ -39,6 +43,8 @@ class LocalNode final : public ops::Node {
                                                     std::vector<std::string> copies) override;
   asio::awaitable<Result<templates::Manifest>> forkToTemplate(std::string id,
                                                               std::string stored_name) override;
+  // On the TemplateWorker's thread; its callbacks come back to the io thread.
+  Status build(ops::BuildRequest req, ops::BuildCallbacks cb) override;
   asio::awaitable<Status> destroy(std::string id) override;
   void abort(const std::string& id) override { runtime_.abort(id); }
   ops::Holding holding(const std::string& id) const override;
@@ -47,6 +53,9 @@ class LocalNode final : public ops::Node {
   asio::awaitable<Result<ops::Holding>> adopt(std::string tenant, std::string id) override;
   asio::awaitable<int> discardOrphans(std::set<std::string> keep) override;
   asio::awaitable<std::vector<std::string>> shutdown(bool stop_vms) override;
+
+  // Lets build() build templates (without it, builds are kUnavailable).
+  void enableTemplateBuilds(node::TemplateBuildEnv env);
 
   // The sandbox's runtime object while held (tests and benchmarks).
   std::shared_ptr<node::Sandbox> sandbox(const std::string& id) const;
@@ -65,7 +74,7 @@ class LocalNode final : public ops::Node {
 
   asio::io_context& io_;
   node::Runtime& runtime_;
-  api::NetworkApi* network_;
+  EgressPolicies* network_;
   LostHandler lost_;
   std::map<std::string, Held> held_;
   std::map<std::string, node::GuestNetwork> pending_net_;  // prepared, not created yet
@@ -77,6 +86,8 @@ class LocalNode final : public ops::Node {
   std::map<std::string, CpuSample> cpu_samples_;  // the previous usage() per sandbox
   uint64_t next_watch_ = 1;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
+  // Last: stopped (its thread joined) before anything else goes.
+  std::unique_ptr<node::TemplateWorker> builder_;
 };
 
 }  // namespace vessel::vesseld

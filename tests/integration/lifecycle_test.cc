@@ -50,7 +50,7 @@ class LifecycleTest : public ::testing::Test {
                                                           g->qemu_version, g->kernel_sha);
     fs::create_directories(g->dir.path() + "/templates");
     fs::create_directories(g->dir.path() + "/work");
-    node::BuildSpec spec;
+    templates::BuildSpec spec;
     spec.name = "lc";
     spec.files["/etc/vessel-template"] = "built\n";
     spec.commands = {"echo from-build-command > /home/user/build.txt"};

@@ -26,6 +26,8 @@ class FakeNode final : public Node {
   std::set<std::string> hang;                // ids whose next create/resume/fork copy hangs
   std::set<std::string> fail;                // ids whose next create/resume fails
   std::map<std::string, Holding> adoptable;  // what adopt() finds after a "restart"
+  std::set<std::string> fail_build;          // stored template names whose build fails
+  bool builds_full = false;                  // build() refuses: the queue is full
   // What tests read.
   std::vector<std::string> calls;  // "create sb-…", "destroy sb-…", …
   std::map<std::string, Holding> held;
@@ -49,9 +51,22 @@ class FakeNode final : public Node {
                         const std::optional<NetworkSpec>& spec) override {
     if (spec && spec->mode == "bogus") return Error(Code::kInvalidArgument, "bogus network");
     calls.push_back("network " + id);
+    networks[id] = stored(spec.value_or(NetworkSpec{}));
     return okStatus();
   }
-  Status inheritNetwork(const std::string&, const std::string&) override { return okStatus(); }
+  // Every sandbox's settings as stored (an empty mode is this node's default, none).
+  std::map<std::string, NetworkSpec> networks;
+  Result<NetworkSpec> network(const std::string& id) override {
+    auto it = networks.find(id);
+    return it == networks.end() ? stored({}) : it->second;
+  }
+  void credentialChanged(const std::string& tenant, const std::string& name) override {
+    calls.push_back("credential-changed " + tenant + " " + name);
+  }
+  Status inheritNetwork(const std::string& parent, const std::string& child) override {
+    if (auto it = networks.find(parent); it != networks.end()) networks[child] = it->second;
+    return okStatus();
+  }
   Result<Usage> usage(const std::string& id) override {
     if (holding(id) != Holding::kRunning)
       return Error(Code::kFailedPrecondition, id + " has no VM");
@@ -59,11 +74,11 @@ class FakeNode final : public Node {
     return fake_usage;
   }
   Usage fake_usage{1, 12.5, 100 << 20, 256 << 20, 4 << 20, 1ull << 30};
-  Status updateNetwork(const std::string&, const std::string& id,
-                       const NetworkSpec& spec) override {
+  Result<NetworkSpec> updateNetwork(const std::string&, const std::string& id,
+                                    const NetworkSpec& spec) override {
     if (spec.mode == "bogus") return Error(Code::kInvalidArgument, "bogus network");
     calls.push_back("update-network " + id + " " + spec.mode);
-    return okStatus();
+    return networks[id] = stored(spec);
   }
 
   asio::awaitable<Status> create(NodeCreate c) override {
@@ -107,6 +122,29 @@ class FakeNode final : public Node {
     m.version = "v1";
     co_return m;
   }
+  // A build reports one step on the next turn of the io loop and ends on
+  // the one after; a failure names the template as stored, as a real
+  // build's errors do.
+  Status build(BuildRequest req, BuildCallbacks cb) override {
+    calls.push_back("build " + req.spec.name + " from " + req.base);
+    if (builds_full) return Error(Code::kResourceExhausted, "builds are already queued");
+    asio::post(io_, [this, req = std::move(req), cb = std::move(cb)] {
+      cb.progress("booting " + req.base, 10);
+      asio::post(io_, [this, req, cb] {
+        if (fail_build.erase(req.spec.name)) {
+          cb.done(Error(Code::kFailedPrecondition,
+                        "build " + req.spec.name + ": the ready check never passed"));
+          return;
+        }
+        templates::Manifest m;
+        m.name = req.spec.name;
+        m.version = "v1";
+        m.memory_mib = req.spec.memory_mib;
+        cb.done(m);
+      });
+    });
+    return okStatus();
+  }
   asio::awaitable<Status> destroy(std::string id) override {
     calls.push_back("destroy " + id);
     held.erase(id);
@@ -140,6 +178,10 @@ class FakeNode final : public Node {
   }
 
  private:
+  static NetworkSpec stored(NetworkSpec s) {
+    if (s.mode.empty()) s.mode = "none";
+    return s;
+  }
   // One step of work on `id`: a turn of the io loop, or a hang until abort().
   asio::awaitable<Status> step(const std::string& id) {
     if (fail.erase(id)) co_return Error(Code::kInternal, "the guest broke");

@@ -1,7 +1,7 @@
 #pragma once
 // Template builds off the io thread. A build copies and hashes images
 // (seconds of blocking disk work) and boots a guest for minutes at most;
-// the API's io thread must keep serving meanwhile. One worker thread runs
+// the node's io thread must keep serving meanwhile. One worker thread runs
 // the builds one after another with its own io_context, hypervisor and
 // view of the template store (installs are atomic renames, so the io
 // thread's store sees a template once it is complete). Callbacks run on
@@ -9,34 +9,34 @@
 #include <condition_variable>
 #include <deque>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
 
 #include "hypervisor/hypervisor.h"
-#include "hypervisor/qemu/jail_spec.h"
-#include "node/template_builder.h"
+#include "templates/build_spec.h"
 #include "templates/manifest.h"
 
-namespace vessel::api {
+namespace vessel::node {
 
 struct TemplateBuildEnv {
-  std::string qemu_binary = "qemu-system-x86_64";
+  // The worker thread's own hypervisor, made on that thread (vesseld: QEMU,
+  // jailed like every other VM, since build VMs run tenant code).
+  std::function<std::unique_ptr<hypervisor::Hypervisor>()> hypervisor;
   std::string qemu_version;
   std::string kernel, kernel_sha256;
   hypervisor::Accel accel = hypervisor::Accel::kTcg;
   std::string template_root;  // the node's template store
   std::string work_dir;       // scratch for build VMs
   size_t max_queued = 8;      // builds waiting or running, per node
-  // Build VMs run tenant code: jailed like every other VM.
-  std::optional<hypervisor::qemu::JailOptions> jail;
 };
 
 class TemplateWorker {
  public:
   struct Job {
-    node::BuildSpec spec;
-    std::string base_image;
+    templates::BuildSpec spec;  // spec.name: the name the template is stored under
+    std::string base;           // the stored name of the template whose disk it boots
     std::function<void(const std::string& step, int percent)> progress;
     std::function<void(Result<templates::Manifest>)> done;
   };
@@ -65,4 +65,4 @@ class TemplateWorker {
   std::thread thread_;
 };
 
-}  // namespace vessel::api
+}  // namespace vessel::node

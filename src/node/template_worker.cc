@@ -1,14 +1,14 @@
-#include "api/template_worker.h"
+#include "node/template_worker.h"
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
 #include <filesystem>
 
-#include "hypervisor/qemu/qemu.h"
+#include "node/template_builder.h"
 #include "templates/store.h"
 
-namespace vessel::api {
+namespace vessel::node {
 
 namespace asio = boost::asio;
 
@@ -58,16 +58,23 @@ void TemplateWorker::loop() {
 }
 
 void TemplateWorker::build(Job& job) {
-  hypervisor::qemu::QemuHypervisor hv({env_.qemu_binary, env_.jail});
+  std::unique_ptr<hypervisor::Hypervisor> hv = env_.hypervisor();
   templates::TemplateStore store(env_.template_root, env_.qemu_version, env_.kernel_sha256);
+  // The base is the base template's disk as it was snapshotted; the build
+  // boots it afresh. Held for the build: collection leaves it alone.
+  auto base = store.open(job.base);
+  if (!base.ok()) {
+    job.done(std::move(base).error().withContext("base template " + job.base));
+    return;
+  }
   // Short: the build VM's sockets live under it (unix socket paths are
   // limited to 108 bytes). Builds run one at a time, so one dir serves.
   const std::string& work = env_.work_dir;
   std::error_code ec;
   std::filesystem::remove_all(work, ec);
   std::filesystem::create_directories(work, ec);
-  node::BuildInputs in;
-  in.base_image = job.base_image;
+  BuildInputs in;
+  in.base_image = (*base)->path(templates::kRootfsFile);
   in.kernel = env_.kernel;
   in.kernel_sha256 = env_.kernel_sha256;
   in.qemu_version = env_.qemu_version;
@@ -80,7 +87,7 @@ void TemplateWorker::build(Job& job) {
   asio::co_spawn(
       io,
       [&]() -> asio::awaitable<void> {
-        auto t = co_await node::buildTemplate(hv, store, job.spec, in, job.progress);
+        auto t = co_await buildTemplate(*hv, store, job.spec, in, job.progress);
         if (t.ok())
           out.emplace((*t)->manifest);
         else
@@ -104,4 +111,4 @@ void TemplateWorker::build(Job& job) {
   if (out) job.done(std::move(*out));
 }
 
-}  // namespace vessel::api
+}  // namespace vessel::node

@@ -1,0 +1,101 @@
+// Template builds as operations: the node runs the build (ops::Node::build);
+// the lifecycle records it, relays its progress as events and ends its
+// operation, every store write on the io thread.
+#include <boost/json.hpp>
+
+#include "base/log.h"
+#include "ops/events.h"
+#include "ops/lifecycle.h"
+
+namespace vessel::ops {
+
+namespace json = boost::json;
+
+namespace {
+
+Logger opsLog() { return Logger("ops"); }
+
+}  // namespace
+
+Result<store::OperationRecord> Lifecycle::buildTemplate(const std::string& tenant,
+                                                        templates::BuildSpec spec) {
+  std::string name = spec.name;
+  VESSEL_TRY(checkNewTemplateName(name));
+  auto base = resolveTemplate(tenant, spec.base);
+  if (!base.ok()) return std::move(base).error().withContext("base");
+  if (auto bt = templates_.open(*base); !bt.ok()) {
+    if (bt.error().code() == Code::kNotFound)
+      return Error(Code::kNotFound, "base template '" + spec.base + "' does not exist");
+    opsLog().error("open base template {}: {}", *base, bt.error().message());
+    return Error(Code::kUnavailable, "base template '" + spec.base + "' is not usable");
+  }
+
+  VESSEL_ASSIGN_OR_RETURN(auto op, log_.begin(tenant, "", "build"));
+  builds_in_flight_[op.id] = op;
+  BuildRequest req;
+  req.spec = std::move(spec);
+  req.spec.name = templates::tenantTemplateName(tenant, name);
+  req.base = *base;
+  BuildCallbacks cb;
+  std::weak_ptr<bool> alive = alive_;
+  std::string op_id = op.id;
+  cb.progress = [this, alive, op_id, name](const std::string& step, int percent) {
+    if (!alive.expired()) buildProgress(op_id, name, step, percent);
+  };
+  cb.done = [this, alive, op_id, name](Result<templates::Manifest> r) {
+    if (!alive.expired()) buildDone(op_id, name, std::move(r));
+  };
+  if (auto s = node_.build(std::move(req), std::move(cb)); !s.ok()) {
+    if (auto it = builds_in_flight_.find(op_id); it != builds_in_flight_.end()) {
+      log_.set(it->second, OpState::kFailed, &s.error());
+      builds_in_flight_.erase(it);
+    }
+    return std::move(s).error();
+  }
+  return op;
+}
+
+void Lifecycle::buildProgress(const std::string& op_id, const std::string& name,
+                              const std::string& step, int percent) {
+  auto it = builds_in_flight_.find(op_id);
+  if (it == builds_in_flight_.end()) return;
+  store::OperationRecord& o = it->second;
+  if (o.state == OpState::kPending) log_.set(o, OpState::kRunning);
+  json::object d{{"template", name}, {"step", step}, {"percent", percent}};
+  log_.publish({0, o.tenant_id, o.id, "", "template.progress", json::serialize(d)});
+}
+
+void Lifecycle::buildDone(const std::string& op_id, const std::string& name,
+                          Result<templates::Manifest> r) {
+  auto it = builds_in_flight_.find(op_id);
+  if (it == builds_in_flight_.end()) return;
+  store::OperationRecord o = it->second;
+  builds_in_flight_.erase(it);
+  if (o.state == OpState::kPending) log_.set(o, OpState::kRunning);
+  if (!r.ok()) {
+    opsLog().warn("template build {} failed: {}", name, r.error().message());
+    // The tenant knows its template by its own name, not the stored one.
+    std::string msg = r.error().context();
+    std::string stored = templates::tenantTemplateName(o.tenant_id, name);
+    for (size_t at; (at = msg.find(stored)) != std::string::npos;)
+      msg.replace(at, stored.size(), name);
+    Error e(r.error().code(), msg, r.error().sysErrno());
+    log_.set(o, OpState::kFailed, &e);
+    return;
+  }
+  log_.publish(
+      {0, o.tenant_id, o.id, "", "template.built", json::serialize(templateJson(*r, name, false))});
+  log_.set(o, OpState::kDone);
+  collectTemplates();
+}
+
+void Lifecycle::failBuildsInFlight() {
+  auto builds = std::move(builds_in_flight_);
+  builds_in_flight_.clear();
+  for (auto& [id, op] : builds) {
+    Error e(Code::kUnavailable, "vesseld stopped during the build");
+    log_.set(op, OpState::kFailed, &e);
+  }
+}
+
+}  // namespace vessel::ops

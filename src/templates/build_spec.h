@@ -1,0 +1,34 @@
+#pragma once
+// A template build spec (api/openapi.yaml BuildSpec; `vessel template build
+// -f spec.json`): what a template is built from. Parsed once at the edge
+// (the API, the CLI) into this typed struct; the node's builder
+// (node/template_builder.h) only ever sees the struct.
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/result.h"
+
+namespace vessel::templates {
+
+struct BuildSpec {
+  std::string name;
+  std::string base = "minimal";              // a base image name or another template
+  std::map<std::string, std::string> files;  // guest path -> content
+  std::vector<std::string> commands;         // run as root with /bin/sh -c, in order
+  std::vector<std::string> env;              // KEY=VALUE defaults for every process
+  std::string start;                         // started as `user`, left running
+  std::string ready;                         // polled until it exits 0
+  unsigned vcpus = 1;
+  uint64_t memory_mib = 256;
+};
+
+// Parses a JSON build spec. Bounded (1 MiB); any bytes give a BuildSpec or
+// an Error (fuzzed).
+Result<BuildSpec> parseBuildSpec(std::string_view body);
+// The canonical text hashed into the version.
+std::string canonicalSpec(const BuildSpec& s);
+
+}  // namespace vessel::templates

@@ -1,0 +1,204 @@
+#include "vesseld/egress_policies.h"
+
+#include <algorithm>
+#include <boost/json.hpp>
+
+#include "base/log.h"
+#include "gateway/policy/policy.h"
+#include "gateway/policy/public_suffix.h"
+
+namespace vessel::vesseld {
+
+namespace json = boost::json;
+
+namespace {
+
+Logger netLog(const std::string& id = "-") { return Logger("node", id); }
+
+// The stored form: the API's `network` object with the credential names
+// (rows written before this file existed read the same).
+std::string toStored(const ops::NetworkSpec& s) {
+  json::array allow, creds, inspect;
+  for (const auto& a : s.allow) allow.emplace_back(a);
+  for (const auto& c : s.credentials) creds.emplace_back(c);
+  for (const auto& i : s.inspect) inspect.emplace_back(i);
+  return json::serialize(json::object{
+      {"mode", s.mode}, {"allow", allow}, {"credentials", creds}, {"inspect", inspect}});
+}
+
+Result<ops::NetworkSpec> fromStored(std::string_view text) {
+  Error corrupt(Code::kInternal, "stored network settings are corrupt");
+  boost::system::error_code ec;
+  json::value v = json::parse(text, ec);
+  if (ec || !v.is_object()) return corrupt;
+  const auto& o = v.as_object();
+  ops::NetworkSpec s;
+  const auto* mode = o.if_contains("mode");
+  if (!mode || !mode->is_string()) return corrupt;
+  s.mode = std::string(mode->as_string());
+  if (s.mode != "none" && s.mode != "allowlist" && s.mode != "full") return corrupt;
+  for (auto [key, out] : {std::pair{"allow", &s.allow}, std::pair{"credentials", &s.credentials},
+                          std::pair{"inspect", &s.inspect}}) {
+    const auto* list = o.if_contains(key);
+    if (!list) continue;
+    if (!list->is_array()) return corrupt;
+    for (const auto& e : list->as_array()) {
+      if (!e.is_string()) return corrupt;
+      out->emplace_back(e.as_string());
+    }
+  }
+  return s;
+}
+
+Error bad(const std::string& what) { return Error(Code::kInvalidArgument, what); }
+
+}  // namespace
+
+Status checkWildcards(const ops::NetworkSpec& s) {
+  for (const auto* list : {&s.allow, &s.inspect}) {
+    for (const std::string& text : *list) {
+      auto r = gateway::policy::parseRule(text);
+      if (!r.ok()) return bad("'" + text + "': " + r.error().message());
+      if (r->wildcard && gateway::policy::isPublicSuffix(r->name))
+        return bad("'" + text + "': a wildcard on the public suffix '" + r->name +
+                   "' would reach every name registered under it (vesseld "
+                   "--allow-public-suffix-wildcards permits it)");
+    }
+  }
+  return okStatus();
+}
+
+ops::NetworkSpec EgressPolicies::defaults() const {
+  ops::NetworkSpec s;
+  s.mode = egress_ ? default_mode_ : "none";
+  return s;
+}
+
+Result<json::object> EgressPolicies::policyFor(const std::string& tenant, const ops::NetworkSpec& s,
+                                               bool strict) {
+  json::object p{{"mode", s.mode}};
+  json::array allow, creds;
+  for (const auto& a : s.allow) allow.emplace_back(a);
+  for (const auto& name : s.credentials) {
+    VESSEL_ASSIGN_OR_RETURN(auto c, store_.getCredential(tenant, name));
+    if (!c) {
+      if (strict) return Error(Code::kNotFound, "credential '" + name + "' does not exist");
+      netLog().warn("credential '{}' no longer exists; left out of the policy", name);
+      continue;
+    }
+    boost::system::error_code ec;
+    json::value hosts = json::parse(c->hosts_json, ec);
+    if (ec) return Error(Code::kInternal, "credential '" + name + "': stored hosts are corrupt");
+    creds.push_back(json::object{
+        {"name", c->name}, {"hosts", hosts}, {"header", c->header}, {"value", c->value}});
+  }
+  p["allow"] = std::move(allow);
+  p["credentials"] = std::move(creds);
+  json::array inspect;
+  for (const auto& i : s.inspect) inspect.emplace_back(i);
+  p["inspect"] = std::move(inspect);
+  // What the gateway will accept, checked before anything depends on it.
+  json::object check = p;
+  check["generation"] = 1;  // Egress gives the real one
+  if (auto v = gateway::policy::Policy::fromJson(check); !v.ok())
+    return Error(Code::kInvalidArgument, "network policy: " + v.error().message());
+  return p;
+}
+
+Result<node::GuestNetwork> EgressPolicies::prepare(const std::string& tenant,
+                                                   const std::string& sandbox_id,
+                                                   const ops::NetworkSpec& given) {
+  ops::NetworkSpec s = given;
+  if (s.mode.empty()) s.mode = defaults().mode;  // credentials alone: the node's default
+  if (!egress_ && s.mode != "none")
+    return Error(Code::kFailedPrecondition,
+                 "this node runs without egress (vesseld --no-egress): only network mode none");
+  if (!allow_public_suffix_wildcards_) VESSEL_TRY(checkWildcards(s));
+  VESSEL_TRY(policyFor(tenant, s));
+  VESSEL_TRY(store_.setSandboxNetwork(sandbox_id, toStored(s)));
+  node::GuestNetwork g;
+  g.route = s.mode != "none";
+  if (g.route) g.ca_pem = egress_->caPem();
+  return g;
+}
+
+Status EgressPolicies::inherit(const std::string& parent, const std::string& child) {
+  VESSEL_ASSIGN_OR_RETURN(std::string text, store_.getSandboxNetwork(parent));
+  if (text.empty()) return okStatus();
+  return store_.setSandboxNetwork(child, text);
+}
+
+Result<ops::NetworkSpec> EgressPolicies::stored(const std::string& sandbox_id) {
+  VESSEL_ASSIGN_OR_RETURN(std::string text, store_.getSandboxNetwork(sandbox_id));
+  if (text.empty()) {
+    ops::NetworkSpec none;  // a sandbox from before egress: no network
+    none.mode = "none";
+    return none;
+  }
+  return fromStored(text);
+}
+
+Status EgressPolicies::attach(const std::string& tenant, const node::Sandbox& sb) {
+  if (!egress_) return okStatus();
+  VESSEL_ASSIGN_OR_RETURN(auto s, stored(sb.id()));
+  if (!sb.slot()) {
+    // A VM from a run without egress (mode none) needs nothing.
+    if (s.mode == "none") return okStatus();
+    return Error(Code::kFailedPrecondition,
+                 "sandbox " + sb.id() + " has no network slot; its template has no NIC");
+  }
+  VESSEL_ASSIGN_OR_RETURN(auto policy, policyFor(tenant, s, false));
+  VESSEL_TRY(egress_->setSandbox(sb.id(), sb.slot()->sourceAddress(), std::move(policy)));
+  attached_[sb.id()] = {tenant, sb.slot()->sourceAddress()};
+  return okStatus();
+}
+
+void EgressPolicies::credentialChanged(const std::string& tenant, const std::string& credential) {
+  if (!egress_) return;
+  for (const auto& [id, a] : attached_) {
+    if (a.tenant != tenant) continue;
+    auto s = stored(id);
+    if (!s.ok()) continue;
+    if (std::find(s->credentials.begin(), s->credentials.end(), credential) == s->credentials.end())
+      continue;
+    auto policy = policyFor(tenant, *s, false);
+    Status st = policy.ok() ? egress_->setSandbox(id, a.source, std::move(*policy))
+                            : Status(policy.error());
+    if (!st.ok())
+      netLog(id).error("credential '{}' change not applied: {}", credential, st.error().message());
+  }
+}
+
+void EgressPolicies::detach(const std::string& sandbox_id) {
+  if (!egress_ || !attached_.erase(sandbox_id)) return;
+  if (auto s = egress_->removeSandbox(sandbox_id); !s.ok())
+    netLog(sandbox_id).warn("{}", s.error().message());
+}
+
+Result<ops::NetworkSpec> EgressPolicies::update(const std::string& tenant, const std::string& id,
+                                                ops::NetworkSpec s, bool paused) {
+  if (s.mode.empty()) s.mode = defaults().mode;
+  if (!egress_ && s.mode != "none")
+    return Error(Code::kFailedPrecondition,
+                 "this node runs without egress: only network mode none");
+  if (!allow_public_suffix_wildcards_) VESSEL_TRY(checkWildcards(s));
+  VESSEL_ASSIGN_OR_RETURN(auto policy, policyFor(tenant, s));
+  auto old = stored(id);
+  if (old.ok() && (old->mode == "none") != (s.mode == "none") && !paused)
+    // The guest's route is set up once per restore; switching between none
+    // and the others needs its interface reconfigured. Pause/resume does it.
+    netLog(id).info("network mode {} -> {}: the guest's route changes on next resume", old->mode,
+                    s.mode);
+  VESSEL_TRY(store_.setSandboxNetwork(id, toStored(s)));
+  if (auto it = attached_.find(id); it != attached_.end()) {
+    // Live: the gateway resets open connections the new policy refuses
+    // before it answers.
+    if (auto st = egress_->setSandbox(id, it->second.source, std::move(policy)); !st.ok()) {
+      netLog(id).error("live network change: {}", st.error().message());
+      return Error(Code::kUnavailable, st.error().message());
+    }
+  }
+  return s;
+}
+
+}  // namespace vessel::vesseld
