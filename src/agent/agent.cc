@@ -145,7 +145,8 @@ void Agent::onRequest(Frame& f) {
     case MsgType::kSetHostname:
     case MsgType::kSetClock:
     case MsgType::kAddEntropy:
-    case MsgType::kSetEnv: return id_.handle(ch_, s, f);
+    case MsgType::kSetEnv:
+    case MsgType::kGrowRootFs: return id_.handle(ch_, s, f);
     case MsgType::kExec: return procs_.exec(s, f);
     case MsgType::kAttach: return procs_.attach(s, f);
     case MsgType::kSignal: return procs_.signal(s, f);

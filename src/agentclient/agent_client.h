@@ -207,6 +207,9 @@ class AgentClient : public std::enable_shared_from_this<AgentClient> {
   asio::awaitable<Status> setClock(std::chrono::system_clock::time_point t);
   asio::awaitable<Status> addEntropy(std::string bytes);
   asio::awaitable<Status> setDefaultEnv(std::vector<std::string> env);
+  // After the host grew the root disk to `device_bytes`: the guest's root
+  // filesystem grows to fill it (GrowRootFs).
+  asio::awaitable<Status> growRootFs(uint64_t device_bytes);
 
   // Processes.
   asio::awaitable<Result<std::unique_ptr<Process>>> exec(ExecSpec spec);

@@ -44,6 +44,8 @@ enum class MsgType : uint16_t {
   kSetClock = 25,
   kAddEntropy = 26,
   kSetEnv = 27,
+  // Disk: grow the root filesystem to its (grown) block device.
+  kGrowRootFs = 28,
   // Processes.
   kExec = 32,
   kExecStarted = 33,

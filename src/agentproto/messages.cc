@@ -17,6 +17,7 @@ std::string_view msgTypeName(MsgType t) {
     case MsgType::kSetClock: return "SetClock";
     case MsgType::kAddEntropy: return "AddEntropy";
     case MsgType::kSetEnv: return "SetEnv";
+    case MsgType::kGrowRootFs: return "GrowRootFs";
     case MsgType::kExec: return "Exec";
     case MsgType::kExecStarted: return "ExecStarted";
     case MsgType::kStdout: return "Stdout";
@@ -116,6 +117,7 @@ Status validatePayload(MsgType type, std::string_view p) {
     case MsgType::kSetClock: return check<SetClockMsg>(p);
     case MsgType::kAddEntropy: return check<AddEntropyMsg>(p);
     case MsgType::kSetEnv: return check<SetEnvMsg>(p);
+    case MsgType::kGrowRootFs: return check<GrowRootFsMsg>(p);
     case MsgType::kExec: return check<ExecMsg>(p);
     case MsgType::kExecStarted: return check<ExecStartedMsg>(p);
     case MsgType::kStdout:
