@@ -49,8 +49,8 @@ Result<BuildSpec> parseBuildSpec(std::string_view text) {
     return okStatus();
   };
   for (const auto& kv : o) {
-    static const char* known[] = {"name",  "base",  "files", "commands",  "env",
-                                  "start", "ready", "vcpus", "memory_mib"};
+    static const char* known[] = {"name",  "base",  "files", "commands",   "env",
+                                  "start", "ready", "vcpus", "memory_mib", "disk_mib"};
     bool ok = false;
     for (const char* k : known) ok |= kv.key() == k;
     if (!ok)
@@ -89,6 +89,11 @@ Result<BuildSpec> parseBuildSpec(std::string_view text) {
       return Error(Code::kInvalidArgument, "build spec: memory_mib must be 64 to 65536");
     s.memory_mib = static_cast<uint64_t>(x->get_int64());
   }
+  if (const auto* x = o.if_contains("disk_mib")) {
+    if (!x->is_int64() || x->get_int64() < 64 || x->get_int64() > (int64_t{1} << 24))
+      return Error(Code::kInvalidArgument, "build spec: disk_mib must be 64 to 16777216");
+    s.disk_mib = static_cast<uint64_t>(x->get_int64());
+  }
   if (s.name.empty() || s.name.size() > 64)
     return Error(Code::kInvalidArgument, "build spec: name is required (at most 64 characters)");
   for (char c : s.name)
@@ -113,6 +118,8 @@ std::string canonicalSpec(const BuildSpec& s) {
   o["ready"] = s.ready;
   o["vcpus"] = s.vcpus;
   o["memory_mib"] = s.memory_mib;
+  // Only when set: specs from before disk sizes keep their versions.
+  if (s.disk_mib) o["disk_mib"] = s.disk_mib;
   return json::serialize(o);  // std::map and fixed insertion order: stable
 }
 
@@ -212,6 +219,7 @@ asio::awaitable<Result<std::shared_ptr<const templates::Template>>> buildTemplat
     progress("cached", 100);
     co_return cached;
   }
+  VESSEL_CO_TRY(store.checkSpace(ctx));
   std::string staging = store.root() + "/.staging-" + spec.name + "-" + version;
   std::error_code ec;
   fs::remove_all(staging, ec);
@@ -264,6 +272,7 @@ asio::awaitable<Result<std::shared_ptr<const templates::Template>>> buildTemplat
   man.cmdline = m.cmdline;
   man.vcpus = spec.vcpus;
   man.memory_mib = spec.memory_mib;
+  man.disk_mib = spec.disk_mib;
   man.network = true;
   man.created_at = nowRfc3339();
   for (const char* f : {templates::kRootfsFile, templates::kMemoryFile, templates::kStateFile}) {
