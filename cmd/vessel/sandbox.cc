@@ -19,6 +19,7 @@ namespace json = boost::json;
 struct CreateOptions {
   std::string template_name;
   std::optional<uint64_t> memory_mib;
+  std::optional<uint64_t> disk_mib;
   std::optional<unsigned> vcpus;
   std::optional<int64_t> timeout_s;
   std::optional<int64_t> lifetime_s;
@@ -43,6 +44,7 @@ int runCreate(const CreateOptions& o) {
   json::object body;
   if (!o.template_name.empty()) body["template"] = o.template_name;
   if (o.memory_mib) body["memory_mib"] = *o.memory_mib;
+  if (o.disk_mib) body["disk_mib"] = *o.disk_mib;
   if (o.vcpus) body["vcpus"] = *o.vcpus;
   if (o.timeout_s) body["timeout"] = *o.timeout_s;
   if (o.lifetime_s) body["lifetime"] = *o.lifetime_s;
@@ -227,6 +229,9 @@ void addSandbox(CLI::App& app, std::function<int()>* run) {
       "create", "create a sandbox, wait until it runs, print its id (the last line)");
   create->add_option("--template", co->template_name, "template name (default: minimal)");
   create->add_option("--memory", co->memory_mib, "memory in MiB (must match the template)");
+  create->add_option("--disk", co->disk_mib,
+                     "root disk in MiB (/tmp included; sparse on the host, capped at this size; "
+                     "default the template's, 2048 for the built-in ones)");
   create->add_option("--vcpus", co->vcpus, "vCPUs (must match the template)");
   create->add_option("--timeout", co->timeout_s, "idle timeout in seconds (0: never)");
   create->add_option("--lifetime", co->lifetime_s, "seconds until it is deleted whatever it does");

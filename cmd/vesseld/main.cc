@@ -82,6 +82,20 @@ int main(int argc, char** argv) {
   app.add_option("--tenant-max-memory", cfg.tenant_max_memory_mib,
                  "MiB of running sandboxes per tenant unless the tenant has its own limit")
       ->capture_default_str();
+  app.add_option("--tenant-max-vcpus", cfg.tenant_max_vcpus,
+                 "vCPUs of running sandboxes per tenant unless the tenant has its own limit")
+      ->capture_default_str();
+  app.add_option("--tenant-max-disk", cfg.tenant_max_disk_mib,
+                 "MiB of this node's disk per tenant (sandbox disks, pause snapshots, fork "
+                 "copies, templates, builds) unless the tenant has its own limit")
+      ->capture_default_str();
+  app.add_option("--max-disk-mib", cfg.max_disk_mib,
+                 "the largest root disk a create may ask for (disk_mib), MiB")
+      ->capture_default_str();
+  app.add_option("--min-free-disk-mib", cfg.min_free_disk_mib,
+                 "refuse creates, pauses, forks and builds while the state directory's "
+                 "filesystem has less free space than this, MiB (0: never)")
+      ->capture_default_str();
   app.add_option("--warm-pool", cfg.warm_pool,
                  "TEMPLATE=N[,...]: VMs kept restored and warmed up per template (\"\": none)")
       ->envname("VESSEL_WARM_POOL")

@@ -147,6 +147,7 @@ void Agent::onRequest(Frame& f) {
     case MsgType::kAddEntropy:
     case MsgType::kSetEnv:
     case MsgType::kSetNetwork: return id_.handle(ch_, s, f);
+    case MsgType::kGrowRootFs: return id_.handle(ch_, s, f);
     case MsgType::kExec: return procs_.exec(s, f);
     case MsgType::kAttach: return procs_.attach(s, f);
     case MsgType::kSignal: return procs_.signal(s, f);

@@ -8,11 +8,16 @@
 #include <netinet/in.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/sysmacros.h>
 #include <time.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstring>
 #include <memory>
+#include <thread>
 
 namespace vessel::agent {
 
@@ -162,6 +167,49 @@ Status setNetwork(const agentproto::SetNetworkMsg& m) {
   return writeWhole("/etc/resolv.conf", up ? "nameserver " + m.nameserver + "\n" : "");
 }
 
+// From the kernel's fs/ext4/ext4.h (not in the uapi headers).
+constexpr unsigned long kExt4IocResizeFs = _IOW('f', 16, uint64_t);
+constexpr long kExt4SuperMagic = 0xEF53;
+
+// The root filesystem grown to its block device, once the device shows
+// the size the host gave it: the virtio config change that carries the new
+// capacity is handled by a kernel worker, so it may land just after the
+// host's call. Bounded at 5 s; the agent does nothing else meanwhile,
+// which is fine on the create path, the only one that sends this.
+Status growRootFs(uint64_t want_bytes) {
+  struct stat st {};
+  if (::stat("/", &st) != 0) return Error::fromErrno("stat /");
+  std::string size_path = "/sys/dev/block/" + std::to_string(major(st.st_dev)) + ":" +
+                          std::to_string(minor(st.st_dev)) + "/size";
+  uint64_t bytes = 0;
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  for (;;) {
+    auto text = slurp(size_path, 64);
+    if (!text.ok()) return std::move(text).error();
+    bytes = std::strtoull(text->c_str(), nullptr, 10) * 512;  // sysfs counts 512-byte sectors
+    if (bytes >= want_bytes) break;
+    if (std::chrono::steady_clock::now() > deadline)
+      return Error(Code::kDeadlineExceeded, "root block device has " + std::to_string(bytes) +
+                                                " bytes, not the " + std::to_string(want_bytes) +
+                                                " the host gave it");
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  struct statfs fs {};
+  if (::statfs("/", &fs) != 0) return Error::fromErrno("statfs /");
+  if (fs.f_type != kExt4SuperMagic)
+    return Error(Code::kFailedPrecondition, "the root filesystem is not ext4");
+  uint64_t blocks = bytes / static_cast<uint64_t>(fs.f_bsize);
+  int fd = ::open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return Error::fromErrno("open /");
+  // Online grow; the same size is a no-op, a smaller one EINVAL.
+  int rc = ::ioctl(fd, kExt4IocResizeFs, &blocks);
+  int e = errno;
+  ::close(fd);
+  if (rc != 0)
+    return Error::fromErrno("EXT4_IOC_RESIZE_FS to " + std::to_string(blocks) + " blocks", e);
+  return okStatus();
+}
+
 }  // namespace
 
 Result<UserInfo> Identity::lookupUser(const std::string& name) const {
@@ -256,6 +304,12 @@ void Identity::handle(Channel& ch, uint32_t stream, const agentproto::Frame& f) 
       auto m = agentproto::decodeMsg<agentproto::SetNetworkMsg>(f.payload);
       if (!m.ok()) return ch.sendError(stream, m.error());
       if (Status s = setNetwork(*m); !s.ok()) return ch.sendError(stream, s.error());
+      return ch.sendOk(stream);
+    }
+    case MsgType::kGrowRootFs: {
+      auto m = agentproto::decodeMsg<agentproto::GrowRootFsMsg>(f.payload);
+      if (!m.ok()) return ch.sendError(stream, m.error());
+      if (Status s = growRootFs(m->device_bytes); !s.ok()) return ch.sendError(stream, s.error());
       return ch.sendOk(stream);
     }
     default: return ch.sendError(stream, Error(Code::kInvalidArgument, "not an identity request"));

@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -26,7 +27,13 @@ void mountBasics() {
   mountOne("sysfs", "/sys", "sysfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr);
   mountOne("devtmpfs", "/dev", "devtmpfs", MS_NOSUID, "mode=0755");
   mountOne("devpts", "/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC, "gid=5,mode=620,ptmxmode=666");
-  mountOne("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777");
+  // /tmp lives on the root disk, not in RAM: a sandbox's disk size (the
+  // host grows it, GrowRootFs) is what its uploads and builds can use, and
+  // a guest's temporary files never eat its memory. Only a read-only root
+  // (tests booting an image as is) gets a tmpfs.
+  struct statvfs root {};
+  if (::statvfs("/", &root) == 0 && (root.f_flag & ST_RDONLY))
+    mountOne("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777");
   mountOne("tmpfs", "/run", "tmpfs", MS_NOSUID | MS_NODEV, "mode=755");
   mountOne("cgroup2", "/sys/fs/cgroup", "cgroup2", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr);
   // devtmpfs may lack /dev/ptmx pointing at the devpts instance above.

@@ -379,6 +379,12 @@ asio::awaitable<Status> AgentClient::addEntropy(std::string bytes) {
   co_return co_await std::move(op);
 }
 
+asio::awaitable<Status> AgentClient::growRootFs(uint64_t device_bytes) {
+  agentproto::GrowRootFsMsg m = agentproto::GrowRootFsMsg{device_bytes};
+  auto op = callStatus(internal::kSimple, std::move(m));
+  co_return co_await std::move(op);
+}
+
 asio::awaitable<Status> AgentClient::setDefaultEnv(std::vector<std::string> env) {
   agentproto::SetEnvMsg m = agentproto::SetEnvMsg{std::move(env)};
   auto op = callStatus(internal::kSimple, std::move(m));

@@ -211,6 +211,9 @@ class AgentClient : public std::enable_shared_from_this<AgentClient> {
   // (agentproto::SetNetworkMsg). An agent older than the message answers
   // kInvalidArgument "unsupported request type".
   asio::awaitable<Status> setNetwork(agentproto::SetNetworkMsg m);
+  // After the host grew the root disk to `device_bytes`: the guest's root
+  // filesystem grows to fill it (GrowRootFs).
+  asio::awaitable<Status> growRootFs(uint64_t device_bytes);
 
   // Processes.
   asio::awaitable<Result<std::unique_ptr<Process>>> exec(ExecSpec spec);

@@ -45,6 +45,8 @@ enum class MsgType : uint16_t {
   kAddEntropy = 26,
   kSetEnv = 27,
   kSetNetwork = 28,
+  // Disk: grow the root filesystem to its (grown) block device.
+  kGrowRootFs = 29,
   // Processes.
   kExec = 32,
   kExecStarted = 33,

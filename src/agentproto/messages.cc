@@ -18,6 +18,7 @@ std::string_view msgTypeName(MsgType t) {
     case MsgType::kAddEntropy: return "AddEntropy";
     case MsgType::kSetEnv: return "SetEnv";
     case MsgType::kSetNetwork: return "SetNetwork";
+    case MsgType::kGrowRootFs: return "GrowRootFs";
     case MsgType::kExec: return "Exec";
     case MsgType::kExecStarted: return "ExecStarted";
     case MsgType::kStdout: return "Stdout";
@@ -118,6 +119,7 @@ Status validatePayload(MsgType type, std::string_view p) {
     case MsgType::kAddEntropy: return check<AddEntropyMsg>(p);
     case MsgType::kSetEnv: return check<SetEnvMsg>(p);
     case MsgType::kSetNetwork: return check<SetNetworkMsg>(p);
+    case MsgType::kGrowRootFs: return check<GrowRootFsMsg>(p);
     case MsgType::kExec: return check<ExecMsg>(p);
     case MsgType::kExecStarted: return check<ExecStartedMsg>(p);
     case MsgType::kStdout:

@@ -221,6 +221,18 @@ struct SetEnvMsg {
   }
 };
 
+// The host grew the root disk to `device_bytes`: the agent waits (bounded)
+// until the guest's block device shows at least that, then grows the
+// mounted root filesystem to fill it.
+struct GrowRootFsMsg {
+  static constexpr MsgType kType = MsgType::kGrowRootFs;
+  uint64_t device_bytes = 0;
+  template <typename S, typename V>
+  static bool visit(S& s, V& v) {
+    return v.num(s.device_bytes);
+  }
+};
+
 struct ExecMsg {
   static constexpr MsgType kType = MsgType::kExec;
   static constexpr uint8_t kPty = 1;

@@ -137,6 +137,7 @@ Response ControlPlane::createSandbox(const Request& req, const std::string& tena
   c.template_name = in->template_name;
   c.vcpus = in->vcpus;
   c.memory_mib = in->memory_mib;
+  c.disk_mib = in->disk_mib;
   c.env = std::move(in->env);
   c.metadata_json = json::serialize(in->metadata);
   c.network = std::move(in->network);

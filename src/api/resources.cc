@@ -52,6 +52,9 @@ Result<CreateRequest> parseCreateRequest(std::string_view body) {
     } else if (k == "memory_mib") {
       VESSEL_ASSIGN_OR_RETURN(int64_t n, intField(f, "memory_mib", 64, 1 << 20));
       r.memory_mib = static_cast<uint64_t>(n);
+    } else if (k == "disk_mib") {
+      VESSEL_ASSIGN_OR_RETURN(int64_t n, intField(f, "disk_mib", 64, int64_t{1} << 24));
+      r.disk_mib = static_cast<uint64_t>(n);
     } else if (k == "timeout") {
       VESSEL_ASSIGN_OR_RETURN(r.timeout_s, intField(f, "timeout", 0, kMaxSeconds));
     } else if (k == "lifetime") {

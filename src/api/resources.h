@@ -26,8 +26,9 @@ struct CreateRequest {
   std::string template_name = "minimal";
   std::optional<unsigned> vcpus;
   std::optional<uint64_t> memory_mib;
-  std::vector<std::string> env;  // KEY=VALUE
-  boost::json::object metadata;  // string -> string
+  std::optional<uint64_t> disk_mib;  // bounded by the template and the deployment later
+  std::vector<std::string> env;      // KEY=VALUE
+  boost::json::object metadata;      // string -> string
   // `network` and/or `credentials` given: the egress settings (else the node's defaults).
   std::optional<NetworkSettings> network;
   bool cold = false;  // boot the template's disk instead of restoring its snapshot

@@ -13,11 +13,13 @@ TEST(ResourcesTest, CreateRequestDefaultsAndFields) {
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->template_name, "minimal");
   r = parseCreateRequest(
-      R"({"template":"t1","vcpus":2,"memory_mib":512,"env":{"A_1":"x"},"metadata":{"k":"v"}})");
+      R"({"template":"t1","vcpus":2,"memory_mib":512,"disk_mib":4096,"env":{"A_1":"x"},)"
+      R"("metadata":{"k":"v"}})");
   ASSERT_TRUE(r.ok()) << r.error().message();
   EXPECT_EQ(r->template_name, "t1");
   EXPECT_EQ(r->vcpus, 2u);
   EXPECT_EQ(r->memory_mib, 512u);
+  EXPECT_EQ(r->disk_mib, 4096u);
   EXPECT_THAT(r->env, ::testing::ElementsAre("A_1=x"));
   EXPECT_EQ(r->metadata.at("k"), "v");
 }
@@ -26,7 +28,8 @@ TEST(ResourcesTest, CreateRequestRejectsBadInputNamingTheField) {
   for (const char* body :
        {"{", "[]", "null", R"({"x":1})", R"({"template":""})", R"({"vcpus":0})", R"({"vcpus":-1})",
         R"({"vcpus":1.5})", R"({"memory_mib":18446744073709551615})", R"({"env":{"A=B":"x"}})",
-        R"({"env":{"A":1}})", R"({"metadata":[]})", R"({"metadata":{"k":{"nested":"x"}}})",
+        R"({"env":{"A":1}})", R"({"disk_mib":63})", R"({"disk_mib":"512"})",
+        R"({"disk_mib":16777217})", R"({"metadata":[]})", R"({"metadata":{"k":{"nested":"x"}}})",
         "[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]]]"}) {
     auto r = parseCreateRequest(body);
     ASSERT_FALSE(r.ok()) << body;

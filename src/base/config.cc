@@ -167,8 +167,12 @@ Status Config::validate() {
       default_lifetime_s > max_lifetime_s)
     return Error(Code::kInvalidArgument,
                  "lifetimes: idle timeout >= 0 (0: none), 1 <= default lifetime <= max lifetime");
-  if (tenant_max_sandboxes < 0 || tenant_max_memory_mib < 0)
+  if (tenant_max_sandboxes < 0 || tenant_max_memory_mib < 0 || tenant_max_vcpus < 0 ||
+      tenant_max_disk_mib < 0)
     return Error(Code::kInvalidArgument, "tenant quotas must not be negative");
+  if (max_disk_mib < 64 || min_free_disk_mib < 0)
+    return Error(Code::kInvalidArgument,
+                 "--max-disk-mib must be at least 64 and --min-free-disk-mib not negative");
   auto pools = parseWarmPool(warm_pool);
   if (!pools.ok()) return std::move(pools).error().withContext("--warm-pool");
   warm_pool_sizes = std::move(*pools);

@@ -67,6 +67,15 @@ struct Config {
   // Per-tenant quotas for tenants with no limits of their own in the store.
   int64_t tenant_max_sandboxes = 20;
   int64_t tenant_max_memory_mib = 16384;
+  int64_t tenant_max_vcpus = 32;
+  // Disk on this node: live sandboxes' disks, pause snapshots, fork
+  // copies, the tenant's templates and builds in flight.
+  int64_t tenant_max_disk_mib = 200 * 1024;
+  // The largest root disk a create may ask for (disk_mib).
+  int64_t max_disk_mib = 64 * 1024;
+  // Creates, pauses, forks and template builds are refused while the state
+  // directory's filesystem has less free space than this (MiB).
+  int64_t min_free_disk_mib = 1024;
   // Warm pools: "NAME=N,..." keeps N VMs of built-in or node-wide template
   // NAME restored, running and warmed up, so a create only gives one its
   // identity. Every pooled VM holds its memory and a network slot.

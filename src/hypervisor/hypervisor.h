@@ -94,6 +94,12 @@ class Vm {
   // For a machine started with `incoming`: loads the state from
   // incoming_state_fd. The vCPUs stay paused; resumeVcpus() runs the guest.
   virtual asio::awaitable<Status> loadState(bool ignore_shared) = 0;
+  // Grows disk `index` (spec.disks order) to `bytes` while the guest runs:
+  // the image's virtual size changes and the guest's block device is told
+  // (virtio config change). Never shrinks; the same size is a no-op.
+  virtual asio::awaitable<Status> resizeDisk(size_t index, uint64_t bytes) {
+    co_return Error(Code::kUnavailable, "this VMM cannot resize disks");
+  }
   // Graceful quit, then SIGTERM, then SIGKILL; reaps and removes run_dir.
   virtual asio::awaitable<Status> stop() = 0;
   // Kills the VMM at once (SIGKILL), without waiting: every call on its

@@ -52,6 +52,17 @@ asio::awaitable<Status> Runtime::identityCalls(Sandbox& sb,
   co_return co_await configureGuestNetwork(*a, sb.slot_.get(), sb.net_, net_done);
 }
 
+asio::awaitable<Status> Runtime::growDisk(Sandbox& sb) {
+  if (sb.disk_mib_ == 0) co_return okStatus();
+  uint64_t bytes = sb.disk_mib_ << 20;
+  if (Status r = co_await sb.vm_->resizeDisk(0, bytes); !r.ok())
+    co_return std::move(r).error().withContext("grow disk of " + sb.id_);
+  auto agent = sb.agent_;
+  auto call = agent->growRootFs(bytes);
+  co_return co_await withGuestDeadline(agent, opts_.guest_call_timeout, "grow disk of " + sb.id_,
+                                       std::move(call));
+}
+
 asio::awaitable<Status> Runtime::configureGuestNetwork(agentclient::AgentClient& agent,
                                                        const network::Slot* slot,
                                                        const GuestNetwork& want,

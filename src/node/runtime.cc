@@ -228,6 +228,7 @@ Status Runtime::writeRecord(const Sandbox& sb) {
   if (sb.slot_) f.network_slot = sb.slot_->index();
   f.vcpus = sb.vcpus_;
   f.memory_mib = sb.memory_mib_;
+  f.disk_mib = sb.disk_mib_;
   f.paused = sb.state_ == Sandbox::State::kPaused;
   // What a later vesseld needs to take the running VM over (adopt()).
   if (sb.vm_ && sb.vm_->pid() > 0) {
@@ -265,6 +266,15 @@ asio::awaitable<Result<std::shared_ptr<Sandbox>>> Runtime::create(std::string te
   sb->vcpus_ = (*t)->manifest.vcpus;
   sb->memory_mib_ = (*t)->manifest.memory_mib;
   std::string ctx = "create sandbox " + sb->id_ + " from " + (*t)->id();
+  if (opts.disk_mib) {
+    // QEMU would shrink a qcow2 under a live filesystem if asked to.
+    uint64_t base = (*t)->baseDiskMib();
+    if (base == 0 || opts.disk_mib < base)
+      co_return Error(Code::kInvalidArgument, ctx + ": disk of " + std::to_string(opts.disk_mib) +
+                                                  " MiB is below the template image's " +
+                                                  std::to_string(base) + " MiB");
+    sb->disk_mib_ = opts.disk_mib;
+  }
 
   if (opts.cold) {
     sb->vm_dir_ = opts_.root + "/vms/" + newId("vm");
@@ -286,6 +296,7 @@ asio::awaitable<Result<std::shared_ptr<Sandbox>>> Runtime::create(std::string te
     sb->agent_ = agentclient::AgentClient::create(std::move(sb->vm_->agentChannel()),
                                                   std::move(m->leftover), sb->id_);
     auto id = co_await applyIdentity(*sb);
+    if (id.ok()) id = co_await growDisk(*sb);
     if (!id.ok()) {
       (void)co_await sb->vm_->stop();
       releaseSlot(sb->slot_);
@@ -326,6 +337,10 @@ asio::awaitable<Result<std::shared_ptr<Sandbox>>> Runtime::create(std::string te
         pc.mark("identity");
       } else {
         fin = co_await finishRestore(*sb, true);
+      }
+      if (fin.ok()) {
+        fin = co_await growDisk(*sb);
+        pc.mark("grow_disk");
       }
       if (fin.ok()) break;
       if (sb->agent_) sb->agent_->close();
@@ -388,6 +403,7 @@ Result<std::shared_ptr<Sandbox>> Runtime::readRecord(const std::string& id, Sand
   sb->net_ = f.network;
   sb->vcpus_ = f.vcpus;
   sb->memory_mib_ = f.memory_mib;
+  sb->disk_mib_ = f.disk_mib;
   return sb;
 }
 

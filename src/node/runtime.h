@@ -72,6 +72,10 @@ struct CreateOptions {
   std::vector<std::string> env;
   bool cold = false;  // boot the template's disk instead of restoring its snapshot
   GuestNetwork network;
+  // The root disk's size in MiB, at least the template image's; the guest's
+  // device and filesystem are grown to it before the create returns. A
+  // resumed or forked sandbox keeps it. 0: the template image's size.
+  uint64_t disk_mib = 0;
 };
 
 class Sandbox {
@@ -90,6 +94,8 @@ class Sandbox {
   const std::vector<std::pair<std::string, double>>& phases() const { return phases_ms_; }
   // Its network slot while it has a VM with a tap (null otherwise).
   const network::Slot* slot() const { return slot_.get(); }
+  // Its root disk's size (0: the template image's, an old record).
+  uint64_t diskMib() const { return disk_mib_; }
 
  private:
   friend class Runtime;
@@ -99,6 +105,7 @@ class Sandbox {
   std::unique_ptr<network::Slot> slot_;
   unsigned vcpus_ = 1;
   uint64_t memory_mib_ = 256;
+  uint64_t disk_mib_ = 0;
   State state_ = State::kRunning;
   std::unique_ptr<hypervisor::Vm> vm_;
   std::shared_ptr<agentclient::AgentClient> agent_;
@@ -223,6 +230,9 @@ class Runtime : private WarmPool::Source {
   asio::awaitable<Status> applyIdentity(Sandbox& sb,
                                         const std::optional<GuestNetwork>& net_done = std::nullopt);
   asio::awaitable<Status> identityCalls(Sandbox& sb, const std::optional<GuestNetwork>& net_done);
+  // Grows a new sandbox's root disk to disk_mib_: the image (QMP
+  // block_resize), then the guest's filesystem (GrowRootFs).
+  asio::awaitable<Status> growDisk(Sandbox& sb);
   // Gives a VM of template `m` its NIC: a slot's tap when there are slots.
   asio::awaitable<Status> attachNetwork(hypervisor::MachineSpec& s, const templates::Manifest& m,
                                         std::unique_ptr<network::Slot>& slot);

@@ -66,6 +66,7 @@ asio::awaitable<Result<std::vector<std::shared_ptr<Sandbox>>>> Runtime::forkAs(
     child->net_ = sb.net_;
     child->vcpus_ = sb.vcpus_;
     child->memory_mib_ = sb.memory_mib_;
+    child->disk_mib_ = sb.disk_mib_;  // its overlay is a copy of the parent's, size and all
     // The child's disk: a private copy of the parent's overlay.
     auto r = co_await prepareRestore(*t, snap + "/state", snap + "/disk.qcow2", "qcow2", false);
     Status st = r.ok() ? okStatus() : Status(r.error());
@@ -108,6 +109,7 @@ asio::awaitable<Result<std::shared_ptr<const templates::Template>>> Runtime::for
   auto parent = store_.open(sb.template_id_.substr(0, at), sb.template_id_.substr(at + 1));
   if (!parent.ok()) co_return std::move(parent).error().withContext(ctx);
   std::string version = newId("f").substr(2) + newId("f").substr(2).substr(0, 4);
+  VESSEL_CO_TRY(store_.checkSpace(ctx));
   std::string staging = store_.root() + "/.staging-" + name + "-" + version;
   std::error_code ec;
   fs::create_directories(staging, ec);
@@ -169,6 +171,8 @@ asio::awaitable<Result<std::shared_ptr<const templates::Template>>> Runtime::for
   man.cmdline = (*parent)->manifest.cmdline;
   man.vcpus = sb.vcpus_;
   man.memory_mib = sb.memory_mib_;
+  // The flattened image is the sandbox's whole disk (sparse).
+  man.disk_mib = sb.disk_mib_;
   man.network = (*parent)->manifest.network;  // the state has the parent's devices
   {
     auto now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());

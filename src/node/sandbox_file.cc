@@ -19,6 +19,7 @@ std::string encodeSandboxFile(const SandboxFile& f) {
   if (f.network_slot) o["network_slot"] = *f.network_slot;
   o["vcpus"] = f.vcpus;
   o["memory_mib"] = f.memory_mib;
+  if (f.disk_mib) o["disk_mib"] = f.disk_mib;
   o["state"] = f.paused ? "paused" : "running";
   if (f.vm_pid > 0) {
     o["vm_pid"] = f.vm_pid;
@@ -55,6 +56,7 @@ Result<SandboxFile> decodeSandboxFile(std::string_view text) {
     if (auto* n = o.if_contains("network_slot")) f.network_slot = n->to_number<uint32_t>();
     f.vcpus = static_cast<unsigned>(o.at("vcpus").to_number<uint32_t>());
     f.memory_mib = o.at("memory_mib").to_number<uint64_t>();
+    if (auto* d = o.if_contains("disk_mib")) f.disk_mib = d->to_number<uint64_t>();
     std::string_view st = o.at("state").as_string();
     if (st != "paused" && st != "running") return corrupt("state '" + std::string(st) + "'");
     f.paused = st == "paused";

@@ -28,6 +28,9 @@ struct SandboxFile {
   std::optional<uint32_t> network_slot;
   unsigned vcpus = 1;
   uint64_t memory_mib = 256;
+  // The root disk's size as the guest sees it (0: a record from before
+  // disks were sized: the template's own).
+  uint64_t disk_mib = 0;
   bool paused = false;
   // A running VM: its QEMU's pid and start time (field 22 of /proc/pid/stat),
   // which together name it even after the pid is recycled.

@@ -17,6 +17,7 @@ SandboxFile sample() {
   f.network_slot = 7;
   f.vcpus = 2;
   f.memory_mib = 512;
+  f.disk_mib = 4096;
   f.vm_pid = 4242;
   f.vm_start_ticks = 123456789;
   return f;

@@ -116,6 +116,7 @@ asio::awaitable<Result<std::shared_ptr<const templates::Template>>> buildTemplat
     progress("cached", 100);
     co_return cached;
   }
+  VESSEL_CO_TRY(store.checkSpace(ctx));
   std::string staging = store.root() + "/.staging-" + spec.name + "-" + version;
   std::error_code ec;
   fs::remove_all(staging, ec);
@@ -168,6 +169,7 @@ asio::awaitable<Result<std::shared_ptr<const templates::Template>>> buildTemplat
   man.cmdline = m.cmdline;
   man.vcpus = spec.vcpus;
   man.memory_mib = spec.memory_mib;
+  man.disk_mib = spec.disk_mib;
   man.network = true;
   man.created_at = nowRfc3339();
   for (const char* f : {templates::kRootfsFile, templates::kMemoryFile, templates::kStateFile}) {

@@ -30,6 +30,7 @@ json::object sandboxJson(const store::SandboxRecord& s) {
                  {"created_at", rfc3339(s.created_ms)},
                  {"updated_at", rfc3339(s.updated_ms)}};
   if (!s.error.empty()) o["error"] = s.error;
+  if (s.disk_mib) o["disk_mib"] = s.disk_mib;  // 0: recorded before disk sizes
   o["timeout"] = s.idle_timeout_s;
   if (s.expires_ms > 0) o["expires_at"] = rfc3339(s.expires_ms);
   return o;
@@ -48,9 +49,13 @@ json::object operationJson(const store::OperationRecord& op) {
 }
 
 json::object templateJson(const templates::Manifest& m, const std::string& name, bool builtin) {
-  return json::object{{"name", name},       {"version", m.version},
-                      {"vcpus", m.vcpus},   {"memory_mib", m.memory_mib},
-                      {"builtin", builtin}, {"created_at", m.created_at}};
+  return json::object{{"name", name},
+                      {"version", m.version},
+                      {"vcpus", m.vcpus},
+                      {"memory_mib", m.memory_mib},
+                      {"disk_mib", m.disk_mib ? m.disk_mib : templates::kDefaultDiskMib},
+                      {"builtin", builtin},
+                      {"created_at", m.created_at}};
 }
 
 }  // namespace vessel::ops

@@ -12,6 +12,7 @@
 #include <boost/json.hpp>
 #include <filesystem>
 
+#include "base/disk_space.h"
 #include "base/log.h"
 #include "base/new_id.h"
 #include "ops/events.h"
@@ -186,18 +187,28 @@ asio::awaitable<Result<store::OperationRecord>> Lifecycle::awaitOperation(
   co_return co_await log_.await(std::move(tenant), std::move(id), deadline);
 }
 
-std::optional<Error> Lifecycle::quotaFor(const std::string& tenant, uint64_t memory_mib,
-                                         int count_new) {
+Status Lifecycle::checkStateDisk(std::string_view what) const {
+  if (policy_.state_dir.empty()) return okStatus();
+  return checkFreeDisk(policy_.state_dir, policy_.min_free_disk_mib, what);
+}
+
+std::optional<Error> Lifecycle::quotaFor(const std::string& tenant, const Demand& d) {
   auto lim = store_.tenantLimits(tenant);
   if (!lim.ok()) return lim.error();
   auto use = store_.tenantUsage(tenant);
   if (!use.ok()) return use.error();
-  return overQuota(*lim, *use, policy_.quota, memory_mib, count_new);
+  // The store knows sandboxes; the tenant's templates are on this node's disk.
+  use->disk_mib +=
+      static_cast<int64_t>(templates_.allocatedMib(templates::tenantTemplateName(tenant, "")));
+  return overQuota(*lim, *use, policy_.quota, d);
 }
 
-store::Store::Admission Lifecycle::admission(uint64_t memory_mib) const {
-  return [this, memory_mib](const store::TenantLimits& l, const store::TenantUsage& u) {
-    return overQuota(l, u, policy_.quota, memory_mib, 1);
+store::Store::Admission Lifecycle::admission(const std::string& tenant, const Demand& d) const {
+  auto tmpl_mib =
+      static_cast<int64_t>(templates_.allocatedMib(templates::tenantTemplateName(tenant, "")));
+  return [this, d, tmpl_mib](const store::TenantLimits& l, store::TenantUsage u) {
+    u.disk_mib += tmpl_mib;
+    return overQuota(l, u, policy_.quota, d);
   };
 }
 
@@ -223,7 +234,17 @@ Result<Accepted> Lifecycle::create(const CreateRequest& in) {
     return Error(Code::kInvalidArgument, "timeout and lifetime may be at most " +
                                              std::to_string(policy_.max_lifetime_s) +
                                              " seconds here");
-  if (auto q = quotaFor(in.tenant, m.memory_mib, 1)) return *q;
+  // The disk: the template's default unless asked, never below its image.
+  uint64_t base_mib = (*t)->baseDiskMib();
+  if (in.disk_mib && (*in.disk_mib < base_mib || *in.disk_mib > policy_.max_disk_mib))
+    return Error(Code::kInvalidArgument, "disk_mib must be between " + std::to_string(base_mib) +
+                                             " (template '" + in.template_name + "') and " +
+                                             std::to_string(policy_.max_disk_mib) + " here");
+  uint64_t disk_mib = in.disk_mib.value_or(
+      std::max(base_mib, std::min((*t)->defaultDiskMib(), policy_.max_disk_mib)));
+  Demand demand{1, m.memory_mib, m.vcpus, disk_mib};
+  if (auto q = quotaFor(in.tenant, demand)) return *q;
+  VESSEL_TRY(checkStateDisk("create"));
 
   store::SandboxRecord sb;
   sb.id = newId("sb");
@@ -233,13 +254,14 @@ Result<Accepted> Lifecycle::create(const CreateRequest& in) {
   sb.state = SandboxState::kCreating;
   sb.vcpus = m.vcpus;
   sb.memory_mib = m.memory_mib;
+  sb.disk_mib = disk_mib;
   sb.metadata_json = in.metadata_json;
   sb.created_ms = sb.updated_ms = sb.last_active_ms = clock_.nowMs();
   sb.idle_timeout_s = in.timeout_s.value_or(policy_.default_idle_timeout_s);
   sb.expires_ms = sb.created_ms + lifetime * 1000;
   // Checked again with the insert, atomically: another vesseld on the same
   // store may have admitted one since the check above.
-  VESSEL_TRY(store_.insertSandboxAdmitted(sb, admission(sb.memory_mib)));
+  VESSEL_TRY(store_.insertSandboxAdmitted(sb, admission(in.tenant, demand)));
   auto op = log_.begin(in.tenant, sb.id, "create");
   if (!op.ok()) {
     (void)store_.setSandboxState(sb.id, SandboxState::kFailed, op.error().message());
@@ -251,6 +273,7 @@ Result<Accepted> Lifecycle::create(const CreateRequest& in) {
   c.template_name = stored;
   c.env = in.env;
   c.cold = in.cold;
+  c.disk_mib = disk_mib;
   busy_[sb.id];
   asio::co_spawn(io_, runCreate(*op, std::move(c)), asio::detached);
   return Accepted{std::move(sb), std::move(*op), {}};

@@ -40,6 +40,12 @@ struct Policy {
   int64_t default_lifetime_s = 24 * 3600;
   int64_t max_lifetime_s = 7 * 24 * 3600;
   QuotaDefaults quota;
+  // The largest disk a create may ask for (MiB).
+  uint64_t max_disk_mib = 64 * 1024;
+  // Creates, pauses and forks are refused while the filesystem holding
+  // state_dir has less than this free (MiB; 0 or no dir: never).
+  std::string state_dir;
+  uint64_t min_free_disk_mib = 0;
   std::chrono::milliseconds reap_interval{1000};
 };
 
@@ -48,6 +54,9 @@ struct CreateRequest {
   std::string template_name = "minimal";  // as the tenant names it
   std::optional<unsigned> vcpus;
   std::optional<uint64_t> memory_mib;
+  // The root disk (MiB): at least the template image's, at most
+  // Policy::max_disk_mib; unset: the template's default.
+  std::optional<uint64_t> disk_mib;
   std::vector<std::string> env;        // KEY=VALUE
   std::string metadata_json = "{}";    // an object of strings, checked at the edge
   std::optional<NetworkSpec> network;  // unset: the node's defaults
@@ -208,9 +217,11 @@ class Lifecycle {
   Result<Legal> checkAction(const std::string& tenant, const std::string& id, Action action);
   Result<Page> listByCreation(const ListRequest& req);
   Result<Accepted> startAction(const std::string& tenant, const std::string& id, Action action);
-  std::optional<Error> quotaFor(const std::string& tenant, uint64_t memory_mib, int count_new);
+  std::optional<Error> quotaFor(const std::string& tenant, const Demand& d);
+  // Policy::min_free_disk_mib on the state dir, before `what` writes to it.
+  Status checkStateDisk(std::string_view what) const;
   // The same check for the store to make with one sandbox's insert.
-  store::Store::Admission admission(uint64_t memory_mib) const;
+  store::Store::Admission admission(const std::string& tenant, const Demand& d) const;
   void setSandbox(const store::OperationRecord& op, SandboxState state,
                   const std::string& error = "") {
     log_.setSandbox(op.tenant_id, op.id, op.sandbox_id, state, error);

@@ -44,7 +44,9 @@ Result<Accepted> Lifecycle::startAction(const std::string& tenant, const std::st
                                         Action action) {
   VESSEL_ASSIGN_OR_RETURN(Legal legal, checkAction(tenant, id, action));
   if (action == Action::kResume)
-    if (auto q = quotaFor(tenant, legal.sandbox.memory_mib, 0)) return *q;
+    if (auto q = quotaFor(tenant, Demand{0, legal.sandbox.memory_mib, legal.sandbox.vcpus, 0}))
+      return *q;
+  if (action == Action::kPause) VESSEL_TRY(checkStateDisk("pause"));  // writes its memory out
   VESSEL_ASSIGN_OR_RETURN(auto op, log_.begin(tenant, id, std::string(actionName(action))));
   noteActivity(id);
   setSandbox(op, legal.transition.during);
@@ -133,7 +135,11 @@ Result<Accepted> Lifecycle::fork(const std::string& tenant, const std::string& i
   const auto& parent = legal.sandbox;
   if (node_.holding(id) != Holding::kRunning)
     return Error(Code::kUnavailable, "sandbox " + id + " has no VM on this node");
-  if (auto q = quotaFor(tenant, static_cast<uint64_t>(count) * parent.memory_mib, count)) return *q;
+  const uint64_t n = static_cast<uint64_t>(count);
+  if (auto q = quotaFor(
+          tenant, Demand{count, n * parent.memory_mib, n * parent.vcpus, n * parent.disk_mib}))
+    return *q;
+  VESSEL_TRY(checkStateDisk("fork"));
   // The copies are recorded first: if vesseld dies mid-fork they are
   // failed records, never VMs nobody knows about.
   std::vector<store::SandboxRecord> copies;
@@ -150,7 +156,8 @@ Result<Accepted> Lifecycle::fork(const std::string& tenant, const std::string& i
     // A copy keeps its parent's idle timeout and expiry: forking must not
     // be a way past the lifetime cap.
     c.created_ms = c.updated_ms = c.last_active_ms = clock_.nowMs();
-    Status s = store_.insertSandboxAdmitted(c, admission(c.memory_mib));
+    Status s = store_.insertSandboxAdmitted(
+        c, admission(tenant, Demand{1, c.memory_mib, c.vcpus, c.disk_mib}));
     if (s.ok()) ids.push_back(c.id);
     if (s.ok()) s = node_.inheritNetwork(id, c.id);
     if (!s.ok()) return failAll(s.error());
@@ -208,6 +215,10 @@ Result<Accepted> Lifecycle::forkToTemplate(const std::string& tenant, const std:
   if (node_.holding(id) != Holding::kRunning)
     return Error(Code::kUnavailable, "sandbox " + id + " has no VM on this node");
   VESSEL_TRY(checkNewTemplateName(name));
+  // The template keeps the sandbox's whole disk and memory on this node.
+  if (auto q = quotaFor(tenant, Demand{0, 0, 0, legal.sandbox.disk_mib + legal.sandbox.memory_mib}))
+    return *q;
+  VESSEL_TRY(checkStateDisk("fork into a template"));
   VESSEL_ASSIGN_OR_RETURN(auto op, log_.begin(tenant, id, "fork"));
   setSandbox(op, legal.transition.during);
   VESSEL_ASSIGN_OR_RETURN(auto now, get(tenant, id));

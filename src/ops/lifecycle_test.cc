@@ -44,7 +44,8 @@ class LifecycleTest : public ::testing::Test {
     lc_.reset();
     fs::remove_all(dir_);
   }
-  void installTemplate(const std::string& name) {
+  // rootfs_bytes: a sparse root image of that size instead of a few bytes.
+  void installTemplate(const std::string& name, uint64_t rootfs_bytes = 0) {
     std::string staging = dir_ + "/staging-" + name;
     fs::create_directories(staging);
     templates::Manifest m;
@@ -58,6 +59,11 @@ class LifecycleTest : public ::testing::Test {
     for (const char* f : {templates::kRootfsFile, templates::kMemoryFile, templates::kStateFile}) {
       std::ofstream(staging + "/" + f) << f;
       m.files[f] = sha256Hex(f);
+    }
+    if (rootfs_bytes) {
+      std::string rootfs = staging + "/" + templates::kRootfsFile;
+      fs::resize_file(rootfs, rootfs_bytes);
+      m.files[templates::kRootfsFile] = *sha256File(rootfs);
     }
     ASSERT_TRUE(templates_->install(staging, m).ok());
   }
@@ -324,6 +330,110 @@ TEST_F(LifecycleTest, QuotasRefuseWithWhatIsUsed) {
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().code(), Code::kResourceExhausted);
   EXPECT_THAT(r.error().message(), HasSubstr("1 of at most 1"));
+}
+
+TEST_F(LifecycleTest, DiskSizeDefaultsToTheTemplatesAndIsBounded) {
+  Policy pol;
+  pol.max_disk_mib = 4096;
+  lc_->setPolicy(pol);
+  // No size asked: the template's default (kDefaultDiskMib here).
+  std::string dflt = created();
+  EXPECT_EQ((*store_->getSandbox("t1", dflt))->disk_mib, templates::kDefaultDiskMib);
+  CreateRequest c;
+  c.disk_mib = 512;
+  std::string sized = created(c);
+  EXPECT_EQ((*store_->getSandbox("t1", sized))->disk_mib, 512u);
+  // Above the deployment's maximum, or below the template image: refused.
+  c.tenant = "t1";
+  c.disk_mib = 8192;
+  auto big = lc_->create(c);
+  ASSERT_FALSE(big.ok());
+  EXPECT_EQ(big.error().code(), Code::kInvalidArgument);
+  EXPECT_THAT(big.error().message(), HasSubstr("and 4096 here"));
+  {
+    // A 96 MiB image (sparse): no disk may be smaller.
+    installTemplate("big", 96 << 20);
+    auto t = templates_->open("big");
+    ASSERT_TRUE(t.ok()) << t.error().message();
+    EXPECT_EQ((*t)->baseDiskMib(), 96u);
+  }
+  c.template_name = "big";
+  c.disk_mib = 64;
+  auto small = lc_->create(c);
+  ASSERT_FALSE(small.ok());
+  EXPECT_EQ(small.error().code(), Code::kInvalidArgument);
+  EXPECT_THAT(small.error().message(), HasSubstr("between 96 (template 'big')"));
+}
+
+TEST_F(LifecycleTest, DiskAndVcpuQuotasCountSandboxesPauseSnapshotsAndTemplates) {
+  Policy pol;
+  pol.quota.max_disk_mib = 3000;
+  lc_->setPolicy(pol);
+  CreateRequest c;
+  c.disk_mib = 1024;
+  std::string a = created(c);
+  // Paused: its disk and its saved memory (256 MiB) count.
+  ASSERT_TRUE(lc_->pause("t1", a).ok());
+  drain();
+  ASSERT_EQ(state(a), "paused");
+  EXPECT_EQ(store_->tenantUsage("t1")->disk_mib, 1024 + 256);
+  created(c);  // 2304 MiB now
+  c.tenant = "t1";
+  c.disk_mib = 1000;
+  auto over = lc_->create(c);
+  ASSERT_FALSE(over.ok());
+  EXPECT_EQ(over.error().code(), Code::kResourceExhausted);
+  EXPECT_THAT(over.error().message(), HasSubstr("take 2304 MiB of at most 3000 MiB"));
+  // The tenant's templates take the node's disk too: 100 MiB of one makes
+  // a 650 MiB disk, which fits without it, not fit.
+  c.disk_mib = 650;
+  {
+    std::string stored = templates::tenantTemplateName("t1", "mine");
+    installTemplate(stored);
+    auto t = templates_->open(stored);
+    ASSERT_TRUE(t.ok());
+    std::ofstream(t->get()->path(templates::kMemoryFile)) << std::string(100 << 20, 'm');
+  }
+  uint64_t tmpl_mib = templates_->allocatedMib(templates::tenantTemplateName("t1", ""));
+  EXPECT_GE(tmpl_mib, 100u);
+  auto tmpl = lc_->create(c);
+  ASSERT_FALSE(tmpl.ok());
+  EXPECT_THAT(tmpl.error().message(), HasSubstr("take " + std::to_string(2304 + tmpl_mib)));
+  // Another tenant is not charged for them.
+  c.tenant = "t2";
+  EXPECT_TRUE(lc_->create(c).ok());
+  drain();
+
+  // vCPUs of running sandboxes: one each here.
+  Policy cpu;
+  cpu.quota.max_vcpus = 1;
+  lc_->setPolicy(cpu);
+  c.tenant = "t1";
+  auto no_cpu = lc_->create(c);
+  ASSERT_FALSE(no_cpu.ok());
+  EXPECT_THAT(no_cpu.error().message(), HasSubstr("1 of at most 1 vCPUs"));
+}
+
+TEST_F(LifecycleTest, ALowStateDiskRefusesCreatesPausesAndForks) {
+  std::string id = created();
+  Policy pol;
+  pol.state_dir = dir_;
+  pol.min_free_disk_mib = uint64_t{1} << 40;  // more than any disk here has
+  lc_->setPolicy(pol);
+  CreateRequest c;
+  c.tenant = "t1";
+  auto refused = [&](const Result<Accepted>& r) {
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.error().code(), Code::kResourceExhausted);
+    EXPECT_THAT(r.error().message(), HasSubstr("refused: the state disk is nearly full (" + dir_));
+  };
+  refused(lc_->create(c));
+  refused(lc_->pause("t1", id));
+  refused(lc_->fork("t1", id, 1));
+  EXPECT_EQ(state(id), "running");
+  pol.min_free_disk_mib = 1;
+  lc_->setPolicy(pol);
+  EXPECT_TRUE(lc_->pause("t1", id).ok());
 }
 
 TEST_F(LifecycleTest, RecoveryTakesOverRerunsAndFails) {

@@ -42,6 +42,7 @@ struct NodeCreate {
   std::string template_name;     // the stored name (tenant templates are prefixed)
   std::vector<std::string> env;  // KEY=VALUE
   bool cold = false;             // boot the template's disk instead of restoring it
+  uint64_t disk_mib = 0;         // its root disk, grown before it runs (0: the image's size)
 };
 
 // A template build as the node takes it: `spec.name` is the name the

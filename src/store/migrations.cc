@@ -63,6 +63,11 @@ constexpr Template kTemplates[] = {
      "  name TEXT NOT NULL, hosts TEXT NOT NULL, header TEXT NOT NULL, value TEXT NOT NULL,"
      "  created_ms {i64} NOT NULL, PRIMARY KEY (tenant_id, name));"
      "CREATE TABLE sandbox_network (sandbox_id TEXT PRIMARY KEY, settings TEXT NOT NULL);"},
+    // Disk sizes, and quotas on disk and vCPUs (NULL: the deployment's defaults).
+    {6,
+     "ALTER TABLE sandboxes ADD COLUMN disk_mib {i64} NOT NULL DEFAULT 0;"
+     "ALTER TABLE tenants ADD COLUMN max_vcpus {i64};"
+     "ALTER TABLE tenants ADD COLUMN max_disk_mib {i64};"},
 };
 
 void replaceAll(std::string& s, const std::string& from, const std::string& to) {

@@ -48,7 +48,7 @@ constexpr int32_t kEventLockClass = 0x7665'7302;
 
 constexpr const char* kSandboxCols =
     "id,tenant_id,template,state,error,vcpus,memory_mib,metadata,created_ms,updated_ms,"
-    "idle_timeout_s,expires_ms,last_active_ms";
+    "idle_timeout_s,expires_ms,last_active_ms,disk_mib";
 SandboxRecord readSandbox(const pqxx::row& r) {
   SandboxRecord s;
   s.id = r[0].as<std::string>();
@@ -63,6 +63,7 @@ SandboxRecord readSandbox(const pqxx::row& r) {
   s.updated_ms = r[9].as<int64_t>();
   s.idle_timeout_s = r[10].as<int64_t>();
   s.expires_ms = r[11].as<int64_t>();
+  s.disk_mib = static_cast<uint64_t>(r[13].as<int64_t>());
   s.last_active_ms = r[12].as<int64_t>();
   return s;
 }
@@ -206,9 +207,12 @@ class PostgresStore : public Store {
       // sees every admission committed before the lock was granted.
       pqxx::work w(c);
       auto t = w.exec_params(
-          "SELECT max_sandboxes, max_memory_mib FROM tenants WHERE id=$1 FOR UPDATE", s.tenant_id);
+          "SELECT max_sandboxes, max_memory_mib, max_vcpus, max_disk_mib FROM tenants WHERE id=$1"
+          " FOR UPDATE",
+          s.tenant_id);
       if (t.empty()) return Error(Code::kNotFound, "tenant " + s.tenant_id + " does not exist");
-      TenantLimits l{optionalInt(t[0][0]), optionalInt(t[0][1])};
+      TenantLimits l{optionalInt(t[0][0]), optionalInt(t[0][1]), optionalInt(t[0][2]),
+                     optionalInt(t[0][3])};
       if (auto refused = admit(l, usageIn(w, s.tenant_id))) return *refused;  // rolled back
       insertSandboxIn(w, s);
       w.commit();
@@ -312,8 +316,9 @@ class PostgresStore : public Store {
   Status setTenantLimits(const std::string& tenant_id, const TenantLimits& l) override {
     return run("set limits of tenant " + tenant_id, [&](pqxx::connection& c) -> Status {
       auto r = pqxx::nontransaction(c).exec_params(
-          "UPDATE tenants SET max_sandboxes=$1, max_memory_mib=$2 WHERE id=$3", l.max_sandboxes,
-          l.max_memory_mib, tenant_id);
+          "UPDATE tenants SET max_sandboxes=$1, max_memory_mib=$2, max_vcpus=$3, max_disk_mib=$4"
+          " WHERE id=$5",
+          l.max_sandboxes, l.max_memory_mib, l.max_vcpus, l.max_disk_mib, tenant_id);
       if (r.affected_rows() == 0)
         return Error(Code::kNotFound, "tenant " + tenant_id + " does not exist");
       return okStatus();
@@ -323,10 +328,13 @@ class PostgresStore : public Store {
     return run("get limits of tenant " + tenant_id,
                [&](pqxx::connection& c) -> Result<TenantLimits> {
                  auto r = pqxx::nontransaction(c).exec_params(
-                     "SELECT max_sandboxes, max_memory_mib FROM tenants WHERE id=$1", tenant_id);
+                     "SELECT max_sandboxes, max_memory_mib, max_vcpus, max_disk_mib FROM tenants"
+                     " WHERE id=$1",
+                     tenant_id);
                  if (r.empty())
                    return Error(Code::kNotFound, "tenant " + tenant_id + " does not exist");
-                 return TenantLimits{optionalInt(r[0][0]), optionalInt(r[0][1])};
+                 return TenantLimits{optionalInt(r[0][0]), optionalInt(r[0][1]),
+                                     optionalInt(r[0][2]), optionalInt(r[0][3])};
                });
   }
   Result<TenantUsage> tenantUsage(const std::string& tenant_id) override {
@@ -472,19 +480,22 @@ class PostgresStore : public Store {
   static void insertSandboxIn(pqxx::transaction_base& t, const SandboxRecord& s) {
     t.exec_params(
         "INSERT INTO sandboxes(id,tenant_id,template,state,error,vcpus,memory_mib,"
-        "metadata,created_ms,updated_ms,idle_timeout_s,expires_ms,last_active_ms) "
-        "VALUES($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13)",
+        "metadata,created_ms,updated_ms,idle_timeout_s,expires_ms,last_active_ms,disk_mib) "
+        "VALUES($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14)",
         s.id, s.tenant_id, s.template_name, str(stateName(s.state)), s.error, int64_t{s.vcpus},
         static_cast<int64_t>(s.memory_mib), s.metadata_json, s.created_ms, s.updated_ms,
-        s.idle_timeout_s, s.expires_ms, s.last_active_ms);
+        s.idle_timeout_s, s.expires_ms, s.last_active_ms, static_cast<int64_t>(s.disk_mib));
   }
   // Sandboxes not deleted or failed, and the memory of those holding a VM.
   static TenantUsage usageIn(pqxx::transaction_base& t, const std::string& tenant_id) {
     auto r = t.exec_params1(
         "SELECT count(*), coalesce(sum(CASE WHEN state!='paused' THEN memory_mib ELSE 0 END),"
-        " 0)::bigint FROM sandboxes WHERE tenant_id=$1 AND state NOT IN ('deleted','failed')",
+        " 0)::bigint, coalesce(sum(CASE WHEN state!='paused' THEN vcpus ELSE 0 END), 0)::bigint,"
+        " coalesce(sum(disk_mib + CASE WHEN state='paused' THEN memory_mib ELSE 0 END), 0)::bigint"
+        " FROM sandboxes WHERE tenant_id=$1 AND state NOT IN ('deleted','failed')",
         tenant_id);
-    return TenantUsage{r[0].as<int64_t>(), r[1].as<int64_t>()};
+    return TenantUsage{r[0].as<int64_t>(), r[1].as<int64_t>(), r[2].as<int64_t>(),
+                       r[3].as<int64_t>()};
   }
 
   // Runs `body` on the connection (made on first use, and again after it

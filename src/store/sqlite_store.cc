@@ -56,7 +56,7 @@ class Stmt {
 
 constexpr const char* kSandboxCols =
     "id,tenant_id,template,state,error,vcpus,memory_mib,metadata,created_ms,updated_ms,"
-    "idle_timeout_s,expires_ms,last_active_ms";
+    "idle_timeout_s,expires_ms,last_active_ms,disk_mib";
 SandboxRecord readSandbox(const Stmt& s) {
   SandboxRecord r;
   r.id = s.text(0);
@@ -72,6 +72,7 @@ SandboxRecord readSandbox(const Stmt& s) {
   r.idle_timeout_s = s.integer(10);
   r.expires_ms = s.integer(11);
   r.last_active_ms = s.integer(12);
+  r.disk_mib = static_cast<uint64_t>(s.integer(13));
   return r;
 }
 
@@ -281,13 +282,14 @@ class SqliteStore : public Store {
   Status insertSandbox(const SandboxRecord& r) override {
     Stmt s(db_,
            "INSERT INTO sandboxes(id,tenant_id,template,state,error,vcpus,memory_mib,metadata,"
-           "created_ms,updated_ms,idle_timeout_s,expires_ms,last_active_ms) "
-           "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?)");
+           "created_ms,updated_ms,idle_timeout_s,expires_ms,last_active_ms,disk_mib) "
+           "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
     s.bind(r.id).bind(r.tenant_id).bind(r.template_name).bind(std::string(stateName(r.state)));
     s.bind(r.error);
     s.bind(int64_t{r.vcpus}).bind(static_cast<int64_t>(r.memory_mib)).bind(r.metadata_json);
     s.bind(r.created_ms).bind(r.updated_ms);
     s.bind(r.idle_timeout_s).bind(r.expires_ms).bind(r.last_active_ms);
+    s.bind(static_cast<int64_t>(r.disk_mib));
     return done(s, "insert sandbox " + r.id);
   }
   Status insertSandboxAdmitted(const SandboxRecord& r, const Admission& admit) override {
@@ -373,15 +375,19 @@ class SqliteStore : public Store {
   }
 
   Status setTenantLimits(const std::string& tenant_id, const TenantLimits& l) override {
-    Stmt s(db_, "UPDATE tenants SET max_sandboxes=?, max_memory_mib=? WHERE id=?");
-    s.bindOpt(l.max_sandboxes).bindOpt(l.max_memory_mib).bind(tenant_id);
+    Stmt s(db_,
+           "UPDATE tenants SET max_sandboxes=?, max_memory_mib=?, max_vcpus=?, max_disk_mib=?"
+           " WHERE id=?");
+    s.bindOpt(l.max_sandboxes).bindOpt(l.max_memory_mib).bindOpt(l.max_vcpus);
+    s.bindOpt(l.max_disk_mib).bind(tenant_id);
     VESSEL_TRY(done(s, "set limits of tenant " + tenant_id));
     if (sqlite3_changes(db_) == 0)
       return Error(Code::kNotFound, "tenant " + tenant_id + " does not exist");
     return okStatus();
   }
   Result<TenantLimits> tenantLimits(const std::string& tenant_id) override {
-    Stmt s(db_, "SELECT max_sandboxes, max_memory_mib FROM tenants WHERE id=?");
+    Stmt s(db_,
+           "SELECT max_sandboxes, max_memory_mib, max_vcpus, max_disk_mib FROM tenants WHERE id=?");
     s.bind(tenant_id);
     int rc = s.step();
     if (rc != SQLITE_ROW) {
@@ -391,15 +397,19 @@ class SqliteStore : public Store {
     TenantLimits l;
     if (!s.isNull(0)) l.max_sandboxes = s.integer(0);
     if (!s.isNull(1)) l.max_memory_mib = s.integer(1);
+    if (!s.isNull(2)) l.max_vcpus = s.integer(2);
+    if (!s.isNull(3)) l.max_disk_mib = s.integer(3);
     return l;
   }
   Result<TenantUsage> tenantUsage(const std::string& tenant_id) override {
     Stmt s(db_,
-           "SELECT count(*), coalesce(sum(CASE WHEN state!='paused' THEN memory_mib ELSE 0 END),0)"
+           "SELECT count(*), coalesce(sum(CASE WHEN state!='paused' THEN memory_mib ELSE 0 END),0),"
+           " coalesce(sum(CASE WHEN state!='paused' THEN vcpus ELSE 0 END),0),"
+           " coalesce(sum(disk_mib + CASE WHEN state='paused' THEN memory_mib ELSE 0 END),0)"
            " FROM sandboxes WHERE tenant_id=? AND state NOT IN ('deleted','failed')");
     s.bind(tenant_id);
     if (s.step() != SQLITE_ROW) return err("usage of tenant " + tenant_id);
-    return TenantUsage{s.integer(0), s.integer(1)};
+    return TenantUsage{s.integer(0), s.integer(1), s.integer(2), s.integer(3)};
   }
 
   Status setSandboxLifetime(const std::string& id, int64_t idle_timeout_s,

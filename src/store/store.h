@@ -24,6 +24,7 @@ struct SandboxRecord {
   std::string error;  // why it failed, when it did
   unsigned vcpus = 1;
   uint64_t memory_mib = 256;
+  uint64_t disk_mib = 0;  // its root disk (0: a record from before disk sizes)
   std::string metadata_json = "{}";
   int64_t created_ms = 0, updated_ms = 0;
   // Lifetime: ended after idle_timeout_s without activity while running
@@ -40,12 +41,15 @@ struct OperationRecord {
 
 // Per-tenant limits; unset: the deployment's default.
 struct TenantLimits {
-  std::optional<int64_t> max_sandboxes, max_memory_mib;
+  std::optional<int64_t> max_sandboxes, max_memory_mib, max_vcpus, max_disk_mib;
 };
-// What counts against them: sandboxes not deleted or failed, and the
-// memory of those holding a VM (not paused).
+// What counts against them: sandboxes not deleted or failed; the memory
+// and vCPUs of those holding a VM (not paused); and on the node's disk,
+// every live sandbox's disk size (fork copies are sandboxes too) plus each
+// paused one's memory (its pause snapshot). The tenant's templates are
+// not in the store: the lifecycle adds them.
 struct TenantUsage {
-  int64_t sandboxes = 0, memory_mib = 0;
+  int64_t sandboxes = 0, memory_mib = 0, vcpus = 0, disk_mib = 0;
 };
 
 // A secret the egress gateway injects as a header for `hosts` (docs/gateway.md).

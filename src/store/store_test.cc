@@ -102,7 +102,7 @@ TEST_P(StoreTest, MigratesAndPersists) {
   {
     auto s = open();
     ASSERT_TRUE(s.ok()) << s.error().message();
-    EXPECT_EQ((*s)->schemaVersion(), 5);
+    EXPECT_EQ((*s)->schemaVersion(), 6);
     ASSERT_TRUE((*s)->setMeta("instance_id", "abc").ok());
     ASSERT_TRUE((*s)->setMeta("instance_id", "def").ok());
   }
@@ -340,7 +340,7 @@ TEST_P(StoreTest, ConcurrentOpenersMigrateOnce) {
   for (int i = 0; i < kOpeners; ++i)
     threads.emplace_back([&, i] {
       auto s = open();
-      if (s.ok() && (*s)->schemaVersion() == 5) {
+      if (s.ok() && (*s)->schemaVersion() == 6) {
         ++ok;
       } else {
         errors[i] =
@@ -582,7 +582,7 @@ TEST_F(SqliteStoreTest, LegacyVersionedDatabaseGetsTheMissingMigrations) {
   }
   auto s = openSqlite(path_);
   ASSERT_TRUE(s.ok()) << s.error().message();
-  EXPECT_EQ((*s)->schemaVersion(), 5);
+  EXPECT_EQ((*s)->schemaVersion(), 6);
   auto l = (*s)->tenantLimits("t1");
   ASSERT_TRUE(l.ok()) << l.error().message();
   EXPECT_FALSE(l->max_sandboxes.has_value());

@@ -36,8 +36,8 @@ Result<BuildSpec> parseBuildSpec(std::string_view body) {
     return okStatus();
   };
   for (const auto& kv : o) {
-    static const char* known[] = {"name",  "base",  "files", "commands",  "env",
-                                  "start", "ready", "vcpus", "memory_mib"};
+    static const char* known[] = {"name",  "base",  "files", "commands",   "env",
+                                  "start", "ready", "vcpus", "memory_mib", "disk_mib"};
     bool ok = false;
     for (const char* k : known) ok |= kv.key() == k;
     if (!ok)
@@ -76,6 +76,11 @@ Result<BuildSpec> parseBuildSpec(std::string_view body) {
       return Error(Code::kInvalidArgument, "build spec: memory_mib must be 64 to 65536");
     s.memory_mib = static_cast<uint64_t>(x->get_int64());
   }
+  if (const auto* x = o.if_contains("disk_mib")) {
+    if (!x->is_int64() || x->get_int64() < 64 || x->get_int64() > (int64_t{1} << 24))
+      return Error(Code::kInvalidArgument, "build spec: disk_mib must be 64 to 16777216");
+    s.disk_mib = static_cast<uint64_t>(x->get_int64());
+  }
   if (s.name.empty() || s.name.size() > 64)
     return Error(Code::kInvalidArgument, "build spec: name is required (at most 64 characters)");
   for (char c : s.name)
@@ -100,6 +105,7 @@ std::string canonicalSpec(const BuildSpec& s) {
   o["ready"] = s.ready;
   o["vcpus"] = s.vcpus;
   o["memory_mib"] = s.memory_mib;
+  if (s.disk_mib) o["disk_mib"] = s.disk_mib;
   return json::serialize(o);  // std::map and fixed insertion order: stable
 }
 

@@ -23,6 +23,8 @@ struct BuildSpec {
   std::string ready;                         // polled until it exits 0
   unsigned vcpus = 1;
   uint64_t memory_mib = 256;
+  // Its sandboxes' default disk (MiB); 0: templates::kDefaultDiskMib.
+  uint64_t disk_mib = 0;
 };
 
 // Parses a JSON build spec. Bounded (1 MiB); any bytes give a BuildSpec or

@@ -20,6 +20,7 @@ std::string toJson(const Manifest& m) {
   o["vcpus"] = m.vcpus;
   o["memory_mib"] = m.memory_mib;
   o["network"] = m.network;
+  if (m.disk_mib) o["disk_mib"] = m.disk_mib;
   o["created_at"] = m.created_at;
   o["files"] = std::move(files);
   return json::serialize(o);
@@ -74,6 +75,11 @@ Result<Manifest> parseManifest(std::string_view text) {
   if (const json::value* n = o->if_contains("network")) {
     if (!n->is_bool()) return Error(Code::kInvalidArgument, "manifest: network must be a boolean");
     m.network = n->get_bool();
+  }
+  if (o->contains("disk_mib")) {
+    VESSEL_ASSIGN_OR_RETURN(m.disk_mib, num(*o, "disk_mib"));
+    if (m.disk_mib > (uint64_t{1} << 24))
+      return Error(Code::kInvalidArgument, "manifest: disk_mib out of range");
   }
   const json::value* f = o->if_contains("files");
   if (!f || !f->is_object()) return Error(Code::kInvalidArgument, "manifest: files missing");

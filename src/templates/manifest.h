@@ -31,9 +31,17 @@ struct Manifest {
   // Built with a virtio-net device (its VMs must have one too). Absent in
   // older manifests: false.
   bool network = false;
+  // A sandbox's root disk unless its create asks for another size (MiB);
+  // 0 (older manifests): kDefaultDiskMib, or the image's size if larger.
+  uint64_t disk_mib = 0;
   std::string created_at;                    // RFC 3339, UTC
   std::map<std::string, std::string> files;  // file name -> sha256 hex
 };
+
+// The disk size sandboxes get by default: large enough for real work
+// (packages, uploads, builds). The images themselves stay small: a
+// sandbox's disk is a sparse overlay that grows only as it is written.
+constexpr uint64_t kDefaultDiskMib = 2048;
 
 std::string toJson(const Manifest& m);
 // Bounded and strict: unknown format, missing or mistyped fields, file

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <filesystem>
 
+#include "base/disk_space.h"
 #include "base/fd.h"
 #include "base/log.h"
 #include "base/sha256.h"
@@ -12,6 +13,16 @@
 namespace vessel::templates {
 
 namespace fs = std::filesystem;
+
+uint64_t Template::baseDiskMib() const {
+  struct stat st {};
+  if (::stat(path(kRootfsFile).c_str(), &st) != 0) return 0;
+  return (static_cast<uint64_t>(st.st_size) + (1 << 20) - 1) >> 20;
+}
+
+uint64_t Template::defaultDiskMib() const {
+  return std::max(manifest.disk_mib ? manifest.disk_mib : kDefaultDiskMib, baseDiskMib());
+}
 
 namespace {
 
@@ -151,6 +162,29 @@ int TemplateStore::collectGarbage() {
     if (remove(m.name, m.version).ok()) ++removed;
   }
   return removed;
+}
+
+Status TemplateStore::checkSpace(std::string_view what) const {
+  return checkFreeDisk(root_, min_free_mib_, what);
+}
+
+uint64_t TemplateStore::allocatedMib(const std::string& name_prefix) const {
+  constexpr std::string_view kStaging = ".staging-";
+  uint64_t bytes = 0;
+  std::error_code ec;
+  for (const auto& top : fs::directory_iterator(root_, ec)) {
+    std::string name = top.path().filename().string();
+    if (name.compare(0, kStaging.size(), kStaging) == 0) name.erase(0, kStaging.size());
+    if (name.compare(0, name_prefix.size(), name_prefix) != 0) continue;
+    std::error_code walk_ec;
+    for (fs::recursive_directory_iterator it(top.path(), walk_ec), end; !walk_ec && it != end;
+         it.increment(walk_ec)) {
+      struct stat st {};
+      if (::lstat(it->path().c_str(), &st) == 0 && S_ISREG(st.st_mode))
+        bytes += static_cast<uint64_t>(st.st_blocks) * 512;  // sparse images count as written
+    }
+  }
+  return (bytes + (1 << 20) - 1) >> 20;
 }
 
 }  // namespace vessel::templates

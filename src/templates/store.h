@@ -23,6 +23,12 @@ struct Template {
   std::string dir;
   std::string path(const char* file) const { return dir + "/" + file; }
   std::string id() const { return manifest.name + "@" + manifest.version; }
+  // The root image's size in MiB (rounded up): the smallest disk a sandbox
+  // of this template can have. 0 if the image cannot be read.
+  uint64_t baseDiskMib() const;
+  // What a create gets without asking: the manifest's disk_mib, else
+  // kDefaultDiskMib; never below baseDiskMib().
+  uint64_t defaultDiskMib() const;
 };
 
 class TemplateStore {
@@ -33,6 +39,12 @@ class TemplateStore {
         kernel_sha256_(std::move(kernel_sha256)) {}
 
   const std::string& root() const { return root_; }
+  // Builds (and forks into templates) are refused while the store's
+  // filesystem has less than `mib` free (0: never); see checkSpace().
+  void setMinFreeMib(uint64_t mib) { min_free_mib_ = mib; }
+  // Before a build writes a new version: kResourceExhausted when the
+  // store's disk is below the threshold.
+  Status checkSpace(std::string_view what) const;
   // The newest version of `name` when version is empty.
   Result<std::shared_ptr<const Template>> open(const std::string& name,
                                                const std::string& version = "");
@@ -41,6 +53,11 @@ class TemplateStore {
   // Moves a fully written directory (all files but the manifest) into
   // place, writing the manifest last: a crash leaves no half template.
   Result<std::shared_ptr<const Template>> install(const std::string& staging_dir, Manifest m);
+
+  // Disk the templates whose stored name starts with `name_prefix` take
+  // (every version, and builds of them in flight), in MiB allocated: a
+  // tenant's share of the node's disk (quotas).
+  uint64_t allocatedMib(const std::string& name_prefix) const;
 
   // Sandboxes hold a reference while they use a template.
   void acquire(const std::string& template_id) { ++in_use_[template_id]; }
@@ -61,6 +78,7 @@ class TemplateStore {
   Status verifyFile(const std::string& path, const std::string& want_sha256);
 
   std::string root_;
+  uint64_t min_free_mib_ = 0;
   std::string qemu_version_;
   std::string kernel_sha256_;
   std::map<std::string, int> in_use_;

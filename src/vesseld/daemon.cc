@@ -237,6 +237,7 @@ Status runDaemon(Config cfg) {
   std::string template_root = cfg.cache_dir + "/templates";
   fs::create_directories(template_root, ec);
   templates::TemplateStore templates(template_root, qemu_version, kernel_sha);
+  templates.setMinFreeMib(static_cast<uint64_t>(cfg.min_free_disk_mib));
   templates::BuildSpec spec;
   spec.name = "minimal";
   node::BuildInputs in{cfg.minimal_image, cfg.kernel,   kernel_sha,
@@ -334,6 +335,11 @@ Status runDaemon(Config cfg) {
   policy.max_lifetime_s = cfg.max_lifetime_s;
   policy.quota.max_sandboxes = cfg.tenant_max_sandboxes;
   policy.quota.max_memory_mib = cfg.tenant_max_memory_mib;
+  policy.quota.max_vcpus = cfg.tenant_max_vcpus;
+  policy.quota.max_disk_mib = cfg.tenant_max_disk_mib;
+  policy.max_disk_mib = static_cast<uint64_t>(cfg.max_disk_mib);
+  policy.state_dir = cfg.state_dir;
+  policy.min_free_disk_mib = static_cast<uint64_t>(cfg.min_free_disk_mib);
   lifecycle.setPolicy(policy);
   lifecycle.startReaper();
   metrics.addCollector([&](metrics::SampleWriter& w) {

@@ -90,6 +90,7 @@ asio::awaitable<Status> LocalNode::create(ops::NodeCreate c) {
   opts.id = c.id;
   opts.env = std::move(c.env);
   opts.cold = c.cold;
+  opts.disk_mib = c.disk_mib;
   if (auto it = pending_net_.find(c.id); it != pending_net_.end()) {
     opts.network = std::move(it->second);
     pending_net_.erase(it);

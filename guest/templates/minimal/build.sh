@@ -34,6 +34,10 @@ chown 1000:1000 "$root/home/user"
 chmod 0755 "$root/home/user"
 mkdir -p "$(dirname "$out")"
 rm -f "$out.tmp"
-# 64 MiB leaves room for user files when booted writable over an overlay.
-mkfs.ext4 -q -F -L vessel-root -E root_owner=0:0 -d "$root" "$out.tmp" 64M
+# The image stays small: a sandbox's disk is grown to its disk_mib at
+# create (the overlay's virtual size, then the mounted ext4 online). 4 KiB
+# blocks and the default inode ratio (mke2fs picks 1 KiB blocks and more
+# inodes for a "small" filesystem) are what a grown multi-GiB disk wants;
+# the reserved group descriptors let it grow 1024-fold online.
+mkfs.ext4 -q -F -L vessel-root -b 4096 -T default -E root_owner=0:0 -d "$root" "$out.tmp" 64M
 mv "$out.tmp" "$out"

@@ -145,6 +145,19 @@ class QemuVm : public Vm {
     co_return okStatus();
   }
 
+  asio::awaitable<Status> resizeDisk(size_t index, uint64_t bytes) override {
+    // The drive ids argv.cc gives: disk<i>. block_resize truncates the
+    // qcow2's virtual size (an overlay stays sparse) and notifies virtio-blk.
+    json::object args;
+    args["device"] = "disk" + std::to_string(index);
+    args["size"] = bytes;
+    auto r = co_await qmp_->execute("block_resize", std::move(args));
+    if (!r.ok())
+      co_return std::move(r).error().withContext("resize disk " + std::to_string(index) + " of " +
+                                                 spec_.id);
+    co_return okStatus();
+  }
+
   asio::awaitable<Status> stop() override {
     if (stopped_) co_return okStatus();
     // 1. Ask QEMU to quit over QMP.

@@ -19,6 +19,7 @@ void decodeAll(std::string_view p) {
   (void)decodeMsg<CreditMsg>(p);
   (void)decodeMsg<ResyncMsg>(p);
   (void)decodeMsg<SetHostnameMsg>(p);
+  (void)decodeMsg<GrowRootFsMsg>(p);
   (void)decodeMsg<SetClockMsg>(p);
   (void)decodeMsg<AddEntropyMsg>(p);
   (void)decodeMsg<SetEnvMsg>(p);
