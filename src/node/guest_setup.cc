@@ -52,14 +52,19 @@ asio::awaitable<Status> Runtime::identityCalls(Sandbox& sb,
   co_return co_await configureGuestNetwork(*a, sb.slot_.get(), sb.net_, net_done);
 }
 
-asio::awaitable<Status> Runtime::growDisk(Sandbox& sb) {
-  if (sb.disk_mib_ == 0) co_return okStatus();
-  uint64_t bytes = sb.disk_mib_ << 20;
-  if (Status r = co_await sb.vm_->resizeDisk(0, bytes); !r.ok())
-    co_return std::move(r).error().withContext("grow disk of " + sb.id_);
-  auto agent = sb.agent_;
+asio::awaitable<Status> Runtime::growDisk(Sandbox& sb, uint64_t grown_mib) {
+  if (sb.disk_mib_ == 0 || sb.disk_mib_ == grown_mib) co_return okStatus();
+  co_return co_await growDiskTo(*sb.vm_, sb.agent_, sb.disk_mib_, sb.id_);
+}
+
+asio::awaitable<Status> Runtime::growDiskTo(hypervisor::Vm& vm,
+                                            std::shared_ptr<agentclient::AgentClient> agent,
+                                            uint64_t mib, const std::string& name) {
+  uint64_t bytes = mib << 20;
+  if (Status r = co_await vm.resizeDisk(0, bytes); !r.ok())
+    co_return std::move(r).error().withContext("grow disk of " + name);
   auto call = agent->growRootFs(bytes);
-  co_return co_await withGuestDeadline(agent, opts_.guest_call_timeout, "grow disk of " + sb.id_,
+  co_return co_await withGuestDeadline(agent, opts_.guest_call_timeout, "grow disk of " + name,
                                        std::move(call));
 }
 

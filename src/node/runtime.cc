@@ -204,6 +204,15 @@ asio::awaitable<Status> Runtime::warm(Prepared& p) {
     if (!n.ok()) co_return std::move(n).error().withContext("warm " + p.vm_id);
     p.net = opts_.warm_network;
   }
+  // The disk most creates ask for (the template's default), grown now: a
+  // block_resize and a filesystem grow are two guest round trips a create
+  // would otherwise wait for.
+  if (p.tmpl) {
+    uint64_t mib = p.tmpl->defaultDiskMib();
+    if (Status g = co_await growDiskTo(*p.vm, *c, mib, "warm " + p.vm_id); !g.ok())
+      co_return std::move(g).error();
+    p.disk_mib = mib;
+  }
   p.agent = std::move(*c);
   co_return okStatus();
 }
@@ -309,7 +318,10 @@ asio::awaitable<Result<std::shared_ptr<Sandbox>>> Runtime::create(std::string te
     for (int attempt = 0;; ++attempt) {
       Prepared p;
       PhaseClock pc(sb->phases_ms_);
-      auto pooled = pool_.take(template_name, (*t)->id(), attempt == 0);
+      // A pooled VM's disk was grown to the template's default; a sandbox
+      // that asks for less cannot have it (a filesystem does not shrink).
+      bool smaller = sb->disk_mib_ && sb->disk_mib_ < (*t)->defaultDiskMib();
+      auto pooled = smaller ? std::nullopt : pool_.take(template_name, (*t)->id(), attempt == 0);
       // Now, not after the create: in a burst the pool starts making what
       // the next creates will want (at a lower priority than this one).
       pool_.refillLater(template_name);
@@ -324,6 +336,7 @@ asio::awaitable<Result<std::shared_ptr<Sandbox>>> Runtime::create(std::string te
         pc.mark("start_qemu");
       }
       bool was_warm = p.agent != nullptr;
+      uint64_t grown_mib = was_warm ? p.disk_mib : 0;
       sb->vm_dir_ = p.vm_dir;
       sb->vm_ = std::move(p.vm);
       making_[sb->id_] = sb->vm_.get();
@@ -339,7 +352,7 @@ asio::awaitable<Result<std::shared_ptr<Sandbox>>> Runtime::create(std::string te
         fin = co_await finishRestore(*sb, true);
       }
       if (fin.ok()) {
-        fin = co_await growDisk(*sb);
+        fin = co_await growDisk(*sb, grown_mib);
         pc.mark("grow_disk");
       }
       if (fin.ok()) break;

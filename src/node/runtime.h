@@ -232,7 +232,12 @@ class Runtime : private WarmPool::Source {
   asio::awaitable<Status> identityCalls(Sandbox& sb, const std::optional<GuestNetwork>& net_done);
   // Grows a new sandbox's root disk to disk_mib_: the image (QMP
   // block_resize), then the guest's filesystem (GrowRootFs).
-  asio::awaitable<Status> growDisk(Sandbox& sb);
+  // Grows the sandbox's disk to its disk_mib unless it is already that size
+  // (`grown_mib`: what a pooled VM was grown to ahead of time).
+  asio::awaitable<Status> growDisk(Sandbox& sb, uint64_t grown_mib = 0);
+  asio::awaitable<Status> growDiskTo(hypervisor::Vm& vm,
+                                     std::shared_ptr<agentclient::AgentClient> agent, uint64_t mib,
+                                     const std::string& name);
   // Gives a VM of template `m` its NIC: a slot's tap when there are slots.
   asio::awaitable<Status> attachNetwork(hypervisor::MachineSpec& s, const templates::Manifest& m,
                                         std::unique_ptr<network::Slot>& slot);

@@ -35,6 +35,10 @@ struct PreparedVm {
   std::shared_ptr<agentclient::AgentClient> agent;  // set once warm (restored and running)
   std::optional<GuestNetwork> net;  // what the guest's network is set up as, if it is
   std::unique_ptr<network::Slot> slot;
+  // What its disk and root filesystem were grown to while it waited (the
+  // template's default disk; 0: not grown). A create that asks for this
+  // size pays no grow; one that asks for less does not take it.
+  uint64_t disk_mib = 0;
 };
 
 class WarmPool {
