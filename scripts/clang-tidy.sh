@@ -5,6 +5,7 @@
 # spec, and the fuzz targets. Any finding fails (ctest clang_tidy_check).
 #
 #   scripts/clang-tidy.sh [BUILD_DIR]   default build/${PRESET:-release}
+#   TIDY_CHECKS='clang-analyzer-*'      checks added to .clang-tidy's, for a run
 # Needs BUILD_DIR/compile_commands.json (CMAKE_EXPORT_COMPILE_COMMANDS).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -37,7 +38,8 @@ sed -e 's/ -fcoroutines\b//g' "$build/compile_commands.json" >"$db/compile_comma
 # Two at a time (the machine's cores); -quiet keeps the log to findings.
 rc=0
 printf '%s\n' "${files[@]}" | xargs -P "${TIDY_JOBS:-2}" -n 2 \
-  "$tidy" -p "$db" -quiet --warnings-as-errors='*' >"$db/log" 2>&1 || rc=$?
+  "$tidy" -p "$db" -quiet --warnings-as-errors='*' ${TIDY_CHECKS:+"--checks=$TIDY_CHECKS"} \
+  >"$db/log" 2>&1 || rc=$?
 grep -v -E '^[0-9]+ warnings? (and [0-9]+ errors? )?generated\.$|^Suppressed [0-9]+ warnings|^Use -header-filter|^$' \
   "$db/log" || true
 if [ "$rc" -ne 0 ]; then
