@@ -3,12 +3,13 @@
 PRESET ?= release
 export PRESET
 
-.PHONY: up test build bench setup fmt clean help
+.PHONY: up test fuzz build bench setup fmt clean help
 
 help:
 	@echo "make up     install what is missing, build, start vesseld on 127.0.0.1:8080"
 	@echo "make test   the same setup, then every test through ctest"
 	@echo "make build  setup and build without starting anything"
+	@echo "make fuzz   every fuzz target under ASan+UBSan, FUZZ_SECONDS (25) each"
 	@echo "make bench  run the benchmarks (tables on stdout, JSON in bench/results/)"
 	@echo "make fmt    clang-format every C++ file"
 
@@ -23,6 +24,9 @@ up: build
 
 test: build
 	@scripts/test.sh
+
+fuzz: setup
+	@scripts/fuzz.sh
 
 bench: build
 	@scripts/bench.sh

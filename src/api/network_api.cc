@@ -67,14 +67,7 @@ Response NetworkApi::putNetwork(const Request& req, const std::string& tenant,
                                 const std::string& id) {
   // An unknown sandbox is that, whatever the body says.
   if (auto sb = lifecycle_.get(tenant, id); !sb.ok()) return errorResponse(req, sb.error());
-  auto body = parseBody(req.body());
-  if (!body.ok()) return errorResponse(req, body.error());
-  auto& o = body->as_object();
-  // The body is the `network` object, optionally with `credentials`.
-  json::object net;
-  for (const auto& [k, v] : o)
-    if (k != "credentials") net[k] = v;
-  auto s = parseNetworkSettings(net, o.if_contains("credentials"));
+  auto s = parseNetworkRequest(req.body());
   if (!s.ok()) return errorResponse(req, s.error());
   auto now = lifecycle_.setNetwork(tenant, id, *s);
   if (!now.ok()) return errorResponse(req, now.error());

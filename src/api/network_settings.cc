@@ -3,6 +3,7 @@
 #include <boost/json.hpp>
 #include <cctype>
 
+#include "api/json_fields.h"
 #include "gateway/policy/policy.h"
 
 namespace vessel::api {
@@ -98,6 +99,14 @@ Result<NetworkSettings> parseNetworkSettings(const json::value& network,
     }
   }
   return s;
+}
+
+Result<NetworkSettings> parseNetworkRequest(std::string_view body) {
+  VESSEL_ASSIGN_OR_RETURN(json::object o, parseObject(body, 8));
+  json::object net;
+  for (const auto& [k, v] : o)
+    if (k != "credentials") net[k] = v;
+  return parseNetworkSettings(net, o.if_contains("credentials"));
 }
 
 json::object networkJson(const NetworkSettings& s) {

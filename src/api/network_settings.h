@@ -4,6 +4,7 @@
 #include <boost/json/object.hpp>
 #include <boost/json/value.hpp>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "base/result.h"
@@ -17,6 +18,10 @@ using NetworkSettings = ops::NetworkSpec;
 // `credentials` name list, validated as the gateway will read them.
 Result<NetworkSettings> parseNetworkSettings(const boost::json::value& network,
                                              const boost::json::value* credentials);
+// The body of PUT /v1/sandboxes/{id}/network: the `network` object's fields
+// with, beside them, an optional `credentials` list (the edge of the
+// network request; fuzzed).
+Result<NetworkSettings> parseNetworkRequest(std::string_view body);
 boost::json::object networkJson(const NetworkSettings& s);
 // 1-63 of [A-Za-z0-9._-].
 bool credentialName(std::string_view n);

@@ -34,5 +34,17 @@ TEST(NetworkSettingsTest, BadInspectionsAreRefused) {
   EXPECT_FALSE(parse(R"({"mode": "full", "inspect": [1]})").ok());
 }
 
+TEST(NetworkSettingsTest, NetworkRequestTakesCredentialsBesideTheNetworkFields) {
+  auto s = parseNetworkRequest(
+      R"({"mode": "allowlist", "allow": ["a.test"], "credentials": ["gh-token"]})");
+  ASSERT_TRUE(s.ok()) << s.error().message();
+  EXPECT_EQ(s->mode, "allowlist");
+  EXPECT_EQ(s->allow, std::vector<std::string>{"a.test"});
+  EXPECT_EQ(s->credentials, std::vector<std::string>{"gh-token"});
+  for (const char* bad : {"", "[]", "{", R"({"mode": "some"})", R"({"credentials": [""]})",
+                          R"({"network": {"mode": "none"}})"})
+    EXPECT_FALSE(parseNetworkRequest(bad).ok()) << bad;
+}
+
 }  // namespace
 }  // namespace vessel::api

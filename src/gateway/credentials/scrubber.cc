@@ -64,11 +64,14 @@ std::string base64Core(std::string_view r, size_t align, bool url) {
   return to > from ? enc.substr(from, to - from) : std::string();
 }
 
-std::string percent(std::string_view r, bool all, bool lower) {
+// `plus`: form encoding, a space as '+'.
+std::string percent(std::string_view r, bool all, bool lower, bool plus = false) {
   const char* hex = lower ? "0123456789abcdef" : "0123456789ABCDEF";
   std::string out;
   for (unsigned char c : r) {
-    if (!all && (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~')) {
+    if (plus && c == ' ') {
+      out.push_back('+');
+    } else if (!all && (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~')) {
       out.push_back(static_cast<char>(c));
     } else {
       out += {'%', hex[c >> 4], hex[c & 15]};
@@ -124,11 +127,7 @@ std::vector<std::string> secretForms(std::string_view value) {
         for (bool html : {false, true}) add(jsonEscape(r, slash, html, upper_hex));
       }
     }
-    std::string plus = percent(r, false, false);  // form encoding: space as '+'
-    for (size_t at = plus.find("%20"); at != std::string::npos; at = plus.find("%20", at)) {
-      plus.replace(at, 3, "+");
-    }
-    add(plus);
+    add(percent(r, false, false, /*plus=*/true));
   }
   return out;
 }

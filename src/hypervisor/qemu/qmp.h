@@ -65,7 +65,7 @@ class QmpClient : public std::enable_shared_from_this<QmpClient> {
 
  private:
   struct Pending {
-    explicit Pending(asio::any_io_executor ex) : timer(ex) {}
+    explicit Pending(const asio::any_io_executor& ex) : timer(ex) {}
     std::optional<Result<json::value>> result;
     asio::steady_timer timer;
   };
