@@ -53,7 +53,7 @@ asio::awaitable<Status> Runtime::identityCalls(Sandbox& sb,
 }
 
 asio::awaitable<Status> Runtime::growDisk(Sandbox& sb, uint64_t grown_mib) {
-  if (sb.disk_mib_ == 0 || sb.disk_mib_ == grown_mib) co_return okStatus();
+  if (!opts_.grow_disks || sb.disk_mib_ == 0 || sb.disk_mib_ == grown_mib) co_return okStatus();
   co_return co_await growDiskTo(*sb.vm_, sb.agent_, sb.disk_mib_, sb.id_);
 }
 

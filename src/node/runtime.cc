@@ -207,7 +207,7 @@ asio::awaitable<Status> Runtime::warm(Prepared& p) {
   // The disk most creates ask for (the template's default), grown now: a
   // block_resize and a filesystem grow are two guest round trips a create
   // would otherwise wait for.
-  if (p.tmpl) {
+  if (p.tmpl && opts_.grow_disks) {
     uint64_t mib = p.tmpl->defaultDiskMib();
     if (Status g = co_await growDiskTo(*p.vm, *c, mib, "warm " + p.vm_id); !g.ok())
       co_return std::move(g).error();
@@ -320,7 +320,7 @@ asio::awaitable<Result<std::shared_ptr<Sandbox>>> Runtime::create(std::string te
       PhaseClock pc(sb->phases_ms_);
       // A pooled VM's disk was grown to the template's default; a sandbox
       // that asks for less cannot have it (a filesystem does not shrink).
-      bool smaller = sb->disk_mib_ && sb->disk_mib_ < (*t)->defaultDiskMib();
+      bool smaller = opts_.grow_disks && sb->disk_mib_ && sb->disk_mib_ < (*t)->defaultDiskMib();
       auto pooled = smaller ? std::nullopt : pool_.take(template_name, (*t)->id(), attempt == 0);
       // Now, not after the create: in a burst the pool starts making what
       // the next creates will want (at a lower priority than this one).

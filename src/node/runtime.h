@@ -46,6 +46,10 @@ struct RuntimeOptions {
   //  kIncoming: QEMU waits in -incoming defer; a create pays the restore.
   enum class PoolMode { kWarm, kIncoming };
   PoolMode pool_mode = PoolMode::kWarm;
+  // Grow each sandbox's disk and root filesystem to its disk_mib (QMP
+  // block_resize + GrowRootFs). Off only under the fake hypervisor, whose
+  // host-run agent has no block device of its own to grow.
+  bool grow_disks = true;
   // kWarm: also run that one command. Off, a create's first command pays
   // for translating the exec path under TCG (about 180 ms more), and the
   // sandbox's idle memory after it is the same: the translations land in

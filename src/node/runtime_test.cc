@@ -36,6 +36,7 @@ class RuntimeTest : public ::testing::Test {
     opts_.root = dir_ + "/root";
     opts_.kernel = dir_ + "/vmlinux";
     opts_.pool_size = 0;
+    opts_.grow_disks = false;  // the host-run agent has no disk of its own
     opts_.ready_timeout = 10s;
     opts_.guest_call_timeout = 10s;
   }

@@ -46,6 +46,7 @@ class LocalNodeTest : public ::testing::Test {
     hv_ = std::make_unique<FakeHypervisor>(hypervisor::testing::FakeOptions{VESSEL_AGENT_BINARY});
     opts_.root = dir_ + "/root";
     opts_.kernel = dir_ + "/vmlinux";
+    opts_.grow_disks = false;  // the host-run agent has no disk of its own
     opts_.pool_size = 0;
     opts_.ready_timeout = 10s;
     opts_.guest_call_timeout = 10s;
