@@ -58,32 +58,10 @@ class RuntimeTest : public ::testing::Test {
     return *rt_;
   }
   void installTemplate(const std::string& name) {
-    std::string staging = dir_ + "/staging-" + name;
-    fs::create_directories(staging);
-    templates::Manifest m;
-    m.name = name;
-    m.version = "v1";
-    m.spec_hash = std::string(64, 'a');
-    m.qemu_version = "fake";
-    m.kernel_sha256 = "k";
-    m.cmdline = "quiet";
-    m.vcpus = 1;
-    m.memory_mib = 64;
-    m.created_at = "2026-01-01T00:00:00Z";
-    ASSERT_TRUE(
-        writeFileAtomic(staging + "/" + templates::kRootfsFile, "a root filesystem\n").ok());
-    ASSERT_TRUE(writeFileAtomic(staging + "/" + templates::kMemoryFile, "guest RAM\n").ok());
-    ASSERT_TRUE(hypervisor::testing::writeFakeState(staging + "/" + templates::kStateFile,
-                                                    {m.vcpus, m.memory_mib, false, true})
-                    .ok());
-    for (const char* f : {templates::kRootfsFile, templates::kMemoryFile, templates::kStateFile}) {
-      auto sha = sha256File(staging + "/" + f);
-      ASSERT_TRUE(sha.ok());
-      m.files[f] = *sha;
-    }
-    auto t = templates_->install(staging, m);
-    ASSERT_TRUE(t.ok()) << t.error().message();
+    auto s = hypervisor::testing::installFakeTemplate(*templates_, dir_ + "/staging-" + name, name);
+    ASSERT_TRUE(s.ok()) << s.error().message();
   }
+
   template <typename T>
   T run(asio::awaitable<T> a, std::chrono::milliseconds limit = 20s) {
     return runFor(io_, std::move(a), limit);

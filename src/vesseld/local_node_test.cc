@@ -84,27 +84,10 @@ class LocalNodeTest : public ::testing::Test {
     rt_.reset();
   }
   void installTemplate(const std::string& name) {
-    std::string staging = dir_ + "/staging-" + name;
-    fs::create_directories(staging);
-    templates::Manifest m;
-    m.name = name;
-    m.version = "v1";
-    m.spec_hash = std::string(64, 'a');
-    m.qemu_version = "fake";
-    m.kernel_sha256 = "k";
-    m.cmdline = "quiet";
-    m.memory_mib = 64;
-    m.created_at = "2026-01-01T00:00:00Z";
-    ASSERT_TRUE(
-        writeFileAtomic(staging + "/" + templates::kRootfsFile, "a root filesystem\n").ok());
-    ASSERT_TRUE(writeFileAtomic(staging + "/" + templates::kMemoryFile, "guest RAM\n").ok());
-    ASSERT_TRUE(hypervisor::testing::writeFakeState(staging + "/" + templates::kStateFile,
-                                                    {m.vcpus, m.memory_mib, false, true})
-                    .ok());
-    for (const char* f : {templates::kRootfsFile, templates::kMemoryFile, templates::kStateFile})
-      m.files[f] = *sha256File(staging + "/" + f);
-    ASSERT_TRUE(templates_->install(staging, m).ok());
+    auto s = hypervisor::testing::installFakeTemplate(*templates_, dir_ + "/staging-" + name, name);
+    ASSERT_TRUE(s.ok()) << s.error().message();
   }
+
   // Runs the io loop until `done` holds or `limit` passes; whether it held.
   template <typename Pred>
   bool waitFor(Pred done, std::chrono::milliseconds limit) {

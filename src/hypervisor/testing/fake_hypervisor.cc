@@ -20,6 +20,7 @@
 #include <sstream>
 
 #include "base/scope_exit.h"
+#include "base/sha256.h"
 #include "hypervisor/testing/guest_process.h"
 
 namespace vessel::hypervisor::testing {
@@ -99,6 +100,33 @@ Status writeFakeState(const std::string& path, const FakeState& s) {
   o << kStateMagic << "\nvcpus " << s.vcpus << "\nmemory_mib " << s.memory_mib
     << "\nnetwork_device " << s.network_device << "\nram_external " << s.ram_external << "\n";
   return writeFileAtomic(path, o.str(), 0600);
+}
+
+Status installFakeTemplate(templates::TemplateStore& store, const std::string& staging,
+                           const std::string& name) {
+  std::error_code ec;
+  std::filesystem::create_directories(staging, ec);
+  if (ec) return Error(Code::kInternal, "create " + staging + ": " + ec.message());
+  templates::Manifest m;
+  m.name = name;
+  m.version = "v1";
+  m.spec_hash = std::string(64, 'a');
+  m.qemu_version = "fake";
+  m.kernel_sha256 = "k";
+  m.cmdline = "quiet";
+  m.vcpus = 1;
+  m.memory_mib = 64;
+  m.created_at = "2026-01-01T00:00:00Z";
+  VESSEL_TRY(writeFileAtomic(staging + "/" + templates::kRootfsFile, "a root filesystem\n"));
+  VESSEL_TRY(writeFileAtomic(staging + "/" + templates::kMemoryFile, "guest RAM\n"));
+  VESSEL_TRY(
+      writeFakeState(staging + "/" + templates::kStateFile, {m.vcpus, m.memory_mib, false, true}));
+  for (const char* f : {templates::kRootfsFile, templates::kMemoryFile, templates::kStateFile}) {
+    VESSEL_ASSIGN_OR_RETURN(m.files[f], sha256File(staging + "/" + f));
+  }
+  auto t = store.install(staging, m);
+  if (!t.ok()) return std::move(t).error();
+  return okStatus();
 }
 
 Result<FakeState> parseFakeState(std::string_view text) {

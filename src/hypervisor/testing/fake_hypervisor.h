@@ -42,6 +42,7 @@
 #include <vector>
 
 #include "hypervisor/hypervisor.h"
+#include "templates/store.h"
 
 namespace vessel::hypervisor::testing {
 
@@ -60,6 +61,12 @@ struct FakeState {
   bool ram_external = false;
 };
 Status writeFakeState(const std::string& path, const FakeState& s);
+
+// Installs template `name` (1 vCPU, 64 MiB) into `store`, made in
+// `staging`: a few bytes of root filesystem and RAM and a fake state, all
+// the fake hypervisor needs to restore sandboxes from it.
+Status installFakeTemplate(templates::TemplateStore& store, const std::string& staging,
+                           const std::string& name);
 Result<FakeState> parseFakeState(std::string_view text);
 
 class FakeVm;
