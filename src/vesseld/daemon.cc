@@ -91,13 +91,17 @@ std::string gatewayBinary(const Config& cfg) {
   return "vessel-gateway";
 }
 
-// The jail's LD_PRELOAD library (memfile_shim.c), next to vesseld.
+// The jail's LD_PRELOAD library (memfile_shim.c): next to vesseld in the
+// build tree, <prefix>/lib/vessel/ when installed (docs/operations.md,
+// "Layout": a shared object does not belong in bin/).
 std::string memfileShim() {
   std::error_code ec;
   fs::path self = fs::read_symlink("/proc/self/exe", ec);
   if (ec) return "";
-  fs::path p = self.parent_path() / "vessel-memfile-shim.so";
-  return fs::exists(p, ec) ? p.string() : "";
+  for (auto p : {self.parent_path() / "vessel-memfile-shim.so",
+                 self.parent_path().parent_path() / "lib/vessel/vessel-memfile-shim.so"})
+    if (fs::exists(p, ec)) return p.string();
+  return "";
 }
 
 // How each QEMU is confined; unset with --no-jail.
