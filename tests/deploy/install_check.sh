@@ -8,7 +8,12 @@
 #   2. PREFIX=/opt/vessel: the units and scripts name the new prefix, none
 #      names /usr/local;
 #   3. PREFIX=<tmp>/real (paths that exist): `systemd-analyze verify` on
-#      every unit (syntax, known directives, ExecStart= executables).
+#      every unit (syntax, known directives, ExecStart= executables);
+#   4. the container images (deploy/docker/*.Dockerfile, whose build context
+#      is such a staged install; docker itself cannot run here): every COPY
+#      source and ENV path exists in the staged tree, and the apt-get list
+#      names the package of every shared library the copied binaries link
+#      and of every program vesseld runs.
 # Usage: install_check.sh BUILD_DIR (build/<preset>, with artifacts.env).
 set -euo pipefail
 build=$(cd "$1" && pwd)
@@ -92,6 +97,66 @@ if command -v systemd-analyze >/dev/null; then
 else
   fail "systemd-analyze not found (systemd)"
 fi
+
+# 4. The images.
+pkg_of() {  # FILE -> its Debian package (usrmerge: /lib and /usr/lib both tried)
+  local f
+  f=$(realpath "$1")
+  dpkg -S "$f" 2>/dev/null | cut -d: -f1 | head -1 && return
+  dpkg -S "${f#/usr}" 2>/dev/null | cut -d: -f1 | head -1
+}
+needed_pkgs() {  # BINARY... -> packages of the libraries they link directly
+  local b so path
+  for b in "$@"; do
+    for so in $(readelf -d "$b" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p'); do
+      path=$(ldd "$b" | awk -v s="$so" '$1 == s { print $3 }')
+      [ -n "$path" ] || { fail "$b: $so not resolved"; continue; }
+      realpath "$path"
+    done
+  done | sort -u >"$tmp/libs"
+  # One dpkg -S for all (each call reads dpkg's whole file list).
+  { dpkg -S $(cat "$tmp/libs") 2>/dev/null; dpkg -S $(sed 's|^/usr||' "$tmp/libs") 2>/dev/null; } |
+    cut -d: -f1 | sort -u
+}
+for df in api node; do
+  file=$src/deploy/docker/$df.Dockerfile
+  [ -f "$file" ] || { fail "$file missing"; continue; }
+  # The apt-get install list: the words of the RUN apt-get line and its continuations.
+  apt_list=" $(sed -n '/apt-get install/,/rm -rf/p' "$file" | tr -s ' \\\n' ' ') "
+  copied=()
+  while read -r line; do
+    set -- $line
+    shift
+    while [ $# -gt 1 ]; do
+      [ -e "$root/${1%/}" ] || fail "$df.Dockerfile: COPY $1: not in the staged install"
+      copied+=("$root/${1%/}")
+      shift
+    done
+  done < <(grep '^COPY ' "$file")
+  bins=()
+  for c in "${copied[@]}"; do
+    if [ -d "$c" ]; then
+      while read -r f; do file -b "$f" | grep -q ELF && bins+=("$f"); done < <(find "$c" -type f)
+    elif file -b "$c" | grep -q ELF; then bins+=("$c"); fi
+  done
+  [ ${#bins[@]} -gt 0 ] || fail "$df.Dockerfile copies no binary"
+  for pkg in $(needed_pkgs "${bins[@]}"); do
+    [ "$pkg" = libc6 ] && continue  # in every Debian image
+    [[ $apt_list == *" $pkg "* ]] || fail "$df.Dockerfile: apt-get install lacks $pkg (a library its binaries link)"
+  done
+  for e in $(grep -oE '/usr/local/[^ "\\]+' "$file" | sort -u); do
+    [ -e "$root$e" ] || fail "$df.Dockerfile names $e, which is not in the staged install"
+  done
+done
+# The programs vesseld runs (src/: "qemu-system-x86_64", "qemu-img", "nft",
+# "ip", "sysctl"; coreutils' cp is in every image) and QEMU's microvm firmware.
+node_list=" $(sed -n '/apt-get install/,/rm -rf/p' "$src/deploy/docker/node.Dockerfile" | tr -s ' \\\n' ' ') "
+for prog in qemu-system-x86_64 qemu-img nft ip sysctl; do
+  path=$(command -v "$prog") || { fail "$prog: not installed here"; continue; }
+  pkg=$(pkg_of "$path")
+  [[ $node_list == *" $pkg "* ]] || fail "node.Dockerfile: apt-get install lacks $pkg (for $prog)"
+done
+echo "images: COPY sources, ENV paths and apt-get packages match the staged install"
 
 if [ "$fails" -gt 0 ]; then
   echo "install_layout_check: $fails failure(s)" >&2
