@@ -23,5 +23,7 @@ ENV VESSEL_KERNEL=/usr/local/share/vessel/kernel/vmlinux \
     VESSEL_CACHE_DIR=/var/cache/vessel
 # The node API.
 EXPOSE 8091
-ENTRYPOINT ["/usr/local/bin/vesseld"]
-CMD ["--role=node"]
+# The entrypoint readies the container's cgroup for the VMs' (read it), then
+# runs the command: the chart passes vesseld's, or vessel-templates'.
+ENTRYPOINT ["/usr/local/lib/vessel/node-entrypoint"]
+CMD ["/usr/local/bin/vesseld", "--role=node"]

