@@ -119,7 +119,8 @@ Result<std::optional<hypervisor::qemu::JailOptions>> jailOptions(const Config& c
   jo.jailer = {uids, cgroups, cfg.state_dir + "/jail", prefix + "-"};
   jo.memfile_shim = memfileShim();
   if (jo.memfile_shim.empty())
-    return Error(Code::kFailedPrecondition, "vessel-memfile-shim.so is not next to vesseld");
+    return Error(Code::kFailedPrecondition,
+                 "vessel-memfile-shim.so is neither next to vesseld nor in <prefix>/lib/vessel");
   jo.memory_overhead_mib = cfg.vm_memory_overhead_mib;
   // Templates and images: the only files a qcow2 overlay may be backed by.
   jo.backing_roots = {cfg.cache_dir};
