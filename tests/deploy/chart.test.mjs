@@ -124,6 +124,12 @@ test("values the chart must refuse", () => {
     [["--set", "postgresql.enabled=false"], /store.url/],
     [["--set", "node.kvm=false"], /requireKvm needs node.kvm/],
     [["--set", "postgresql.password=p@ss/word"], /postgresql.password/],
+    // values.schema.json: a misspelt key or a bad value is an error, not ignored
+    [["--set", "postgres.enabled=false"], /Additional property postgres is not allowed/],
+    [["--set", "node.kvmm=false"], /Additional property kvmm is not allowed/],
+    [["--set", "api.replicas=0"], /api.replicas/],
+    [["--set", "nodeToken.value=short"], /nodeToken.value/],
+    [["--set", "store.url=mysql://x"], /store.url/],
   ]) {
     const r = helm("template", "vessel", chart, ...args);
     assert.notEqual(r.status, 0, `helm template ${args.join(" ")} succeeded`);
