@@ -5,9 +5,11 @@
 // find vessel-gateway next to itself and the jail's preload library in
 // <prefix>/lib/vessel (it refuses to start jailed without it), and a
 // sandbox made from the installed image must run a command. One daemon;
-// two guest boots (the minimal template's build, the create).
+// two guest boots (the minimal template's build, the create). And the
+// installed vessel-templates script builds from the installed files.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 
@@ -26,44 +28,61 @@ using testing::Vesseld;
 ScratchDir* scratch = nullptr;
 Vesseld* d = nullptr;
 std::string prefix;
-std::string install_log;
-bool started = false;
+
+// cmake --install BUILD --prefix <scratch>/prefix, as `make install` does;
+// "" or cmake's output when it failed.
+std::string install() {
+  scratch = new ScratchDir();
+  prefix = scratch->path() + "/prefix";
+  std::string log_path = scratch->path() + "/install.log";
+  auto log = Fd::open(log_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  if (!log.ok()) return log.error().message();
+  SpawnOptions so;
+  so.argv = {CMAKE_COMMAND, "--install", VESSEL_BUILD_DIR, "--prefix", prefix};
+  so.fds = {{log->get(), 1}, {log->get(), 2}};
+  auto p = ChildProcess::spawn(so);
+  if (!p.ok()) return p.error().message();
+  auto e = p->waitFor(240s);
+  if (e.ok() && e->exited && e->code == 0) return "";
+  std::ifstream f(log_path);
+  return "cmake --install failed:\n" + std::string(std::istreambuf_iterator<char>(f), {});
+}
 
 class InstalledVesseldTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    scratch = new ScratchDir();
-    prefix = scratch->path() + "/prefix";
-    install_log = scratch->path() + "/install.log";
-    auto log = Fd::open(install_log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    ASSERT_TRUE(log.ok());
-    SpawnOptions so;
-    so.argv = {CMAKE_COMMAND, "--install", VESSEL_BUILD_DIR, "--prefix", prefix};
-    so.fds = {{log->get(), 1}, {log->get(), 2}};
-    auto p = ChildProcess::spawn(so);
-    ASSERT_TRUE(p.ok()) << p.error().message();
-    auto e = p->waitFor(240s);
-    ASSERT_TRUE(e.ok() && e->exited && e->code == 0) << "cmake --install failed:\n" << slurp();
+    install_error_ = install();
+    if (!install_error_.empty()) return;
     fs::create_directories(scratch->path() + "/daemon");
     d = new Vesseld(testing::VesseldOptions{prefix + "/bin/vesseld",
                                             prefix + "/share/vessel/kernel/vmlinux",
                                             prefix + "/share/vessel/images/minimal.ext4",
                                             scratch->path() + "/daemon",
                                             {"--warm-pool", "none"}});
-    started = d->start();
+    started_ = d->start();
   }
   static void TearDownTestSuite() {
     testing::endSuite(d);
     delete scratch;
     scratch = nullptr;
   }
-  static std::string slurp() {
-    std::ifstream f(install_log);
-    return std::string(std::istreambuf_iterator<char>(f), {});
-  }
   void SetUp() override {
-    ASSERT_TRUE(started) << "installed vesseld did not start:\n" << d->log();
+    ASSERT_EQ(install_error_, "");
+    ASSERT_TRUE(started_) << "installed vesseld did not start:\n" << d->log();
   }
+  static inline std::string install_error_;
+  static inline bool started_ = false;
+};
+
+class InstalledTemplatesTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { install_error_ = install(); }
+  static void TearDownTestSuite() {
+    delete scratch;
+    scratch = nullptr;
+  }
+  void SetUp() override { ASSERT_EQ(install_error_, ""); }
+  static inline std::string install_error_;
 };
 
 std::string exeOf(int64_t pid) {
@@ -92,6 +111,35 @@ TEST_F(InstalledVesseldTest, RunsTheInstalledGatewayJailedVmsAndImages) {
   EXPECT_NE(environ.find("LD_PRELOAD=" + prefix + "/lib/vessel/vessel-memfile-shim.so"),
             std::string::npos);
   EXPECT_TRUE(d->deleteSandbox(id));
+}
+
+// The installed vessel-templates (ExecStartPre= of the units, the node
+// pod's init container) finds the installed CLI, kernel, images and specs.
+// Against the build's template store, where `make build` already built the
+// three templates from the same inputs: each is found, no guest boots.
+TEST_F(InstalledTemplatesTest, ScriptUsesTheInstalledFiles) {
+  const char* cache = std::getenv("VESSEL_CACHE_DIR");
+  ASSERT_NE(cache, nullptr) << "run with build/<preset>/artifacts.env exported";
+  std::string out_path = scratch->path() + "/templates.log";
+  auto out = Fd::open(out_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  ASSERT_TRUE(out.ok());
+  SpawnOptions so;
+  so.argv = {prefix + "/lib/vessel/vessel-templates"};
+  // Only what the unit sets: nothing of the build's environment may help.
+  so.env = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", std::string("VESSEL_CACHE_DIR=") + cache};
+  so.fds = {{out->get(), 1}, {out->get(), 2}};
+  auto p = ChildProcess::spawn(so);
+  ASSERT_TRUE(p.ok()) << p.error().message();
+  auto e = p->waitFor(300s);
+  std::ifstream f(out_path);
+  std::string log(std::istreambuf_iterator<char>(f), {});
+  ASSERT_TRUE(e.ok() && e->exited && e->code == 0) << log;
+  // Each found in the store (no build, no guest boot), in dependency order.
+  EXPECT_NE(log.find("vessel-templates: minimal\n[  0%] hash inputs\n[100%] cached\n"
+                     "vessel-templates: debian\n[  0%] hash inputs\n[100%] cached\n"
+                     "vessel-templates: base\n[  0%] hash inputs\n[100%] cached\n"),
+            std::string::npos)
+      << log;
 }
 
 }  // namespace
