@@ -16,8 +16,8 @@ VESSEL_APT_PACKAGES=(
   busybox-static e2fsprogs debootstrap
   # network isolation
   nftables iproute2
-  # tools used by scripts and tests
-  curl jq git
+  # tools used by scripts and tests (systemd: systemd-analyze verify of the units)
+  curl jq git systemd
   # egress tests: test CA and fake internet (issue 6)
   openssl python3 procps
   # benchmarks: a container beside the sandboxes (bench/create, bench/api)

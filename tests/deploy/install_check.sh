@@ -137,8 +137,8 @@ for df in api node; do
   bins=()
   for c in "${copied[@]}"; do
     if [ -d "$c" ]; then
-      while read -r f; do file -b "$f" | grep -q ELF && bins+=("$f"); done < <(find "$c" -type f)
-    elif file -b "$c" | grep -q ELF; then bins+=("$c"); fi
+      while read -r f; do readelf -h "$f" >/dev/null 2>&1 && bins+=("$f"); done < <(find "$c" -type f)
+    elif readelf -h "$c" >/dev/null 2>&1; then bins+=("$c"); fi
   done
   [ ${#bins[@]} -gt 0 ] || fail "$df.Dockerfile copies no binary"
   for pkg in $(needed_pkgs "${bins[@]}"); do
