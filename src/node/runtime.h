@@ -9,6 +9,7 @@
 //                              console.log, run/ (QEMU sockets)
 //   <root>/sandboxes/<id>/     sandbox.json, pause.state (while paused)
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/thread_pool.hpp>
 #include <boost/json/object.hpp>
 #include <map>
 #include <memory>
@@ -266,6 +267,9 @@ class Runtime : private WarmPool::Source {
   templates::TemplateStore& store_;
   RuntimeOptions opts_;
   WarmPool pool_;
+  // Hashing a template's files (GiBs) after a fork into a template: never
+  // on the io thread.
+  std::unique_ptr<asio::thread_pool> hashing_ = std::make_unique<asio::thread_pool>(1);
 };
 
 using vessel::newId;
