@@ -25,12 +25,14 @@ class GatewayStats {
   struct Options {
     std::string control_socket;  // the gateway's (Egress::controlSocket())
     // How long a scrape waits for a read in flight before rendering what
-    // it has.
-    std::chrono::milliseconds wait{250};
+    // it has: well within a scraper's timeout (Prometheus: 10 s), and long
+    // enough for a busy gateway on a loaded host to answer. Only that
+    // scrape waits; the io thread serves on.
+    std::chrono::milliseconds wait{2000};
     // Counters younger than this are served without asking again.
     std::chrono::milliseconds max_age{1000};
     // The worker's bound on connect, send and each read.
-    std::chrono::milliseconds call_timeout{2000};
+    std::chrono::milliseconds call_timeout{5000};
   };
   GatewayStats(boost::asio::io_context& io, Options opts);
   // Waits for a read in flight (at most call_timeout).
