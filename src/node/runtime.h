@@ -122,6 +122,7 @@ class Runtime : private WarmPool::Source {
   Runtime(asio::io_context& io, hypervisor::Hypervisor& hv, templates::TemplateStore& store,
           RuntimeOptions opts);
   ~Runtime();
+  templates::TemplateStore& templates() { return store_; }
 
   asio::awaitable<Result<std::shared_ptr<Sandbox>>> create(std::string template_name,
                                                            CreateOptions opts);

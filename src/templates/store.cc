@@ -148,6 +148,21 @@ Result<std::shared_ptr<const Template>> TemplateStore::install(
   return open(m.name, m.version);
 }
 
+std::map<std::string, TemplateStore::HashedFile> TemplateStore::hashedFiles(
+    const Template& t) const {
+  std::map<std::string, HashedFile> out;
+  for (const auto& [file, sha] : t.manifest.files) {
+    auto it = verified_.find(t.path(file.c_str()));
+    if (it != verified_.end() && it->second.second == sha)
+      out[it->first] = {it->second.first, it->second.second};
+  }
+  return out;
+}
+
+void TemplateStore::noteHashed(const std::map<std::string, HashedFile>& by_path) {
+  for (const auto& [path, h] : by_path) verified_[path] = {h.stamp, h.sha256};
+}
+
 void TemplateStore::release(const std::string& id) {
   auto it = in_use_.find(id);
   if (it != in_use_.end() && --it->second <= 0) in_use_.erase(it);

@@ -73,6 +73,11 @@ class TemplateStore {
   Result<std::shared_ptr<const Template>> install(
       const std::string& staging_dir, Manifest m,
       const std::map<std::string, HashedFile>& hashed = {});
+  // What this store has checked of `t`'s files (by path), for another
+  // store over the same root (the build worker's, handing its work to the
+  // io thread's): noteHashed() there spares hashing them again.
+  std::map<std::string, HashedFile> hashedFiles(const Template& t) const;
+  void noteHashed(const std::map<std::string, HashedFile>& by_path);
 
   // Disk the templates whose stored name starts with `name_prefix` take
   // (every version, and builds of them in flight), in MiB allocated: a
