@@ -18,7 +18,7 @@ before(async () => {
   sbx = new Sandbox({
     sandboxId: id,
     sandboxDomain: 'vessel.local',
-    envdVersion: '0.6.3',
+    envdVersion: '0.6.4',
     envdAccessToken: d.accessToken(id),
     apiKey: 'e2b_00',
     requestTimeoutMs: 120_000,
