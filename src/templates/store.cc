@@ -128,6 +128,20 @@ Result<std::shared_ptr<const Template>> TemplateStore::install(const std::string
   fs::remove_all(dest, ec);
   fs::rename(staging, dest, ec);
   if (ec) return Error(Code::kInternal, "install template at " + dest + ": " + ec.message());
+  // The installer hashed these files for the manifest moments ago (a build,
+  // a fork into a template): their stamps now stand for those hashes, so
+  // neither this open nor the first create from the template reads a
+  // multi-GiB disk and memory file again. A later change to a file changes
+  // its stamp and brings the check back.
+  for (const auto& [file, sha] : m.files) {
+    std::string path = dest + "/" + file;
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0) continue;
+    FileStamp stamp{st.st_ino, st.st_size,
+                    static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec,
+                    static_cast<int64_t>(st.st_ctim.tv_sec) * 1000000000 + st.st_ctim.tv_nsec};
+    verified_[path] = {stamp, sha};
+  }
   return open(m.name, m.version);
 }
 
