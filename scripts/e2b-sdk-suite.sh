@@ -135,6 +135,7 @@ for g in "${groups[@]}"; do
     failed=1
     continue
   fi
+  # shellcheck disable=SC2016 # JavaScript, not shell
   line=$(node -e '
     const fs = require("fs")
     const rs = process.argv.slice(1).filter((f) => fs.existsSync(f))
