@@ -223,10 +223,11 @@ asio::awaitable<void> HttpServer::serve(tcp::socket sock) {
     }
     Request req = parser.release();
     std::optional<Response> out = co_await dispatch(req, stream);
-    if (!out) {
+    if (!out || isWrittenKeepAlive(*out)) {
       // The handler wrote (and ended) the response itself: an event stream.
       Response sse{http::status::ok, req.version()};
       count(method, sse, started);
+      if (out && stream.socket().is_open()) continue;
       break;
     }
     Response& res = *out;
@@ -256,6 +257,16 @@ void HttpServer::count(const std::string& method, const Response& res,
       if (const auto* c = v.as_object().if_contains("code"); c && c->is_string())
         errors_->with({plane_, std::string(c->as_string())}).inc();
   }
+}
+
+Response writtenKeepAlive() {
+  Response res{http::status::unknown, 11};
+  res.set("X-Vessel-Written", "keep-alive");
+  return res;
+}
+
+bool isWrittenKeepAlive(const Response& res) {
+  return res.result() == http::status::unknown && res.count("X-Vessel-Written") != 0;
 }
 
 asio::awaitable<std::optional<Response>> HttpServer::dispatch(const Request& req,

@@ -33,9 +33,20 @@ using Request = http::request<http::string_body>;
 using Response = http::response<http::string_body>;
 using Handler = std::function<asio::awaitable<Response>(const Request&)>;
 // Returns the response to write, or nullopt when it wrote to the stream
-// itself (then the connection closes afterwards).
+// itself (then the connection closes afterwards), or writtenKeepAlive()
+// when it wrote a whole response itself and the connection may carry the
+// next request.
 using StreamHandler = std::function<asio::awaitable<std::optional<Response>>(
     const Request&, boost::beast::tcp_stream&)>;
+// A StreamHandler's answer for "I wrote and ended the response on a
+// keep-alive connection": the server reads the next request from it instead
+// of closing it. Clients such as undici treat a close after a
+// `Connection: close` response as its end whatever was cut, so a stream that
+// must be able to fail visibly is sent keep-alive, and a clean end then
+// leaves the connection usable (a close right after it would race the
+// client's next request). Never written: it is not a response.
+Response writtenKeepAlive();
+bool isWrittenKeepAlive(const Response& res);
 
 // The body of a request whose route streams it (uploads): read in chunks
 // as the handler consumes them, never whole. A client that sent

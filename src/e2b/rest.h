@@ -28,7 +28,7 @@ using api::Response;
 
 // The envd version sandboxes report (`envdVersion`): the SDKs enable
 // features by it, so it must match what Vessel's envd front end serves.
-inline constexpr const char* kEnvdVersion = "0.6.3";
+inline constexpr const char* kEnvdVersion = "0.6.4";
 
 struct RestOptions {
   // How long a synchronous answer waits for its operation (TCG restores are slow).

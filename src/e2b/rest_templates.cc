@@ -168,10 +168,14 @@ Response RestApi::templateAlias(const Request& req, const std::string& tenant,
                                {"public", templates::builtinTemplateName(it->second.name)}});
 }
 
+// Every secret route goes through the lifecycle's credential calls, so a
+// change or a deletion reaches the running sandboxes that use the
+// credential at once (the gateway resets their connections that carried
+// the old value), as it does through Vessel's own API.
 Response RestApi::listSecrets(const Request& req, const std::string& tenant) {
   auto params = api::parseQuery(req.target(), {"limit", "nextToken"});
   if (!params.ok()) return errorJson(req, params.error());
-  auto list = store_.listCredentials(tenant);
+  auto list = lifecycle_.listCredentials(tenant);
   if (!list.ok()) return errorJson(req, list.error());
   json::array out;
   for (const auto& c : *list)
@@ -188,13 +192,12 @@ Response RestApi::createSecret(const Request& req, const std::string& tenant) {
     return errorJson(req, Error(Code::kAlreadyExists, "secret " + in->name + " already exists"));
   // A value without hosts or header: E2B places it with a network rule's
   // `${e2b.secrets.NAME}`; Vessel's own API can give it hosts and a header.
-  store::CredentialRecord c;
-  c.tenant_id = tenant;
+  ops::CredentialSpec c;
   c.name = in->name;
   c.value = in->value;
-  c.created_ms = lifecycle_.clock().nowMs();
-  if (auto s = store_.putCredential(c); !s.ok()) return errorJson(req, s.error());
-  return jsonBody(req, http::status::created, secretJson(c));
+  auto put = lifecycle_.putCredential(tenant, c);
+  if (!put.ok()) return errorJson(req, put.error());
+  return jsonBody(req, http::status::created, secretJson(*put));
 }
 
 Response RestApi::secret(const Request& req, const std::string& tenant, const std::string& name) {
@@ -206,15 +209,27 @@ Response RestApi::secret(const Request& req, const std::string& tenant, const st
   switch (req.method()) {
     case http::verb::get: return jsonBody(req, http::status::ok, secretJson(**c));
     case http::verb::delete_:
-      if (auto s = store_.deleteCredential(tenant, name); !s.ok()) return errorJson(req, s.error());
+      if (auto s = lifecycle_.deleteCredential(tenant, name); !s.ok())
+        return errorJson(req, s.error());
       return noContent(req);
     case http::verb::post: {
       auto in = parseSecret(req.body(), false);
       if (!in.ok()) return errorJson(req, in.error());
-      store::CredentialRecord up = **c;
+      // A new value; the hosts and header a Vessel credential has stay.
+      ops::CredentialSpec up;
+      up.name = name;
+      up.header = (*c)->header;
       up.value = in->value;
-      if (auto s = store_.putCredential(up); !s.ok()) return errorJson(req, s.error());
-      return jsonBody(req, http::status::ok, secretJson(up));
+      boost::system::error_code ec;
+      json::value hosts = json::parse((*c)->hosts_json, ec);
+      if (!ec && hosts.is_array())
+        for (const auto& h : hosts.as_array())
+          if (h.is_string()) up.hosts.emplace_back(h.as_string());
+      auto put = lifecycle_.putCredential(tenant, up);
+      if (!put.ok()) return errorJson(req, put.error());
+      // E2B keeps a secret's creation time across updates.
+      put->created_ms = (*c)->created_ms;
+      return jsonBody(req, http::status::ok, secretJson(*put));
     }
     default: return errorJson(req, Error(Code::kNotFound, "no such secrets route"));
   }

@@ -194,6 +194,18 @@ asio::awaitable<Status> Runtime::warm(Prepared& p) {
     if (!r.ok()) co_return std::move(r).error().withContext("warm " + p.vm_id);
     if (!r->exit.exited || r->exit.code != 0)
       co_return Error(Code::kInternal, "warm " + p.vm_id + ": `true` failed in the guest");
+    // The user's login shell, interactive, as E2B's SDKs start it for every
+    // command (`bash -l -c`) and terminal (`bash -i -l`): its startup files
+    // run programs of their own (id, dircolors), and translating all that
+    // here takes a few hundred milliseconds off a sandbox's first command
+    // and first terminal. Best effort: a template's shell is its own
+    // business, and a slow or failing one only leaves that path cold.
+    agentclient::ExecSpec sh;
+    sh.argv = {"/bin/sh", "-c",
+               "\"${SHELL:-/bin/sh}\" -i -l -c true </dev/null >/dev/null 2>&1; exit 0"};
+    sh.timeout = std::chrono::seconds(10);
+    if (auto w = co_await (*c)->run(std::move(sh)); !w.ok())
+      co_return std::move(w).error().withContext("warm " + p.vm_id);
   }
   // The network most creates ask for, set up now rather than in the
   // create (the same layout in every slot).

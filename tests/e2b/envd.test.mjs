@@ -4,7 +4,7 @@
 // (E2B_SANDBOX_URL), so this needs no E2B REST front end.
 import { test, before, after } from 'node:test'
 import assert from 'node:assert/strict'
-import { Sandbox, CommandExitError } from 'e2b'
+import { Sandbox, CommandExitError, TimeoutError, FilesystemEventType } from 'e2b'
 import { Vesseld } from './vesseld.mjs'
 
 let d
@@ -18,7 +18,7 @@ before(async () => {
   sbx = new Sandbox({
     sandboxId: id,
     sandboxDomain: 'vessel.local',
-    envdVersion: '0.6.3',
+    envdVersion: '0.6.4',
     envdAccessToken: d.accessToken(id),
     apiKey: 'e2b_00',
     requestTimeoutMs: 120_000,
@@ -150,6 +150,41 @@ test('files: watch a directory, recursively, and see writes as writes', async ()
   assert.ok(seen('deep/old.txt', 'write'), JSON.stringify(events))
 })
 
+test('files as envd does them: parents by root for the user, metadata kept, absolute links', async () => {
+  // `user` may write where only root could make the directory.
+  const [w] = await sbx.files.write([{ path: '/e2b-top/sub/f.txt', data: 'x' }])
+  assert.equal(w.path, '/e2b-top/sub/f.txt')
+  const owner = await sbx.commands.run('stat -c %U /e2b-top /e2b-top/sub /e2b-top/sub/f.txt')
+  assert.equal(owner.stdout, 'user\nuser\nuser\n')
+  await sbx.files.makeDir('/e2b-made/deep')
+  assert.equal((await sbx.files.getInfo('/e2b-made')).owner, 'user')
+  // Removing what is not there is no error (os.RemoveAll).
+  await sbx.files.remove('not-there-at-all.txt')
+  // A rename answers with the file's metadata.
+  await sbx.files.write('md-old.txt', 'c', { metadata: { stage: 'renamed' } })
+  const moved = await sbx.files.rename('md-old.txt', 'md-new.txt')
+  assert.deepEqual(moved.metadata, { stage: 'renamed' })
+  // A relative symlink's target, absolute.
+  await sbx.commands.run('ln -sf md-new.txt md-link.txt')
+  assert.equal((await sbx.files.getInfo('md-link.txt')).symlinkTarget, '/home/user/md-new.txt')
+  // Watch events with the entry, where it still exists.
+  await sbx.files.makeDir('watch-entry')
+  await sbx.files.write('watch-entry/a.txt', '1')
+  let hit
+  const got = new Promise((resolve) => (hit = resolve))
+  const wh = await sbx.files.watchDir(
+    'watch-entry',
+    (ev) => {
+      if (ev.type === FilesystemEventType.WRITE && ev.name === 'a.txt') hit(ev)
+    },
+    { includeEntry: true, allowNetworkMounts: true },
+  )
+  await sbx.files.write('watch-entry/a.txt', '2')
+  const ev = await got
+  await wh.stop()
+  assert.equal(ev.entry?.path, '/home/user/watch-entry/a.txt')
+})
+
 test('signed URLs work with no token and no sandbox header', async () => {
   const up = await sbx.uploadUrl('signed/up.txt')
   const form = new FormData()
@@ -186,7 +221,13 @@ test('a sandbox dying mid-command cuts the stream: the SDK says it was killed', 
   const h = await sbx.commands.run('sleep 600', { background: true })
   const del = await d.vessel('DELETE', `/v1/sandboxes/${sbx.sandboxId}`)
   assert.equal(del.status, 202, JSON.stringify(del))
-  await assert.rejects(h.wait(), /killed|end of life/)
+  // A cut, not an end: undici must see the connection fail (the stream is
+  // keep-alive), so the SDK probes /health and says the sandbox is gone.
+  await assert.rejects(h.wait(), (e) => {
+    assert.ok(e instanceof TimeoutError, String(e))
+    assert.match(e.message, /sandbox was killed or reached its end of life/)
+    return true
+  })
   const health = await fetch(`${d.envdUrl}/health`, { headers: { 'E2b-Sandbox-Id': sbx.sandboxId } })
   assert.equal(health.status, 502)
 })

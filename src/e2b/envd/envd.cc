@@ -16,7 +16,6 @@
 namespace vessel::e2b::envd {
 
 namespace {
-constexpr auto kWriteTimeout = std::chrono::seconds(30);
 constexpr std::string_view kProcessPrefix = "/process.Process/";
 constexpr std::string_view kFilesystemPrefix = "/filesystem.Filesystem/";
 
@@ -39,11 +38,94 @@ std::optional<std::string> sandboxFromHost(std::string_view host) {
 
 // --- helpers ------------------------------------------------------------------
 
-Result<UserInfo> userInfo(const std::string& name) {
-  if (name == "root") return UserInfo{"root", 0, 0, "/root"};
-  if (name == "user") return UserInfo{"user", 1000, 1000, "/home/user"};
-  return Error(Code::kUnauthenticated, "error looking up user '" + name +
-                                           "': only `user` and `root` are known to envd here");
+std::optional<UserInfo> userFromPasswd(std::string_view passwd, std::string_view name) {
+  while (!passwd.empty()) {
+    size_t nl = passwd.find('\n');
+    std::string_view line = passwd.substr(0, nl);
+    passwd = nl == std::string_view::npos ? std::string_view() : passwd.substr(nl + 1);
+    // name:password:uid:gid:gecos:home:shell
+    std::vector<std::string_view> f;
+    for (size_t i = 0; f.size() < 7;) {
+      size_t c = line.find(':', i);
+      f.push_back(line.substr(i, c == std::string_view::npos ? std::string_view::npos : c - i));
+      if (c == std::string_view::npos) break;
+      i = c + 1;
+    }
+    if (f.size() < 7 || f[0] != name) continue;
+    uint32_t uid = 0, gid = 0;
+    auto num = [](std::string_view v, uint32_t& out) {
+      auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), out);
+      return !v.empty() && ec == std::errc() && p == v.data() + v.size();
+    };
+    if (!num(f[2], uid) || !num(f[3], gid)) return std::nullopt;
+    std::string home(f[5]);
+    if (home.empty() || home[0] != '/') home = "/";
+    return UserInfo{std::string(name), uid, gid, home};
+  }
+  return std::nullopt;
+}
+
+asio::awaitable<Result<UserInfo>> lookupUser(agentclient::AgentClient& agent,
+                                             const std::string& name) {
+  // The two every E2B template has, without a round trip.
+  if (name == "root") co_return UserInfo{"root", 0, 0, "/root"};
+  if (name == "user") co_return UserInfo{"user", 1000, 1000, "/home/user"};
+  Error unknown(Code::kUnauthenticated, "error looking up user '" + name + "': unknown user");
+  // A user name as useradd takes it: nothing that could reach beyond a
+  // passwd line's first field.
+  if (name.empty() || name.size() > 32 || name.find_first_of(":\n\r/ ") != std::string::npos ||
+      name[0] == '-')
+    co_return unknown;
+  // The guest's passwd, read each time: users come and go in a sandbox.
+  auto reader = co_await agent.readFile("/etc/passwd");
+  if (!reader.ok()) co_return fromGuest(reader.error());
+  std::string text;
+  for (;;) {
+    auto chunk = co_await (*reader)->read();
+    if (!chunk.ok()) co_return fromGuest(chunk.error());
+    if (!*chunk) break;
+    text += **chunk;
+    if (text.size() > kMaxPasswdBytes)
+      co_return Error(Code::kInvalidArgument, "the guest's /etc/passwd is too large");
+  }
+  auto u = userFromPasswd(text, name);
+  if (!u) co_return unknown;
+  co_return *u;
+}
+
+asio::awaitable<Status> ensureDirs(agentclient::AgentClient& agent, const std::string& dir,
+                                   const UserInfo& u) {
+  auto st = co_await agent.stat(dir);
+  if (st.ok()) {
+    if (static_cast<agentproto::FileType>(st->type) != agentproto::FileType::kDir)
+      co_return Error(Code::kInvalidArgument, "path '" + dir + "' is not a directory");
+    co_return okStatus();
+  }
+  // As root, each missing component then given to the user, as envd does:
+  // a user may write /data/x even where only root may create /data. The
+  // path travels as an argument, never through the script's text.
+  agentclient::ExecSpec spec;
+  spec.user = "root";
+  spec.argv = {"/bin/sh",
+               "-c",
+               "set -ef; p=; IFS=/; for c in $3; do [ -n \"$c\" ] || continue; p=\"$p/$c\"; "
+               "[ -d \"$p\" ] && continue; mkdir -m 0755 -- \"$p\" || [ -d \"$p\" ]; "
+               "chown \"$1:$2\" -- \"$p\"; done",
+               "sh",
+               std::to_string(u.uid),
+               std::to_string(u.gid),
+               dir};
+  auto r = co_await agent.run(std::move(spec), 64 << 10);
+  if (!r.ok()) co_return fromGuest(r.error());
+  if (!r->exit.exited || r->exit.code != 0) {
+    std::string err = r->err;
+    while (!err.empty() && err.back() == '\n') err.pop_back();
+    bool bad_path =
+        err.find("ot a directory") != std::string::npos || err.find("exists") != std::string::npos;
+    co_return Error(bad_path ? Code::kInvalidArgument : Code::kPermissionDenied,
+                    "mkdir " + dir + ": " + err);
+  }
+  co_return okStatus();
 }
 
 Result<std::string> resolvePath(const std::string& path, const UserInfo& u) {
@@ -188,49 +270,6 @@ std::optional<std::chrono::seconds> keepaliveInterval(const Request& req) {
   auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), s);
   if (ec != std::errc() || p != v.data() + v.size() || s <= 0) return std::nullopt;
   return std::chrono::seconds(std::min<int64_t>(s, 3600));
-}
-
-asio::awaitable<bool> ConnectStream::head() {
-  http::response<http::empty_body> h{http::status::ok, req_.version()};
-  h.set(http::field::content_type, "application/connect+json");
-  h.set(http::field::server, "vessel");
-  h.chunked(true);
-  h.keep_alive(false);
-  http::response_serializer<http::empty_body> sr(h);
-  s_.expires_after(kWriteTimeout);
-  auto [ec, n] = co_await http::async_write_header(s_, sr, asio::as_tuple(asio::use_awaitable));
-  co_return !ec;
-}
-
-asio::awaitable<bool> ConnectStream::chunk(std::string data) {
-  char len[20];
-  int n = std::snprintf(len, sizeof len, "%zx\r\n", data.size());
-  data.insert(0, len, static_cast<size_t>(n));
-  data += "\r\n";
-  s_.expires_after(kWriteTimeout);
-  auto [ec, w] =
-      co_await asio::async_write(s_, asio::buffer(data), asio::as_tuple(asio::use_awaitable));
-  co_return !ec;
-}
-
-asio::awaitable<bool> ConnectStream::send(const json::object& msg) {
-  co_return co_await chunk(encodeEnvelope(0, json::serialize(msg)));
-}
-
-asio::awaitable<void> ConnectStream::end(const Error* error) {
-  if (co_await chunk(endStreamEnvelope(error))) {
-    std::string last = "0\r\n\r\n";
-    s_.expires_after(kWriteTimeout);
-    (void)co_await asio::async_write(s_, asio::buffer(last), asio::as_tuple(asio::use_awaitable));
-  }
-  boost::system::error_code ec;
-  s_.socket().shutdown(asio::ip::tcp::socket::shutdown_send, ec);
-}
-
-void ConnectStream::cut() {
-  boost::system::error_code ec;
-  s_.socket().set_option(asio::socket_base::linger(true, 0), ec);
-  s_.socket().close(ec);
 }
 
 // --- routing --------------------------------------------------------------------

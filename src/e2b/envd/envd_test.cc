@@ -24,6 +24,7 @@
 
 #include "agentclient/testing/agent_harness.h"
 #include "e2b/envd/connect.h"
+#include "e2b/envd/services.h"
 #include "e2b/envd/signature.h"
 
 namespace vessel::e2b::envd {
@@ -34,6 +35,7 @@ namespace asio = boost::asio;
 using namespace std::chrono_literals;
 using agentclient::testing::runFor;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 struct Reply {
   int status = 0;
@@ -539,6 +541,119 @@ TEST_F(EnvdTest, FilesystemServiceStatListMoveRemove) {
   auto gone = unary("/filesystem.Filesystem/Stat", json::object{{"path", b}}, kRoot);
   ASSERT_TRUE(gone.ok());
   EXPECT_EQ(gone->status, 404);
+}
+
+// A stream on a keep-alive connection is sent keep-alive (undici takes a
+// `Connection: close` response's close as its end, so a cut would look
+// ended) and, ended cleanly, leaves the connection serving the next request.
+TEST_F(EnvdTest, AStreamOnAKeepAliveConnectionLeavesItUsable) {
+  auto run = [&]() -> asio::awaitable<Result<std::pair<std::string, std::string>>> {
+    auto ex = co_await asio::this_coro::executor;
+    asio::ip::tcp::socket s(ex);
+    auto [cec] = co_await s.async_connect({asio::ip::make_address("127.0.0.1"), server_.port()},
+                                          asio::as_tuple(asio::use_awaitable));
+    if (cec) co_return Error(Code::kUnavailable, cec.message());
+    std::string body = encodeEnvelope(0, json::serialize(startReq("echo hi")));
+    std::string req = headers("POST", "/process.Process/Start", "application/connect+json", kRoot) +
+                      "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+    co_await asio::async_write(s, asio::buffer(req), asio::as_tuple(asio::use_awaitable));
+    std::string raw;
+    char buf[4096];
+    while (raw.find("\r\n0\r\n\r\n") == std::string::npos) {
+      auto [ec, n] =
+          co_await s.async_read_some(asio::buffer(buf), asio::as_tuple(asio::use_awaitable));
+      if (ec) co_return Error(Code::kUnavailable, "stream: " + ec.message() + ": " + raw);
+      raw.append(buf, n);
+    }
+    std::string first = raw;
+    std::string health = "GET /health HTTP/1.1\r\nHost: x\r\nE2b-Sandbox-Id: sb-1\r\n\r\n";
+    co_await asio::async_write(s, asio::buffer(health), asio::as_tuple(asio::use_awaitable));
+    raw.clear();
+    while (raw.find("\r\n\r\n") == std::string::npos) {
+      auto [ec, n] =
+          co_await s.async_read_some(asio::buffer(buf), asio::as_tuple(asio::use_awaitable));
+      if (ec) co_return Error(Code::kUnavailable, "second request: " + ec.message());
+      raw.append(buf, n);
+    }
+    co_return std::make_pair(first, raw);
+  };
+  auto r = runFor(io_, run(), 20s);
+  ASSERT_TRUE(r.ok()) << r.error().message();
+  EXPECT_THAT(r->first, Not(HasSubstr("Connection: close")));
+  EXPECT_THAT(r->first, HasSubstr("aGkK"));  // "hi\n"
+  EXPECT_THAT(r->second, HasSubstr("HTTP/1.1 204"));
+}
+
+TEST(EnvdUsers, PasswdLines) {
+  std::string passwd =
+      "root:x:0:0:root:/root:/bin/bash\n"
+      "broken:x:12\n"
+      "odd:x:1x:5::/home/odd:/bin/sh\n"
+      "dev:x:1001:1002:Dev,,,:/home/dev:/bin/bash\n"
+      "rel:x:7:7::home:/bin/sh";
+  auto dev = userFromPasswd(passwd, "dev");
+  ASSERT_TRUE(dev);
+  EXPECT_EQ(dev->uid, 1001u);
+  EXPECT_EQ(dev->gid, 1002u);
+  EXPECT_EQ(dev->home, "/home/dev");
+  EXPECT_FALSE(userFromPasswd(passwd, "broken"));
+  EXPECT_FALSE(userFromPasswd(passwd, "odd"));  // a uid that is not a number
+  EXPECT_FALSE(userFromPasswd(passwd, "nobody-here"));
+  EXPECT_FALSE(userFromPasswd(passwd, "de"));  // whole names only
+  auto rel = userFromPasswd(passwd, "rel");
+  ASSERT_TRUE(rel);
+  EXPECT_EQ(rel->home, "/");  // never a relative home
+}
+
+// Users other than `user` and root come from the guest's passwd; one it
+// does not have is Connect's unauthenticated, as envd answers.
+TEST_F(EnvdTest, AnyGuestUserByName) {
+  // `nobody` (Debian's, in the host's /etc/passwd here): "~" is its home.
+  std::string nobody = "Authorization: Basic " + base64Encode("nobody:") + "\r\n";
+  auto r = unary("/filesystem.Filesystem/Stat", json::object{{"path", "~"}}, nobody);
+  ASSERT_TRUE(r.ok()) << r.error().message();
+  EXPECT_EQ(r->status, 404) << r->body;
+  EXPECT_THAT(r->body, HasSubstr("/nonexistent"));
+  std::string ghost = "Authorization: Basic " + base64Encode("no-such-user:") + "\r\n";
+  auto g = stream("/process.Process/Start", startReq("id -u"), ghost);
+  ASSERT_TRUE(g.ok());
+  EXPECT_THAT(g->body, HasSubstr("unauthenticated"));
+  EXPECT_THAT(g->body, HasSubstr("no-such-user"));
+}
+
+// What E2B's SDK suite expects of the filesystem service: directories a
+// user could not make alone are made by root and given to the user, a
+// missing path removes fine, symlink targets are absolute.
+TEST_F(EnvdTest, FilesystemAsEnvdDoesIt) {
+  std::string root_only = dir_ + "/root-only";
+  std::filesystem::create_directories(root_only);
+  std::filesystem::permissions(root_only, std::filesystem::perms(0755));
+  // No Authorization: the default user, uid 1000.
+  auto mk = unary("/filesystem.Filesystem/MakeDir", json::object{{"path", root_only + "/a/b"}});
+  ASSERT_TRUE(mk.ok());
+  EXPECT_EQ(mk->status, 200) << mk->body;
+  for (const char* d : {"/a", "/a/b"}) {
+    struct stat st {};
+    ASSERT_EQ(::stat((root_only + d).c_str(), &st), 0) << d;
+    EXPECT_EQ(st.st_uid, 1000u) << d;
+    EXPECT_EQ(st.st_gid, 1000u) << d;
+  }
+  std::filesystem::create_directories(dir_ + "/f");
+  std::ofstream(dir_ + "/f/file") << "x";
+  auto under_file =
+      unary("/filesystem.Filesystem/MakeDir", json::object{{"path", dir_ + "/f/file/sub"}});
+  ASSERT_TRUE(under_file.ok());
+  EXPECT_EQ(under_file->status, 400) << under_file->body;
+
+  auto rm = unary("/filesystem.Filesystem/Remove", json::object{{"path", dir_ + "/not-there"}});
+  ASSERT_TRUE(rm.ok());
+  EXPECT_EQ(rm->status, 200) << rm->body;
+
+  std::filesystem::create_symlink("file", dir_ + "/f/link");
+  auto st = unary("/filesystem.Filesystem/Stat", json::object{{"path", dir_ + "/f/link"}}, kRoot);
+  ASSERT_TRUE(st.ok());
+  ASSERT_EQ(st->status, 200) << st->body;
+  EXPECT_EQ(json::parse(st->body).at("entry").at("symlinkTarget").as_string(), dir_ + "/f/file");
 }
 
 }  // namespace

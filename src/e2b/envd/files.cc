@@ -208,7 +208,7 @@ asio::awaitable<std::optional<Response>> Services::getFile(const Request& req,
   auto t = filesTarget(*this, req, *q, "read");
   if (!t.ok()) co_return filesError(req, t.error());
   if (q->count("username")) t->user = (*q)["username"];
-  auto user = userInfo(t->user);
+  auto user = co_await lookupUser(*t->agent, t->user);
   if (!user.ok()) co_return filesError(req, user.error());
   auto path = resolvePath((*q)["path"], *user);
   if (!path.ok()) co_return filesError(req, path.error());
@@ -276,7 +276,7 @@ asio::awaitable<Response> Services::postFile(const Request& req) {
   auto t = filesTarget(*this, req, *q, "write");
   if (!t.ok()) co_return filesError(req, t.error());
   if (q->count("username")) t->user = (*q)["username"];
-  auto user = userInfo(t->user);
+  auto user = co_await lookupUser(*t->agent, t->user);
   if (!user.ok()) co_return filesError(req, user.error());
   auto metadata = metadataHeaders(req);
   if (!metadata.ok()) co_return filesError(req, metadata.error());
@@ -318,23 +318,10 @@ asio::awaitable<Response> Services::postFile(const Request& req) {
   for (auto& [p, data] : files) {
     auto path = resolvePath(p, *user);
     if (!path.ok()) co_return filesError(req, path.error());
-    // Parents first, as the caller (so they are the caller's).
     std::string parent = path->substr(0, path->find_last_of('/'));
     if (parent.empty()) parent = "/";
-    auto pst = co_await t->agent->stat(parent);
-    if (!pst.ok()) {
-      agentclient::ExecSpec spec;
-      spec.user = user->name;
-      spec.argv = std::vector<std::string>{"mkdir", "-p", "--", parent};
-      auto r = co_await t->agent->run(std::move(spec), 64 << 10);
-      if (!r.ok()) co_return filesError(req, fromGuest(r.error()));
-      if (!r->exit.exited || r->exit.code != 0)
-        co_return filesError(req,
-                             Error(Code::kPermissionDenied, "mkdir " + parent + ": " + r->err));
-    } else if (static_cast<agentproto::FileType>(pst->type) != agentproto::FileType::kDir) {
-      co_return filesError(
-          req, Error(Code::kInvalidArgument, "path '" + parent + "' is not a directory"));
-    }
+    if (auto st = co_await ensureDirs(*t->agent, parent, *user); !st.ok())
+      co_return filesError(req, st.error());
     auto existing = co_await t->agent->stat(*path);
     if (existing.ok() &&
         static_cast<agentproto::FileType>(existing->type) == agentproto::FileType::kDir)

@@ -90,8 +90,6 @@ const char* typeName(const FileStat& st) {
   }
 }
 
-Result<UserInfo> callerOf(const Target& t) { return userInfo(t.user); }
-
 Result<std::string> pathArg(const json::object& in, const UserInfo& u,
                             std::string_view name = "path") {
   VESSEL_ASSIGN_OR_RETURN(std::string p, stringField(in, name));
@@ -124,7 +122,15 @@ json::object entryInfo(const FileStat& st, const std::string& path) {
                  {"owner", ownerName(st.uid)},
                  {"group", ownerName(st.gid)},
                  {"modifiedTime", rfc3339(st.mtime_ns)}};
-  if (static_cast<FileType>(st.type) == FileType::kSymlink) e["symlinkTarget"] = st.link_target;
+  if (static_cast<FileType>(st.type) == FileType::kSymlink) {
+    // Absolute, as envd reports it: a relative target is from the link's
+    // directory.
+    std::string target = st.link_target;
+    if (!target.empty() && target[0] != '/')
+      target = path.substr(0, path.find_last_of('/') + 1) + target;
+    auto clean = resolvePath(target, UserInfo{"", 0, 0, "/"});
+    e["symlinkTarget"] = clean.ok() ? *clean : st.link_target;
+  }
   return e;
 }
 
@@ -133,7 +139,7 @@ asio::awaitable<Response> Services::filesystemUnary(const Request& req, std::str
   if (!t.ok()) co_return unaryError(req, t.error());
   auto body = parseObject(req.body());
   if (!body.ok()) co_return unaryError(req, body.error());
-  auto user = callerOf(*t);
+  auto user = co_await lookupUser(*t->agent, t->user);
   if (!user.ok()) co_return unaryError(req, user.error());
   const json::object& in = *body;
   auto& agent = *t->agent;
@@ -150,8 +156,10 @@ asio::awaitable<Response> Services::filesystemUnary(const Request& req, std::str
       co_return unaryOk(req, json::object{{"entry", std::move(entry)}});
     }
     if (method == "Remove") {
+      // Like envd's os.RemoveAll: a path that is not there is removed.
       auto st = co_await agent.remove(*path, true);
-      if (!st.ok()) co_return unaryError(req, fromGuest(st.error()));
+      if (!st.ok() && fromGuest(st.error()).code() != Code::kNotFound)
+        co_return unaryError(req, fromGuest(st.error()));
       co_return unaryOk(req, json::object());
     }
     if (method == "MakeDir") {
@@ -159,18 +167,8 @@ asio::awaitable<Response> Services::filesystemUnary(const Request& req, std::str
       if (existing.ok())
         co_return unaryError(req,
                              Error(Code::kAlreadyExists, "directory " + *path + " already exists"));
-      // As the caller, so that the new directories are theirs (envd runs
-      // mkdir as the request's user); the agent's mkdir makes root's.
-      agentclient::ExecSpec spec;
-      spec.user = user->name;
-      spec.argv = std::vector<std::string>{"mkdir", "-p", "--", *path};
-      auto r = co_await agent.run(std::move(spec), 64 << 10);
-      if (!r.ok()) co_return unaryError(req, fromGuest(r.error()));
-      if (!r->exit.exited || r->exit.code != 0)
-        co_return unaryError(
-            req, Error(r->err.find("ermission") != std::string::npos ? Code::kPermissionDenied
-                                                                     : Code::kInvalidArgument,
-                       "mkdir " + *path + ": " + r->err));
+      if (auto made = co_await ensureDirs(agent, *path, *user); !made.ok())
+        co_return unaryError(req, made.error());
       auto st = co_await agent.stat(*path);
       if (!st.ok()) co_return unaryError(req, fromGuest(st.error()));
       co_return unaryOk(req, json::object{{"entry", entryInfo(*st, *path)}});
@@ -213,7 +211,11 @@ asio::awaitable<Response> Services::filesystemUnary(const Request& req, std::str
     if (!st.ok()) co_return unaryError(req, fromGuest(st.error()));
     auto s2 = co_await agent.stat(*to);
     if (!s2.ok()) co_return unaryError(req, fromGuest(s2.error()));
-    co_return unaryOk(req, json::object{{"entry", entryInfo(*s2, *to)}});
+    // Metadata lives in xattrs, which a rename carries along.
+    json::object entry = entryInfo(*s2, *to);
+    json::object md = co_await metadataOf(agent, *to);
+    if (!md.empty()) entry["metadata"] = std::move(md);
+    co_return unaryOk(req, json::object{{"entry", std::move(entry)}});
   }
   if (method == "CreateWatcher") {
     auto path = pathArg(in, *user);
@@ -295,12 +297,16 @@ asio::awaitable<std::optional<Response>> Services::watchDir(const Request& req,
   if (!msg.ok()) co_return streamError(req, msg.error());
   auto body = parseObject(*msg);
   if (!body.ok()) co_return streamError(req, body.error());
-  auto user = callerOf(*t);
+  auto user = co_await lookupUser(*t->agent, t->user);
   if (!user.ok()) co_return streamError(req, user.error());
   auto path = pathArg(*body, *user);
   if (!path.ok()) co_return streamError(req, path.error());
   bool recursive = false;
   if (auto* r = field(*body, "recursive"); r && r->is_bool()) recursive = r->as_bool();
+  // allowNetworkMounts needs nothing: a sandbox's filesystems are local.
+  bool include_entry = false;
+  if (auto* r = field(*body, "includeEntry", "include_entry"); r && r->is_bool())
+    include_entry = r->as_bool();
   auto deadline = connectTimeout(req);
   if (!deadline.ok()) co_return streamError(req, deadline.error());
   auto keepalive = keepaliveInterval(req);
@@ -340,51 +346,34 @@ asio::awaitable<std::optional<Response>> Services::watchDir(const Request& req,
       },
       asio::detached);
 
-  ConnectStream out(stream, req);
-  stream.expires_never();
-  bool alive = co_await out.head();
-  json::object start;
-  start["start"] = json::object();
-  if (alive) alive = co_await out.send(start);
-  asio::steady_timer ka(io);
-  asio::steady_timer limit(io, asio::steady_timer::time_point::max());
-  if (*deadline) limit.expires_after(**deadline);
-  while (alive) {
-    ka.expires_after(keepalive ? *keepalive : std::chrono::seconds(3600));
-    std::array<char, 64> probe;
-    auto r = co_await (
-        ch->async_receive(asio::as_tuple(asio::use_awaitable)) ||
-        stream.socket().async_read_some(asio::buffer(probe), asio::as_tuple(asio::use_awaitable)) ||
-        ka.async_wait(asio::as_tuple(asio::use_awaitable)) ||
-        limit.async_wait(asio::as_tuple(asio::use_awaitable)));
-    if (r.index() == 1) break;
-    if (r.index() == 2) {
-      json::object ping;
-      ping["keepalive"] = json::object();
-      if (keepalive) alive = co_await out.send(ping);
-      continue;
-    }
-    if (r.index() == 3) {
-      Error e(Code::kDeadlineExceeded, "watch deadline exceeded");
-      co_await out.end(&e);
-      break;
-    }
-    auto [ec, item] = std::move(std::get<0>(r));
+  StreamSpec spec;
+  spec.first = json::object{{"start", json::object()}};
+  spec.keepalive = json::object{{"keepalive", json::object()}};
+  spec.keepalive_interval = keepalive;
+  spec.deadline = *deadline;
+  spec.deadline_message = "watch deadline exceeded";
+  auto r = co_await serveStream(io, req, stream, spec, [&]() -> asio::awaitable<StreamStep> {
+    auto [ec, item] = co_await ch->async_receive(asio::as_tuple(asio::use_awaitable));
+    StreamStep step;
     if (ec || item.error) {
-      out.cut();
-      break;
+      step.kind = StreamStep::Kind::kCut;
+      co_return step;
+    }
+    // The entry where it still exists (not after a remove or a rename away).
+    std::optional<json::object> entry;
+    if (include_entry) {
+      std::string full = (*path == "/" ? "" : *path) + "/" + item.ev.name;
+      if (auto st = co_await t->agent->stat(full); st.ok()) entry = entryInfo(*st, full);
     }
     for (const char* type : eventTypes(item.ev.kind)) {
-      json::object fe;
-      fe["name"] = item.ev.name;
-      fe["type"] = type;
-      json::object msg;
-      msg["filesystem"] = std::move(fe);
-      if (!(alive = co_await out.send(msg))) break;
+      json::object fe{{"name", item.ev.name}, {"type", type}};
+      if (entry) fe["entry"] = *entry;
+      step.messages.push_back(json::object{{"filesystem", std::move(fe)}});
     }
-  }
+    co_return step;
+  });
   ch->close();
-  co_return std::nullopt;
+  co_return r;
 }
 
 }  // namespace vessel::e2b::envd

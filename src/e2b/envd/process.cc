@@ -1,9 +1,6 @@
 // process.Process: Start, Connect, List, SendInput, StreamInput, CloseStdin,
 // SendSignal, Update, onto the agent's processes (docs/e2b-envd.md).
-#include <array>
 #include <boost/asio/as_tuple.hpp>
-#include <boost/asio/experimental/awaitable_operators.hpp>
-#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/json/serialize.hpp>
 #include <csignal>
@@ -13,8 +10,6 @@
 #include "e2b/envd/services.h"
 
 namespace vessel::e2b::envd {
-
-using namespace asio::experimental::awaitable_operators;
 
 namespace {
 
@@ -270,7 +265,7 @@ asio::awaitable<std::optional<Response>> Services::processStream(const Request& 
         spec.env.push_back(std::string(k) + "=" + std::string(v.as_string()));
       }
     }
-    auto user = userInfo(t->user);
+    auto user = co_await lookupUser(*t->agent, t->user);
     if (!user.ok()) co_return streamError(req, user.error());
     spec.user = user->name;
     auto cwd = stringField(*proc, "cwd");
@@ -317,57 +312,35 @@ asio::awaitable<std::optional<Response>> Services::processStream(const Request& 
     sub = processes.subscribe(entry);
   }
 
-  ConnectStream out(stream, req);
-  stream.expires_never();
-  bool alive = co_await out.head();
-  json::object start_body{{"pid", entry->pid}};
-  json::object start_ev = event("start", std::move(start_body));
-  if (alive) alive = co_await out.send(start_ev);
-  asio::steady_timer ka(io);
-  asio::steady_timer limit(io, asio::steady_timer::time_point::max());
-  if (*deadline && method == "Connect") limit.expires_after(**deadline);
-  // Whether the stream ended cleanly (end-of-stream sent) or must be cut.
-  while (alive) {
-    ka.expires_after(keepalive ? *keepalive : std::chrono::seconds(3600));
-    std::array<char, 64> probe;
-    auto r = co_await (
-        sub->async_receive(asio::as_tuple(asio::use_awaitable)) ||
-        stream.socket().async_read_some(asio::buffer(probe), asio::as_tuple(asio::use_awaitable)) ||
-        ka.async_wait(asio::as_tuple(asio::use_awaitable)) ||
-        limit.async_wait(asio::as_tuple(asio::use_awaitable)));
-    if (r.index() == 1) break;  // the client went away; the process keeps running
-    if (r.index() == 2) {
-      json::object ping = event("keepalive", json::object());
-      if (keepalive) alive = co_await out.send(ping);
-      continue;
-    }
-    if (r.index() == 3) {
-      Error e(Code::kDeadlineExceeded, "stream deadline exceeded");
-      co_await out.end(&e);
-      break;
-    }
-    auto [ec, item] = std::move(std::get<0>(r));
+  StreamSpec spec;
+  spec.first = event("start", json::object{{"pid", entry->pid}});
+  spec.keepalive = event("keepalive", json::object());
+  spec.keepalive_interval = keepalive;
+  // On Start the deadline bounds the process (spec.timeout above).
+  if (method == "Connect") spec.deadline = *deadline;
+  bool pty = entry->pty;
+  uint32_t pid = entry->pid;
+  auto r = co_await serveStream(io, req, stream, spec, [&]() -> asio::awaitable<StreamStep> {
+    auto [ec, item] = co_await sub->async_receive(asio::as_tuple(asio::use_awaitable));
+    StreamStep step;
     if (ec || item.error) {
       // The sandbox's agent went away under us (it died or paused): cut.
-      lg.info("process {}: stream cut: {}", entry->pid,
+      lg.info("process {}: stream cut: {}", pid,
               item.error ? item.error->message() : std::string("closed"));
-      out.cut();
-      break;
+      step.kind = StreamStep::Kind::kCut;
+    } else if (item.event.kind == agentclient::ProcessEvent::Kind::kExit) {
+      step.kind = StreamStep::Kind::kEnd;
+      if (item.event.exit.timed_out)
+        step.error = Error(Code::kDeadlineExceeded, "process deadline exceeded");
+      else
+        step.messages.push_back(endEvent(item.event.exit));
+    } else {
+      step.messages.push_back(dataEvent(item.event, pty));
     }
-    if (item.event.kind == agentclient::ProcessEvent::Kind::kExit) {
-      if (item.event.exit.timed_out) {
-        Error e(Code::kDeadlineExceeded, "process deadline exceeded");
-        co_await out.end(&e);
-      } else if (json::object end = endEvent(item.event.exit); co_await out.send(end)) {
-        co_await out.end(nullptr);
-      }
-      break;
-    }
-    json::object data = dataEvent(item.event, entry->pty);
-    alive = co_await out.send(data);
-  }
+    co_return step;
+  });
   processes.unsubscribe(entry, sub);
-  co_return std::nullopt;
+  co_return r;
 }
 
 }  // namespace vessel::e2b::envd

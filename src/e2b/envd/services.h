@@ -7,10 +7,12 @@
 #include <boost/json/object.hpp>
 #include <boost/json/value.hpp>
 #include <chrono>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "agentclient/agent_client.h"
 #include "api/http_server.h"
@@ -42,7 +44,18 @@ struct UserInfo {
   uint32_t uid = 0, gid = 0;
   std::string home;
 };
-Result<UserInfo> userInfo(const std::string& name);
+// The guest user `name`: root and `user` as every E2B template has them,
+// any other from the guest's /etc/passwd (unauthenticated when it has no
+// such user, as envd answers).
+asio::awaitable<Result<UserInfo>> lookupUser(agentclient::AgentClient& agent,
+                                             const std::string& name);
+// The entry of `name` in a passwd file's text, if any (bounded by the caller).
+inline constexpr size_t kMaxPasswdBytes = 1 << 20;
+std::optional<UserInfo> userFromPasswd(std::string_view passwd, std::string_view name);
+// Makes `dir` and its missing parents as envd does: as root, each new one
+// owned by `u`; an existing non-directory on the way is invalid_argument.
+asio::awaitable<Status> ensureDirs(agentclient::AgentClient& agent, const std::string& dir,
+                                   const UserInfo& u);
 // A path as envd takes it: relative ones (and "~/...") are under the user's home.
 Result<std::string> resolvePath(const std::string& path, const UserInfo& u);
 
@@ -86,7 +99,8 @@ class ConnectStream {
   ConnectStream(beast::tcp_stream& s, const Request& req) : s_(s), req_(req) {}
   asio::awaitable<bool> head();
   asio::awaitable<bool> send(const json::object& msg);
-  asio::awaitable<void> end(const Error* error);
+  // The end-of-stream envelope and the last chunk; false if the write failed.
+  asio::awaitable<bool> end(const Error* error);
   // Drops the connection without an end: a sandbox that died mid-stream.
   void cut();
 
@@ -95,6 +109,33 @@ class ConnectStream {
   beast::tcp_stream& s_;
   const Request& req_;
 };
+
+// One step of a server stream's source: messages to send, then whether
+// the stream goes on, ends (with the end-of-stream envelope and `error`, if
+// any) or is cut (the sandbox went away: the client must see a failure).
+struct StreamStep {
+  enum class Kind { kMore, kEnd, kCut } kind = Kind::kMore;
+  std::vector<json::object> messages;
+  std::optional<Error> error;
+};
+using StreamSource = std::function<asio::awaitable<StreamStep>()>;
+struct StreamSpec {
+  json::object first;      // sent right after the head
+  json::object keepalive;  // sent every keepalive_interval
+  std::optional<std::chrono::seconds> keepalive_interval;
+  std::optional<std::chrono::milliseconds> deadline;  // then deadline_exceeded
+  std::string deadline_message = "stream deadline exceeded";
+};
+// Serves a server stream on the handler's connection: the head and
+// `first`, then what `next` yields, keepalives and the deadline, until the
+// source ends or cuts it or the client goes away (the source is simply no
+// longer read: what it stands for, a process or a watch, is the caller's).
+// Returns what a StreamHandler returns: writtenKeepAlive() after a clean
+// end on a keep-alive connection, else nullopt (the connection closes).
+asio::awaitable<std::optional<Response>> serveStream(asio::io_context& io, const Request& req,
+                                                     beast::tcp_stream& stream,
+                                                     const StreamSpec& spec,
+                                                     const StreamSource& next);
 
 // Connect-Timeout-Ms, if sent (bounded); Keepalive-Ping-Interval in seconds.
 Result<std::optional<std::chrono::milliseconds>> connectTimeout(const Request& req);

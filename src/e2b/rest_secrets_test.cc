@@ -1,0 +1,152 @@
+// E2B's /secrets routes against the lifecycle with a fake node and a real
+// SQLite store, over HTTP: every change must reach the node
+// (Lifecycle::putCredential / deleteCredential), so running sandboxes that
+// use the credential get it at once.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <boost/asio/connect.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/http/read.hpp>
+#include <boost/beast/http/write.hpp>
+#include <boost/json.hpp>
+#include <filesystem>
+#include <future>
+#include <thread>
+
+#include "base/clock.h"
+#include "base/sha256.h"
+#include "e2b/access_token.h"
+#include "e2b/rest.h"
+#include "ops/lifecycle.h"
+#include "ops/testing/fake_node.h"
+#include "store/store.h"
+#include "templates/store.h"
+
+namespace vessel::e2b {
+namespace {
+
+namespace fs = std::filesystem;
+namespace json = boost::json;
+using ::testing::Contains;
+using ::testing::Not;
+using tcp = asio::ip::tcp;
+
+constexpr const char* kKey = "vsk_secretstest";
+
+class RestSecretsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = ::testing::TempDir() + "/e2b-secrets-" + std::to_string(::getpid());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_ + "/templates");
+    auto s = store::openSqlite(dir_ + "/vessel.db", &clock_);
+    ASSERT_TRUE(s.ok()) << s.error().message();
+    store_ = std::move(*s);
+    ASSERT_TRUE(store_->createTenant("t1", "one").ok());
+    ASSERT_TRUE(store_->addApiKey("t1", sha256Hex(kKey)).ok());
+    templates_ = std::make_unique<templates::TemplateStore>(dir_ + "/templates", "q", "k");
+    node_ = std::make_unique<ops::testing::FakeNode>(io_);
+    lc_ = std::make_unique<ops::Lifecycle>(io_, *store_, *node_, *templates_, clock_);
+    rest_ = std::make_unique<RestApi>(*lc_, *store_, *templates_, tokens_);
+    rest_->install(server_);
+    ASSERT_TRUE(server_.listen({"127.0.0.1", 0}).ok());
+    thread_ = std::thread([this] { io_.run(); });
+  }
+  void TearDown() override {
+    asio::post(io_, [this] { server_.close(); });
+    io_.stop();
+    thread_.join();
+    rest_.reset();
+    lc_.reset();
+    fs::remove_all(dir_);
+  }
+
+  api::Response call(http::verb method, const std::string& target, const std::string& body = "") {
+    asio::io_context cio;
+    tcp::socket s(cio);
+    s.connect({asio::ip::make_address("127.0.0.1"), server_.port()});
+    api::Request req{method, target, 11};
+    req.set(http::field::host, "127.0.0.1");
+    req.set("X-API-Key", kKey);
+    if (!body.empty()) req.set(http::field::content_type, "application/json");
+    req.body() = body;
+    req.prepare_payload();
+    http::write(s, req);
+    boost::beast::flat_buffer b;
+    api::Response res;
+    http::read(s, b, res);
+    return res;
+  }
+  // What the node was told, read on the server's thread.
+  std::vector<std::string> nodeCalls() {
+    std::promise<std::vector<std::string>> p;
+    asio::post(io_, [&] { p.set_value(node_->calls); });
+    return p.get_future().get();
+  }
+
+  std::string dir_;
+  FakeWallClock clock_;
+  asio::io_context io_;
+  std::unique_ptr<store::Store> store_;
+  std::unique_ptr<templates::TemplateStore> templates_;
+  std::unique_ptr<ops::testing::FakeNode> node_;
+  std::unique_ptr<ops::Lifecycle> lc_;
+  AccessTokens tokens_ = AccessTokens::withKey(std::string(32, 'k'));
+  std::unique_ptr<RestApi> rest_;
+  api::HttpServer server_{io_};
+  std::thread thread_;
+};
+
+TEST_F(RestSecretsTest, CreateUpdateDeleteReachTheNode) {
+  const std::string changed = "credential-changed t1 gh-token";
+  auto created =
+      call(http::verb::post, "/secrets", R"({"name":"gh-token","value":"first-value-0123456789"})");
+  ASSERT_EQ(created.result_int(), 201) << created.body();
+  EXPECT_EQ(json::parse(created.body()).at("name").as_string(), "gh-token");
+  EXPECT_THAT(nodeCalls(), Contains(changed));
+
+  // An update through E2B keeps the hosts and header Vessel's API gave it.
+  store::CredentialRecord vessel_side;
+  vessel_side.tenant_id = "t1";
+  vessel_side.name = "gh-token";
+  vessel_side.hosts_json = R"(["api.github.com"])";
+  vessel_side.header = "Authorization";
+  vessel_side.value = "first-value-0123456789";
+  ASSERT_TRUE(store_->putCredential(vessel_side).ok());
+  size_t before = nodeCalls().size();
+  auto updated =
+      call(http::verb::post, "/secrets/gh-token", R"({"value":"second-value-0123456789"})");
+  ASSERT_EQ(updated.result_int(), 200) << updated.body();
+  auto calls = nodeCalls();
+  ASSERT_GT(calls.size(), before);
+  EXPECT_EQ(calls.back(), changed);
+  auto stored = store_->getCredential("t1", "gh-token");
+  ASSERT_TRUE(stored.ok() && *stored);
+  EXPECT_EQ((*stored)->value, "second-value-0123456789");
+  EXPECT_EQ((*stored)->header, "Authorization");
+  EXPECT_EQ((*stored)->hosts_json, R"(["api.github.com"])");
+
+  auto listed = call(http::verb::get, "/secrets");
+  ASSERT_EQ(listed.result_int(), 200);
+  EXPECT_EQ(json::parse(listed.body()).as_array().size(), 1u);
+
+  before = nodeCalls().size();
+  auto deleted = call(http::verb::delete_, "/secrets/gh-token");
+  ASSERT_EQ(deleted.result_int(), 204) << deleted.body();
+  calls = nodeCalls();
+  ASSERT_GT(calls.size(), before);
+  EXPECT_EQ(calls.back(), changed);
+  EXPECT_FALSE(*store_->getCredential("t1", "gh-token"));
+
+  // Refused calls tell the node nothing.
+  before = nodeCalls().size();
+  EXPECT_EQ(call(http::verb::delete_, "/secrets/gh-token").result_int(), 404);
+  EXPECT_EQ(call(http::verb::post, "/secrets/nope", R"({"value":"x"})").result_int(), 404);
+  EXPECT_EQ(nodeCalls().size(), before);
+}
+
+}  // namespace
+}  // namespace vessel::e2b
