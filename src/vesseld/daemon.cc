@@ -280,6 +280,7 @@ Status runDaemon(Config cfg) {
   ro.kernel = cfg.kernel;
   ro.accel = accel->accel;
   ro.pool_size = 0;  // only the templates --warm-pool names
+  ro.agent_reply_timeout = std::chrono::seconds(cfg.agent_reply_timeout_s);
   if (egress) {
     ro.slots = &egress->slots();
     // Most sandboxes have egress: warm VMs get its route and CA ahead of time.
