@@ -305,6 +305,7 @@ Status runDaemon(Config cfg) {
   build_env.accel = accel->accel;
   build_env.template_root = template_root;
   build_env.work_dir = run_root + "/tb";
+  build_env.min_free_mib = static_cast<uint64_t>(cfg.min_free_disk_mib);
   local_node.enableTemplateBuilds(std::move(build_env));
   metrics::Registry metrics;
   lifecycle.setMetrics(metrics);
