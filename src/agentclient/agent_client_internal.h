@@ -35,7 +35,7 @@ struct Stream {
   // deadline, AgentClient::setReplyTimeout); max: no deadline (any more).
   asio::steady_timer::time_point reply_by = asio::steady_timer::time_point::max();
   MsgType request = MsgType::kPing;  // what the stream was opened with
-  asio::steady_timer wake;                // cancelled to wake waiters
+  asio::steady_timer wake;           // cancelled to wake waiters
   void notify() { wake.cancel(); }
 };
 

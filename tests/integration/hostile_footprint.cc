@@ -89,8 +89,8 @@ void expectGone(const Footprint& f) {
 uint64_t allocatedUnder(const std::string& dir) {
   uint64_t bytes = 0;
   std::error_code ec;
-  for (auto it = fs::recursive_directory_iterator(dir, fs::directory_options::skip_permission_denied,
-                                                  ec);
+  for (auto it =
+           fs::recursive_directory_iterator(dir, fs::directory_options::skip_permission_denied, ec);
        !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
     struct stat st {};
     if (::lstat(it->path().c_str(), &st) == 0 && S_ISREG(st.st_mode))

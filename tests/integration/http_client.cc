@@ -116,8 +116,7 @@ void HttpStream::readAll() {
   readUntil([](const std::string&) { return false; });
 }
 
-uint64_t HttpStream::discardBody(uint64_t max_body,
-                                 const std::function<void(uint64_t)>& progress) {
+uint64_t HttpStream::discardBody(uint64_t max_body, const std::function<void(uint64_t)>& progress) {
   if (!readUntil([](const std::string&) { return true; })) return 0;
   uint64_t total = reply_.body.size();
   reply_.body.clear();
