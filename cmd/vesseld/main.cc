@@ -116,6 +116,10 @@ int main(int argc, char** argv) {
   app.add_option("--vm-memory-overhead", cfg.vm_memory_overhead_mib,
                  "MiB a VM's cgroup may use above its guest RAM (QEMU itself)")
       ->capture_default_str();
+  app.add_option("--agent-reply-timeout", cfg.agent_reply_timeout_s,
+                 "seconds a guest's agent has to begin answering an exec, file or process call "
+                 "before the call fails (0: wait forever)")
+      ->capture_default_str();
   app.add_flag("--require-kvm", cfg.require_kvm,
                "refuse to start unless sandboxes run under KVM (TCG is not an isolation "
                "boundary)");

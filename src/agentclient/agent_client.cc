@@ -224,6 +224,11 @@ Status AgentClient::onFrame(Frame f) {
     return Error(Code::kProtocol,
                  name + " on stream " + std::to_string(f.stream) + " that is not open");
   std::shared_ptr<Stream> s = it->second;
+  if (s->reply_by != asio::steady_timer::time_point::max()) {
+    // Answered: later waits on this stream are unbounded again.
+    s->reply_by = asio::steady_timer::time_point::max();
+    s->wake.expires_at(s->reply_by);
+  }
   if (f.type == MsgType::kCredit) {
     auto c = agentproto::decodeMsg<agentproto::CreditMsg>(f.payload);
     s->send_credit += c->bytes;
@@ -305,8 +310,22 @@ asio::awaitable<Result<Frame>> AgentClient::recv(Stream& s) {
     }
     if (failure_) co_return *failure_;
     if (s.ended) co_return streamError("stream already ended");
-    VESSEL_CO_TRY(co_await waitOn(s.wake));
+    VESSEL_CO_TRY(co_await awaitFrame(s));
   }
+}
+
+asio::awaitable<Status> AgentClient::awaitFrame(Stream& s) {
+  if (s.reply_by != asio::steady_timer::time_point::max()) {
+    if (asio::steady_timer::clock_type::now() >= s.reply_by)
+      co_return Error(Code::kDeadlineExceeded,
+                      name_ + ": the agent did not answer " +
+                          std::string(agentproto::msgTypeName(s.request)) + " within " +
+                          std::to_string(reply_timeout_.count()) +
+                          " ms (its guest is overloaded or its agent is not running)");
+    // Woken at the deadline if nothing comes; onFrame() resets it.
+    s.wake.expires_at(s.reply_by);
+  }
+  co_return co_await waitOn(s.wake);
 }
 
 asio::awaitable<Status> AgentClient::sendData(Stream& s, MsgType type, std::string_view payload) {
@@ -321,7 +340,7 @@ asio::awaitable<Status> AgentClient::sendData(Stream& s, MsgType type, std::stri
       co_return streamError("stream already ended");
     }
     if (s.send_credit >= cost) break;
-    VESSEL_CO_TRY(co_await waitOn(s.wake));
+    VESSEL_CO_TRY(co_await awaitFrame(s));
   }
   s.send_credit -= cost;
   enqueue(agentproto::encodeFrame(type, s.id, payload));
@@ -345,6 +364,8 @@ asio::awaitable<Status> AgentClient::ping() {
   s->id = next_stream_++;
   s->kind = internal::kPing;
   s->send_credit -= frameCost(4);
+  if (reply_timeout_.count() > 0)
+    s->reply_by = asio::steady_timer::clock_type::now() + reply_timeout_;
   streams_[s->id] = s;
   enqueue(agentproto::encodeFrame(MsgType::kPing, s->id, "ping"));
   for (;;) {

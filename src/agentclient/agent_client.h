@@ -201,6 +201,14 @@ class AgentClient : public std::enable_shared_from_this<AgentClient> {
   void close();
   // Set once the channel has failed, with the reason.
   const std::optional<Error>& failure() const { return failure_; }
+  // The reply deadline: every later request whose answer is immediate (all
+  // but a file write, whose answer follows its data) fails with
+  // kDeadlineExceeded if the guest has not begun to answer it within
+  // `limit`, and its stream is cancelled; the channel stays up, so a guest
+  // that was only slow (or whose agent was stopped and resumed) serves the
+  // next call. A running process's output and exit are not bounded by it.
+  // 0 (the default): no deadline.
+  void setReplyTimeout(std::chrono::milliseconds limit) { reply_timeout_ = limit; }
   // Completes once the channel has failed or was closed (at once if it
   // has), or when the wait is cancelled: for supervisors.
   asio::awaitable<void> waitClosed();
@@ -271,6 +279,9 @@ class AgentClient : public std::enable_shared_from_this<AgentClient> {
   void fail(Error e);
   void enqueue(std::string bytes);
   void grant(internal::Stream& s, uint32_t cost, bool force);
+  // Waits for news on `s` (a frame, its end, the channel's failure), or
+  // fails at its reply deadline.
+  asio::awaitable<Status> awaitFrame(internal::Stream& s);
 
   template <typename M>
   Result<std::shared_ptr<internal::Stream>> open(int kind, const M& m);
@@ -298,6 +309,7 @@ class AgentClient : public std::enable_shared_from_this<AgentClient> {
   bool writing_ = false;
   std::optional<Error> failure_;
   std::set<asio::steady_timer*> closed_waiters_;
+  std::chrono::milliseconds reply_timeout_{0};
 };
 
 }  // namespace vessel::agentclient

@@ -379,5 +379,46 @@ TEST_F(FakeAgentTest, AListingBeyondTheEntryBoundFailsClearlyAndTheChannelLivesO
   EXPECT_FALSE(g.client->failure());
 }
 
+TEST_F(FakeAgentTest, ReplyDeadlineFailsTheCallButKeepsTheChannel) {
+  // A stopped agent (hostile_test's StoppedAgent case): each request fails
+  // with a clear error at the reply deadline; the channel stays up, so the
+  // next call works once the guest answers again.
+  FakeGuest g(io_);
+  g.client->setReplyTimeout(100ms);
+  ExecSpec s;
+  s.argv = {"true"};
+  auto r = runFor(io_, g.client->exec(s), 5s);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code(), Code::kDeadlineExceeded);
+  EXPECT_NE(r.error().message().find("did not answer Exec within 100 ms"), std::string::npos)
+      << r.error().message();
+  EXPECT_FALSE(g.client->failure());
+  auto st = runFor(io_, g.client->stat("/x"), 5s);
+  EXPECT_EQ(st.error().code(), Code::kDeadlineExceeded) << st.error().message();
+  // The guest wakes up: the late answers are accepted (the exec's stream
+  // was cancelled), and a call it answers in time succeeds.
+  auto exec_req = g.readRequest();
+  ASSERT_TRUE(exec_req.has_value());
+  EXPECT_EQ(exec_req->type, MsgType::kExec);
+  g.sendMsg(exec_req->stream, agentproto::ExecStartedMsg{7, 0});
+  g.client->setReplyTimeout(5s);
+  auto out = std::make_shared<std::optional<Status>>();
+  asio::co_spawn(io_, store(g.client->ping(), out), asio::detached);
+  std::optional<Frame> ping;
+  while ((ping = g.readRequest()) && ping->type != MsgType::kPing) {
+  }
+  ASSERT_TRUE(ping.has_value());
+  g.send(agentproto::encodeFrame(MsgType::kPong, ping->stream, ping->payload));
+  g.send(agentproto::encodeFrame(MsgType::kOk, ping->stream, ""));
+  auto deadline = std::chrono::steady_clock::now() + 5s;
+  while (!out->has_value() && std::chrono::steady_clock::now() < deadline) {
+    io_.restart();
+    io_.run_one_for(10ms);
+  }
+  ASSERT_TRUE(out->has_value());
+  EXPECT_TRUE((*out)->ok()) << (*out)->error().message();
+  EXPECT_FALSE(g.client->failure());
+}
+
 }  // namespace
 }  // namespace vessel::agentclient

@@ -184,8 +184,12 @@ asio::awaitable<Result<std::unique_ptr<FileReader>>> AgentClient::readFile(std::
   VESSEL_CO_ASSIGN_OR_RETURN(
       auto s, open(internal::kRead, agentproto::ReadFileMsg{std::move(path), offset}));
   // Wait for the first frame so a missing file is an Error here, not later.
-  while (s->inbox.empty() && !s->ended && !failure_)
-    VESSEL_CO_TRY(co_await internal::waitOn(s->wake));
+  while (s->inbox.empty() && !s->ended && !failure_) {
+    if (Status st = co_await awaitFrame(*s); !st.ok()) {
+      cancel(*s);
+      co_return std::move(st).error();
+    }
+  }
   if (failure_) co_return *failure_;
   if (!s->inbox.empty() && s->inbox.front().type == MsgType::kError) {
     Frame f = std::move(s->inbox.front());

@@ -31,7 +31,11 @@ struct Stream {
   bool started = false;                   // process: ExecStarted seen
   bool ended = false;                     // terminal frame received or channel failed
   bool cancelled = false;                 // nobody reads: discard until terminal
-  asio::steady_timer wake;                // cancelled to wake waiters
+  // The guest must have sent this stream's first frame by then (the reply
+  // deadline, AgentClient::setReplyTimeout); max: no deadline (any more).
+  asio::steady_timer::time_point reply_by = asio::steady_timer::time_point::max();
+  MsgType request = MsgType::kPing;  // what the stream was opened with
+  asio::steady_timer wake;           // cancelled to wake waiters
   void notify() { wake.cancel(); }
 };
 
@@ -54,6 +58,10 @@ Result<std::shared_ptr<Stream>> AgentClient::open(int kind, const M& m) {
   s->id = next_stream_++;
   s->kind = kind;
   s->send_credit -= frameCost(payload.size());
+  s->request = M::kType;
+  // A write's first answer comes after its data: no deadline from here.
+  if (reply_timeout_.count() > 0 && kind != internal::kWrite)
+    s->reply_by = asio::steady_timer::clock_type::now() + reply_timeout_;
   streams_[s->id] = s;
   enqueue(agentproto::encodeFrame(M::kType, s->id, payload));
   return s;

@@ -173,6 +173,8 @@ Status Config::validate() {
   if (max_disk_mib < 64 || min_free_disk_mib < 0)
     return Error(Code::kInvalidArgument,
                  "--max-disk-mib must be at least 64 and --min-free-disk-mib not negative");
+  if (agent_reply_timeout_s < 0 || agent_reply_timeout_s > 24 * 3600)
+    return Error(Code::kInvalidArgument, "--agent-reply-timeout must be 0 to 86400 seconds");
   auto pools = parseWarmPool(warm_pool);
   if (!pools.ok()) return std::move(pools).error().withContext("--warm-pool");
   warm_pool_sizes = std::move(*pools);

@@ -95,6 +95,10 @@ struct Config {
   std::string uid_lease_dir = "/run/vessel/uids";
   // Added to each VM's guest RAM for its cgroup's memory limit.
   uint64_t vm_memory_overhead_mib = 256;
+  // Seconds a guest's agent has to begin answering a call (exec, files,
+  // processes) before it fails with kDeadlineExceeded; 0: no deadline. A
+  // stopped or starved agent must not hold a tenant's request forever.
+  int64_t agent_reply_timeout_s = 30;
   // Refuse to start without KVM: TCG is not an isolation boundary.
   bool require_kvm = false;
 

@@ -159,6 +159,7 @@ asio::awaitable<Result<std::shared_ptr<agentclient::AgentClient>>> Runtime::rest
     co_return Error(c.error().code(), std::move(msg));
   }
   pc.mark("agent_reconnect");
+  (*c)->setReplyTimeout(opts_.agent_reply_timeout);
   co_return std::move(*c);
 }
 
@@ -316,6 +317,7 @@ asio::awaitable<Result<std::shared_ptr<Sandbox>>> Runtime::create(std::string te
     making_[sb->id_] = sb->vm_.get();
     sb->agent_ = agentclient::AgentClient::create(std::move(sb->vm_->agentChannel()),
                                                   std::move(m->leftover), sb->id_);
+    sb->agent_->setReplyTimeout(opts_.agent_reply_timeout);
     auto id = co_await applyIdentity(*sb);
     if (id.ok()) id = co_await growDisk(*sb);
     if (!id.ok()) {

@@ -62,6 +62,11 @@ struct RuntimeOptions {
   // and fork paths (identity, guest network): a guest that stops answering
   // fails its own sandbox instead of holding it forever.
   std::chrono::milliseconds guest_call_timeout{15000};
+  // The agent client's reply deadline (AgentClient::setReplyTimeout) for
+  // every sandbox's channel: a tenant's exec, file or process call whose
+  // answer has not begun by then fails with a clear error instead of
+  // hanging on a guest whose agent is stopped or starved. 0: none.
+  std::chrono::milliseconds agent_reply_timeout{30000};
   // The guest network most creates ask for (egress on: route + CA). A warm
   // pooled VM with a slot is set up so ahead of time; a create that asks
   // for it pays nothing, one that asks for another pays one exec.

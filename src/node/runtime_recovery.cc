@@ -80,10 +80,12 @@ asio::awaitable<Result<std::shared_ptr<Sandbox>>> Runtime::adopt(const std::stri
   if (st.ok()) {
     auto c = co_await agentclient::AgentClient::reconnect(std::move(sb->vm_->agentChannel()), id,
                                                           Clock::now() + opts_.ready_timeout);
-    if (c.ok())
+    if (c.ok()) {
       sb->agent_ = std::move(*c);
-    else
+      sb->agent_->setReplyTimeout(opts_.agent_reply_timeout);
+    } else {
       st = std::move(c).error();
+    }
   }
   if (!st.ok()) {
     std::string diag = sb->vm_->diagnostics();

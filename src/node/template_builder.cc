@@ -116,7 +116,13 @@ asio::awaitable<Result<std::shared_ptr<const templates::Template>>> buildTemplat
     progress("cached", 100);
     co_return cached;
   }
-  VESSEL_CO_TRY(store.checkSpace(ctx));
+  // The worst case, refused now with a clear error rather than half-way:
+  // the base image is copied, and the memory file is a shared mapping that
+  // grows to the guest's RAM as the guest touches it - on a disk that cannot
+  // hold a page, QEMU dies of SIGBUS mid-boot ("qmp: connection closed").
+  std::error_code size_ec;
+  uint64_t image_mib = fs::file_size(in.base_image, size_ec) >> 20;
+  VESSEL_CO_TRY(store.checkSpace(ctx, spec.memory_mib + (size_ec ? 0 : image_mib) + 16));
   std::string staging = store.root() + "/.staging-" + spec.name + "-" + version;
   std::error_code ec;
   fs::remove_all(staging, ec);

@@ -60,6 +60,9 @@ void TemplateWorker::loop() {
 void TemplateWorker::build(Job& job) {
   std::unique_ptr<hypervisor::Hypervisor> hv = env_.hypervisor();
   templates::TemplateStore store(env_.template_root, env_.qemu_version, env_.kernel_sha256);
+  // This store is the worker's own: the daemon's threshold must be set on
+  // it too, or buildTemplate()'s check passes on a full disk.
+  store.setMinFreeMib(env_.min_free_mib);
   // The base is the base template's disk as it was snapshotted; the build
   // boots it afresh. Held for the build: collection leaves it alone.
   auto base = store.open(job.base);

@@ -31,6 +31,9 @@ struct TemplateBuildEnv {
   std::string template_root;  // the node's template store
   std::string work_dir;       // scratch for build VMs
   size_t max_queued = 8;      // builds waiting or running, per node
+  // Builds are refused while the store's filesystem has less free (MiB;
+  // --min-free-disk-mib); 0: no check.
+  uint64_t min_free_mib = 0;
 };
 
 class TemplateWorker {

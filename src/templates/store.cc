@@ -196,8 +196,16 @@ int TemplateStore::collectGarbage() {
   return removed;
 }
 
-Status TemplateStore::checkSpace(std::string_view what) const {
-  return checkFreeDisk(root_, min_free_mib_, what);
+Status TemplateStore::checkSpace(std::string_view what, uint64_t need_mib) const {
+  VESSEL_TRY(checkFreeDisk(root_, min_free_mib_, what));
+  if (need_mib == 0) return okStatus();
+  VESSEL_ASSIGN_OR_RETURN(uint64_t free_mib, freeDiskMib(root_));
+  if (free_mib >= need_mib + min_free_mib_) return okStatus();
+  return Error(Code::kResourceExhausted,
+               std::string(what) + " refused: it may need up to " + std::to_string(need_mib) +
+                   " MiB and " + root_ + " has " + std::to_string(free_mib) + " MiB free (" +
+                   std::to_string(min_free_mib_) +
+                   " MiB kept free, --min-free-disk-mib); delete sandboxes or templates");
 }
 
 uint64_t TemplateStore::allocatedMib(const std::string& name_prefix) const {

@@ -43,8 +43,9 @@ class TemplateStore {
   // filesystem has less than `mib` free (0: never); see checkSpace().
   void setMinFreeMib(uint64_t mib) { min_free_mib_ = mib; }
   // Before a build writes a new version: kResourceExhausted when the
-  // store's disk is below the threshold.
-  Status checkSpace(std::string_view what) const;
+  // store's disk is below the threshold, or when `need_mib` more would not
+  // fit above it (a build's worst case: its memory file and image).
+  Status checkSpace(std::string_view what, uint64_t need_mib = 0) const;
   // The newest version of `name` when version is empty.
   Result<std::shared_ptr<const Template>> open(const std::string& name,
                                                const std::string& version = "");

@@ -242,6 +242,7 @@ Status runDaemon(Config cfg) {
   ro.kernel = cfg.kernel;
   ro.accel = accel->accel;
   ro.pool_size = 0;  // only the templates --warm-pool names
+  ro.agent_reply_timeout = std::chrono::seconds(cfg.agent_reply_timeout_s);
   if (egress) {
     ro.slots = &egress->slots();
     // Most sandboxes have egress: warm VMs get its route and CA ahead of time.
@@ -266,6 +267,7 @@ Status runDaemon(Config cfg) {
   build_env.accel = accel->accel;
   build_env.template_root = template_root;
   build_env.work_dir = run_root + "/tb";
+  build_env.min_free_mib = static_cast<uint64_t>(cfg.min_free_disk_mib);
   local_node.enableTemplateBuilds(std::move(build_env));
   metrics::Registry metrics;
   lifecycle.setMetrics(metrics);

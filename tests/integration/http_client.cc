@@ -7,6 +7,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
+
 namespace vessel::testing {
 
 namespace json = boost::json;
@@ -43,9 +45,8 @@ std::unique_ptr<HttpStream> HttpStream::open(uint16_t port, const Request& req) 
   a.sin_port = htons(port);
   a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) return nullptr;
-  timeval tv{120, 0};
-  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+  if (req.deadline) s->deadline_ = std::chrono::steady_clock::now() + *req.deadline;
+  if (!s->armTimeout()) return s;
   std::string r =
       req.method + " " + req.target + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n";
   if (!req.bearer.empty()) r += "Authorization: Bearer " + req.bearer + "\r\n";
@@ -57,7 +58,7 @@ std::unique_ptr<HttpStream> HttpStream::open(uint16_t port, const Request& req) 
   r += "\r\n";
   r += req.body;
   size_t off = 0;
-  while (off < r.size()) {
+  while (off < r.size() && s->armTimeout()) {
     ssize_t n = ::send(fd, r.data() + off, r.size() - off, MSG_NOSIGNAL);
     if (n <= 0) break;  // the server may answer (e.g. 413) before reading everything
     off += static_cast<size_t>(n);
@@ -66,6 +67,17 @@ std::unique_ptr<HttpStream> HttpStream::open(uint16_t port, const Request& req) 
 }
 
 HttpStream::~HttpStream() { close(); }
+
+bool HttpStream::armTimeout() {
+  auto left = std::chrono::duration_cast<std::chrono::microseconds>(
+      deadline_ ? *deadline_ - std::chrono::steady_clock::now() : std::chrono::seconds(120));
+  if (left.count() <= 0) return false;
+  timeval tv{static_cast<time_t>(left.count() / 1000000),
+             static_cast<suseconds_t>(left.count() % 1000000)};
+  ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  ::setsockopt(fd_, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+  return true;
+}
 
 void HttpStream::close() {
   if (fd_ >= 0) ::close(fd_);
@@ -90,7 +102,7 @@ bool HttpStream::readUntil(const std::function<bool(const std::string&)>& enough
   for (;;) {
     parseHead();
     if (reply_.status && enough && enough(reply_.body)) return true;
-    if (fd_ < 0) return false;
+    if (fd_ < 0 || !armTimeout()) return false;
     ssize_t n = ::read(fd_, buf, sizeof buf);
     if (n <= 0) {
       parseHead();
@@ -102,6 +114,21 @@ bool HttpStream::readUntil(const std::function<bool(const std::string&)>& enough
 
 void HttpStream::readAll() {
   readUntil([](const std::string&) { return false; });
+}
+
+uint64_t HttpStream::discardBody(uint64_t max_body, const std::function<void(uint64_t)>& progress) {
+  if (!readUntil([](const std::string&) { return true; })) return 0;
+  uint64_t total = reply_.body.size();
+  reply_.body.clear();
+  raw_.clear();
+  std::vector<char> buf(1 << 20);
+  while (total < max_body && fd_ >= 0 && armTimeout()) {
+    ssize_t n = ::read(fd_, buf.data(), std::min<uint64_t>(buf.size(), max_body - total));
+    if (n <= 0) break;
+    total += static_cast<uint64_t>(n);
+    if (progress) progress(total);
+  }
+  return total;
 }
 
 Reply call(uint16_t port, const Request& req) {

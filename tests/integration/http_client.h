@@ -5,6 +5,7 @@
 // (SSE, chunked downloads) can be read incrementally while other requests
 // go out on other connections.
 #include <boost/json.hpp>
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -33,6 +34,11 @@ struct Request {
   std::string bearer;  // empty: no Authorization header
   std::vector<std::string> headers;
   bool json = true;  // Content-Type: application/json when there is a body
+  // The whole exchange's deadline (send and every read): past it the stream
+  // stops reading and the reply is what arrived (status 0 without a head).
+  // Unset: each read may wait 120 s, which only keeps a hung server from
+  // hanging a test (streams may run far longer).
+  std::optional<std::chrono::milliseconds> deadline;
 };
 
 // One connection carrying one request; read() accumulates the response.
@@ -45,6 +51,11 @@ class HttpStream {
   bool readUntil(const std::function<bool(const std::string&)>& enough);
   // Reads everything until the server closes.
   void readAll();
+  // Reads the head (kept), then up to `max_body` bytes of body that are
+  // counted and dropped, calling `progress(total)` after each read: for
+  // bodies too large to keep. Returns the body bytes read (including any
+  // that came with the head).
+  uint64_t discardBody(uint64_t max_body, const std::function<void(uint64_t)>& progress);
   const Reply& reply() const { return reply_; }
   // Closes the connection (the client going away).
   void close();
@@ -52,7 +63,11 @@ class HttpStream {
  private:
   explicit HttpStream(int fd) : fd_(fd) {}
   void parseHead();
+  // Sets the socket's timeouts to what is left until deadline_; false once
+  // it has passed.
+  bool armTimeout();
   int fd_ = -1;
+  std::optional<std::chrono::steady_clock::time_point> deadline_;
   std::string raw_;
   Reply reply_;
 };

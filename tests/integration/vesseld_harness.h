@@ -39,6 +39,7 @@ class Vesseld {
   // SIGTERM, then SIGKILL after `grace`.
   ExitStatus stop(std::chrono::seconds grace = std::chrono::seconds(40));
   bool running() { return proc_.running() && !proc_.tryWait(); }
+  pid_t pid() const { return proc_.pid(); }
 
   // One request on its own connection. key "-" is the dev key, "" none.
   // Reads until the server closes or `enough` says the body suffices.

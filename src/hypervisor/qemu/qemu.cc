@@ -50,6 +50,15 @@ Status writeAllTo(int fd, const char* data, size_t n) {
   return okStatus();
 }
 
+// QEMU killed by SIGBUS: a page of a file it maps could not be backed. For
+// a memory file mapped shared (a template build) that is a full disk under
+// it; said so, since "connection closed" is all the caller saw.
+std::string sigbusHint(const ExitStatus& st, const MachineSpec& spec) {
+  if (st.exited || st.signal != SIGBUS || spec.memory_file.empty()) return "";
+  return " (a page of its memory file " + spec.memory_file +
+         " could not be backed: is that disk full?)";
+}
+
 std::string tailOf(const std::string& path, size_t max) {
   auto s = readFile(path, 64 << 20);
   if (!s.ok()) return "";
@@ -411,9 +420,12 @@ asio::awaitable<Result<std::unique_ptr<Vm>>> QemuHypervisor::start(MachineSpec s
 
   auto fail = [&](Error e) -> Error {
     // Give QEMU a moment to finish writing why it exited.
-    (void)child->waitFor(200ms);
+    auto exit = child->waitFor(200ms);
     std::string why = tailOf(stderr_path, 2048);
-    if (!why.empty()) e = Error(e.code(), e.context() + "; qemu stderr: " + why, e.sysErrno());
+    // How it ended says more than the closed socket that showed it.
+    std::string how = exit.ok() ? "; QEMU " + exit->describe() + sigbusHint(*exit, spec) : "";
+    if (!why.empty()) how += "; qemu stderr: " + why;
+    if (!how.empty()) e = Error(e.code(), e.context() + how, e.sysErrno());
     return std::move(e).withContext(ctx);
   };
 
