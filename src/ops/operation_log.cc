@@ -4,6 +4,7 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/json.hpp>
 #include <random>
+#include <set>
 
 #include "base/log.h"
 #include "base/new_id.h"
@@ -55,6 +56,12 @@ OperationLog::~OperationLog() {
 
 OperationLog::Subscription::~Subscription() = default;
 
+void OperationLog::wakeAll() {
+  std::set<std::string> tenants;
+  for (const auto& [tenant, w] : subs_->by_tenant) tenants.insert(tenant);
+  for (const auto& t : tenants) subs_->wake(t);
+}
+
 asio::awaitable<bool> OperationLog::Subscription::wait(
     std::chrono::steady_clock::time_point deadline) {
   auto w = w_;
@@ -103,6 +110,7 @@ Result<store::OperationRecord> OperationLog::begin(const std::string& tenant,
   op.kind = kind;
   op.state = OpState::kPending;
   op.created_ms = op.updated_ms = clock_.nowMs();
+  op.owner = owner_;
   VESSEL_TRY(store_.insertOperation(op));
   publish({0, tenant, op.id, sandbox_id, "operation.pending", json::serialize(operationJson(op))});
   return op;
