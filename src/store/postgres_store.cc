@@ -675,11 +675,26 @@ std::string redactUrl(const std::string& url) {
 namespace {
 // Store calls block the io thread, so an unreachable server must not hold
 // it for the kernel's TCP connect timeout (minutes): connect_timeout
-// unless the URL sets one.
+// unless the URL sets one. Nor may a server whose link goes away while a
+// reply is on its way (a node cut off from the network): TCP keepalives
+// and tcp_user_timeout end such a connection in seconds, and the next
+// call connects again. (Ignored on a Unix socket.)
 std::string withConnectTimeout(const std::string& url) {
-  if (url.find("connect_timeout") != std::string::npos) return url;
-  if (url.find("://") == std::string::npos) return url + " connect_timeout=5";
-  return url + (url.find('?') == std::string::npos ? "?" : "&") + "connect_timeout=5";
+  std::string out = url;
+  const bool uri = url.find("://") != std::string::npos;
+  bool query = url.find('?') != std::string::npos;
+  for (const char* kv : {"connect_timeout=5", "keepalives=1", "keepalives_idle=5",
+                         "keepalives_interval=2", "keepalives_count=3", "tcp_user_timeout=10000"}) {
+    std::string key(kv, std::string_view(kv).find('=') + 1);
+    if (url.find(key) != std::string::npos) continue;
+    if (!uri) {
+      out += std::string(" ") + kv;
+    } else {
+      out += (query ? "&" : "?") + std::string(kv);
+      query = true;
+    }
+  }
+  return out;
 }
 }  // namespace
 
