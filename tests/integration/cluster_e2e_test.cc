@@ -319,25 +319,33 @@ TEST_F(ClusterTest, PlacesRoutesSurvivesNodeLossAndReplicaLoss) {
   EXPECT_EQ(store_->listNodeSandboxes("node1")->size(), 0u);
   EXPECT_EQ(store_->listNodeSandboxes("node2")->size(), on["node2"].size());
   // New creates may land on the returned nodes again.
+  std::string owner0;  // replica 0's id, as its operations record it
   {
     auto [id, op] = create(0);
     ASSERT_TRUE(waitUntil([&] { return finished(0, op); }));
     EXPECT_EQ(opState(0, op), "done") << logs();
+    owner0 = (*store_->getOperation("dev", op))->owner;
+    ASSERT_FALSE(owner0.empty());
   }
 
-  // Replica 1 dies with operations in flight: replica 0 ends every one.
+  // Replica 1 dies with operations in flight: the nodes are frozen for a
+  // moment (SIGSTOP, shorter than --node-lost-after) so that none of its
+  // calls can end before it is killed. Replica 0 takes every one over and
+  // ends it from what the nodes then hold.
+  for (auto& n : nodes_) ASSERT_TRUE(n.signal(SIGSTOP).ok());
   std::vector<std::pair<std::string, std::string>> mid;
   for (int i = 0; i < 3; ++i) mid.push_back(create(1));
-  mid.emplace_back(on["node2"][0], "");
   {
     auto r = client(apiUrl(1), key_).del("/v1/sandboxes/" + on["node2"][0]);
     ASSERT_TRUE(r.ok()) << r.error().message();
-    mid.back().second = testing::str(r->at("operation"), "id");
+    mid.emplace_back(on["node2"][0], testing::str(r->at("operation"), "id"));
   }
   (void)apis_[1].signal(SIGKILL);
   (void)apis_[1].waitFor(10s);
+  for (auto& n : nodes_) ASSERT_TRUE(n.signal(SIGCONT).ok());
   for (const auto& [id, op] : mid) {
     ASSERT_TRUE(waitUntil([&] { return finished(0, op); })) << op << logs();
+    EXPECT_EQ((*store_->getOperation("dev", op))->owner, owner0) << "not taken over: " << op;
     auto sb = row(id);
     ASSERT_TRUE(sb.has_value());
     if (opState(0, op) == "done")
@@ -345,7 +353,7 @@ TEST_F(ClusterTest, PlacesRoutesSurvivesNodeLossAndReplicaLoss) {
                   sb->state == store::SandboxState::kDeleted)
           << store::stateName(sb->state);
     else
-      EXPECT_EQ(sb->state, store::SandboxState::kFailed);
+      EXPECT_EQ(sb->state, store::SandboxState::kFailed) << op << logs();
   }
   auto u = store_->listUnfinishedOperations();
   ASSERT_TRUE(u.ok());
