@@ -213,8 +213,9 @@ Status Config::validate() {
                  "--store must be 'sqlite' or a postgres:// or postgresql:// URL");
   if (hypervisor == "fake") {
     // The test-only fake hypervisor: no VMM, no jail, no gateway.
-    if (jail || egress)
-      return Error(Code::kInvalidArgument, "--hypervisor=fake needs --no-jail and --no-egress");
+    if (jail || egress || role == Role::kAll)
+      return Error(Code::kInvalidArgument,
+                   "--hypervisor=fake (tests) needs --role=api or node, --no-jail and --no-egress");
     if (role == Role::kNode) VESSEL_TRY(requireFile("fake agent", fake_agent));
   } else if (hypervisor != "qemu") {
     return Error(Code::kInvalidArgument,
