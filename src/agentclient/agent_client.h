@@ -166,6 +166,13 @@ class Watch {
   bool done_ = false;
 };
 
+// Bounds on what a guest's replies may make the host hold and decode: the
+// bytes of one reply (all its frames), and the entries of a directory or
+// process listing (each entry costs far more decoded, and in the API's JSON,
+// than on the wire).
+constexpr size_t kMaxReplyBytes = 16u << 20;
+constexpr size_t kMaxListEntries = 100'000;
+
 class AgentClient : public std::enable_shared_from_this<AgentClient> {
  public:
   using Socket = asio::local::stream_protocol::socket;
@@ -230,6 +237,8 @@ class AgentClient : public std::enable_shared_from_this<AgentClient> {
                                                                 uint64_t offset = 0);
   asio::awaitable<Result<std::unique_ptr<FileWriter>>> writeFile(WriteFileOptions opts);
   asio::awaitable<Result<agentproto::FileStat>> stat(std::string path);
+  // At most kMaxListEntries entries (kResourceExhausted beyond: list a
+  // subdirectory or a smaller depth).
   asio::awaitable<Result<std::vector<agentproto::ListEntry>>> list(std::string path,
                                                                    uint32_t depth = 1);
   asio::awaitable<Status> mkdir(std::string path, uint32_t mode = 0755, bool parents = true);
@@ -269,6 +278,11 @@ class AgentClient : public std::enable_shared_from_this<AgentClient> {
   // before it.
   template <typename M>
   asio::awaitable<Result<std::vector<agentproto::Frame>>> call(int kind, M m);
+  // The same, handing each frame to `each` (Status(Frame&)) as it arrives:
+  // a reply of many frames is decoded a frame (at most kMaxPayload) per turn
+  // of the io loop, never in one go. An Error from `each` ends the call.
+  template <typename M, typename F>
+  asio::awaitable<Status> callEach(int kind, M m, F each);
   template <typename M>
   asio::awaitable<Status> callStatus(int kind, M m);
   asio::awaitable<Result<std::unique_ptr<Process>>> startProcess(

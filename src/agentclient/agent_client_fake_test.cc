@@ -334,5 +334,50 @@ TEST_F(FakeAgentTest, CallsHonorACallersDeadline) {
   EXPECT_FALSE(g.client->failure());
 }
 
+TEST_F(FakeAgentTest, AListingBeyondTheEntryBoundFailsClearlyAndTheChannelLivesOn) {
+  // A guest answering a listing with more entries than the host will hold
+  // (within credit and the byte bound): the call fails with what to do,
+  // the stream is cancelled, and the channel stays usable.
+  FakeGuest g(io_);
+  auto out = std::make_shared<std::optional<Result<std::vector<agentproto::ListEntry>>>>();
+  asio::co_spawn(io_, store(g.client->list("/big", 1), out), asio::detached);
+  auto req = g.readRequest();
+  ASSERT_TRUE(req.has_value());
+  ASSERT_EQ(req->type, MsgType::kList);
+  agentproto::ListEntriesMsg batch;
+  for (int i = 0; i < 4000; ++i) batch.entries.push_back({"f" + std::to_string(i), {}});
+  auto frame = agentproto::encodeMsgFrame(req->stream, batch);
+  ASSERT_TRUE(frame.ok()) << frame.error().message();
+  uint32_t cost = agentproto::frameCost(frame->size() - agentproto::kHeaderSize);
+  int64_t credit = agentproto::kInitialWindow;
+  size_t sent = 0;
+  bool cancelled = false;
+  while (!out->has_value() && !cancelled && sent <= kMaxListEntries) {
+    while (credit < cost && !cancelled) {
+      auto f = g.readRequest();
+      ASSERT_TRUE(f.has_value()) << "the client granted no credit";
+      if (f->type == MsgType::kCancel) cancelled = true;
+      if (f->type == MsgType::kCredit)
+        credit += agentproto::decodeMsg<agentproto::CreditMsg>(f->payload)->bytes;
+    }
+    if (cancelled) break;
+    g.send(*frame);
+    credit -= cost;
+    sent += batch.entries.size();
+    io_.restart();
+    io_.poll();
+  }
+  for (int i = 0; i < 500 && !out->has_value(); ++i) {
+    io_.restart();
+    io_.run_one_for(10ms);
+  }
+  ASSERT_TRUE(out->has_value());
+  ASSERT_FALSE((*out)->ok());
+  EXPECT_EQ((*out)->error().code(), Code::kResourceExhausted);
+  EXPECT_NE((*out)->error().message().find("more than 100000 entries"), std::string::npos)
+      << (*out)->error().message();
+  EXPECT_FALSE(g.client->failure());
+}
+
 }  // namespace
 }  // namespace vessel::agentclient

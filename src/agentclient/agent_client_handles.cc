@@ -81,15 +81,22 @@ asio::awaitable<Status> AgentClient::resize(uint32_t pid, uint16_t rows, uint16_
 }
 
 asio::awaitable<Result<std::vector<ProcessInfo>>> AgentClient::listProcesses() {
-  auto op = call(internal::kProcList, ListProcsMsg{});
-  VESSEL_CO_ASSIGN_OR_RETURN(auto frames, co_await std::move(op));
   std::vector<ProcessInfo> out;
-  for (const auto& f : frames) {
+  // Named, not temporary arguments: g++ 12 destroys a prvalue argument of a
+  // coroutine twice.
+  auto each = [this, &out](const Frame& f) -> Status {
     auto m = agentproto::decodeMsg<agentproto::ProcListMsg>(f.payload);
-    if (!m.ok()) co_return std::move(m).error();
+    if (!m.ok()) return std::move(m).error();
+    if (out.size() + m->procs.size() > kMaxListEntries)
+      return Error(Code::kResourceExhausted, name_ + ": the guest listed more than " +
+                                                 std::to_string(kMaxListEntries) + " processes");
     for (auto& p : m->procs)
       out.push_back({p.pid, p.running != 0, p.attached != 0, p.pty != 0, std::move(p.command)});
-  }
+    return okStatus();
+  };
+  auto op = callEach(internal::kProcList, ListProcsMsg{}, each);
+  Status st = co_await std::move(op);
+  if (!st.ok()) co_return std::move(st).error();
   co_return out;
 }
 
@@ -283,14 +290,22 @@ asio::awaitable<Result<std::vector<agentproto::Xattr>>> AgentClient::getXattrs(s
 
 asio::awaitable<Result<std::vector<agentproto::ListEntry>>> AgentClient::list(std::string path,
                                                                               uint32_t depth) {
-  auto op = call(internal::kList, agentproto::ListMsg{std::move(path), depth});
-  VESSEL_CO_ASSIGN_OR_RETURN(auto frames, co_await std::move(op));
   std::vector<agentproto::ListEntry> out;
-  for (const auto& f : frames) {
+  std::string what = name_ + ": listing of " + path;
+  auto each = [&out, &what](const Frame& f) -> Status {
     auto m = agentproto::decodeMsg<agentproto::ListEntriesMsg>(f.payload);
-    if (!m.ok()) co_return std::move(m).error();
+    if (!m.ok()) return std::move(m).error();
+    if (out.size() + m->entries.size() > kMaxListEntries)
+      return Error(Code::kResourceExhausted,
+                   what + " has more than " + std::to_string(kMaxListEntries) +
+                       " entries; list a subdirectory or with a smaller depth");
     for (auto& e : m->entries) out.push_back(std::move(e));
-  }
+    return okStatus();
+  };
+  agentproto::ListMsg m{std::move(path), depth};
+  auto op = callEach(internal::kList, std::move(m), each);
+  Status st = co_await std::move(op);
+  if (!st.ok()) co_return std::move(st).error();
   co_return out;
 }
 

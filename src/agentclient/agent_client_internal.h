@@ -59,10 +59,9 @@ Result<std::shared_ptr<Stream>> AgentClient::open(int kind, const M& m) {
   return s;
 }
 
-template <typename M>
-asio::awaitable<Result<std::vector<Frame>>> AgentClient::call(int kind, M m) {
+template <typename M, typename F>
+asio::awaitable<Status> AgentClient::callEach(int kind, M m, F each) {
   VESSEL_CO_ASSIGN_OR_RETURN(auto s, open(kind, m));
-  std::vector<Frame> out;
   size_t bytes = 0;
   for (;;) {
     auto got = co_await recv(*s);
@@ -72,18 +71,36 @@ asio::awaitable<Result<std::vector<Frame>>> AgentClient::call(int kind, M m) {
       co_return std::move(got).error();
     }
     Frame f = std::move(*got);
-    if (f.type == MsgType::kOk) co_return out;
+    if (f.type == MsgType::kOk) co_return okStatus();
     if (f.type == MsgType::kError) co_return internal::errorFrame(f);
     bytes += f.payload.size();
     // Replies are consumed eagerly, so credit alone does not bound them.
-    if (bytes > (16u << 20)) {
+    if (bytes > kMaxReplyBytes) {
       cancel(*s);
-      co_return Error(
-          Code::kResourceExhausted,
-          name_ + ": " + std::string(agentproto::msgTypeName(M::kType)) + " reply above 16 MiB");
+      co_return Error(Code::kResourceExhausted,
+                      name_ + ": " + std::string(agentproto::msgTypeName(M::kType)) +
+                          " reply above " + std::to_string(kMaxReplyBytes >> 20) + " MiB");
     }
-    out.push_back(std::move(f));
+    if (Status st = each(f); !st.ok()) {
+      cancel(*s);
+      co_return st;
+    }
   }
+}
+
+template <typename M>
+asio::awaitable<Result<std::vector<Frame>>> AgentClient::call(int kind, M m) {
+  std::vector<Frame> out;
+  // Named, not a temporary argument: g++ 12 destroys a prvalue argument of
+  // a coroutine twice.
+  auto collect = [&out](Frame& f) {
+    out.push_back(std::move(f));
+    return okStatus();
+  };
+  auto op = callEach(kind, std::move(m), collect);
+  Status st = co_await std::move(op);
+  if (!st.ok()) co_return std::move(st).error();
+  co_return out;
 }
 
 // Like call(), for requests whose only answer is Ok or Error.

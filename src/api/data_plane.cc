@@ -19,6 +19,7 @@
 #include "api/sse_stream.h"
 #include "base/base64.h"
 #include "base/log.h"
+#include "base/offload.h"
 #include "base/scope_exit.h"
 
 namespace vessel::api {
@@ -356,10 +357,16 @@ asio::awaitable<Response> DataPlane::process(const Request& req, Target t, std::
 asio::awaitable<Response> DataPlane::listProcesses(const Request& req, Target t) {
   auto l = co_await t.agent->listProcesses();
   if (!l.ok()) co_return fail(req, l.error());
-  json::array items;
-  for (const auto& p : *l) items.push_back(processJson(p));
-  json::object o{{"processes", std::move(items)}};
-  co_return jsonResponse(req, http::status::ok, json::serialize(o));
+  // Named, not a temporary argument: g++ 12 destroys a prvalue argument of
+  // a coroutine twice.
+  auto render = [l = std::move(*l)] {
+    json::array items;
+    items.reserve(l.size());
+    for (const auto& p : l) items.push_back(processJson(p));
+    return json::serialize(json::object{{"processes", std::move(items)}});
+  };
+  std::string body = co_await offload(*render_, std::move(render));
+  co_return jsonResponse(req, http::status::ok, std::move(body));
 }
 
 // --- files --------------------------------------------------------------------
@@ -482,10 +489,14 @@ asio::awaitable<Response> DataPlane::listFiles(const Request& req, Target t) {
   if (!l.ok()) co_return fail(req, l.error());
   std::string base = *path == "/" ? "" : *path;
   if (!base.empty() && base.back() == '/') base.pop_back();
-  json::array items;
-  for (const auto& e : *l) items.push_back(fileJson(e.stat, base + "/" + e.path, e.path));
-  json::object o{{"entries", std::move(items)}};
-  co_return jsonResponse(req, http::status::ok, json::serialize(o));
+  auto render = [l = std::move(*l), base] {
+    json::array items;
+    items.reserve(l.size());
+    for (const auto& e : l) items.push_back(fileJson(e.stat, base + "/" + e.path, e.path));
+    return json::serialize(json::object{{"entries", std::move(items)}});
+  };
+  std::string body = co_await offload(*render_, std::move(render));
+  co_return jsonResponse(req, http::status::ok, std::move(body));
 }
 
 asio::awaitable<Response> DataPlane::statFile(const Request& req, Target t) {

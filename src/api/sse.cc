@@ -48,7 +48,8 @@ asio::awaitable<std::optional<Response>> ControlPlane::streamEvents(const Reques
   if (!co_await writeSseHead(stream, req)) co_return std::nullopt;
 
   // Subscribed before the first read: nothing published after it is missed.
-  auto sub = lifecycle_.operations().subscribe(tenant, stream.get_executor());
+  // An operation's stream is woken by that operation's events only.
+  auto sub = lifecycle_.operations().subscribe(tenant, stream.get_executor(), op_id);
   for (;;) {
     // The operation's state is read before its events: once it is final,
     // every event it will ever have is already stored.

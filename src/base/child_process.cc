@@ -14,6 +14,8 @@ extern "C" {
 #include <algorithm>
 #include <cstring>
 
+#include "base/exec_child.h"
+
 namespace vessel {
 
 std::string ExitStatus::describe() const {
@@ -60,13 +62,7 @@ namespace {
                             int err_fd) {
   if (opts.die_with_parent) ::prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (opts.new_session) ::setsid();
-  // Restore default signal handling: the parent may ignore SIGPIPE.
-  struct sigaction sa {};
-  sa.sa_handler = SIG_DFL;
-  for (int s = 1; s < NSIG; ++s) ::sigaction(s, &sa, nullptr);
-  sigset_t none;
-  sigemptyset(&none);
-  ::sigprocmask(SIG_SETMASK, &none, nullptr);
+  resetSignalsForExec();
   if (opts.pre_exec) {
     if (int e = opts.pre_exec(); e != 0) {
       (void)!::write(err_fd, &e, sizeof e);

@@ -9,6 +9,7 @@
 //                              console.log, run/ (QEMU sockets)
 //   <root>/sandboxes/<id>/     sandbox.json, pause.state (while paused)
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/thread_pool.hpp>
 #include <boost/json/object.hpp>
 #include <map>
 #include <memory>
@@ -123,6 +124,7 @@ class Runtime : private WarmPool::Source {
   Runtime(asio::io_context& io, hypervisor::Hypervisor& hv, templates::TemplateStore& store,
           RuntimeOptions opts);
   ~Runtime();
+  templates::TemplateStore& templates() { return store_; }
 
   asio::awaitable<Result<std::shared_ptr<Sandbox>>> create(std::string template_name,
                                                            CreateOptions opts);
@@ -268,6 +270,9 @@ class Runtime : private WarmPool::Source {
   templates::TemplateStore& store_;
   RuntimeOptions opts_;
   WarmPool pool_;
+  // Hashing a template's files (GiBs) after a fork into a template: never
+  // on the io thread.
+  std::unique_ptr<asio::thread_pool> hashing_ = std::make_unique<asio::thread_pool>(1);
 };
 
 using vessel::newId;

@@ -4,6 +4,7 @@
 #include <filesystem>
 
 #include "base/log.h"
+#include "base/offload.h"
 #include "base/scope_exit.h"
 #include "base/sha256.h"
 #include "node/runtime.h"
@@ -182,14 +183,21 @@ asio::awaitable<Result<std::shared_ptr<const templates::Template>>> Runtime::for
     std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
     man.created_at = buf;
   }
+  // Hashed on a worker thread; install() then trusts these sums for files
+  // whose stamps have not changed, instead of hashing them on this thread.
+  std::map<std::string, templates::TemplateStore::HashedFile> hashed;
   for (const char* f : {templates::kRootfsFile, templates::kMemoryFile, templates::kStateFile}) {
-    auto sha = sha256File(staging + "/" + f);
-    if (!sha.ok()) co_return std::move(sha).error().withContext(ctx);
-    man.files[f] = *sha;
+    // Named, not a temporary argument: g++ 12 destroys a prvalue argument
+    // of a coroutine twice.
+    auto hash = [p = staging + "/" + f] { return templates::TemplateStore::hashFile(p); };
+    auto h = co_await offload(*hashing_, std::move(hash));
+    if (!h.ok()) co_return std::move(h).error().withContext(ctx);
+    man.files[f] = h->sha256;
+    hashed[f] = std::move(*h);
   }
   man.spec_hash = sha256Hex("fork\n" + sb.template_id_ + "\n" + sb.id_ + "\n" + man.created_at +
                             "\n" + man.files[templates::kStateFile]);
-  auto t = store_.install(staging, std::move(man));
+  auto t = store_.install(staging, std::move(man), hashed);
   if (!t.ok()) co_return std::move(t).error().withContext(ctx);
   rm_staging.dismiss();
   Logger("runtime", sb.id_).info("forked into template {}", (*t)->id());

@@ -8,9 +8,15 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <condition_variable>
 #include <filesystem>
+#include <mutex>
+#include <optional>
 
 #include "agentclient/testing/agent_harness.h"
+#include "base/scope_exit.h"
 #include "base/sha256.h"
 #include "hypervisor/testing/fake_hypervisor.h"
 
@@ -159,6 +165,74 @@ TEST_F(RuntimeTest, ForkMakesRunningCopiesAndTheOriginalCarriesOn) {
   ASSERT_TRUE(run(runtime().destroy(*sb)).ok());
   // The snapshot the copies were made from is gone with the parent.
   EXPECT_FALSE(fs::exists(dir_ + "/root/sandboxes/sb-parent"));
+}
+
+// A fork's disk copy runs off the io thread: held on a latch, it leaves the
+// io thread serving another sandbox's commands. (Were the copy on the io
+// thread, the command would wait for the latch's bound and run after it.)
+TEST_F(RuntimeTest, AForksDiskCopyLeavesTheIoThreadServing) {
+  CreateOptions o;
+  o.id = "sb-forked";
+  auto parent = create(o);
+  o.id = "sb-neighbour";
+  auto other = create(o);
+  ASSERT_TRUE(parent && other);
+
+  std::mutex mu;
+  std::condition_variable cv;
+  bool copying = false, released = false;
+  hv_->onDiskCopy([&] {
+    std::unique_lock l(mu);
+    copying = true;
+    cv.notify_all();
+    cv.wait_for(l, 30s, [&] { return released; });
+  });
+  auto release = [&] {
+    std::lock_guard l(mu);
+    released = true;
+    cv.notify_all();
+  };
+  ScopeExit always_release(release);
+
+  std::optional<Result<std::vector<std::shared_ptr<Sandbox>>>> forked;
+  std::vector<std::string> ids = {"sb-copy"};
+  asio::co_spawn(
+      io_,
+      [&]() -> asio::awaitable<void> {
+        auto op = runtime().forkAs(*parent, ids);
+        forked.emplace(co_await std::move(op));
+      },
+      asio::detached);
+  {
+    // The fork runs on the io thread until its copy starts on the disk thread.
+    io_.restart();
+    auto until = std::chrono::steady_clock::now() + 30s;
+    std::unique_lock l(mu);
+    while (!copying && !forked && std::chrono::steady_clock::now() < until) {
+      l.unlock();
+      io_.run_one_for(20ms);
+      l.lock();
+    }
+    ASSERT_TRUE(copying) << "the fork never reached its disk copy";
+  }
+  // The neighbour answers while the copy is held...
+  EXPECT_EQ(sh(*other, "echo still here"), "still here\n");
+  {
+    std::lock_guard l(mu);
+    EXPECT_FALSE(released) << "the copy's latch ran out before the neighbour answered";
+  }
+  EXPECT_FALSE(forked.has_value());
+  // ...and the fork completes once the copy may go on.
+  release();
+  hv_->onDiskCopy({});
+  io_.restart();
+  auto until = std::chrono::steady_clock::now() + 30s;
+  while (!forked && std::chrono::steady_clock::now() < until) io_.run_one_for(20ms);
+  ASSERT_TRUE(forked.has_value());
+  ASSERT_TRUE(forked->ok()) << forked->error().message();
+  for (auto& c : **forked) ASSERT_TRUE(run(runtime().destroy(*c)).ok());
+  ASSERT_TRUE(run(runtime().destroy(*parent)).ok());
+  ASSERT_TRUE(run(runtime().destroy(*other)).ok());
 }
 
 TEST_F(RuntimeTest, ForkIntoATemplateThatNewSandboxesStartFrom) {

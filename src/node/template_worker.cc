@@ -88,6 +88,7 @@ void TemplateWorker::build(Job& job) {
       io,
       [&]() -> asio::awaitable<void> {
         auto t = co_await buildTemplate(*hv, store, job.spec, in, job.progress);
+        if (t.ok() && job.hashed) job.hashed(store.hashedFiles(**t));
         if (t.ok())
           out.emplace((*t)->manifest);
         else

@@ -17,6 +17,7 @@
 #include "hypervisor/hypervisor.h"
 #include "templates/build_spec.h"
 #include "templates/manifest.h"
+#include "templates/store.h"
 
 namespace vessel::node {
 
@@ -39,6 +40,11 @@ class TemplateWorker {
     std::string base;           // the stored name of the template whose disk it boots
     std::function<void(const std::string& step, int percent)> progress;
     std::function<void(Result<templates::Manifest>)> done;
+    // Before done, for a build that succeeded: the checksums of the new
+    // template's files (by path) the worker computed, so that the io
+    // thread's store need not hash GiBs again at the first create
+    // (TemplateStore::noteHashed). Optional.
+    std::function<void(std::map<std::string, templates::TemplateStore::HashedFile>)> hashed;
   };
 
   explicit TemplateWorker(TemplateBuildEnv env);

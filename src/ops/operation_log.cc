@@ -19,17 +19,20 @@ using store::SandboxState;
 struct OperationLog::Subscription::Waiter {
   explicit Waiter(const asio::any_io_executor& ex) : timer(ex) {}
   std::string tenant;
+  std::string operation;  // "" = every operation of the tenant
   asio::steady_timer timer;
+  uint64_t deliveries = 0;
   bool waiting = false;
   bool pending = false;  // an event came while nobody waited
 };
 
 struct OperationLog::Registry {
   std::multimap<std::string, std::weak_ptr<Subscription::Waiter>> by_tenant;
-  void wake(const std::string& tenant) {
+  void wake(const std::string& tenant, const std::string& operation) {
     auto [b, e] = by_tenant.equal_range(tenant);
     for (auto it = b; it != e; ++it)
-      if (auto w = it->second.lock()) {
+      if (auto w = it->second.lock(); w && (w->operation.empty() || w->operation == operation)) {
+        ++w->deliveries;
         w->pending = true;
         if (w->waiting) w->timer.cancel();
       }
@@ -57,10 +60,15 @@ OperationLog::~OperationLog() {
 OperationLog::Subscription::~Subscription() = default;
 
 void OperationLog::wakeAll() {
-  std::set<std::string> tenants;
-  for (const auto& [tenant, w] : subs_->by_tenant) tenants.insert(tenant);
-  for (const auto& t : tenants) subs_->wake(t);
+  // Not a delivery: a poll, after which each waiter reads the store again.
+  for (auto& [tenant, weak] : subs_->by_tenant)
+    if (auto w = weak.lock()) {
+      w->pending = true;
+      if (w->waiting) w->timer.cancel();
+    }
 }
+
+uint64_t OperationLog::Subscription::deliveries() const { return w_->deliveries; }
 
 asio::awaitable<bool> OperationLog::Subscription::wait(
     std::chrono::steady_clock::time_point deadline) {
@@ -79,7 +87,7 @@ asio::awaitable<bool> OperationLog::Subscription::wait(
 }
 
 std::unique_ptr<OperationLog::Subscription> OperationLog::subscribe(
-    const std::string& tenant, const asio::any_io_executor& ex) {
+    const std::string& tenant, const asio::any_io_executor& ex, const std::string& operation_id) {
   auto s = std::make_unique<Subscription>();
   s->w_ = std::shared_ptr<Subscription::Waiter>(
       new Subscription::Waiter(ex),
@@ -88,6 +96,7 @@ std::unique_ptr<OperationLog::Subscription> OperationLog::subscribe(
         delete w;
       });
   s->w_->tenant = tenant;
+  s->w_->operation = operation_id;
   subs_->by_tenant.emplace(tenant, s->w_);
   return s;
 }
@@ -154,12 +163,12 @@ void OperationLog::publish(store::EventRecord e) {
     Logger("ops").error("event {} of {}: {}", e.type, e.operation_id, s.error().message());
     return;
   }
-  subs_->wake(e.tenant_id);
+  subs_->wake(e.tenant_id, e.operation_id);
 }
 
 asio::awaitable<Result<store::OperationRecord>> OperationLog::await(
     std::string tenant, std::string id, std::chrono::steady_clock::time_point deadline) {
-  auto sub = subscribe(tenant, co_await asio::this_coro::executor);
+  auto sub = subscribe(tenant, co_await asio::this_coro::executor, id);
   auto reg = std::weak_ptr<Registry>(subs_);
   for (;;) {
     // Subscribed before reading: an end published after the read wakes us.

@@ -54,21 +54,29 @@ class OperationLog {
   void setSandbox(const std::string& tenant, const std::string& op_id, const std::string& id,
                   store::SandboxState state, const std::string& error = "");
 
-  // Wakes when an event of one tenant is published. An event published
-  // while the subscriber was busy is not lost: the next wait() returns at once.
+  // Wakes when an event of one tenant (and, if given, one operation) is
+  // published; events of other tenants never touch it, so one tenant's
+  // burst costs nobody else a store read. An event published while the
+  // subscriber was busy is not lost: the next wait() returns at once.
   class Subscription {
    public:
     ~Subscription();
     // Returns true when woken by an event, false at the deadline.
     asio::awaitable<bool> wait(std::chrono::steady_clock::time_point deadline);
+    // Events that were delivered to this subscription (each one a wakeup
+    // of its stream): tests count them instead of timing.
+    uint64_t deliveries() const;
 
    private:
     friend class OperationLog;
     struct Waiter;
     std::shared_ptr<Waiter> w_;
   };
+  // `operation_id` "": every event of the tenant (GET /v1/events); else only
+  // that operation's (its stream, await()).
   std::unique_ptr<Subscription> subscribe(const std::string& tenant,
-                                          const asio::any_io_executor& ex);
+                                          const asio::any_io_executor& ex,
+                                          const std::string& operation_id = "");
 
   // The operation once it is done or failed, or kDeadlineExceeded with the
   // operation's state at `deadline`; kNotFound for another tenant's.

@@ -42,12 +42,27 @@ Result<Manifest> readManifest(const std::string& dir) {
 
 }  // namespace
 
-Status TemplateStore::verifyFile(const std::string& path, const std::string& want) {
+namespace {
+
+Result<TemplateStore::FileStamp> stampOf(const std::string& path) {
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) return Error::fromErrno("template file " + path);
-  FileStamp stamp{st.st_ino, st.st_size,
-                  static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec,
-                  static_cast<int64_t>(st.st_ctim.tv_sec) * 1000000000 + st.st_ctim.tv_nsec};
+  return TemplateStore::FileStamp{
+      st.st_ino, st.st_size,
+      static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec,
+      static_cast<int64_t>(st.st_ctim.tv_sec) * 1000000000 + st.st_ctim.tv_nsec};
+}
+
+}  // namespace
+
+Result<TemplateStore::HashedFile> TemplateStore::hashFile(const std::string& path) {
+  VESSEL_ASSIGN_OR_RETURN(FileStamp stamp, stampOf(path));
+  VESSEL_ASSIGN_OR_RETURN(std::string sha, sha256File(path));
+  return HashedFile{stamp, std::move(sha)};
+}
+
+Status TemplateStore::verifyFile(const std::string& path, const std::string& want) {
+  VESSEL_ASSIGN_OR_RETURN(FileStamp stamp, stampOf(path));
   auto it = verified_.find(path);
   std::string have;
   if (it != verified_.end() && it->second.first == stamp) {
@@ -115,8 +130,8 @@ std::vector<Manifest> TemplateStore::list() const {
   return out;
 }
 
-Result<std::shared_ptr<const Template>> TemplateStore::install(const std::string& staging,
-                                                               Manifest m) {
+Result<std::shared_ptr<const Template>> TemplateStore::install(
+    const std::string& staging, Manifest m, const std::map<std::string, HashedFile>& hashed) {
   if (!validName(m.name) || !validName(m.version))
     return Error(Code::kInvalidArgument, "install template: bad name or version");
   std::string dest = root_ + "/" + m.name + "/" + m.version;
@@ -128,7 +143,24 @@ Result<std::shared_ptr<const Template>> TemplateStore::install(const std::string
   fs::remove_all(dest, ec);
   fs::rename(staging, dest, ec);
   if (ec) return Error(Code::kInternal, "install template at " + dest + ": " + ec.message());
+  // Renaming the directory leaves its files' inodes and times as they were.
+  for (const auto& [file, h] : hashed) verified_[dest + "/" + file] = {h.stamp, h.sha256};
   return open(m.name, m.version);
+}
+
+std::map<std::string, TemplateStore::HashedFile> TemplateStore::hashedFiles(
+    const Template& t) const {
+  std::map<std::string, HashedFile> out;
+  for (const auto& [file, sha] : t.manifest.files) {
+    auto it = verified_.find(t.path(file.c_str()));
+    if (it != verified_.end() && it->second.second == sha)
+      out[it->first] = {it->second.first, it->second.second};
+  }
+  return out;
+}
+
+void TemplateStore::noteHashed(const std::map<std::string, HashedFile>& by_path) {
+  for (const auto& [path, h] : by_path) verified_[path] = {h.stamp, h.sha256};
 }
 
 void TemplateStore::release(const std::string& id) {

@@ -50,9 +50,34 @@ class TemplateStore {
                                                const std::string& version = "");
   // Every installed template's manifest (unverified; for listings).
   std::vector<Manifest> list() const;
+  // A file as open() recognises one it has checked: its inode, size and times.
+  struct FileStamp {
+    ino_t ino;
+    off_t size;
+    int64_t mtime_ns, ctime_ns;
+    bool operator==(const FileStamp&) const = default;
+  };
+  struct HashedFile {
+    FileStamp stamp;
+    std::string sha256;
+  };
+  // The file's stamp, then its checksum: blocking (seconds for GiBs), for a
+  // worker thread. A file changed while it was read does not match the stamp
+  // at its next check and is hashed again.
+  static Result<HashedFile> hashFile(const std::string& path);
+
   // Moves a fully written directory (all files but the manifest) into
   // place, writing the manifest last: a crash leaves no half template.
-  Result<std::shared_ptr<const Template>> install(const std::string& staging_dir, Manifest m);
+  // `hashed` (by file name, from hashFile on the staged files) spares
+  // open() hashing them again on the caller's thread.
+  Result<std::shared_ptr<const Template>> install(
+      const std::string& staging_dir, Manifest m,
+      const std::map<std::string, HashedFile>& hashed = {});
+  // What this store has checked of `t`'s files (by path), for another
+  // store over the same root (the build worker's, handing its work to the
+  // io thread's): noteHashed() there spares hashing them again.
+  std::map<std::string, HashedFile> hashedFiles(const Template& t) const;
+  void noteHashed(const std::map<std::string, HashedFile>& by_path);
 
   // Disk the templates whose stored name starts with `name_prefix` take
   // (every version, and builds of them in flight), in MiB allocated: a
@@ -69,12 +94,6 @@ class TemplateStore {
   int collectGarbage();
 
  private:
-  struct FileStamp {
-    ino_t ino;
-    off_t size;
-    int64_t mtime_ns, ctime_ns;
-    bool operator==(const FileStamp&) const = default;
-  };
   Status verifyFile(const std::string& path, const std::string& want_sha256);
 
   std::string root_;

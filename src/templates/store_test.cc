@@ -62,6 +62,35 @@ TEST_F(TemplateStoreTest, InstallOpenLatestAndCorruption) {
   EXPECT_FALSE(s.open("../x").ok());
 }
 
+// Checksums computed elsewhere (a build worker's store, a fork's hashing
+// thread) are taken for files whose stamps match, so the io thread does not
+// hash them again; a file changed since is hashed again.
+TEST_F(TemplateStoreTest, ChecksumsHandedOverAreUsedWhileTheFilesAreUnchanged) {
+  TemplateStore worker(root_, "qemu-x", std::string(64, 'k'));
+  auto t = worker.install(root_ + "/s1", stage(root_ + "/s1", "v1", "2026-01-01"));
+  ASSERT_TRUE(t.ok()) << t.error().message();
+  auto hashed = worker.hashedFiles(**t);
+  ASSERT_EQ(hashed.size(), 3u);
+  // Noted with a wrong sum for the memory file: the store believes the
+  // note (it did not hash the file) and refuses the template.
+  TemplateStore io(root_, "qemu-x", std::string(64, 'k'));
+  auto noted = hashed;
+  noted[(*t)->path(kMemoryFile)].sha256 = std::string(64, '0');
+  io.noteHashed(noted);
+  auto bad = io.open("t", "v1");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message().find("corrupt"), std::string::npos);
+  // The right sums: opened.
+  io.noteHashed(hashed);
+  EXPECT_TRUE(io.open("t", "v1").ok());
+  // A file changed since it was hashed does not match its stamp: hashed
+  // again, and caught.
+  std::ofstream((*t)->path(kRootfsFile), std::ios::app) << "x";
+  auto changed = io.open("t", "v1");
+  ASSERT_FALSE(changed.ok());
+  EXPECT_NE(changed.error().message().find(kRootfsFile), std::string::npos);
+}
+
 TEST_F(TemplateStoreTest, MismatchedHostIsRefused) {
   {
     TemplateStore s(root_, "qemu-x", std::string(64, 'k'));

@@ -40,6 +40,7 @@
 #include "store/store.h"
 #include "vesseld/daemon_internal.h"
 #include "vesseld/egress_policies.h"
+#include "vesseld/gateway_stats.h"
 #include "vesseld/local_node.h"
 #include "vesseld/probes.h"
 
@@ -91,13 +92,17 @@ std::string gatewayBinary(const Config& cfg) {
   return "vessel-gateway";
 }
 
-// The jail's LD_PRELOAD library (memfile_shim.c), next to vesseld.
+// The jail's LD_PRELOAD library (memfile_shim.c): next to vesseld in the
+// build tree, <prefix>/lib/vessel/ when installed (docs/operations.md,
+// "Layout": a shared object does not belong in bin/).
 std::string memfileShim() {
   std::error_code ec;
   fs::path self = fs::read_symlink("/proc/self/exe", ec);
   if (ec) return "";
-  fs::path p = self.parent_path() / "vessel-memfile-shim.so";
-  return fs::exists(p, ec) ? p.string() : "";
+  for (auto p : {self.parent_path() / "vessel-memfile-shim.so",
+                 self.parent_path().parent_path() / "lib/vessel/vessel-memfile-shim.so"})
+    if (fs::exists(p, ec)) return p.string();
+  return "";
 }
 
 // How each QEMU is confined; unset with --no-jail.
@@ -115,7 +120,8 @@ Result<std::optional<hypervisor::qemu::JailOptions>> jailOptions(const Config& c
   jo.jailer = {uids, cgroups, cfg.state_dir + "/jail", prefix + "-"};
   jo.memfile_shim = memfileShim();
   if (jo.memfile_shim.empty())
-    return Error(Code::kFailedPrecondition, "vessel-memfile-shim.so is not next to vesseld");
+    return Error(Code::kFailedPrecondition,
+                 "vessel-memfile-shim.so is neither next to vesseld nor in <prefix>/lib/vessel");
   jo.memory_overhead_mib = cfg.vm_memory_overhead_mib;
   // Templates and images: the only files a qcow2 overlay may be backed by.
   jo.backing_roots = {cfg.cache_dir};
@@ -123,50 +129,6 @@ Result<std::optional<hypervisor::qemu::JailOptions>> jailOptions(const Config& c
   fs::create_directories(jo.jailer.jail_root, ec);
   ::chmod(jo.jailer.jail_root.c_str(), 0700);
   return std::optional<hypervisor::qemu::JailOptions>(std::move(jo));
-}
-
-// The gateway's "stats" counters as metrics: "tcp_deny_policy" becomes
-// vessel_gateway_events_total{kind="tcp",verdict="deny",reason="policy"}.
-void gatewayMetrics(node::network::Egress& egress, metrics::SampleWriter& w) {
-  w.family("vessel_gateway_up", "Whether vessel-gateway is running (it is restarted if not).",
-           "gauge");
-  w.sample("vessel_gateway_up", {}, {}, egress.healthy() ? 1 : 0);
-  auto st = egress.stats();
-  if (!st.ok()) return;
-  auto number = [](const json::value& v) -> double {
-    if (v.is_uint64()) return static_cast<double>(v.as_uint64());
-    if (v.is_int64()) return static_cast<double>(v.as_int64());
-    return 0;
-  };
-  w.family("vessel_gateway_events_total",
-           "Egress flows (kind tcp) and DNS queries (kind dns) by verdict and reason.", "counter");
-  std::vector<std::pair<std::string, double>> other;
-  if (auto* c = st->if_contains("counters"); c && c->is_object()) {
-    for (const auto& [k, v] : c->as_object()) {
-      std::string key(k);
-      auto a = key.find('_');
-      auto b = a == std::string::npos ? a : key.find('_', a + 1);
-      std::string kind = key.substr(0, a);
-      if ((kind == "tcp" || kind == "dns") && a != std::string::npos) {
-        if (b == std::string::npos) continue;  // per-verdict sums: implied by the reasons
-        w.sample("vessel_gateway_events_total", {"kind", "verdict", "reason"},
-                 {kind, key.substr(a + 1, b - a - 1), key.substr(b + 1)}, number(v));
-      } else {
-        other.emplace_back(key, number(v));
-      }
-    }
-  }
-  for (const auto& [key, n] : other) {
-    std::string name = "vessel_gateway_";
-    for (char ch : key) name.push_back(std::isalnum(static_cast<unsigned char>(ch)) ? ch : '_');
-    name += "_total";
-    w.family(name, "vessel-gateway counter " + key + ".", "counter");
-    w.sample(name, {}, {}, n);
-  }
-  if (auto* c = st->if_contains("connections")) {
-    w.family("vessel_gateway_connections", "Open connections through the gateway.", "gauge");
-    w.sample("vessel_gateway_connections", {}, {}, number(*c));
-  }
 }
 
 // The one place that names the concrete stores: everything else sees
@@ -314,9 +276,13 @@ Status runDaemon(Config cfg) {
   DataPlane data(io, sessions, control);
   HttpServer data_server(io);
   data.install(data_server);
+  // The gateway's counters, read off the io thread when /metrics is scraped.
+  std::unique_ptr<GatewayStats> gateway_stats;
   if (egress) {
-    // The gateway's counters, read over its control socket at scrape time.
-    metrics.addCollector([&egress](metrics::SampleWriter& w) { gatewayMetrics(*egress, w); });
+    gateway_stats = std::make_unique<GatewayStats>(
+        io, GatewayStats::Options{.control_socket = egress->controlSocket()});
+    metrics.addCollector(
+        [&](metrics::SampleWriter& w) { gateway_stats->write(w, egress->healthy()); });
   }
   // Take over what an earlier vesseld left (running VMs, paused sandboxes,
   // operations in flight) before anyone can ask about it.
@@ -381,6 +347,7 @@ Status runDaemon(Config cfg) {
     Response res{http::status::ok, req.version()};
     res.set(http::field::content_type, metrics::kContentType);
     res.keep_alive(req.keep_alive());
+    if (gateway_stats) co_await gateway_stats->refresh();
     res.body() = metrics.render();
     res.prepare_payload();
     co_return res;

@@ -9,7 +9,6 @@
 #include "base/fd.h"
 #include "base/result.h"
 #include "hypervisor/qemu/qemu.h"
-#include "metrics/registry.h"
 #include "node/network/egress.h"
 #include "store/store.h"
 
@@ -21,7 +20,6 @@ std::string randomId();
 std::string gatewayBinary(const Config& cfg);
 Result<std::optional<hypervisor::qemu::JailOptions>> jailOptions(const Config& cfg,
                                                                  const std::string& prefix);
-void gatewayMetrics(node::network::Egress& egress, metrics::SampleWriter& w);
 Result<std::unique_ptr<store::Store>> openStore(const Config& cfg);
 
 // The roles of many machines (docs/design.md, "Many machines").

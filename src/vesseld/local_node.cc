@@ -176,6 +176,13 @@ Status LocalNode::build(ops::BuildRequest req, ops::BuildCallbacks cb) {
       if (!alive.expired() && progress) progress(step, percent);
     });
   };
+  // Posted before done: the io thread's store knows the new template's
+  // files as checked before anyone hears of it, and does not hash them again.
+  job.hashed = [this, alive](std::map<std::string, templates::TemplateStore::HashedFile> h) {
+    asio::post(io_, [this, alive, h = std::move(h)] {
+      if (!alive.expired()) runtime_.templates().noteHashed(h);
+    });
+  };
   job.done = [this, alive, done = std::move(cb.done)](Result<templates::Manifest> r) {
     asio::post(io_, [alive, done, r = std::move(r)]() mutable {
       if (!alive.expired() && done) done(std::move(r));

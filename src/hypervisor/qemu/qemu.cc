@@ -10,6 +10,7 @@
 #include <boost/asio/detached.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/posix/stream_descriptor.hpp>
+#include <boost/asio/read.hpp>
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
@@ -20,6 +21,7 @@
 
 #include "base/child_process_async.h"
 #include "base/log.h"
+#include "base/offload.h"
 #include "base/scope_exit.h"
 #include "hypervisor/qemu/argv.h"
 #include "hypervisor/qemu/console.h"
@@ -33,6 +35,20 @@ namespace json = boost::json;
 using namespace std::chrono_literals;
 
 namespace {
+
+// Writes all of data[0, n) to `fd` (a blocking call: for the disk thread).
+Status writeAllTo(int fd, const char* data, size_t n) {
+  size_t off = 0;
+  while (off < n) {
+    ssize_t w = ::write(fd, data + off, n - off);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      return Error::fromErrno("write");
+    }
+    off += static_cast<size_t>(w);
+  }
+  return okStatus();
+}
 
 std::string tailOf(const std::string& path, size_t max) {
   auto s = readFile(path, 64 << 20);
@@ -66,7 +82,7 @@ class QemuVm : public Vm {
  public:
   QemuVm(MachineSpec spec, ChildProcess child, std::shared_ptr<QmpClient> qmp, Socket agent,
          std::shared_ptr<ConsoleLog> console, std::string stderr_path,
-         std::unique_ptr<os::Jail> jail)
+         std::unique_ptr<os::Jail> jail, std::shared_ptr<asio::thread_pool> disk)
       : spec_(std::move(spec)),
         jail_(std::move(jail)),
         child_(std::move(child)),
@@ -74,6 +90,7 @@ class QemuVm : public Vm {
         agent_(std::move(agent)),
         console_(std::move(console)),
         stderr_path_(std::move(stderr_path)),
+        disk_(std::move(disk)),
         log_("qemu", spec_.id) {}
 
   ~QemuVm() override {
@@ -174,7 +191,7 @@ class QemuVm : public Vm {
       if (!term.ok()) {
         log_.warn("qemu ignored SIGTERM; sending SIGKILL");
         (void)child_.signal(SIGKILL);
-        (void)child_.waitFor(5s);
+        (void)co_await waitAsync(child_, 5s);
       }
     }
     cleanup();
@@ -272,26 +289,37 @@ class QemuVm : public Vm {
     if (a.index() != 0 || std::get<0>(std::get<0>(a)))
       co_return Error(Code::kDeadlineExceeded, "qemu did not connect to the migration socket");
     Socket conn = std::move(std::get<1>(std::get<0>(a)));
+    // Shared with the disk thread, so it outlives a write in flight.
+    auto file = std::make_shared<Fd>(std::move(*out));
+    // The stream is read here; each chunk is written, and the file synced,
+    // on the disk thread (a guest's RAM: the page cache may hold a writer
+    // of that much for seconds).
     std::vector<char> buf(1 << 20);
     for (;;) {
+      // Whole MiBs (the last one short, with eof): one hand-off per MiB.
       auto [rec, n] =
-          co_await conn.async_read_some(asio::buffer(buf), asio::as_tuple(asio::use_awaitable));
+          co_await asio::async_read(conn, asio::buffer(buf), asio::as_tuple(asio::use_awaitable));
       if (n > 0) {
-        size_t off = 0;
-        while (off < n) {
-          ssize_t w = ::write(out->get(), buf.data() + off, n - off);
-          if (w < 0) {
-            if (errno == EINTR) continue;
-            co_return Error::fromErrno("write " + path);
-          }
-          off += static_cast<size_t>(w);
-        }
+        // Named, not a temporary argument: g++ 12 destroys a prvalue
+        // argument of a coroutine twice.
+        auto write = [file, b = std::move(buf), n]() mutable {
+          Status st = writeAllTo(file->get(), b.data(), n);
+          return std::make_pair(std::move(st), std::move(b));
+        };
+        auto w = co_await offload(*disk_, std::move(write));
+        buf = std::move(w.second);
+        if (!w.first.ok()) co_return std::move(w.first).error().withContext("write " + path);
       }
       if (rec == asio::error::eof) break;
       if (rec) co_return Error(Code::kUnavailable, "migration stream: " + rec.message());
     }
     VESSEL_CO_TRY(co_await waitMigration(std::chrono::seconds(120)));
-    if (::fsync(out->get()) != 0) co_return Error::fromErrno("fsync " + path);
+    auto sync = [file]() -> Status {
+      if (::fsync(file->get()) != 0) return Error::fromErrno("fsync");
+      return okStatus();
+    };
+    Status synced = co_await offload(*disk_, std::move(sync));
+    if (!synced.ok()) co_return std::move(synced).error().withContext(path);
     if (::rename((path + ".tmp").c_str(), path.c_str()) != 0)
       co_return Error::fromErrno("rename to " + path);
     unlink_tmp.dismiss();
@@ -322,6 +350,7 @@ class QemuVm : public Vm {
   Socket agent_;
   std::shared_ptr<ConsoleLog> console_;
   std::string stderr_path_;
+  std::shared_ptr<asio::thread_pool> disk_;
   Logger log_;
   bool stopped_ = false;
 };
@@ -408,7 +437,7 @@ asio::awaitable<Result<std::unique_ptr<Vm>>> QemuHypervisor::start(MachineSpec s
   remove_dir.dismiss();
   std::unique_ptr<Vm> vm = std::make_unique<QemuVm>(
       std::move(spec), std::move(*child), std::move(*qmp), std::move(*asock), std::move(*console),
-      std::move(stderr_path), std::move(jail));
+      std::move(stderr_path), std::move(jail), disk_);
   co_return vm;
 }
 
@@ -460,7 +489,7 @@ asio::awaitable<Result<std::unique_ptr<Vm>>> QemuHypervisor::adopt(MachineSpec s
   std::string stderr_path = spec.run_dir + "/qemu.stderr";
   std::unique_ptr<Vm> vm = std::make_unique<QemuVm>(
       std::move(spec), std::move(*child), std::move(*qmp), std::move(*asock), std::move(*console),
-      std::move(stderr_path), std::move(jail));
+      std::move(stderr_path), std::move(jail), disk_);
   co_return vm;
 }
 

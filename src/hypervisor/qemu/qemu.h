@@ -3,6 +3,7 @@
 // driven over QMP. One QEMU process per machine, confined by QEMU's own
 // seccomp sandbox and, when QemuOptions::jail is set, by a jail of its own
 // (jail_spec.h, os/jail.h); its sockets live in the machine's run_dir.
+#include <boost/asio/thread_pool.hpp>
 #include <memory>
 #include <optional>
 #include <string>
@@ -20,7 +21,8 @@ struct QemuOptions {
 
 class QemuHypervisor : public Hypervisor {
  public:
-  explicit QemuHypervisor(QemuOptions opts) : opts_(std::move(opts)) {}
+  explicit QemuHypervisor(QemuOptions opts)
+      : opts_(std::move(opts)), disk_(std::make_shared<boost::asio::thread_pool>(1)) {}
   std::string_view name() const override { return "qemu"; }
   asio::awaitable<Result<std::unique_ptr<Vm>>> start(MachineSpec spec,
                                                      Clock::time_point deadline) override;
@@ -40,6 +42,10 @@ class QemuHypervisor : public Hypervisor {
 
  private:
   QemuOptions opts_;
+  // Writes and fsyncs of saved VM states (guest RAM, hundreds of MiB): a
+  // writer the page cache throttles must not be the io thread. Shared with
+  // the Vms, which may outlive this.
+  std::shared_ptr<boost::asio::thread_pool> disk_;
 };
 
 // QEMU's version line ("QEMU emulator version 7.2.22 ..."), for manifests,

@@ -19,6 +19,7 @@
 #include <filesystem>
 #include <sstream>
 
+#include "base/offload.h"
 #include "base/scope_exit.h"
 #include "base/sha256.h"
 #include "hypervisor/testing/guest_process.h"
@@ -409,15 +410,23 @@ asio::awaitable<Status> FakeHypervisor::createOverlay(std::string path, std::str
                                                       std::string backing_format) {
   if (backing_format != "raw" && backing_format != "qcow2")
     co_return Error(Code::kInvalidArgument, "overlay: backing format must be raw or qcow2");
-  co_return copySparse(backing, path);
+  // Named, not a temporary argument: g++ 12 destroys a prvalue argument of
+  // a coroutine twice.
+  auto copy = [backing, path] { return copySparse(backing, path); };
+  co_return co_await offload(*disk_thread_, std::move(copy));
 }
 
 asio::awaitable<Status> FakeHypervisor::copyDisk(std::string from, std::string to) {
-  co_return copySparse(from, to);
+  auto copy = [from, to, hook = on_disk_copy_] {
+    if (hook) hook();
+    return copySparse(from, to);
+  };
+  co_return co_await offload(*disk_thread_, std::move(copy));
 }
 
 asio::awaitable<Status> FakeHypervisor::flattenDisk(std::string overlay, std::string to) {
-  co_return copySparse(overlay, to);
+  auto copy = [overlay, to] { return copySparse(overlay, to); };
+  co_return co_await offload(*disk_thread_, std::move(copy));
 }
 
 Status FakeHypervisor::hang(pid_t pid) {

@@ -24,8 +24,9 @@
 //    (a SIGTERM would be discarded by the kernel: the agent is its PID
 //    namespace's init and has no handler).
 //  - Disks are plain files: createOverlay and copyDisk copy (reflink when
-//    the filesystem can, else sparse), flattenDisk copies; done inline
-//    (test images are small).
+//    the filesystem can, else sparse), flattenDisk copies; on a disk thread
+//    of the hypervisor's, never the io thread (as QEMU's copies run in a
+//    child process), so a test can hold a copy there (onDiskCopy).
 //  - release()/adopt() work within one FakeHypervisor: a released VM keeps
 //    running, held by the hypervisor, until a later Runtime adopts it by its
 //    run_dir (a "restart" in one test process) or the hypervisor goes.
@@ -33,6 +34,7 @@
 // Used from one io thread, like the Runtime.
 #include <sys/types.h>
 
+#include <boost/asio/thread_pool.hpp>
 #include <chrono>
 #include <functional>
 #include <map>
@@ -100,6 +102,10 @@ class FakeHypervisor final : public Hypervisor {
   // answering. `on_stall` runs (on the io thread) for each held call.
   void stallGuestCalls(bool on, std::function<void()> on_stall = {});
   size_t stalledCalls() const;
+  // `hook` runs on the disk thread before each copyDisk copies (a fork's
+  // snapshot and copies): a test can hold a copy there and watch the io
+  // thread serve meanwhile. Empty: none.
+  void onDiskCopy(std::function<void()> hook) { on_disk_copy_ = std::move(hook); }
 
   // Inspection.
   size_t started() const { return started_; }  // start() calls that succeeded
@@ -115,6 +121,10 @@ class FakeHypervisor final : public Hypervisor {
   std::map<pid_t, FakeVm*> vms_;                               // live Vm objects
   std::map<std::string, std::unique_ptr<Released>> released_;  // run_dir -> VM let go
   size_t started_ = 0;
+  std::function<void()> on_disk_copy_;
+  // Declared last: destroyed (joined) first, while what copies use exists.
+  std::unique_ptr<boost::asio::thread_pool> disk_thread_ =
+      std::make_unique<boost::asio::thread_pool>(1);
 };
 
 }  // namespace vessel::hypervisor::testing

@@ -26,6 +26,7 @@
 #include <cstring>
 #include <vector>
 
+#include "base/exec_child.h"
 #include "base/scope_exit.h"
 
 namespace vessel::hypervisor::testing {
@@ -97,12 +98,7 @@ struct ChildPlan {
   if (::recv(p.sync_fd, &go, 1, 0) != 1 || go != kGo) ::_exit(127);  // id maps written
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);
   ::setsid();
-  struct sigaction sa {};
-  sa.sa_handler = SIG_DFL;
-  for (int s = 1; s < NSIG; ++s) ::sigaction(s, &sa, nullptr);
-  sigset_t none;
-  sigemptyset(&none);
-  ::sigprocmask(SIG_SETMASK, &none, nullptr);
+  resetSignalsForExec();
   // Nothing mounted in here reaches the host's mount table.
   if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) fail('m');
   // Its own processes in /proc; not every host allows a new proc mount.

@@ -62,7 +62,10 @@ class Egress {
                     boost::json::object policy);
   Status removeSandbox(const std::string& sandbox);
   // The gateway's counters ("stats" op): {"counters": {...}, "connections": n}.
+  // A blocking call: /metrics reads them off the io thread instead, over a
+  // connection of its own to controlSocket() (vesseld::GatewayStats).
   Result<boost::json::object> stats();
+  const std::string& controlSocket() const { return socket_; }
   // For /healthz: running, pid, restarts, last error.
   boost::json::object health() const;
   bool healthy() const { return gateway_.running() && control_.has_value(); }
