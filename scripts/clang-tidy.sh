@@ -26,6 +26,7 @@ files=(
   src/e2b/requests.cc src/e2b/envd/connect.cc src/e2b/envd/multipart.cc src/e2b/envd/signature.cc
   src/hypervisor/qemu/qmp.cc
   src/templates/manifest.cc src/templates/build_spec.cc
+  src/cluster/node_protocol.cc
 )
 mapfile -t -O "${#files[@]}" files < <(ls tests/fuzz/*/fuzz.cc)
 

@@ -10,7 +10,34 @@
 int main(int argc, char** argv) {
   vessel::Config cfg;
   std::string accel = "auto";
+  std::string role = "all";
   CLI::App app{"vesseld: runs Vessel sandboxes and serves the Vessel API"};
+  app.add_option("--role", role,
+                 "all (one machine: API and node, SQLite by default), api (a stateless API "
+                 "replica) or node (runs sandboxes for the API replicas); api and node need "
+                 "--store=postgres://...")
+      ->envname("VESSEL_ROLE")
+      ->capture_default_str();
+  app.add_option("--node-listen", cfg.node_listen,
+                 "node role: the node API's listener (IPv4:port; bearer token)")
+      ->envname("VESSEL_NODE_LISTEN")
+      ->capture_default_str();
+  app.add_option("--node-name", cfg.node_name, "node role: its name (default: the host name)")
+      ->envname("VESSEL_NODE_NAME");
+  app.add_option("--node-advertise", cfg.node_advertise,
+                 "node role: the node API's URL as API replicas reach it "
+                 "(default http://<node-listen>)")
+      ->envname("VESSEL_NODE_ADVERTISE");
+  app.add_option("--node-token-file", cfg.node_token_file,
+                 "api and node roles: file holding the node API's shared secret (else "
+                 "VESSEL_NODE_TOKEN)")
+      ->envname("VESSEL_NODE_TOKEN_FILE");
+  app.add_option("--node-lost-after", cfg.node_lost_after_s,
+                 "api role: seconds without a heartbeat after which a node is lost and its "
+                 "sandboxes fail")
+      ->capture_default_str();
+  // Tests only: the fake hypervisor's "VMs" are this agent run on the host.
+  app.add_option("--fake-agent", cfg.fake_agent)->group("");
   app.add_option("--listen", cfg.listen, "API listener (IPv4:port)")->capture_default_str();
   app.add_option("--data-listen", cfg.data_listen,
                  "data plane listener (IPv4:port; session tokens only)")
@@ -37,7 +64,8 @@ int main(int argc, char** argv) {
       ->envname("VESSEL_CACHE_DIR")
       ->capture_default_str();
   app.add_option("--accel", accel, "acceleration: auto, kvm or tcg")->capture_default_str();
-  app.add_option("--hypervisor", cfg.hypervisor, "hypervisor backend")->capture_default_str();
+  app.add_option("--hypervisor", cfg.hypervisor, "hypervisor backend (qemu)")
+      ->capture_default_str();
   app.add_option("--qemu", cfg.qemu_binary, "QEMU binary")->capture_default_str();
   app.add_option("--kernel", cfg.kernel, "guest kernel (vmlinux)")->envname("VESSEL_KERNEL");
   app.add_option("--minimal-image", cfg.minimal_image, "root filesystem of the minimal template")
@@ -134,6 +162,12 @@ int main(int argc, char** argv) {
     return 2;
   }
   cfg.accel = *mode;
+  auto r = vessel::parseRole(role);
+  if (!r.ok()) {
+    std::fprintf(stderr, "vesseld: %s\n", r.error().message().c_str());
+    return 2;
+  }
+  cfg.role = *r;
   if (auto s = cfg.validate(); !s.ok()) {
     std::fprintf(stderr, "vesseld: %s\n", s.error().message().c_str());
     return 2;

@@ -66,7 +66,9 @@ Result<SessionGrant> Sessions::issue(const std::string& tenant, const std::strin
   if (ttl.count() <= 0) ttl = opts_.default_ttl;
   rec.expires_ms = rec.created_ms + ttl.count() * 1000;
   VESSEL_TRY(store_.insertSession(rec));
-  return SessionGrant{std::move(token), sandbox_id, opts_.data_url, rec.expires_ms};
+  std::string url = opts_.data_url_of ? opts_.data_url_of(sandbox_id) : "";
+  if (url.empty()) url = opts_.data_url;
+  return SessionGrant{std::move(token), sandbox_id, std::move(url), rec.expires_ms};
 }
 
 Response Sessions::create(const Request& req, const std::string& tenant,

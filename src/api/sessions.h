@@ -5,6 +5,7 @@
 // or when its sandbox ends (revoked by the control plane, and refused by the
 // data plane whenever the sandbox is not running).
 #include <chrono>
+#include <functional>
 #include <string>
 
 #include "api/http_server.h"
@@ -15,6 +16,9 @@ namespace vessel::api {
 
 struct SessionOptions {
   std::string data_url;  // what clients are told to connect to
+  // Many machines: the data plane of the node the sandbox runs on ("":
+  // data_url). Unset on one machine.
+  std::function<std::string(const std::string& sandbox_id)> data_url_of;
   std::chrono::seconds default_ttl{900};
   std::chrono::seconds max_ttl{24 * 3600};
 };

@@ -2,8 +2,12 @@
 
 #include <arpa/inet.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include <cctype>
 #include <charconv>
+#include <cstdlib>
+#include <fstream>
 
 namespace vessel {
 
@@ -112,6 +116,69 @@ Result<WarmPoolBudget> parseWarmPoolBudget(std::string_view s) {
   return out;
 }
 
+Result<Role> parseRole(std::string_view s) {
+  if (s == "all") return Role::kAll;
+  if (s == "api") return Role::kApi;
+  if (s == "node") return Role::kNode;
+  return Error(Code::kInvalidArgument,
+               "--role must be all, api or node, not '" + std::string(s) + "'");
+}
+
+std::string_view roleName(Role r) {
+  switch (r) {
+    case Role::kApi: return "api";
+    case Role::kNode: return "node";
+    case Role::kAll: break;
+  }
+  return "all";
+}
+
+Status Config::validateRole() {
+  if (role == Role::kAll) return okStatus();
+  const std::string flag = "--role=" + std::string(roleName(role));
+  // Replicas and nodes share state only through the store: an embedded
+  // SQLite file cannot be that.
+  if (store == "sqlite")
+    return Error(Code::kInvalidArgument,
+                 flag +
+                     " needs a shared store: --store=postgres://... (or VESSEL_STORE); "
+                     "SQLite serves one machine only (--role=all)");
+  if (!node_token_file.empty()) {
+    std::ifstream in(node_token_file);
+    if (!in)
+      return Error(Code::kInvalidArgument,
+                   "--node-token-file " + node_token_file + ": cannot read it");
+    std::getline(in, node_token);
+  } else if (const char* env = std::getenv("VESSEL_NODE_TOKEN")) {
+    node_token = env;
+  }
+  while (!node_token.empty() && std::isspace(static_cast<unsigned char>(node_token.back())))
+    node_token.pop_back();
+  if (node_token.size() < 16)
+    return Error(Code::kInvalidArgument,
+                 flag +
+                     " needs the node API's shared secret (at least 16 characters) in "
+                     "--node-token-file or VESSEL_NODE_TOKEN");
+  auto nl = parseHostPort(node_listen);
+  if (!nl.ok()) return std::move(nl).error().withContext("--node-listen");
+  node_listen_addr = *nl;
+  if (node_name.empty()) {
+    char host[256] = {};
+    if (::gethostname(host, sizeof(host) - 1) != 0 || !host[0])
+      return Error(Code::kInvalidArgument, "--node-name: the host name is unknown; name the node");
+    node_name = host;
+  }
+  for (char c : node_name)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_' && c != '.')
+      return Error(Code::kInvalidArgument, "--node-name may hold letters, digits, '-', '_', '.'");
+  if (node_name.size() > 63) return Error(Code::kInvalidArgument, "--node-name is too long");
+  if (node_advertise.empty()) node_advertise = "http://" + node_listen;
+  if (node_advertise.rfind("http://", 0) != 0)
+    return Error(Code::kInvalidArgument, "--node-advertise must be an http:// URL");
+  if (node_lost_after_s < 2) return Error(Code::kInvalidArgument, "--node-lost-after must be >= 2");
+  return okStatus();
+}
+
 Status Config::validate() {
   auto hp = parseHostPort(listen);
   if (!hp.ok()) return std::move(hp).error().withContext("--listen");
@@ -144,9 +211,17 @@ Status Config::validate() {
       store.rfind("postgresql://", 0) != 0)
     return Error(Code::kInvalidArgument,
                  "--store must be 'sqlite' or a postgres:// or postgresql:// URL");
-  if (hypervisor != "qemu")
+  if (hypervisor == "fake") {
+    // The test-only fake hypervisor: no VMM, no jail, no gateway.
+    if (jail || egress || role == Role::kAll)
+      return Error(Code::kInvalidArgument,
+                   "--hypervisor=fake (tests) needs --role=api or node, --no-jail and --no-egress");
+    if (role == Role::kNode) VESSEL_TRY(requireFile("fake agent", fake_agent));
+  } else if (hypervisor != "qemu") {
     return Error(Code::kInvalidArgument,
                  "hypervisor '" + hypervisor + "' is not supported (supported: qemu)");
+  }
+  VESSEL_TRY(validateRole());
   VESSEL_TRY(requireFile("kernel", kernel));
   VESSEL_TRY(requireFile("minimal image", minimal_image));
   if (!egress_resolver.empty()) {

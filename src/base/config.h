@@ -36,7 +36,31 @@ struct WarmPoolBudget {
 };
 Result<WarmPoolBudget> parseWarmPoolBudget(std::string_view s);
 
+// What one vesseld process is (docs/design.md, "Many machines").
+enum class Role {
+  kAll,   // API and node in one process, SQLite by default: one machine
+  kApi,   // a stateless API replica: places sandboxes on nodes over their node API
+  kNode,  // runs sandboxes on this host for the API replicas; heartbeats into the store
+};
+Result<Role> parseRole(std::string_view s);
+std::string_view roleName(Role r);
+
 struct Config {
+  Role role = Role::kAll;
+  // Node role: the node API's listener (HTTP, bearer token), its name in
+  // the registry (default: the host name) and the URL API replicas reach it
+  // at (default http://<node_listen>).
+  std::string node_listen = "127.0.0.1:8091";
+  std::string node_name;
+  std::string node_advertise;
+  // The node API's shared secret (api and node roles): from this file, else
+  // VESSEL_NODE_TOKEN. Filled by validate() into node_token.
+  std::string node_token_file;
+  std::string node_token;
+  // API role: a node silent (no heartbeat) for this long is lost.
+  int64_t node_lost_after_s = 15;
+  // --hypervisor=fake (hidden, tests): the agent binary its "VMs" run.
+  std::string fake_agent;
   std::string listen = "127.0.0.1:8080";
   // The data plane (session tokens only: exec, files, watch).
   std::string data_listen = "127.0.0.1:8081";
@@ -126,9 +150,14 @@ struct Config {
   std::map<std::string, size_t> warm_pool_sizes;  // template name -> VMs
   WarmPoolBudget warm_pool_budgets;
   std::optional<HostPort> e2b_envd_listen_addr;  // unset: --e2b-envd-listen ""
+  HostPort node_listen_addr;
 
   // Checks every field (paths exist, enums known, listener parses).
   Status validate();
+
+ private:
+  // The api and node roles' flags; reads the node token.
+  Status validateRole();
 };
 
 }  // namespace vessel

@@ -3,6 +3,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+
 namespace vessel {
 namespace {
 
@@ -23,6 +25,41 @@ TEST(ConfigTest, AccelModes) {
   auto bad = parseAccelMode("xen");
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.error().message().find("auto, kvm or tcg"), std::string::npos);
+}
+
+// The api and node roles need a shared store and the node API's secret.
+TEST(ConfigTest, RolesNeedPostgresAndTheNodeToken) {
+  EXPECT_EQ(*parseRole("api"), Role::kApi);
+  EXPECT_EQ(roleName(Role::kNode), "node");
+  EXPECT_FALSE(parseRole("both").ok());
+  ::unsetenv("VESSEL_NODE_TOKEN");
+  Config c;
+  c.kernel = c.minimal_image = "/etc/hostname";
+  c.state_dir = "/tmp/x";
+  c.role = Role::kNode;
+  auto s = c.validate();
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.error().message().find("--store=postgres://"), std::string::npos)
+      << s.error().message();
+  c.store = "postgres://vessel@db/vessel";
+  s = c.validate();
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.error().message().find("VESSEL_NODE_TOKEN"), std::string::npos);
+  ::setenv("VESSEL_NODE_TOKEN", "0123456789abcdef-secret\n", 1);
+  c.node_name = "host-1";
+  ASSERT_TRUE(c.validate().ok()) << c.validate().error().message();
+  EXPECT_EQ(c.node_token, "0123456789abcdef-secret");
+  EXPECT_EQ(c.node_advertise, "http://127.0.0.1:8091");
+  c.node_name = "no/slash";
+  EXPECT_FALSE(c.validate().ok());
+  ::unsetenv("VESSEL_NODE_TOKEN");
+  // The test-only fake hypervisor never runs a single machine.
+  Config all;
+  all.kernel = all.minimal_image = "/etc/hostname";
+  all.state_dir = "/tmp/x";
+  all.hypervisor = "fake";
+  all.jail = all.egress = false;
+  EXPECT_FALSE(all.validate().ok());
 }
 
 TEST(ConfigTest, ValidateNamesTheBadField) {

@@ -106,6 +106,8 @@ class Sandbox {
   const network::Slot* slot() const { return slot_.get(); }
   // Its root disk's size (0: the template image's, an old record).
   uint64_t diskMib() const { return disk_mib_; }
+  uint64_t memoryMib() const { return memory_mib_; }
+  unsigned vcpus() const { return vcpus_; }
 
  private:
   friend class Runtime;

@@ -274,6 +274,7 @@ Result<Accepted> Lifecycle::create(const CreateRequest& in) {
   c.env = in.env;
   c.cold = in.cold;
   c.disk_mib = disk_mib;
+  c.memory_mib = m.memory_mib;
   busy_[sb.id];
   asio::co_spawn(io_, runCreate(*op, std::move(c)), asio::detached);
   return Accepted{std::move(sb), std::move(*op), {}};

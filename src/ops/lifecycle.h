@@ -204,6 +204,11 @@ class Lifecycle {
   // unfinished operation; nothing stays pending. Returns how many
   // sandboxes were taken over.
   asio::awaitable<int> recover();
+  // Several API replicas: the unfinished operations of a replica that died
+  // (claimed from the store by this one) are settled as a restart settles
+  // them: each sandbox's node is asked what it holds, and each operation
+  // ends (done or failed) or runs again here.
+  asio::awaitable<void> takeOver(std::vector<store::OperationRecord> ops);
   // A clean stop: the node keeps running VMs for the next process unless
   // `stop_vms` (then they are recorded as failed).
   asio::awaitable<void> shutdown(bool stop_vms = false);

@@ -20,7 +20,10 @@ void Lifecycle::onLost(const std::string& tenant, const std::string& id,
   if (busy_.count(id)) return;
   auto sb = store_.getSandbox(tenant, id);
   if (!sb.ok() || !*sb) return;
-  if ((*sb)->state != SandboxState::kRunning) return;
+  // A local node loses running VMs only; a lost cluster node takes every
+  // sandbox it had, whatever its state (a delete on it is lost too).
+  auto st = (*sb)->state;
+  if (st == SandboxState::kFailed || st == SandboxState::kDeleted) return;
   opsLog().warn("sandbox {} lost: {}", id, reason);
   if (lost_) lost_->with({}).inc();
   log_.setSandbox(tenant, "", id, SandboxState::kFailed, reason);
@@ -77,6 +80,28 @@ asio::awaitable<int> Lifecycle::recover() {
     opsLog().info("recovery: {} sandbox(es) taken over, {} lost, {} leftover(s) removed", adopted,
                   failed, discarded);
   co_return adopted;
+}
+
+asio::awaitable<void> Lifecycle::takeOver(std::vector<store::OperationRecord> ops) {
+  std::map<std::string, std::vector<store::OperationRecord>> by_sandbox;
+  for (auto& op : ops) by_sandbox[op.sandbox_id].push_back(op);
+  std::set<std::string> keep;
+  for (auto& [id, list] : by_sandbox) {
+    auto sb = id.empty() ? Result<std::optional<store::SandboxRecord>>(std::nullopt)
+                         : store_.getSandbox(list.front().tenant_id, id);
+    bool live = sb.ok() && sb->has_value() && (*sb)->state != SandboxState::kFailed &&
+                (*sb)->state != SandboxState::kDeleted;
+    if (!live || busy_.count(id)) {
+      for (auto& op : list) {
+        Error e(Code::kUnavailable, "the API replica running it stopped");
+        log_.set(op, OpState::kFailed, &e);
+      }
+      continue;
+    }
+    opsLog().info("sandbox {}: taking over {} operation(s) of a stopped API replica", id,
+                  list.size());
+    co_await recoverSandbox(**sb, std::move(list), keep);
+  }
 }
 
 asio::awaitable<bool> Lifecycle::recoverSandbox(store::SandboxRecord rec,

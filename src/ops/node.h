@@ -2,9 +2,9 @@
 // "The node" as the lifecycle sees it: the one interface through which ops
 // reaches sandboxes (create or restore, pause, resume, fork, destroy, find,
 // adopt) and builds templates. vesseld implements it in-process over node::Runtime and the
-// egress gateway (src/vesseld/local_node.h); a node agent on another host
-// can implement it later, and unit tests implement it with a fake
-// (ops/testing/fake_node.h). Nothing here names a hypervisor or a VM.
+// egress gateway (src/vesseld/local_node.h); an API replica implements it
+// over the node API of many nodes (src/cluster/cluster_node.h), and unit tests implement it with a
+// fake (ops/testing/fake_node.h). Nothing here names a hypervisor or a VM.
 //
 // Every call runs on the lifecycle's io thread. A call that fails leaves
 // the node holding what it held before, except where said otherwise.
@@ -43,6 +43,7 @@ struct NodeCreate {
   std::vector<std::string> env;  // KEY=VALUE
   bool cold = false;             // boot the template's disk instead of restoring it
   uint64_t disk_mib = 0;         // its root disk, grown before it runs (0: the image's size)
+  uint64_t memory_mib = 0;       // its guest memory (the template's; placement counts it)
 };
 
 // A template build as the node takes it: `spec.name` is the name the

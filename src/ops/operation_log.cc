@@ -4,6 +4,7 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/json.hpp>
 #include <random>
+#include <set>
 
 #include "base/log.h"
 #include "base/new_id.h"
@@ -58,6 +59,15 @@ OperationLog::~OperationLog() {
 
 OperationLog::Subscription::~Subscription() = default;
 
+void OperationLog::wakeAll() {
+  // Not a delivery: a poll, after which each waiter reads the store again.
+  for (auto& [tenant, weak] : subs_->by_tenant)
+    if (auto w = weak.lock()) {
+      w->pending = true;
+      if (w->waiting) w->timer.cancel();
+    }
+}
+
 uint64_t OperationLog::Subscription::deliveries() const { return w_->deliveries; }
 
 asio::awaitable<bool> OperationLog::Subscription::wait(
@@ -109,6 +119,7 @@ Result<store::OperationRecord> OperationLog::begin(const std::string& tenant,
   op.kind = kind;
   op.state = OpState::kPending;
   op.created_ms = op.updated_ms = clock_.nowMs();
+  op.owner = owner_;
   VESSEL_TRY(store_.insertOperation(op));
   publish({0, tenant, op.id, sandbox_id, "operation.pending", json::serialize(operationJson(op))});
   return op;

@@ -31,6 +31,13 @@ class OperationLog {
   OperationLog(const OperationLog&) = delete;
   OperationLog& operator=(const OperationLog&) = delete;
 
+  // Several API replicas on one store: operations begun here record
+  // `owner` (this replica), so another takes them over if it dies.
+  void setOwner(std::string owner) { owner_ = std::move(owner); }
+  const std::string& owner() const { return owner_; }
+  // Wakes every subscriber to read the store again: events another replica
+  // stored wake nobody here, so an API replica calls this on a short timer.
+  void wakeAll();
   // Operation latencies and failures go to `r` (which must outlive this).
   void setMetrics(metrics::Registry& r);
 
@@ -82,6 +89,7 @@ class OperationLog {
   struct Registry;
   store::Store& store_;
   const WallClock& clock_;
+  std::string owner_;
   std::shared_ptr<Registry> subs_;
   metrics::Family<metrics::Histogram>* op_latency_ = nullptr;
   metrics::Family<metrics::Counter>* op_errors_ = nullptr;

@@ -68,6 +68,20 @@ constexpr Template kTemplates[] = {
      "ALTER TABLE sandboxes ADD COLUMN disk_mib {i64} NOT NULL DEFAULT 0;"
      "ALTER TABLE tenants ADD COLUMN max_vcpus {i64};"
      "ALTER TABLE tenants ADD COLUMN max_disk_mib {i64};"},
+    // Many machines (vesseld --role=api|node): the node registry with each
+    // node's last heartbeat and capacity, the node each sandbox runs on, and
+    // which API replica runs each operation (replicas heartbeat too, so
+    // another takes over the operations of one that died).
+    {7,
+     "CREATE TABLE nodes (name TEXT PRIMARY KEY, advertise_url TEXT NOT NULL,"
+     "  data_url TEXT NOT NULL, memory_mib {i64} NOT NULL, memory_free_mib {i64} NOT NULL,"
+     "  vcpus {i64} NOT NULL, sandboxes {i64} NOT NULL, templates TEXT NOT NULL,"
+     "  accel TEXT NOT NULL, state TEXT NOT NULL, registered_ms {i64} NOT NULL,"
+     "  heartbeat_ms {i64} NOT NULL);"
+     "ALTER TABLE sandboxes ADD COLUMN node TEXT NOT NULL DEFAULT '';"
+     "CREATE INDEX sandboxes_node ON sandboxes(node, state);"
+     "ALTER TABLE operations ADD COLUMN owner TEXT NOT NULL DEFAULT '';"
+     "CREATE TABLE replicas (id TEXT PRIMARY KEY, heartbeat_ms {i64} NOT NULL);"},
 };
 
 void replaceAll(std::string& s, const std::string& from, const std::string& to) {

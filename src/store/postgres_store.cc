@@ -25,6 +25,7 @@
 //
 // Calls are synchronous, as with SQLite (they run on the io thread): each
 // costs one or more round trips to the server, the price of sharing state.
+#include <algorithm>
 #include <mutex>
 #include <pqxx/pqxx>
 #include <set>
@@ -48,7 +49,7 @@ constexpr int32_t kEventLockClass = 0x7665'7302;
 
 constexpr const char* kSandboxCols =
     "id,tenant_id,template,state,error,vcpus,memory_mib,metadata,created_ms,updated_ms,"
-    "idle_timeout_s,expires_ms,last_active_ms,disk_mib";
+    "idle_timeout_s,expires_ms,last_active_ms,disk_mib,node";
 SandboxRecord readSandbox(const pqxx::row& r) {
   SandboxRecord s;
   s.id = r[0].as<std::string>();
@@ -65,6 +66,7 @@ SandboxRecord readSandbox(const pqxx::row& r) {
   s.expires_ms = r[11].as<int64_t>();
   s.disk_mib = static_cast<uint64_t>(r[13].as<int64_t>());
   s.last_active_ms = r[12].as<int64_t>();
+  s.node = r[14].as<std::string>();
   return s;
 }
 std::vector<SandboxRecord> readSandboxes(const pqxx::result& res) {
@@ -75,7 +77,7 @@ std::vector<SandboxRecord> readSandboxes(const pqxx::result& res) {
 }
 
 constexpr const char* kOperationCols =
-    "id,tenant_id,sandbox_id,kind,state,error_code,error_message,created_ms,updated_ms";
+    "id,tenant_id,sandbox_id,kind,state,error_code,error_message,created_ms,updated_ms,owner";
 OperationRecord readOperation(const pqxx::row& r) {
   OperationRecord o;
   o.id = r[0].as<std::string>();
@@ -87,6 +89,7 @@ OperationRecord readOperation(const pqxx::row& r) {
   o.error_message = r[6].as<std::string>();
   o.created_ms = r[7].as<int64_t>();
   o.updated_ms = r[8].as<int64_t>();
+  o.owner = r[9].as<std::string>();
   return o;
 }
 
@@ -248,11 +251,12 @@ class PostgresStore : public Store {
   }
 
   Status insertOperation(const OperationRecord& o) override {
-    return exec0("insert operation " + o.id,
-                 "INSERT INTO operations(id,tenant_id,sandbox_id,kind,state,error_code,"
-                 "error_message,created_ms,updated_ms) VALUES($1,$2,$3,$4,$5,$6,$7,$8,$9)",
-                 o.id, o.tenant_id, o.sandbox_id, o.kind, str(opStateName(o.state)), o.error_code,
-                 o.error_message, o.created_ms, o.updated_ms);
+    return exec0(
+        "insert operation " + o.id,
+        "INSERT INTO operations(id,tenant_id,sandbox_id,kind,state,error_code,"
+        "error_message,created_ms,updated_ms,owner) VALUES($1,$2,$3,$4,$5,$6,$7,$8,$9,$10)",
+        o.id, o.tenant_id, o.sandbox_id, o.kind, str(opStateName(o.state)), o.error_code,
+        o.error_message, o.created_ms, o.updated_ms, o.owner);
   }
   Status setOperationState(const std::string& id, OpState state, const std::string& error_code,
                            const std::string& error_message) override {
@@ -474,17 +478,120 @@ class PostgresStore : public Store {
     });
   }
 
+  Status heartbeatNode(const NodeRecord& n) override {
+    int64_t now = nowMs();
+    return exec0("heartbeat of node " + n.name,
+                 "INSERT INTO nodes(name,advertise_url,data_url,memory_mib,memory_free_mib,vcpus,"
+                 "sandboxes,templates,accel,state,registered_ms,heartbeat_ms) "
+                 "VALUES($1,$2,$3,$4,$5,$6,$7,$8,$9,'up',$10,$10) ON CONFLICT(name) DO UPDATE SET "
+                 "advertise_url=excluded.advertise_url, data_url=excluded.data_url,"
+                 "memory_mib=excluded.memory_mib, memory_free_mib=excluded.memory_free_mib,"
+                 "vcpus=excluded.vcpus, sandboxes=excluded.sandboxes, templates=excluded.templates,"
+                 "accel=excluded.accel, state='up', heartbeat_ms=excluded.heartbeat_ms",
+                 n.name, n.advertise_url, n.data_url, static_cast<int64_t>(n.memory_mib),
+                 static_cast<int64_t>(n.memory_free_mib), int64_t{n.vcpus}, n.sandboxes,
+                 n.templates_json, n.accel, now);
+  }
+  Result<std::vector<NodeRecord>> listNodes() override {
+    return run("list nodes", [&](pqxx::connection& c) {
+      auto res = pqxx::nontransaction(c).exec(
+          "SELECT name,advertise_url,data_url,memory_mib,memory_free_mib,vcpus,sandboxes,"
+          "templates,accel,state,registered_ms,heartbeat_ms FROM nodes ORDER BY name");
+      std::vector<NodeRecord> out;
+      for (const auto& r : res) {
+        NodeRecord n;
+        n.name = r[0].as<std::string>();
+        n.advertise_url = r[1].as<std::string>();
+        n.data_url = r[2].as<std::string>();
+        n.memory_mib = static_cast<uint64_t>(r[3].as<int64_t>());
+        n.memory_free_mib = static_cast<uint64_t>(r[4].as<int64_t>());
+        n.vcpus = static_cast<unsigned>(r[5].as<int64_t>());
+        n.sandboxes = r[6].as<int64_t>();
+        n.templates_json = r[7].as<std::string>();
+        n.accel = r[8].as<std::string>();
+        n.lost = r[9].as<std::string>() == "lost";
+        n.registered_ms = r[10].as<int64_t>();
+        n.heartbeat_ms = r[11].as<int64_t>();
+        out.push_back(std::move(n));
+      }
+      return out;
+    });
+  }
+  Result<bool> markNodeLost(const std::string& name, int64_t before_ms) override {
+    // One conditional UPDATE: of replicas noticing together, one changes the row.
+    return run("mark node " + name + " lost", [&](pqxx::connection& c) {
+      auto r = pqxx::nontransaction(c).exec_params(
+          "UPDATE nodes SET state='lost' WHERE name=$1 AND state='up' AND heartbeat_ms<$2", name,
+          before_ms);
+      return r.affected_rows() > 0;
+    });
+  }
+  Status setSandboxNode(const std::string& sandbox_id, const std::string& node) override {
+    return exec0("set node of sandbox " + sandbox_id, "UPDATE sandboxes SET node=$1 WHERE id=$2",
+                 node, sandbox_id);
+  }
+  Result<std::string> sandboxNode(const std::string& sandbox_id) override {
+    return run("node of sandbox " + sandbox_id, [&](pqxx::connection& c) {
+      auto r =
+          pqxx::nontransaction(c).exec_params("SELECT node FROM sandboxes WHERE id=$1", sandbox_id);
+      return r.empty() ? std::string() : r[0][0].as<std::string>();
+    });
+  }
+  Result<std::vector<SandboxRecord>> listNodeSandboxes(const std::string& node) override {
+    return run("list sandboxes of node " + node, [&](pqxx::connection& c) {
+      return readSandboxes(pqxx::nontransaction(c).exec_params(
+          std::string("SELECT ") + kSandboxCols +
+              " FROM sandboxes WHERE node=$1 AND state NOT IN ('deleted','failed') ORDER BY id",
+          node));
+    });
+  }
+  Status heartbeatReplica(const std::string& id) override {
+    return exec0("heartbeat of replica " + id,
+                 "INSERT INTO replicas(id,heartbeat_ms) VALUES($1,$2) ON CONFLICT(id) DO UPDATE "
+                 "SET heartbeat_ms=excluded.heartbeat_ms",
+                 id, nowMs());
+  }
+  Result<std::vector<std::string>> listStaleReplicas(int64_t before_ms) override {
+    return run("list stale replicas", [&](pqxx::connection& c) {
+      auto res = pqxx::nontransaction(c).exec_params(
+          "SELECT id FROM replicas WHERE heartbeat_ms<$1 ORDER BY id", before_ms);
+      std::vector<std::string> out;
+      for (const auto& r : res) out.push_back(r[0].as<std::string>());
+      return out;
+    });
+  }
+  Status deleteReplica(const std::string& id) override {
+    return exec0("delete replica " + id, "DELETE FROM replicas WHERE id=$1", id);
+  }
+  Result<std::vector<OperationRecord>> claimOperations(const std::string& from,
+                                                       const std::string& to) override {
+    // One UPDATE: a row another replica claimed first no longer matches
+    // `owner=$2` when this one re-checks it after waiting for its lock.
+    return run("claim operations of " + from, [&](pqxx::connection& c) {
+      auto res = pqxx::nontransaction(c).exec_params(
+          std::string("UPDATE operations SET owner=$1 WHERE owner=$2 AND state IN "
+                      "('pending','running') RETURNING ") +
+              kOperationCols,
+          to, from);
+      std::vector<OperationRecord> out;
+      for (const auto& r : res) out.push_back(readOperation(r));
+      std::sort(out.begin(), out.end(),
+                [](const auto& a, const auto& b) { return a.created_ms < b.created_ms; });
+      return out;
+    });
+  }
+
  private:
   int64_t nowMs() const { return clock_.nowMs(); }
 
   static void insertSandboxIn(pqxx::transaction_base& t, const SandboxRecord& s) {
     t.exec_params(
         "INSERT INTO sandboxes(id,tenant_id,template,state,error,vcpus,memory_mib,"
-        "metadata,created_ms,updated_ms,idle_timeout_s,expires_ms,last_active_ms,disk_mib) "
-        "VALUES($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14)",
+        "metadata,created_ms,updated_ms,idle_timeout_s,expires_ms,last_active_ms,disk_mib,node) "
+        "VALUES($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15)",
         s.id, s.tenant_id, s.template_name, str(stateName(s.state)), s.error, int64_t{s.vcpus},
         static_cast<int64_t>(s.memory_mib), s.metadata_json, s.created_ms, s.updated_ms,
-        s.idle_timeout_s, s.expires_ms, s.last_active_ms, static_cast<int64_t>(s.disk_mib));
+        s.idle_timeout_s, s.expires_ms, s.last_active_ms, static_cast<int64_t>(s.disk_mib), s.node);
   }
   // Sandboxes not deleted or failed, and the memory of those holding a VM.
   static TenantUsage usageIn(pqxx::transaction_base& t, const std::string& tenant_id) {
@@ -568,11 +675,26 @@ std::string redactUrl(const std::string& url) {
 namespace {
 // Store calls block the io thread, so an unreachable server must not hold
 // it for the kernel's TCP connect timeout (minutes): connect_timeout
-// unless the URL sets one.
+// unless the URL sets one. Nor may a server whose link goes away while a
+// reply is on its way (a node cut off from the network): TCP keepalives
+// and tcp_user_timeout end such a connection in seconds, and the next
+// call connects again. (Ignored on a Unix socket.)
 std::string withConnectTimeout(const std::string& url) {
-  if (url.find("connect_timeout") != std::string::npos) return url;
-  if (url.find("://") == std::string::npos) return url + " connect_timeout=5";
-  return url + (url.find('?') == std::string::npos ? "?" : "&") + "connect_timeout=5";
+  std::string out = url;
+  const bool uri = url.find("://") != std::string::npos;
+  bool query = url.find('?') != std::string::npos;
+  for (const char* kv : {"connect_timeout=5", "keepalives=1", "keepalives_idle=5",
+                         "keepalives_interval=2", "keepalives_count=3", "tcp_user_timeout=10000"}) {
+    std::string key(kv, std::string_view(kv).find('=') + 1);
+    if (url.find(key) != std::string::npos) continue;
+    if (!uri) {
+      out += std::string(" ") + kv;
+    } else {
+      out += (query ? "&" : "?") + std::string(kv);
+      query = true;
+    }
+  }
+  return out;
 }
 }  // namespace
 

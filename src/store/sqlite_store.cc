@@ -56,7 +56,7 @@ class Stmt {
 
 constexpr const char* kSandboxCols =
     "id,tenant_id,template,state,error,vcpus,memory_mib,metadata,created_ms,updated_ms,"
-    "idle_timeout_s,expires_ms,last_active_ms,disk_mib";
+    "idle_timeout_s,expires_ms,last_active_ms,disk_mib,node";
 SandboxRecord readSandbox(const Stmt& s) {
   SandboxRecord r;
   r.id = s.text(0);
@@ -73,11 +73,12 @@ SandboxRecord readSandbox(const Stmt& s) {
   r.expires_ms = s.integer(11);
   r.last_active_ms = s.integer(12);
   r.disk_mib = static_cast<uint64_t>(s.integer(13));
+  r.node = s.text(14);
   return r;
 }
 
 constexpr const char* kOperationCols =
-    "id,tenant_id,sandbox_id,kind,state,error_code,error_message,created_ms,updated_ms";
+    "id,tenant_id,sandbox_id,kind,state,error_code,error_message,created_ms,updated_ms,owner";
 OperationRecord readOperation(const Stmt& s) {
   OperationRecord o;
   o.id = s.text(0);
@@ -89,6 +90,7 @@ OperationRecord readOperation(const Stmt& s) {
   o.error_message = s.text(6);
   o.created_ms = s.integer(7);
   o.updated_ms = s.integer(8);
+  o.owner = s.text(9);
   return o;
 }
 
@@ -282,14 +284,14 @@ class SqliteStore : public Store {
   Status insertSandbox(const SandboxRecord& r) override {
     Stmt s(db_,
            "INSERT INTO sandboxes(id,tenant_id,template,state,error,vcpus,memory_mib,metadata,"
-           "created_ms,updated_ms,idle_timeout_s,expires_ms,last_active_ms,disk_mib) "
-           "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+           "created_ms,updated_ms,idle_timeout_s,expires_ms,last_active_ms,disk_mib,node) "
+           "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
     s.bind(r.id).bind(r.tenant_id).bind(r.template_name).bind(std::string(stateName(r.state)));
     s.bind(r.error);
     s.bind(int64_t{r.vcpus}).bind(static_cast<int64_t>(r.memory_mib)).bind(r.metadata_json);
     s.bind(r.created_ms).bind(r.updated_ms);
     s.bind(r.idle_timeout_s).bind(r.expires_ms).bind(r.last_active_ms);
-    s.bind(static_cast<int64_t>(r.disk_mib));
+    s.bind(static_cast<int64_t>(r.disk_mib)).bind(r.node);
     return done(s, "insert sandbox " + r.id);
   }
   Status insertSandboxAdmitted(const SandboxRecord& r, const Admission& admit) override {
@@ -341,10 +343,10 @@ class SqliteStore : public Store {
   Status insertOperation(const OperationRecord& o) override {
     Stmt s(db_,
            "INSERT INTO operations(id,tenant_id,sandbox_id,kind,state,error_code,error_message,"
-           "created_ms,updated_ms) VALUES(?,?,?,?,?,?,?,?,?)");
+           "created_ms,updated_ms,owner) VALUES(?,?,?,?,?,?,?,?,?,?)");
     s.bind(o.id).bind(o.tenant_id).bind(o.sandbox_id).bind(o.kind);
     s.bind(std::string(opStateName(o.state)));
-    s.bind(o.error_code).bind(o.error_message).bind(o.created_ms).bind(o.updated_ms);
+    s.bind(o.error_code).bind(o.error_message).bind(o.created_ms).bind(o.updated_ms).bind(o.owner);
     return done(s, "insert operation " + o.id);
   }
   Status setOperationState(const std::string& id, OpState state, const std::string& error_code,
@@ -514,6 +516,121 @@ class SqliteStore : public Store {
     s.bind(now_ms);
     VESSEL_TRY(done(s, "delete expired sessions"));
     return sqlite3_changes(db_);
+  }
+
+  Status heartbeatNode(const NodeRecord& n) override {
+    Stmt s(db_,
+           "INSERT INTO nodes(name,advertise_url,data_url,memory_mib,memory_free_mib,vcpus,"
+           "sandboxes,templates,accel,state,registered_ms,heartbeat_ms) "
+           "VALUES(?,?,?,?,?,?,?,?,?,'up',?,?) ON CONFLICT(name) DO UPDATE SET "
+           "advertise_url=excluded.advertise_url, data_url=excluded.data_url,"
+           "memory_mib=excluded.memory_mib, memory_free_mib=excluded.memory_free_mib,"
+           "vcpus=excluded.vcpus, sandboxes=excluded.sandboxes, templates=excluded.templates,"
+           "accel=excluded.accel, state='up', heartbeat_ms=excluded.heartbeat_ms");
+    int64_t now = nowMs();
+    s.bind(n.name).bind(n.advertise_url).bind(n.data_url);
+    s.bind(static_cast<int64_t>(n.memory_mib)).bind(static_cast<int64_t>(n.memory_free_mib));
+    s.bind(int64_t{n.vcpus}).bind(n.sandboxes).bind(n.templates_json).bind(n.accel);
+    s.bind(now).bind(now);
+    return done(s, "heartbeat of node " + n.name);
+  }
+  Result<std::vector<NodeRecord>> listNodes() override {
+    Stmt s(db_,
+           "SELECT name,advertise_url,data_url,memory_mib,memory_free_mib,vcpus,sandboxes,"
+           "templates,accel,state,registered_ms,heartbeat_ms FROM nodes ORDER BY name");
+    std::vector<NodeRecord> out;
+    int rc;
+    while ((rc = s.step()) == SQLITE_ROW) {
+      NodeRecord n;
+      n.name = s.text(0);
+      n.advertise_url = s.text(1);
+      n.data_url = s.text(2);
+      n.memory_mib = static_cast<uint64_t>(s.integer(3));
+      n.memory_free_mib = static_cast<uint64_t>(s.integer(4));
+      n.vcpus = static_cast<unsigned>(s.integer(5));
+      n.sandboxes = s.integer(6);
+      n.templates_json = s.text(7);
+      n.accel = s.text(8);
+      n.lost = s.text(9) == "lost";
+      n.registered_ms = s.integer(10);
+      n.heartbeat_ms = s.integer(11);
+      out.push_back(std::move(n));
+    }
+    if (rc != SQLITE_DONE) return err("list nodes");
+    return out;
+  }
+  Result<bool> markNodeLost(const std::string& name, int64_t before_ms) override {
+    Stmt s(db_, "UPDATE nodes SET state='lost' WHERE name=? AND state='up' AND heartbeat_ms<?");
+    s.bind(name).bind(before_ms);
+    VESSEL_TRY(done(s, "mark node " + name + " lost"));
+    return sqlite3_changes(db_) > 0;
+  }
+  Status setSandboxNode(const std::string& sandbox_id, const std::string& node) override {
+    Stmt s(db_, "UPDATE sandboxes SET node=? WHERE id=?");
+    s.bind(node).bind(sandbox_id);
+    return done(s, "set node of sandbox " + sandbox_id);
+  }
+  Result<std::string> sandboxNode(const std::string& sandbox_id) override {
+    Stmt s(db_, "SELECT node FROM sandboxes WHERE id=?");
+    s.bind(sandbox_id);
+    int rc = s.step();
+    if (rc == SQLITE_ROW) return s.text(0);
+    if (rc != SQLITE_DONE) return err("node of sandbox " + sandbox_id);
+    return std::string();
+  }
+  Result<std::vector<SandboxRecord>> listNodeSandboxes(const std::string& node) override {
+    std::string sql = std::string("SELECT ") + kSandboxCols +
+                      " FROM sandboxes WHERE node=? AND state NOT IN ('deleted','failed')"
+                      " ORDER BY id";
+    Stmt s(db_, sql.c_str());
+    s.bind(node);
+    return collect(s, "list sandboxes of node " + node);
+  }
+  Status heartbeatReplica(const std::string& id) override {
+    Stmt s(db_,
+           "INSERT INTO replicas(id,heartbeat_ms) VALUES(?,?) ON CONFLICT(id) DO UPDATE SET "
+           "heartbeat_ms=excluded.heartbeat_ms");
+    s.bind(id).bind(nowMs());
+    return done(s, "heartbeat of replica " + id);
+  }
+  Result<std::vector<std::string>> listStaleReplicas(int64_t before_ms) override {
+    Stmt s(db_, "SELECT id FROM replicas WHERE heartbeat_ms<? ORDER BY id");
+    s.bind(before_ms);
+    std::vector<std::string> out;
+    int rc;
+    while ((rc = s.step()) == SQLITE_ROW) out.push_back(s.text(0));
+    if (rc != SQLITE_DONE) return err("list stale replicas");
+    return out;
+  }
+  Status deleteReplica(const std::string& id) override {
+    Stmt s(db_, "DELETE FROM replicas WHERE id=?");
+    s.bind(id);
+    return done(s, "delete replica " + id);
+  }
+  Result<std::vector<OperationRecord>> claimOperations(const std::string& from,
+                                                       const std::string& to) override {
+    // One transaction under the write lock: no other writer between the
+    // read and the update.
+    VESSEL_TRY(exec("BEGIN IMMEDIATE;"));
+    auto r = [&]() -> Result<std::vector<OperationRecord>> {
+      std::string sql = std::string("SELECT ") + kOperationCols +
+                        " FROM operations WHERE owner=? AND state IN ('pending','running')"
+                        " ORDER BY created_ms";
+      Stmt s(db_, sql.c_str());
+      s.bind(from);
+      std::vector<OperationRecord> out;
+      int rc;
+      while ((rc = s.step()) == SQLITE_ROW) out.push_back(readOperation(s));
+      if (rc != SQLITE_DONE) return err("claim operations of " + from);
+      Stmt u(db_, "UPDATE operations SET owner=? WHERE owner=? AND state IN ('pending','running')");
+      u.bind(to).bind(from);
+      VESSEL_TRY(done(u, "claim operations of " + from));
+      VESSEL_TRY(exec("COMMIT;"));
+      for (auto& o : out) o.owner = to;
+      return out;
+    }();
+    if (!r.ok()) (void)exec("ROLLBACK;");
+    return r;
   }
 
  private:

@@ -1,6 +1,6 @@
 #pragma once
 // The durable store behind vesseld. One interface, two engines: SQLite
-// (embedded, single node, the default) and PostgreSQL (many nodes, later).
+// (embedded, single node, the default) and PostgreSQL (many machines).
 // Schema changes are numbered migrations applied in order at open.
 //
 // Every query about a tenant's objects takes the tenant id: isolation is
@@ -30,6 +30,7 @@ struct SandboxRecord {
   // Lifetime: ended after idle_timeout_s without activity while running
   // (0: never), and at expires_ms whatever its state (0: never).
   int64_t idle_timeout_s = 0, expires_ms = 0, last_active_ms = 0;
+  std::string node;  // the node it runs on (vesseld --role=node); "" on a single machine
 };
 
 struct OperationRecord {
@@ -37,6 +38,21 @@ struct OperationRecord {
   OpState state = OpState::kPending;
   std::string error_code, error_message;
   int64_t created_ms = 0, updated_ms = 0;
+  std::string owner;  // the API replica running it ("" on a single machine)
+};
+
+// A node of a cluster (vesseld --role=node) as it last reported itself.
+struct NodeRecord {
+  std::string name;
+  std::string advertise_url;                     // its node API, as API replicas reach it
+  std::string data_url;                          // its data plane, as clients reach it
+  uint64_t memory_mib = 0, memory_free_mib = 0;  // guest memory it may give, and free of that
+  unsigned vcpus = 0;
+  int64_t sandboxes = 0;              // VMs it holds
+  std::string templates_json = "[]";  // stored names of the templates it has
+  std::string accel;                  // kvm | tcg
+  bool lost = false;  // an API replica found its heartbeat too old; the next heartbeat clears it
+  int64_t registered_ms = 0, heartbeat_ms = 0;
 };
 
 // Per-tenant limits; unset: the deployment's default.
@@ -164,6 +180,29 @@ class Store {
   // credential names, as JSON); "" when it has none stored.
   virtual Status setSandboxNetwork(const std::string& sandbox_id, const std::string& json) = 0;
   virtual Result<std::string> getSandboxNetwork(const std::string& sandbox_id) = 0;
+
+  // Many machines. A node's heartbeat: registers it or updates its
+  // capacity, heartbeat_ms (the store's now) and clears `lost`.
+  virtual Status heartbeatNode(const NodeRecord& n) = 0;
+  virtual Result<std::vector<NodeRecord>> listNodes() = 0;
+  // Marks `name` lost if it is not yet and its heartbeat is older than
+  // `before_ms`; true when this call did it (of several replicas noticing,
+  // one acts).
+  virtual Result<bool> markNodeLost(const std::string& name, int64_t before_ms) = 0;
+  virtual Status setSandboxNode(const std::string& sandbox_id, const std::string& node) = 0;
+  // The node a sandbox of any tenant runs on ("" for none or no such sandbox).
+  virtual Result<std::string> sandboxNode(const std::string& sandbox_id) = 0;
+  // Sandboxes of every tenant on `node`, neither deleted nor failed.
+  virtual Result<std::vector<SandboxRecord>> listNodeSandboxes(const std::string& node) = 0;
+  // API replicas: a heartbeat (registers it), those whose last one is older
+  // than `before_ms`, and forgetting one.
+  virtual Status heartbeatReplica(const std::string& id) = 0;
+  virtual Result<std::vector<std::string>> listStaleReplicas(int64_t before_ms) = 0;
+  virtual Status deleteReplica(const std::string& id) = 0;
+  // Hands the unfinished operations of replica `from` to `to` and returns
+  // them; of two replicas claiming at once, each operation goes to one.
+  virtual Result<std::vector<OperationRecord>> claimOperations(const std::string& from,
+                                                               const std::string& to) = 0;
 };
 
 // Milliseconds since the Unix epoch (the store's timestamps).

@@ -102,7 +102,7 @@ TEST_P(StoreTest, MigratesAndPersists) {
   {
     auto s = open();
     ASSERT_TRUE(s.ok()) << s.error().message();
-    EXPECT_EQ((*s)->schemaVersion(), 6);
+    EXPECT_EQ((*s)->schemaVersion(), 7);
     ASSERT_TRUE((*s)->setMeta("instance_id", "abc").ok());
     ASSERT_TRUE((*s)->setMeta("instance_id", "def").ok());
   }
@@ -340,7 +340,7 @@ TEST_P(StoreTest, ConcurrentOpenersMigrateOnce) {
   for (int i = 0; i < kOpeners; ++i)
     threads.emplace_back([&, i] {
       auto s = open();
-      if (s.ok() && (*s)->schemaVersion() == 6) {
+      if (s.ok() && (*s)->schemaVersion() == 7) {
         ++ok;
       } else {
         errors[i] =
@@ -486,6 +486,96 @@ TEST_P(StoreTest, ConcurrentAdmissionsNeverExceedTheLimit) {
 }
 
 // PostgreSQL only: the server goes away and comes back.
+// Many machines: nodes heartbeat into a registry, an API replica marks a
+// silent one lost (once, whoever notices first), sandboxes record their node,
+// and the operations of an API replica that stopped heartbeating go to
+// another, each to one claimant.
+TEST_P(StoreTest, NodeRegistryAndReplicaTakeover) {
+  auto s = open();
+  ASSERT_TRUE(s.ok()) << s.error().message();
+  Store& st = **s;
+  clock_.set(1'000'000);
+  NodeRecord n;
+  n.name = "n1";
+  n.advertise_url = "http://10.0.0.2:8091";
+  n.data_url = "http://10.0.0.2:8081";
+  n.memory_mib = 4096;
+  n.memory_free_mib = 3000;
+  n.vcpus = 8;
+  n.sandboxes = 2;
+  n.templates_json = R"(["minimal"])";
+  n.accel = "tcg";
+  ASSERT_TRUE(st.heartbeatNode(n).ok());
+  n.name = "n2";
+  ASSERT_TRUE(st.heartbeatNode(n).ok());
+  clock_.set(1'005'000);
+  n.memory_free_mib = 2000;
+  ASSERT_TRUE(st.heartbeatNode(n).ok());  // n2 again, later
+  auto nodes = st.listNodes();
+  ASSERT_TRUE(nodes.ok()) << nodes.error().message();
+  ASSERT_EQ(nodes->size(), 2u);
+  EXPECT_EQ((*nodes)[0].name, "n1");
+  EXPECT_EQ((*nodes)[0].heartbeat_ms, 1'000'000);
+  EXPECT_EQ((*nodes)[0].advertise_url, "http://10.0.0.2:8091");
+  EXPECT_EQ((*nodes)[0].templates_json, R"(["minimal"])");
+  EXPECT_EQ((*nodes)[1].memory_free_mib, 2000u);
+  EXPECT_EQ((*nodes)[1].registered_ms, 1'000'000);
+  EXPECT_EQ((*nodes)[1].heartbeat_ms, 1'005'000);
+  // Only a node whose heartbeat is older than the bound is lost, once.
+  EXPECT_FALSE(*st.markNodeLost("n2", 1'003'000));
+  EXPECT_TRUE(*st.markNodeLost("n1", 1'003'000));
+  EXPECT_FALSE(*st.markNodeLost("n1", 1'003'000));
+  EXPECT_TRUE((*st.listNodes())[0].lost);
+  ASSERT_TRUE(st.heartbeatNode((*st.listNodes())[0]).ok());  // it came back
+  EXPECT_FALSE((*st.listNodes())[0].lost);
+
+  ASSERT_TRUE(st.createTenant("t1", "one").ok());
+  SandboxRecord a{"sb-a", "t1", "minimal", SandboxState::kRunning};
+  a.node = "n1";
+  ASSERT_TRUE(st.insertSandbox(a).ok());
+  ASSERT_TRUE(st.insertSandbox({"sb-b", "t1", "minimal", SandboxState::kCreating}).ok());
+  ASSERT_TRUE(st.insertSandbox({"sb-c", "t1", "minimal", SandboxState::kFailed}).ok());
+  ASSERT_TRUE(st.setSandboxNode("sb-b", "n1").ok());
+  ASSERT_TRUE(st.setSandboxNode("sb-c", "n1").ok());
+  auto on1 = st.listNodeSandboxes("n1");
+  ASSERT_TRUE(on1.ok()) << on1.error().message();
+  ASSERT_EQ(on1->size(), 2u);  // not the failed one
+  EXPECT_EQ((*on1)[0].id, "sb-a");
+  EXPECT_EQ((*on1)[1].node, "n1");
+  EXPECT_TRUE(st.listNodeSandboxes("n2")->empty());
+  EXPECT_EQ((*st.getSandbox("t1", "sb-a"))->node, "n1");
+  EXPECT_EQ(*st.sandboxNode("sb-b"), "n1");
+  EXPECT_EQ(*st.sandboxNode("sb-none"), "");
+
+  // Replicas.
+  ASSERT_TRUE(st.heartbeatReplica("r1").ok());
+  clock_.set(1'010'000);
+  ASSERT_TRUE(st.heartbeatReplica("r2").ok());
+  OperationRecord o1{"op-1", "t1", "sb-a", "create"};
+  o1.owner = "r1";
+  OperationRecord o2{"op-2", "t1", "sb-b", "create"};
+  o2.owner = "r1";
+  o2.created_ms = 1;
+  OperationRecord o3{"op-3", "t1", "sb-b", "pause"};
+  o3.owner = "r2";
+  ASSERT_TRUE(st.insertOperation(o1).ok());
+  ASSERT_TRUE(st.insertOperation(o2).ok());
+  ASSERT_TRUE(st.insertOperation(o3).ok());
+  ASSERT_TRUE(st.setOperationState("op-1", OpState::kDone, "", "").ok());
+  auto stale = st.listStaleReplicas(1'006'000);
+  ASSERT_TRUE(stale.ok()) << stale.error().message();
+  EXPECT_EQ(*stale, std::vector<std::string>{"r1"});
+  auto claimed = st.claimOperations("r1", "r2");
+  ASSERT_TRUE(claimed.ok()) << claimed.error().message();
+  ASSERT_EQ(claimed->size(), 1u);  // not the finished one
+  EXPECT_EQ((*claimed)[0].id, "op-2");
+  EXPECT_EQ((*claimed)[0].owner, "r2");
+  EXPECT_TRUE(st.claimOperations("r1", "r3")->empty());  // claimed once
+  EXPECT_EQ((*st.getOperation("t1", "op-2"))->owner, "r2");
+  ASSERT_TRUE(st.deleteReplica("r1").ok());
+  EXPECT_TRUE(st.listStaleReplicas(1'006'000)->empty());
+}
+
 TEST(PostgresStoreTest, ReportsAnAbsentServerAndReconnects) {
   std::string why;
   auto* pg = pgServer(&why);
@@ -582,7 +672,7 @@ TEST_F(SqliteStoreTest, LegacyVersionedDatabaseGetsTheMissingMigrations) {
   }
   auto s = openSqlite(path_);
   ASSERT_TRUE(s.ok()) << s.error().message();
-  EXPECT_EQ((*s)->schemaVersion(), 6);
+  EXPECT_EQ((*s)->schemaVersion(), 7);
   auto l = (*s)->tenantLimits("t1");
   ASSERT_TRUE(l.ok()) << l.error().message();
   EXPECT_FALSE(l->max_sandboxes.has_value());

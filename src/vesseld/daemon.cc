@@ -38,9 +38,11 @@
 #include "ops/lifecycle.h"
 #include "os/jail.h"
 #include "store/store.h"
+#include "vesseld/daemon_internal.h"
 #include "vesseld/egress_policies.h"
 #include "vesseld/gateway_stats.h"
 #include "vesseld/local_node.h"
+#include "vesseld/probes.h"
 
 namespace vessel::vesseld {
 
@@ -48,8 +50,6 @@ using namespace vessel::api;
 
 namespace fs = std::filesystem;
 namespace json = boost::json;
-
-namespace {
 
 // One vesseld per state directory: a second one would adopt and reap the
 // first one's machines. The lock dies with the process, even on kill -9.
@@ -138,9 +138,9 @@ Result<std::unique_ptr<store::Store>> openStore(const Config& cfg) {
   return store::openPostgres(cfg.store);
 }
 
-}  // namespace
-
 Status runDaemon(Config cfg) {
+  if (cfg.role == Role::kNode) return runNode(std::move(cfg));
+  if (cfg.role == Role::kApi) return runApi(std::move(cfg));
   Logger log("vesseld");
   VESSEL_ASSIGN_OR_RETURN(Fd lock, lockStateDir(cfg.state_dir));
   VESSEL_ASSIGN_OR_RETURN(auto store, openStore(cfg));
@@ -392,6 +392,11 @@ Status runDaemon(Config cfg) {
     if (!ok) o["status"] = "unhealthy";
     co_return jsonResponse(req, ok ? http::status::ok : http::status::service_unavailable,
                            json::serialize(o));
+  });
+  installProbes(server, "all", [&](json::object& o) {
+    bool store_ok = store->getMeta("instance_id").ok();
+    o["store"] = store_ok;
+    return store_ok;
   });
   VESSEL_TRY(server.listen(cfg.listen_addr));
   log.info("listening on http://{}:{}", cfg.listen_addr.host, server.port());

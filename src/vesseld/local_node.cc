@@ -372,4 +372,16 @@ asio::awaitable<void> LocalNode::watchLoop(std::string id, uint64_t gen) {
   if (!alive.expired() && lost_) lost_(tenant, id, reason);
 }
 
+LocalNode::Load LocalNode::load() const {
+  Load l;
+  for (const auto& [id, h] : held_) {
+    l.ids.push_back(id);
+    if (h.sb && h.sb->state() == node::Sandbox::State::kRunning) {
+      l.memory_mib += h.sb->memoryMib();
+      l.vcpus += h.sb->vcpus();
+    }
+  }
+  return l;
+}
+
 }  // namespace vessel::vesseld

@@ -11,6 +11,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "node/runtime.h"
 #include "node/template_worker.h"
@@ -56,6 +57,15 @@ class LocalNode final : public ops::Node {
 
   // Lets build() build templates (without it, builds are kUnavailable).
   void enableTemplateBuilds(node::TemplateBuildEnv env);
+
+  // What it holds now: the ids of its sandboxes (running or paused) and
+  // the memory and vCPUs of those with a VM (a cluster node's heartbeat).
+  struct Load {
+    std::vector<std::string> ids;
+    uint64_t memory_mib = 0;
+    unsigned vcpus = 0;
+  };
+  Load load() const;
 
   // The sandbox's runtime object while held (tests and benchmarks).
   std::shared_ptr<node::Sandbox> sandbox(const std::string& id) const;

@@ -20,8 +20,8 @@ namespace fs = std::filesystem;
 
 namespace {
 // The socket's name is .s.PGSQL.<port> in the private directory, so the
-// number is free to be PostgreSQL's usual one.
-constexpr int kPort = 5432;
+// number is free to be PostgreSQL's usual one (5432) unless the server also listens on TCP.
+
 constexpr const char* kSuperuser = "vessel";
 }  // namespace
 
@@ -84,10 +84,16 @@ Status PostgresServer::run() {
   SpawnOptions o;
   // Only the Unix socket in the private directory; durability settings off
   // (a test database is thrown away).
-  o.argv = asServerUser({opts_.bin_dir + "/postgres", "-D", dir_ + "/data", "-k", dir_, "-p",
-                         std::to_string(kPort), "-c", "listen_addresses=", "-c", "fsync=off", "-c",
-                         "synchronous_commit=off", "-c", "full_page_writes=off", "-c",
-                         "max_connections=100", "-c", "shared_buffers=32MB"});
+  if (!opts_.tcp_address.empty()) {
+    // Any address may connect, without a password: a private test cluster.
+    std::ofstream hba(dir_ + "/data/pg_hba.conf", std::ios::app);
+    hba << "host all all 0.0.0.0/0 trust\n";
+  }
+  o.argv =
+      asServerUser({opts_.bin_dir + "/postgres", "-D", dir_ + "/data", "-k", dir_, "-p",
+                    std::to_string(port()), "-c", "listen_addresses=" + opts_.tcp_address, "-c",
+                    "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off", "-c",
+                    "max_connections=100", "-c", "shared_buffers=32MB"});
   o.fds = {{log.get(), 1}, {log.get(), 2}};
   o.die_with_parent = true;
   VESSEL_ASSIGN_OR_RETURN(proc_, ChildProcess::spawn(o));
@@ -133,7 +139,12 @@ Status PostgresServer::restart() {
 
 std::string PostgresServer::url(const std::string& db) const {
   return "postgresql://" + std::string(kSuperuser) + "@/" + db + "?host=" + dir_ +
-         "&port=" + std::to_string(kPort);
+         "&port=" + std::to_string(port());
+}
+
+std::string PostgresServer::tcpUrl(const std::string& db) const {
+  return "postgresql://" + std::string(kSuperuser) + "@" + opts_.tcp_address + ":" +
+         std::to_string(port()) + "/" + db;
 }
 
 Status PostgresServer::exec(const std::string& db, const std::string& sql) {

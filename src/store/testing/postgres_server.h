@@ -25,6 +25,11 @@ struct PostgresServerOptions {
   std::string bin_dir = "/usr/lib/postgresql/15/bin";
   // Bounds initdb, start and stop.
   std::chrono::seconds timeout{60};
+  // Also listen on TCP at this IPv4 address and port, trusting every
+  // client: tests of several "hosts" in network namespaces, whose link to
+  // the store a test can cut ("" = the Unix socket only).
+  std::string tcp_address;
+  uint16_t tcp_port = 0;
 };
 
 class PostgresServer {
@@ -40,6 +45,8 @@ class PostgresServer {
   Result<std::string> createDatabase(const std::string& name);
   // The libpq URL of database `db` on this server.
   std::string url(const std::string& db) const;
+  // The same over TCP (tcp_address must be set).
+  std::string tcpUrl(const std::string& db) const;
   // Runs SQL as the superuser (tests that tamper with a database).
   Status exec(const std::string& db, const std::string& sql);
 
@@ -56,6 +63,7 @@ class PostgresServer {
   explicit PostgresServer(PostgresServerOptions o) : opts_(std::move(o)) {}
   Status run();
   Status waitReady();
+  int port() const { return opts_.tcp_port ? opts_.tcp_port : 5432; }
   // argv run as the server's user (through setpriv when root).
   std::vector<std::string> asServerUser(std::vector<std::string> argv) const;
 

@@ -1,0 +1,124 @@
+#pragma once
+// ops::Node for an API replica (vesseld --role=api): many nodes behind the
+// one interface the lifecycle knows. A create is placed on a node (by free
+// memory, preferring nodes that have the template) and the node is
+// recorded on the sandbox before it is asked; every other call goes to the
+// sandbox's recorded node through its node API (cluster/remote_node.h).
+//
+// Loss: nodes heartbeat into the store (vesseld's node role). A sweeper
+// here, every second, finds nodes whose last heartbeat is older than
+// `lost_after`: their calls in flight from this replica are failed at once,
+// creates go elsewhere, and the replica that marks the node lost in the
+// store (one does) reports each of its sandboxes lost to the lifecycle
+// ("node <name> lost"), which fails them. The node reconciles itself when
+// it returns (vesseld's node role destroys what the store no longer wants).
+//
+// What is not remote (yet): usage, changing a sandbox's network,
+// template builds and forks into templates answer kUnavailable; the data
+// plane is the node's own (sessions hand out the node's data URL), so
+// agent() is null here.
+// Used from the io thread only.
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <chrono>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cluster/remote_node.h"
+#include "ops/node.h"
+#include "store/store.h"
+
+namespace vessel::cluster {
+
+struct ClusterOptions {
+  std::string token;  // the node API's shared secret
+  std::chrono::milliseconds lost_after{15000};
+  std::chrono::milliseconds sweep_every{1000};
+  // Calls that wait on a guest (create, resume, fork, pause) and the others.
+  std::chrono::milliseconds long_call{180000};
+  std::chrono::milliseconds short_call{15000};
+  // A sandbox's stored network settings (read from the store; no gateway here).
+  std::function<Result<ops::NetworkSpec>(const std::string& id)> network_of;
+};
+
+// The order in which a create of `template_name` (needing `memory_mib`)
+// tries the nodes: live ones only (not lost, heartbeat newer than
+// `lost_after` at `now_ms`), those that have the template first, then the
+// most free memory (minus `placed`: memory this replica placed on a node
+// since its last heartbeat), then the fewest sandboxes, then by name.
+// Nodes without room for `memory_mib` come last.
+std::vector<std::string> rankNodes(const std::vector<store::NodeRecord>& nodes,
+                                   const std::string& template_name, uint64_t memory_mib,
+                                   int64_t now_ms, std::chrono::milliseconds lost_after,
+                                   const std::map<std::string, uint64_t>& placed);
+
+class ClusterNode final : public ops::Node {
+ public:
+  ClusterNode(asio::io_context& io, store::Store& store, ClusterOptions o)
+      : io_(io), store_(store), opts_(std::move(o)) {}
+  ~ClusterNode() override;
+
+  // Starts the sweeper (node loss); stopped by shutdown().
+  void start();
+  // One sweep (tests): returns the nodes this call marked lost.
+  std::vector<std::string> sweepOnce();
+
+  void onLost(LostHandler h) override { lost_ = std::move(h); }
+  Status prepareNetwork(const std::string& tenant, const std::string& id,
+                        const std::optional<ops::NetworkSpec>& spec) override;
+  Status inheritNetwork(const std::string& parent, const std::string& child) override;
+  Result<ops::NetworkSpec> updateNetwork(const std::string& tenant, const std::string& id,
+                                         const ops::NetworkSpec& spec) override;
+  Result<ops::NetworkSpec> network(const std::string& id) override;
+  void credentialChanged(const std::string& tenant, const std::string& name) override;
+  asio::awaitable<Status> create(ops::NodeCreate c) override;
+  asio::awaitable<Status> pause(std::string id) override;
+  asio::awaitable<Status> resume(std::string tenant, std::string id) override;
+  asio::awaitable<Result<std::vector<Status>>> fork(std::string tenant, std::string id,
+                                                    std::vector<std::string> copies) override;
+  asio::awaitable<Result<templates::Manifest>> forkToTemplate(std::string id,
+                                                              std::string stored_name) override;
+  Status build(ops::BuildRequest req, ops::BuildCallbacks cb) override;
+  asio::awaitable<Status> destroy(std::string id) override;
+  void abort(const std::string& id) override;
+  ops::Holding holding(const std::string& id) const override;
+  Result<ops::Usage> usage(const std::string& id) override;
+  std::shared_ptr<agentclient::AgentClient> agent(const std::string&) override { return nullptr; }
+  asio::awaitable<Result<ops::Holding>> adopt(std::string tenant, std::string id) override;
+  asio::awaitable<int> discardOrphans(std::set<std::string>) override { co_return 0; }
+  asio::awaitable<std::vector<std::string>> shutdown(bool stop_vms) override;
+
+ private:
+  // The node's client, made or updated from its registry record.
+  RemoteNode& remote(const store::NodeRecord& n);
+  // The sandbox's node and its client; kUnavailable when it is lost or
+  // unknown, kNotFound when the sandbox has no node.
+  Result<RemoteNode*> route(const std::string& id);
+  // Runs `call` on the sandbox's node and remembers what it holds after.
+  asio::awaitable<Result<NodeReply>> callFor(const std::string& id, std::string call, NodeCall c,
+                                             std::chrono::milliseconds timeout);
+  asio::awaitable<void> sweepLoop();
+  bool stale(const store::NodeRecord& n, int64_t now_ms) const;
+
+  asio::io_context& io_;
+  store::Store& store_;
+  ClusterOptions opts_;
+  LostHandler lost_;
+  std::map<std::string, std::unique_ptr<RemoteNode>> remotes_;  // by node name
+  std::map<std::string, store::NodeRecord> nodes_;              // as last read
+  std::map<std::string, std::string> node_of_;                  // sandbox -> node
+  std::map<std::string, ops::Holding> holding_;                 // as last answered
+  std::map<std::string, std::optional<ops::NetworkSpec>> pending_net_;
+  // Memory placed per node since its heartbeat `placed_hb_` (placement
+  // spreads a burst of creates before the nodes report them).
+  std::map<std::string, uint64_t> placed_;
+  std::map<std::string, int64_t> placed_hb_;
+  std::shared_ptr<asio::steady_timer> timer_;
+  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
+};
+
+}  // namespace vessel::cluster

@@ -1,0 +1,204 @@
+// An API replica's ClusterNode over real node API servers (NodeServer on
+// real HTTP listeners) in front of fake nodes, with a real SQLite store as
+// the registry: placement, routing to the recorded node, authentication,
+// and a node that stops heartbeating (its call in flight fails at once,
+// its sandboxes are reported lost, creates go to the other node).
+#include "cluster/cluster_node.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+
+#include "api/http_server.h"
+#include "base/run_blocking.h"
+#include "cluster/node_server.h"
+#include "ops/testing/fake_node.h"
+
+namespace vessel::cluster {
+namespace {
+
+using namespace std::chrono_literals;
+
+store::NodeRecord rec(const std::string& name, uint64_t free, const std::string& templates,
+                      int64_t hb, bool lost = false) {
+  store::NodeRecord n;
+  n.name = name;
+  n.memory_mib = 8192;
+  n.memory_free_mib = free;
+  n.templates_json = templates;
+  n.heartbeat_ms = hb;
+  n.lost = lost;
+  return n;
+}
+
+TEST(RankNodesTest, TemplateThenFreeMemoryAndOnlyLiveNodes) {
+  const int64_t now = 1'000'000;
+  std::vector<store::NodeRecord> nodes = {
+      rec("a", 4000, R"(["minimal"])", now - 1000),
+      rec("b", 6000, R"([])", now - 1000),
+      rec("c", 5000, R"(["minimal"])", now - 1000),
+      rec("d", 9000, R"(["minimal"])", now - 60'000),      // silent too long
+      rec("e", 9000, R"(["minimal"])", now - 1000, true),  // marked lost
+      rec("f", 100, R"(["minimal"])", now - 1000),         // no room
+  };
+  auto order = rankNodes(nodes, "minimal", 256, now, 15s, {});
+  EXPECT_EQ(order, (std::vector<std::string>{"c", "a", "b", "f"}));
+  // Memory placed since the last heartbeat counts.
+  order = rankNodes(nodes, "minimal", 256, now, 15s, {{"c", 2000}});
+  EXPECT_EQ(order, (std::vector<std::string>{"a", "c", "b", "f"}));
+  EXPECT_TRUE(rankNodes({}, "minimal", 256, now, 15s, {}).empty());
+}
+
+class ClusterNodeTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    path_ = ::testing::TempDir() + "/cluster_node_test_" + std::to_string(::getpid()) + ".db";
+    auto s = store::openSqlite(path_, &clock_);
+    ASSERT_TRUE(s.ok()) << s.error().message();
+    store_ = std::move(*s);
+    ASSERT_TRUE(store_->createTenant("t1", "one").ok());
+    for (int i = 0; i < 2; ++i) {
+      fakes_.push_back(std::make_unique<ops::testing::FakeNode>(io_));
+      servers_.push_back(std::make_unique<NodeServer>(*fakes_.back(), "tok"));
+      http_.push_back(std::make_unique<api::HttpServer>(io_, nodeServerLimits()));
+      servers_.back()->install(*http_.back());
+      ASSERT_TRUE(http_.back()->listen({"127.0.0.1", 0}).ok());
+      heartbeat(i, store::nowMs());
+    }
+    ClusterOptions o;
+    o.token = "tok";
+    o.lost_after = 10s;
+    cluster_ = std::make_unique<ClusterNode>(io_, *store_, o);
+    cluster_->onLost([this](const std::string&, const std::string& id, const std::string& why) {
+      lost_.emplace_back(id, why);
+    });
+  }
+  void TearDown() override {
+    cluster_.reset();
+    for (auto& h : http_) h->close();
+    store_.reset();
+    for (const char* sfx : {"", "-wal", "-shm"}) ::unlink((path_ + sfx).c_str());
+  }
+  void heartbeat(int i, int64_t at_ms) {
+    clock_.set(at_ms);
+    store::NodeRecord n = rec(name(i), 4096, R"(["minimal"])", 0);
+    n.advertise_url = "http://127.0.0.1:" + std::to_string(http_[i]->port());
+    ASSERT_TRUE(store_->heartbeatNode(n).ok());
+  }
+  static std::string name(int i) { return "n" + std::to_string(i); }
+  Status create(const std::string& id) {
+    store::SandboxRecord sb{id, "t1", "minimal", store::SandboxState::kCreating};
+    if (auto s = store_->insertSandbox(sb); !s.ok()) return s;
+    ops::NodeCreate c;
+    c.id = id;
+    c.tenant = "t1";
+    c.template_name = "minimal";
+    c.memory_mib = 256;
+    return runBlocking(io_, cluster_->create(c));
+  }
+
+  asio::io_context io_;
+  FakeWallClock clock_;
+  std::string path_;
+  std::unique_ptr<store::Store> store_;
+  std::vector<std::unique_ptr<ops::testing::FakeNode>> fakes_;
+  std::vector<std::unique_ptr<NodeServer>> servers_;
+  std::vector<std::unique_ptr<api::HttpServer>> http_;
+  std::unique_ptr<ClusterNode> cluster_;
+  std::vector<std::pair<std::string, std::string>> lost_;
+};
+
+TEST_F(ClusterNodeTest, CreatesSpreadAndCallsGoToTheSandboxsNode) {
+  for (int i = 0; i < 4; ++i) {
+    auto s = create("sb-" + std::to_string(i));
+    ASSERT_TRUE(s.ok()) << s.error().message();
+  }
+  EXPECT_EQ(fakes_[0]->count("create"), 2);
+  EXPECT_EQ(fakes_[1]->count("create"), 2);
+  auto where = store_->sandboxNode("sb-0");
+  ASSERT_TRUE(where.ok());
+  int i = *where == "n0" ? 0 : 1;
+  EXPECT_EQ(fakes_[i]->held["sb-0"], ops::Holding::kRunning);
+  EXPECT_EQ(cluster_->holding("sb-0"), ops::Holding::kRunning);
+  ASSERT_TRUE(runBlocking(io_, cluster_->pause("sb-0")).ok());
+  EXPECT_EQ(fakes_[i]->count("pause sb-0"), 1);
+  EXPECT_EQ(fakes_[1 - i]->count("pause"), 0);
+  EXPECT_EQ(cluster_->holding("sb-0"), ops::Holding::kPaused);
+  auto adopted = runBlocking(io_, cluster_->adopt("t1", "sb-0"));
+  ASSERT_TRUE(adopted.ok()) << adopted.error().message();
+  EXPECT_EQ(*adopted, ops::Holding::kPaused);
+  ASSERT_TRUE(runBlocking(io_, cluster_->destroy("sb-0")).ok());
+  EXPECT_EQ(fakes_[i]->count("destroy sb-0"), 1);
+  EXPECT_EQ(fakes_[i]->held.count("sb-0"), 0u);
+  // A failure on the node comes back as that failure.
+  fakes_[0]->fail.insert("sb-9");
+  fakes_[1]->fail.insert("sb-9");
+  EXPECT_FALSE(create("sb-9").ok());
+}
+
+TEST_F(ClusterNodeTest, TheNodeApiRefusesAWrongToken) {
+  RemoteNode wrong(io_, "n0", "http://127.0.0.1:" + std::to_string(http_[0]->port()), "nope");
+  NodeCall c;
+  c.id = "sb-x";
+  auto r = runBlocking(io_, wrong.call("holding", c, 5s));
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code(), Code::kUnauthenticated) << r.error().message();
+  EXPECT_TRUE(fakes_[0]->calls.empty());
+}
+
+TEST_F(ClusterNodeTest, ASilentNodeIsLostItsCallsFailAndCreatesGoElsewhere) {
+  ASSERT_TRUE(create("sb-a").ok());
+  ASSERT_TRUE(create("sb-b").ok());
+  int on1 = *store_->sandboxNode("sb-a") == "n1" ? 0 : 1;  // which of the two is on n1
+  std::string victim = on1 == 0 ? "sb-a" : "sb-b";
+  // n1's next create hangs; it stops heartbeating meanwhile.
+  fakes_[1]->hang.insert("sb-h");
+  ASSERT_TRUE(
+      store_->insertSandbox({"sb-h", "t1", "minimal", store::SandboxState::kCreating}).ok());
+  ASSERT_TRUE(store_->setSandboxNode("sb-h", "n1").ok());
+  std::optional<Status> hung;
+  ops::NodeCreate c{"sb-h", "t1", "minimal"};
+  c.memory_mib = 256;
+  // Placed on n1 by making n0 look full for this one create.
+  store::NodeRecord full = rec("n0", 0, R"([])", 0);
+  full.advertise_url = "http://127.0.0.1:" + std::to_string(http_[0]->port());
+  clock_.set(store::nowMs());
+  ASSERT_TRUE(store_->heartbeatNode(full).ok());
+  asio::co_spawn(
+      io_, [&]() -> asio::awaitable<void> { hung = co_await cluster_->create(c); }, asio::detached);
+  while (!fakes_[1]->hanging("sb-h")) io_.run_one_for(20ms);
+  EXPECT_FALSE(hung.has_value());
+  heartbeat(0, store::nowMs());
+  heartbeat(1, store::nowMs() - 60'000);  // its last heartbeat, a minute ago
+  auto marked = cluster_->sweepOnce();
+  EXPECT_EQ(marked, std::vector<std::string>{"n1"});
+  while (!hung) io_.run_one_for(20ms);
+  ASSERT_FALSE(hung->ok());
+  EXPECT_NE(hung->error().message().find("node n1 lost"), std::string::npos)
+      << hung->error().message();
+  // Its live sandboxes (sb-h is creating, the other running) are lost.
+  std::set<std::string> ids;
+  for (const auto& [id, why] : lost_) {
+    ids.insert(id);
+    EXPECT_EQ(why, "node n1 lost");
+  }
+  EXPECT_EQ(ids, (std::set<std::string>{victim, "sb-h"}));
+  EXPECT_TRUE(cluster_->sweepOnce().empty());  // once
+  // Creates go to n0; calls for sandboxes on n1 fail without waiting.
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(create("sb-n" + std::to_string(i)).ok());
+  EXPECT_EQ(fakes_[1]->count("create"), 2);  // sb-? before, and sb-h
+  auto p = runBlocking(io_, cluster_->pause(victim));
+  ASSERT_FALSE(p.ok());
+  EXPECT_EQ(p.error().code(), Code::kUnavailable);
+  // Deleting a sandbox of a lost node succeeds here: the node destroys
+  // it when it returns, since the store no longer wants it.
+  EXPECT_TRUE(runBlocking(io_, cluster_->destroy(victim)).ok());
+  // It heartbeats again: it is back.
+  heartbeat(1, store::nowMs());
+  EXPECT_FALSE((*store_->listNodes())[1].lost);
+}
+
+}  // namespace
+}  // namespace vessel::cluster

@@ -1,0 +1,113 @@
+#include "cluster/node_server.h"
+
+#include "base/log.h"
+
+namespace vessel::cluster {
+
+namespace http = boost::beast::http;
+
+namespace {
+
+constexpr std::string_view kPrefix = "/node/v1/";
+
+Logger nodeLog() { return Logger("node-api"); }
+
+}  // namespace
+
+api::ServerLimits nodeServerLimits() {
+  api::ServerLimits l;
+  l.max_header_bytes = 8 * 1024;
+  l.max_body_bytes = 256 * 1024;
+  // A create can take as long as a guest boot; the API replica bounds it.
+  l.idle_timeout = std::chrono::seconds(300);
+  return l;
+}
+
+void NodeServer::install(api::HttpServer& server) {
+  server.routePrefix(
+      std::string(kPrefix),
+      [this](const api::Request& req,
+             boost::beast::tcp_stream&) -> asio::awaitable<std::optional<api::Response>> {
+        auto auth = req[http::field::authorization];
+        constexpr std::string_view kBearer = "Bearer ";
+        if (auth.size() <= kBearer.size() || auth.substr(0, kBearer.size()) != kBearer ||
+            !tokenMatches(auth.substr(kBearer.size()), token_))
+          co_return api::errorResponse(
+              req, Error(Code::kUnauthenticated, "the node API needs the cluster's node token"));
+        if (req.method() != http::verb::post)
+          co_return api::methodNotAllowed(
+              req, std::string_view(req.target().data(), req.target().size()), "POST");
+        std::string name(req.target().substr(kPrefix.size()));
+        if (name.size() > 32)
+          co_return api::errorResponse(req, Error(Code::kNotFound, "no such call"));
+        auto c = parseNodeCall(req.body());
+        if (!c.ok()) co_return api::errorResponse(req, c.error());
+        auto r = co_await call(name, std::move(*c));
+        if (!r.ok()) co_return api::errorResponse(req, r.error());
+        co_return api::jsonResponse(req, http::status::ok, serializeNodeReply(*r));
+      });
+}
+
+asio::awaitable<Result<NodeReply>> NodeServer::call(std::string name, NodeCall c) {
+  NodeReply r;
+  auto needId = [&]() -> Status {
+    if (c.id.empty()) return Error(Code::kInvalidArgument, "node call " + name + ": no id");
+    return okStatus();
+  };
+  if (name == "credential") {
+    if (c.tenant.empty() || c.credential.empty())
+      co_return Error(Code::kInvalidArgument, "node call credential: tenant and credential");
+    node_.credentialChanged(c.tenant, c.credential);
+    co_return r;
+  }
+  if (auto s = needId(); !s.ok()) co_return std::move(s).error();
+  if (name == "create") {
+    if (c.tenant.empty() || c.template_name.empty())
+      co_return Error(Code::kInvalidArgument, "node call create: tenant and template");
+    r.status = node_.prepareNetwork(c.tenant, c.id, c.network);
+    if (r.status.ok()) {
+      ops::NodeCreate nc;
+      nc.id = c.id;
+      nc.tenant = c.tenant;
+      nc.template_name = c.template_name;
+      nc.env = c.env;
+      nc.cold = c.cold;
+      nc.disk_mib = c.disk_mib;
+      r.status = co_await node_.create(std::move(nc));
+    }
+    if (!r.status.ok()) nodeLog().warn("create {}: {}", c.id, r.status.error().message());
+  } else if (name == "pause") {
+    r.status = co_await node_.pause(c.id);
+  } else if (name == "resume") {
+    r.status = co_await node_.resume(c.tenant, c.id);
+  } else if (name == "destroy") {
+    r.status = co_await node_.destroy(c.id);
+  } else if (name == "abort") {
+    node_.abort(c.id);
+  } else if (name == "holding") {
+    // what holding() below answers
+  } else if (name == "usage") {
+    auto u = node_.usage(c.id);
+    if (u.ok())
+      r.usage = *u;
+    else
+      r.status = std::move(u).error();
+  } else if (name == "fork") {
+    if (c.copies.empty()) co_return Error(Code::kInvalidArgument, "node call fork: copies");
+    for (const auto& child : c.copies)
+      if (auto s = node_.inheritNetwork(c.id, child); !s.ok()) r.status = s;
+    if (r.status.ok()) {
+      auto f = co_await node_.fork(c.tenant, c.id, c.copies);
+      if (f.ok())
+        r.copies = std::move(*f);
+      else
+        r.status = std::move(f).error();
+    }
+  } else {
+    co_return Error(Code::kNotFound, "the node API has no call " + name);
+  }
+  r.holding = node_.holding(c.id);
+  co_return r;
+}
+
+}  // namespace vessel::cluster

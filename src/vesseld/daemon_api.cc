@@ -1,0 +1,209 @@
+// vesseld --role=api: a stateless API replica. It serves the public API
+// and the E2B REST API over the shared store, places sandboxes on nodes
+// and reaches them over their node API (cluster/cluster_node.h). Replicas
+// share state only through the store: events another replica stores wake
+// this one's streams and waits by a short poll; each replica heartbeats
+// into the store, and the unfinished operations of one whose heartbeat is
+// too old are taken over by another (ops::Lifecycle::takeOver). The data
+// plane is the nodes' own: a session names its sandbox's node's data URL.
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/json.hpp>
+#include <cstdio>
+#include <filesystem>
+
+#include "api/auth.h"
+#include "api/control_plane.h"
+#include "api/http_server.h"
+#include "api/sessions.h"
+#include "base/log.h"
+#include "base/sha256.h"
+#include "cluster/cluster_node.h"
+#include "e2b/access_token.h"
+#include "e2b/rest.h"
+#include "hypervisor/testing/fake_hypervisor.h"
+#include "metrics/registry.h"
+#include "ops/lifecycle.h"
+#include "vesseld/daemon_internal.h"
+#include "vesseld/egress_policies.h"
+#include "vesseld/probes.h"
+
+namespace vessel::vesseld {
+
+namespace fs = std::filesystem;
+namespace json = boost::json;
+using namespace vessel::api;
+
+Status runApi(Config cfg) {
+  Logger log("vesseld-api");
+  // The state dir holds only this replica's files (dev key, E2B token key).
+  std::error_code ec;
+  fs::create_directories(cfg.state_dir, ec);
+  VESSEL_ASSIGN_OR_RETURN(auto store, openStore(cfg));
+  const std::string replica = "api-" + randomId();
+  log.info("API replica {} (store {} schema v{})", replica, store::redactUrl(cfg.store),
+           store->schemaVersion());
+  VESSEL_ASSIGN_OR_RETURN(std::string dev_key, ensureDevTenant(*store, cfg.state_dir));
+  if (!dev_key.empty()) {
+    std::printf(
+        "vesseld: development tenant 'dev' created; API key (also in %s/dev-api-key):\n%s\n",
+        cfg.state_dir.c_str(), dev_key.c_str());
+    std::fflush(stdout);
+  }
+  // Template manifests (shapes and sizes, for admission) come from the
+  // template store under --cache-dir, as the nodes have them.
+  const bool fake = cfg.hypervisor == "fake";
+  std::string qemu_version = "fake", kernel_sha = "k";  // what installFakeTemplate writes
+  if (!fake) {
+    VESSEL_ASSIGN_OR_RETURN(qemu_version, hypervisor::qemu::qemuVersion(cfg.qemu_binary));
+    VESSEL_ASSIGN_OR_RETURN(kernel_sha, sha256File(cfg.kernel));
+  }
+  std::string template_root = cfg.cache_dir + "/templates";
+  fs::create_directories(template_root, ec);
+  templates::TemplateStore templates(template_root, qemu_version, kernel_sha);
+  if (fake && !templates.open("minimal").ok())
+    VESSEL_TRY_CTX(
+        hypervisor::testing::installFakeTemplate(templates, cfg.state_dir + "/tb-fake", "minimal"),
+        "install the fake minimal template");
+
+  asio::io_context io;
+  EgressPolicies network_reader(*store, nullptr, cfg.default_network);
+  cluster::ClusterOptions co;
+  co.token = cfg.node_token;
+  co.lost_after = std::chrono::seconds(cfg.node_lost_after_s);
+  co.network_of = [&](const std::string& id) { return network_reader.stored(id); };
+  cluster::ClusterNode nodes(io, *store, co);
+  ops::Lifecycle lifecycle(io, *store, nodes, templates);
+  lifecycle.operations().setOwner(replica);
+  ControlPlane control(io, *store, lifecycle, templates);
+  metrics::Registry metrics;
+  lifecycle.setMetrics(metrics);
+  api::SessionOptions so;
+  so.data_url = cfg.data_url;
+  so.data_url_of = [&](const std::string& id) -> std::string {
+    auto node = store->sandboxNode(id);
+    if (!node.ok() || node->empty()) return "";
+    auto all = store->listNodes();
+    if (all.ok())
+      for (const auto& n : *all)
+        if (n.name == *node) return n.data_url;
+    return "";
+  };
+  api::Sessions sessions(*store, so);
+  control.setSessions(&sessions);
+
+  ops::Policy policy;
+  policy.default_idle_timeout_s = cfg.default_idle_timeout_s;
+  policy.default_lifetime_s = cfg.default_lifetime_s;
+  policy.max_lifetime_s = cfg.max_lifetime_s;
+  policy.quota.max_sandboxes = cfg.tenant_max_sandboxes;
+  policy.quota.max_memory_mib = cfg.tenant_max_memory_mib;
+  policy.quota.max_vcpus = cfg.tenant_max_vcpus;
+  policy.quota.max_disk_mib = cfg.tenant_max_disk_mib;
+  policy.max_disk_mib = static_cast<uint64_t>(cfg.max_disk_mib);
+  lifecycle.setPolicy(policy);
+  lifecycle.startReaper();
+  nodes.start();
+
+  // This replica's heartbeat, the poll that wakes streams for events other
+  // replicas stored, and the take-over of replicas that went silent.
+  asio::steady_timer tick(io);
+  const int64_t lost_after_ms = cfg.node_lost_after_s * 1000;
+  bool store_ok = store->heartbeatReplica(replica).ok();
+  asio::co_spawn(
+      io,
+      [&]() -> asio::awaitable<void> {
+        for (int i = 0;; ++i) {
+          tick.expires_after(std::chrono::milliseconds(250));
+          boost::system::error_code wec;
+          co_await tick.async_wait(asio::redirect_error(asio::use_awaitable, wec));
+          if (wec) co_return;
+          lifecycle.operations().wakeAll();
+          if (i % 4 != 0) continue;
+          store_ok = store->heartbeatReplica(replica).ok();
+          auto stale = store->listStaleReplicas(store::nowMs() - lost_after_ms);
+          if (!stale.ok()) continue;
+          for (const auto& other : *stale) {
+            if (other == replica) continue;
+            auto ops = store->claimOperations(other, replica);
+            if (!ops.ok()) continue;
+            if (!ops->empty())
+              log.warn("API replica {} went silent: taking over {} operation(s)", other,
+                       ops->size());
+            co_await lifecycle.takeOver(std::move(*ops));
+            (void)store->deleteReplica(other);
+          }
+        }
+      },
+      asio::detached);
+
+  HttpServer server(io);
+  server.setMetrics(metrics, "control");
+  control.install(server);
+  server.route(http::verb::get, "/metrics", [&](const Request& req) -> asio::awaitable<Response> {
+    Response res{http::status::ok, req.version()};
+    res.set(http::field::content_type, metrics::kContentType);
+    res.keep_alive(req.keep_alive());
+    res.body() = metrics.render();
+    res.prepare_payload();
+    co_return res;
+  });
+  auto ready = [&](json::object& o) {
+    auto all = store->listNodes();
+    int64_t live = 0;
+    if (all.ok())
+      for (const auto& n : *all)
+        live += !n.lost && n.heartbeat_ms >= store::nowMs() - lost_after_ms;
+    o["store"] = all.ok();
+    o["live_nodes"] = live;
+    o["replica"] = replica;
+    return all.ok() && store_ok;
+  };
+  server.route(http::verb::get, "/healthz", [&](const Request& req) -> asio::awaitable<Response> {
+    json::object o{{"version", VESSEL_VERSION}, {"store", std::string(store->engine())}};
+    bool ok = ready(o);
+    o["status"] = ok ? "ok" : "unhealthy";
+    co_return jsonResponse(req, ok ? http::status::ok : http::status::service_unavailable,
+                           json::serialize(o));
+  });
+  installProbes(server, "api", ready);
+  VESSEL_TRY(server.listen(cfg.listen_addr));
+  log.info("listening on http://{}:{}", cfg.listen_addr.host, server.port());
+  VESSEL_ASSIGN_OR_RETURN(e2b::AccessTokens envd_tokens, e2b::AccessTokens::open(cfg.state_dir));
+  e2b::RestApi e2b_rest(lifecycle, *store, templates, envd_tokens);
+  HttpServer e2b_server(io);
+  e2b_rest.install(e2b_server);
+  if (cfg.e2b_listen_addr) {
+    VESSEL_TRY(e2b_server.listen(*cfg.e2b_listen_addr));
+    log.info("E2B REST API on http://{}:{}", cfg.e2b_listen_addr->host, e2b_server.port());
+  }
+
+  asio::signal_set signals(io, SIGINT, SIGTERM);
+  asio::steady_timer deadline(io);
+  signals.async_wait([&](auto, int sig) {
+    log.info("signal {}: shutting down", sig);
+    tick.cancel();
+    server.close();
+    e2b_server.close();
+    deadline.expires_after(std::chrono::seconds(10));
+    deadline.async_wait([&](auto e) {
+      if (!e) io.stop();
+    });
+    asio::co_spawn(
+        io,
+        [&]() -> asio::awaitable<void> {
+          co_await lifecycle.shutdown(false);
+          io.stop();
+        },
+        asio::detached);
+  });
+  io.run();
+  log.info("stopped");
+  return okStatus();
+}
+
+}  // namespace vessel::vesseld

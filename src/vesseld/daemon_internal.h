@@ -1,0 +1,29 @@
+#pragma once
+// What vesseld's roles (daemon.cc: all; daemon_node.cc; daemon_api.cc)
+// share of the composition root.
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "base/config.h"
+#include "base/fd.h"
+#include "base/result.h"
+#include "hypervisor/qemu/qemu.h"
+#include "node/network/egress.h"
+#include "store/store.h"
+
+namespace vessel::vesseld {
+
+// One vesseld per state directory (flock, released even on kill -9).
+Result<Fd> lockStateDir(const std::string& dir);
+std::string randomId();
+std::string gatewayBinary(const Config& cfg);
+Result<std::optional<hypervisor::qemu::JailOptions>> jailOptions(const Config& cfg,
+                                                                 const std::string& prefix);
+Result<std::unique_ptr<store::Store>> openStore(const Config& cfg);
+
+// The roles of many machines (docs/design.md, "Many machines").
+Status runNode(Config cfg);
+Status runApi(Config cfg);
+
+}  // namespace vessel::vesseld

@@ -1,0 +1,27 @@
+// The node API's request bodies (cluster/node_protocol.h), the one parser at
+// a node's edge: any body parses to a call within its bounds or to an
+// Error, and what parses serializes and parses back to the same call. The
+// reply parser (an API replica reading a node) never crashes either.
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+#include "cluster/node_protocol.h"
+
+using namespace vessel::cluster;
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  // SAFETY: libFuzzer guarantees `data` points at `size` readable bytes.
+  std::string_view body(reinterpret_cast<const char*>(data), size);
+  if (auto c = parseNodeCall(body); c.ok()) {
+    if (c->id.size() > 128 || c->tenant.size() > 128 || c->copies.size() > 16 ||
+        c->env.size() > 256)
+      __builtin_trap();
+    auto again = parseNodeCall(serializeNodeCall(*c));
+    if (!again.ok() || again->id != c->id || again->env != c->env || again->copies != c->copies ||
+        again->disk_mib != c->disk_mib || again->network.has_value() != c->network.has_value())
+      __builtin_trap();
+  }
+  (void)parseNodeReply(body);
+  return 0;
+}

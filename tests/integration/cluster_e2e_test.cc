@@ -1,0 +1,364 @@
+// Many machines, end to end (issue 15): one real PostgreSQL, three
+// `vesseld --role=node` processes each in its own network namespace (a
+// "host" with a veth on a bridge this test makes), and two `--role=api`
+// replicas. The nodes run the fake hypervisor (its "VMs" are the real
+// agent on the host), so the test is about the cluster, not guest boots.
+//
+// Creates spread over the nodes and exec reaches each through its own data
+// plane; one node is killed with SIGKILL and another's link is cut: creates
+// keep succeeding on the third, nothing stays pending, and the sandboxes
+// of the lost nodes are failed with the reason. When the nodes return,
+// they reconcile and the store and the nodes agree. An API replica killed
+// in the middle of operations: the other one ends every one of them.
+// Needs root (namespaces, veth, bridge).
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <boost/json.hpp>
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <set>
+#include <thread>
+
+#include "base/child_process.h"
+#include "client/client.h"
+#include "guest_env.h"
+#include "http_client.h"
+#include "store/store.h"
+#include "store/testing/postgres_server.h"
+
+namespace vessel {
+namespace {
+
+namespace json = boost::json;
+using namespace std::chrono_literals;
+
+constexpr int kNodes = 3;
+constexpr int kApis = 2;
+const std::string kToken = "cluster-test-node-token-0123456789";
+
+bool sh(const std::string& cmd) { return std::system((cmd + " >/dev/null 2>&1").c_str()) == 0; }
+
+uint16_t freePort() {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(a);
+  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a));
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  ::close(fd);
+  return ntohs(a.sin_port);
+}
+
+// Polls `done` (each poll is a store or HTTP read) until it holds or `limit`
+// passes; false on timeout. Nothing here is timed: the bound only keeps a
+// broken cluster from hanging the test.
+bool waitUntil(const std::function<bool()>& done, std::chrono::seconds limit = 30s) {
+  auto end = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < end) {
+    if (done()) return true;
+    std::this_thread::sleep_for(100ms);
+  }
+  return done();
+}
+
+class ClusterTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (::geteuid() != 0) GTEST_SKIP() << "needs root";
+    sfx_ = std::to_string(::getpid() % 100000);
+    net_ = "10.213." + std::to_string(::getpid() % 250) + ".";
+    dir_ = std::make_unique<testing::ScratchDir>();
+    bridge_ = "vcb" + sfx_;
+    ASSERT_TRUE(sh("ip link add " + bridge_ + " type bridge")) << "bridge";
+    ASSERT_TRUE(sh("ip addr add " + net_ + "1/24 dev " + bridge_));
+    ASSERT_TRUE(sh("ip link set " + bridge_ + " up"));
+    for (int i = 0; i < kNodes; ++i) {
+      std::string ns = netns(i), v = "vcv" + sfx_ + std::to_string(i);
+      ASSERT_TRUE(sh("ip netns add " + ns));
+      ASSERT_TRUE(sh("ip link add " + v + " type veth peer name eth0 netns " + ns));
+      ASSERT_TRUE(sh("ip link set " + v + " master " + bridge_ + " up"));
+      ASSERT_TRUE(sh("ip -n " + ns + " addr add " + ip(i) + "/24 dev eth0"));
+      ASSERT_TRUE(sh("ip -n " + ns + " link set eth0 up"));
+      ASSERT_TRUE(sh("ip -n " + ns + " link set lo up"));
+    }
+    store::testing::PostgresServerOptions po;
+    po.tcp_address = net_ + "1";
+    po.tcp_port = static_cast<uint16_t>(20000 + ::getpid() % 20000);
+    auto pg = store::testing::PostgresServer::start(po);
+    ASSERT_TRUE(pg.ok()) << pg.error().message();
+    pg_ = std::move(*pg);
+    auto url = pg_->createDatabase("vessel");
+    ASSERT_TRUE(url.ok()) << url.error().message();
+    url_ = *url;
+    auto s = store::openPostgres(url_);
+    ASSERT_TRUE(s.ok()) << s.error().message();
+    store_ = std::move(*s);
+    token_file_ = dir_->path() + "/node-token";
+    std::ofstream(token_file_) << kToken << "\n";
+    for (int i = 0; i < kNodes; ++i) ASSERT_TRUE(startNode(i)) << logs();
+    for (int i = 0; i < kApis; ++i) ASSERT_TRUE(startApi(i)) << logs();
+    ASSERT_TRUE(waitUntil([&] { return !readFile(dir_->path() + "/api0/dev-api-key").empty(); }));
+    key_ = readFile(dir_->path() + "/api0/dev-api-key");
+    while (!key_.empty() && std::isspace(static_cast<unsigned char>(key_.back()))) key_.pop_back();
+  }
+  void TearDown() override {
+    for (auto& p : apis_) p = ChildProcess();
+    for (auto& p : nodes_) p = ChildProcess();
+    store_.reset();
+    pg_.reset();
+    if (!sfx_.empty()) {
+      for (int i = 0; i < kNodes; ++i) sh("ip netns del " + netns(i));
+      sh("ip link del " + bridge_);
+    }
+  }
+
+  std::string netns(int i) const { return "vcn" + sfx_ + "-" + std::to_string(i); }
+  std::string ip(int i) const { return net_ + std::to_string(11 + i); }
+  std::string nodeName(int i) const { return "node" + std::to_string(i); }
+  static std::string readFile(const std::string& p) {
+    std::ifstream in(p);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  }
+  std::vector<std::string> common(const std::string& state) const {
+    return {"--hypervisor=fake",
+            "--fake-agent=" + std::string(VESSEL_AGENT_BINARY),
+            "--no-jail",
+            "--no-egress",
+            "--warm-pool=none",
+            "--e2b-listen",
+            "",
+            "--e2b-envd-listen",
+            "",
+            "--kernel=" + testing::kernelPath(),
+            "--minimal-image=" + testing::minimalImage(),
+            "--node-token-file=" + token_file_,
+            "--state-dir=" + dir_->path() + "/" + state,
+            "--cache-dir=" + dir_->path() + "/" + state + "-cache"};
+  }
+  bool startNode(int i) {
+    // Over TCP across the bridge: cutting the node's link cuts its store
+    // too. tcp_user_timeout: a write into a dead link fails in seconds.
+    std::string store = pg_->tcpUrl("vessel") +
+                        "?tcp_user_timeout=3000&connect_timeout=3&keepalives_idle=1"
+                        "&keepalives_interval=1&keepalives_count=2";
+    std::vector<std::string> argv = {"ip", "netns", "exec", netns(i), VESSELD_PATH, "--role=node"};
+    for (auto& a : common("node" + std::to_string(i))) argv.push_back(a);
+    for (std::string a :
+         {"--store=" + store, "--node-name=" + nodeName(i), "--node-listen=" + ip(i) + ":8091",
+          "--data-listen=" + ip(i) + ":8081", std::string("--listen=127.0.0.1:1")})
+      argv.push_back(a);
+    if (!spawn(argv, dir_->path() + "/node" + std::to_string(i) + ".log", nodes_[i])) return false;
+    return waitUntil([&] {
+      auto r = client("http://" + ip(i) + ":8091", "").get("/readyz");
+      return r.ok();
+    });
+  }
+  bool startApi(int i) {
+    api_ports_[i] = freePort();
+    std::vector<std::string> argv = {VESSELD_PATH, "--role=api", "--store=" + url_,
+                                     "--listen=127.0.0.1:" + std::to_string(api_ports_[i]),
+                                     "--node-lost-after=4"};
+    for (auto& a : common("api" + std::to_string(i))) argv.push_back(a);
+    if (!spawn(argv, dir_->path() + "/api" + std::to_string(i) + ".log", apis_[i])) return false;
+    return waitUntil([&] { return client(apiUrl(i), "").get("/readyz").ok(); });
+  }
+  bool spawn(const std::vector<std::string>& argv, const std::string& log, ChildProcess& out) {
+    auto fd = Fd::open(log, O_WRONLY | O_CREAT | O_APPEND, 0644);
+    if (!fd.ok()) return false;
+    SpawnOptions o;
+    o.argv = argv;
+    o.fds = {{fd->get(), 1}, {fd->get(), 2}};
+    o.die_with_parent = true;
+    auto p = ChildProcess::spawn(o);
+    if (!p.ok()) return false;
+    out = std::move(*p);
+    return true;
+  }
+  std::string apiUrl(int i) const { return "http://127.0.0.1:" + std::to_string(api_ports_[i]); }
+  static client::Client client(const std::string& url, const std::string& token) {
+    client::ClientOptions o;
+    o.url = url;
+    o.token = token;
+    o.timeout = 20s;
+    return client::Client(o);
+  }
+  std::string logs() const {
+    std::string s;
+    for (const char* n : {"node0", "node1", "node2", "api0", "api1"})
+      s += std::string("--- ") + n + "\n" + readFile(dir_->path() + "/" + n + ".log");
+    return s;
+  }
+
+  // POST /v1/sandboxes on replica `api`: {sandbox id, operation id}.
+  std::pair<std::string, std::string> create(int api) {
+    auto r = client(apiUrl(api), key_).post("/v1/sandboxes", json::object{});
+    if (!r.ok()) {
+      ADD_FAILURE() << "create: " << r.error().message();
+      return {};
+    }
+    return {testing::str(r->at("sandbox"), "id"), testing::str(r->at("operation"), "id")};
+  }
+  std::string opState(int api, const std::string& op) {
+    auto r = client(apiUrl(api), key_).get("/v1/operations/" + op);
+    return r.ok() ? testing::str(*r, "state") : "";
+  }
+  bool finished(int api, const std::string& op) {
+    auto s = opState(api, op);
+    return s == "done" || s == "failed";
+  }
+  std::optional<store::SandboxRecord> row(const std::string& id) {
+    auto r = store_->getSandbox("dev", id);
+    return r.ok() ? *r : std::nullopt;
+  }
+  std::map<std::string, store::NodeRecord> nodeRows() {
+    std::map<std::string, store::NodeRecord> out;
+    if (auto n = store_->listNodes(); n.ok())
+      for (auto& r : *n) out[r.name] = r;
+    return out;
+  }
+  // `echo` through the sandbox's node's own data plane.
+  std::string echo(int api, const std::string& id, const std::string& word) {
+    auto s = client(apiUrl(api), key_).post("/v1/sandboxes/" + id + "/sessions", json::object{});
+    if (!s.ok()) return "session: " + s.error().message();
+    auto dp = client(testing::str(*s, "data_url"), testing::str(*s, "token"));
+    json::object body{{"cmd", json::array{"/bin/echo", word}}};
+    auto r = dp.request("POST", "/v1/exec", json::serialize(body), "application/json");
+    if (!r.ok()) return "exec: " + r.error().message();
+    std::string out;
+    for (const auto& e : testing::parseSse(r->body))
+      if (e.type == "stdout") out += testing::unbase64(testing::str(e.data, "data"));
+    return out;
+  }
+
+  std::string sfx_, net_, bridge_, url_, token_file_, key_;
+  std::unique_ptr<testing::ScratchDir> dir_;
+  std::unique_ptr<store::testing::PostgresServer> pg_;
+  std::unique_ptr<store::Store> store_;
+  ChildProcess nodes_[kNodes];
+  ChildProcess apis_[kApis];
+  uint16_t api_ports_[kApis] = {};
+};
+
+TEST_F(ClusterTest, PlacesRoutesSurvivesNodeLossAndReplicaLoss) {
+  // Creates through both replicas spread over the three nodes.
+  std::vector<std::string> ids;
+  for (int i = 0; i < 6; ++i) {
+    auto [id, op] = create(i % kApis);
+    ASSERT_FALSE(id.empty());
+    ASSERT_TRUE(waitUntil([&] { return finished(i % kApis, op); })) << logs();
+    ASSERT_EQ(opState((i + 1) % kApis, op), "done") << logs();  // either replica answers
+    ids.push_back(id);
+  }
+  std::map<std::string, std::vector<std::string>> on;
+  for (const auto& id : ids) on[row(id)->node].push_back(id);
+  ASSERT_EQ(on.size(), 3u) << logs();
+  for (int i = 0; i < kNodes; ++i) {
+    ASSERT_EQ(on[nodeName(i)].size(), 2u) << nodeName(i);
+    const auto& id = on[nodeName(i)][0];
+    EXPECT_EQ(echo(i % kApis, id, "hello-" + id), "hello-" + id + "\n") << logs();
+  }
+
+  // node0 dies; node1's link is cut.
+  (void)nodes_[0].signal(SIGKILL);
+  (void)nodes_[0].waitFor(10s);
+  ASSERT_TRUE(sh("ip -n " + netns(1) + " link set eth0 down"));
+  ASSERT_TRUE(waitUntil([&] {
+    auto n = nodeRows();
+    return n["node0"].lost && n["node1"].lost;
+  })) << logs();
+  for (int i : {0, 1})
+    for (const auto& id : on[nodeName(i)]) {
+      ASSERT_TRUE(waitUntil([&] { return row(id)->state == store::SandboxState::kFailed; }))
+          << id << logs();
+      EXPECT_EQ(row(id)->error, "node " + nodeName(i) + " lost");
+    }
+  // Creates keep succeeding, on the node that is left.
+  for (int i = 0; i < 4; ++i) {
+    auto [id, op] = create(i % kApis);
+    ASSERT_TRUE(waitUntil([&] { return finished(0, op); })) << logs();
+    EXPECT_EQ(opState(0, op), "done") << logs();
+    EXPECT_EQ(row(id)->node, "node2");
+    on["node2"].push_back(id);
+  }
+  EXPECT_EQ(echo(1, on["node2"].back(), "still"), "still\n");
+  // Deleting a sandbox of a lost node ends (the node destroys it on return).
+  {
+    auto r = client(apiUrl(0), key_).del("/v1/sandboxes/" + on["node1"][1]);
+    ASSERT_TRUE(r.ok()) << r.error().message();
+    ASSERT_TRUE(waitUntil([&] { return finished(0, testing::str(r->at("operation"), "id")); }));
+  }
+  ASSERT_TRUE(waitUntil([&] {
+    auto u = store_->listUnfinishedOperations();
+    return u.ok() && u->empty();
+  })) << "operations stayed pending\n"
+      << logs();
+
+  // Both come back: node0 restarts on its state dir, node1's link is up.
+  ASSERT_TRUE(startNode(0)) << logs();
+  ASSERT_TRUE(sh("ip -n " + netns(1) + " link set eth0 up"));
+  // Consistent: each node runs exactly the sandboxes the store places on
+  // it (node1 destroyed its fake VMs of failed sandboxes on reconciling).
+  ASSERT_TRUE(waitUntil([&] {
+    auto n = nodeRows();
+    for (int i = 0; i < kNodes; ++i) {
+      auto live = store_->listNodeSandboxes(nodeName(i));
+      if (n[nodeName(i)].lost || !live.ok() ||
+          n[nodeName(i)].sandboxes != static_cast<int64_t>(live->size()))
+        return false;
+    }
+    return true;
+  })) << logs();
+  EXPECT_EQ(store_->listNodeSandboxes("node0")->size(), 0u);
+  EXPECT_EQ(store_->listNodeSandboxes("node1")->size(), 0u);
+  EXPECT_EQ(store_->listNodeSandboxes("node2")->size(), on["node2"].size());
+  // New creates may land on the returned nodes again.
+  std::string owner0;  // replica 0's id, as its operations record it
+  {
+    auto [id, op] = create(0);
+    ASSERT_TRUE(waitUntil([&] { return finished(0, op); }));
+    EXPECT_EQ(opState(0, op), "done") << logs();
+    owner0 = (*store_->getOperation("dev", op))->owner;
+    ASSERT_FALSE(owner0.empty());
+  }
+
+  // Replica 1 dies with operations in flight: the nodes are frozen for a
+  // moment (SIGSTOP, shorter than --node-lost-after) so that none of its
+  // calls can end before it is killed. Replica 0 takes every one over and
+  // ends it from what the nodes then hold.
+  for (auto& n : nodes_) ASSERT_TRUE(n.signal(SIGSTOP).ok());
+  std::vector<std::pair<std::string, std::string>> mid;
+  for (int i = 0; i < 3; ++i) mid.push_back(create(1));
+  {
+    auto r = client(apiUrl(1), key_).del("/v1/sandboxes/" + on["node2"][0]);
+    ASSERT_TRUE(r.ok()) << r.error().message();
+    mid.emplace_back(on["node2"][0], testing::str(r->at("operation"), "id"));
+  }
+  (void)apis_[1].signal(SIGKILL);
+  (void)apis_[1].waitFor(10s);
+  for (auto& n : nodes_) ASSERT_TRUE(n.signal(SIGCONT).ok());
+  for (const auto& [id, op] : mid) {
+    ASSERT_TRUE(waitUntil([&] { return finished(0, op); })) << op << logs();
+    EXPECT_EQ((*store_->getOperation("dev", op))->owner, owner0) << "not taken over: " << op;
+    auto sb = row(id);
+    ASSERT_TRUE(sb.has_value());
+    if (opState(0, op) == "done")
+      EXPECT_TRUE(sb->state == store::SandboxState::kRunning ||
+                  sb->state == store::SandboxState::kDeleted)
+          << store::stateName(sb->state);
+    else
+      EXPECT_EQ(sb->state, store::SandboxState::kFailed) << op << logs();
+  }
+  auto u = store_->listUnfinishedOperations();
+  ASSERT_TRUE(u.ok());
+  EXPECT_TRUE(u->empty());
+}
+
+}  // namespace
+}  // namespace vessel
