@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -57,9 +58,19 @@ inline std::string env(const char* name) {
 
 inline void writeResults(const std::string& name, const boost::json::object& o) {
   const char* dir = std::getenv("VESSEL_BENCH_RESULTS");
-  std::string path = std::string(dir && *dir ? dir : "bench/results") + "/" + name + ".json";
+  std::string base = dir && *dir ? dir : "bench/results";
+  std::string path = base + "/" + name + ".json";
+  // Run from anywhere (e.g. build/release by hand): make the directory, and
+  // say so when the file could not be written rather than claim it was.
+  std::error_code ec;
+  std::filesystem::create_directories(base, ec);
   std::ofstream f(path);
   f << boost::json::serialize(o) << "\n";
+  f.flush();
+  if (!f) {
+    std::fprintf(stderr, "results NOT written: cannot write %s\n", path.c_str());
+    return;
+  }
   std::printf("results written to %s\n", path.c_str());
 }
 
