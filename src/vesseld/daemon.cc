@@ -53,6 +53,30 @@ namespace json = boost::json;
 
 // One vesseld per state directory: a second one would adopt and reap the
 // first one's machines. The lock dies with the process, even on kill -9.
+void runUntilStopped(asio::io_context& io, std::chrono::seconds bound, std::function<void()> close,
+                     std::function<asio::awaitable<void>()> wind_down) {
+  Logger log("vesseld");
+  asio::signal_set signals(io, SIGINT, SIGTERM);
+  asio::steady_timer deadline(io);
+  signals.async_wait([&](auto, int sig) {
+    log.info("signal {}: shutting down", sig);
+    close();
+    deadline.expires_after(bound);
+    deadline.async_wait([&](auto ec) {
+      if (!ec) io.stop();
+    });
+    asio::co_spawn(
+        io,
+        [&]() -> asio::awaitable<void> {
+          co_await wind_down();
+          io.stop();
+        },
+        asio::detached);
+  });
+  io.run();
+  log.info("stopped");
+}
+
 Result<Fd> lockStateDir(const std::string& dir) {
   std::error_code ec;
   fs::create_directories(dir, ec);
@@ -437,30 +461,18 @@ Status runDaemon(Config cfg) {
              envd_server.port());
   }
 
-  asio::signal_set signals(io, SIGINT, SIGTERM);
-  asio::steady_timer deadline(io);
-  signals.async_wait([&](auto, int sig) {
-    log.info("signal {}: shutting down", sig);
-    server.close();
-    data_server.close();
-    e2b_server.close();
-    envd_server.close();
-    // Stopping VMs is bounded; so is the whole shutdown.
-    deadline.expires_after(std::chrono::seconds(30));
-    deadline.async_wait([&](auto ec) {
-      if (!ec) io.stop();
-    });
-    asio::co_spawn(
-        io,
-        [&]() -> asio::awaitable<void> {
-          co_await lifecycle.shutdown(cfg.stop_vms_on_exit);
-          if (egress) egress->stop();
-          io.stop();
-        },
-        asio::detached);
-  });
-  io.run();
-  log.info("stopped");
+  runUntilStopped(
+      io, std::chrono::seconds(30),
+      [&] {
+        server.close();
+        data_server.close();
+        e2b_server.close();
+        envd_server.close();
+      },
+      [&]() -> asio::awaitable<void> {
+        co_await lifecycle.shutdown(cfg.stop_vms_on_exit);
+        if (egress) egress->stop();
+      });
   return okStatus();
 }
 

@@ -9,7 +9,6 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/redirect_error.hpp>
-#include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/json.hpp>
@@ -182,27 +181,14 @@ Status runApi(Config cfg) {
     log.info("E2B REST API on http://{}:{}", cfg.e2b_listen_addr->host, e2b_server.port());
   }
 
-  asio::signal_set signals(io, SIGINT, SIGTERM);
-  asio::steady_timer deadline(io);
-  signals.async_wait([&](auto, int sig) {
-    log.info("signal {}: shutting down", sig);
-    tick.cancel();
-    server.close();
-    e2b_server.close();
-    deadline.expires_after(std::chrono::seconds(10));
-    deadline.async_wait([&](auto e) {
-      if (!e) io.stop();
-    });
-    asio::co_spawn(
-        io,
-        [&]() -> asio::awaitable<void> {
-          co_await lifecycle.shutdown(false);
-          io.stop();
-        },
-        asio::detached);
-  });
-  io.run();
-  log.info("stopped");
+  runUntilStopped(
+      io, std::chrono::seconds(10),
+      [&] {
+        tick.cancel();
+        server.close();
+        e2b_server.close();
+      },
+      [&]() -> asio::awaitable<void> { co_await lifecycle.shutdown(false); });
   return okStatus();
 }
 

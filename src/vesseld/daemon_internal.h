@@ -1,6 +1,10 @@
 #pragma once
 // What vesseld's roles (daemon.cc: all; daemon_node.cc; daemon_api.cc)
 // share of the composition root.
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/io_context.hpp>
+#include <chrono>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -21,6 +25,14 @@ std::string gatewayBinary(const Config& cfg);
 Result<std::optional<hypervisor::qemu::JailOptions>> jailOptions(const Config& cfg,
                                                                  const std::string& prefix);
 Result<std::unique_ptr<store::Store>> openStore(const Config& cfg);
+
+// Runs `io` until SIGINT or SIGTERM, then: `close` (stop taking requests),
+// then `wind_down` (a coroutine: stop or leave the VMs, the gateway), then
+// the io context stops. The whole shutdown is bounded by `bound`, after which
+// the io context stops whatever is still running.
+void runUntilStopped(boost::asio::io_context& io, std::chrono::seconds bound,
+                     std::function<void()> close,
+                     std::function<boost::asio::awaitable<void>()> wind_down);
 
 // The roles of many machines (docs/design.md, "Many machines").
 Status runNode(Config cfg);

@@ -12,7 +12,6 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/redirect_error.hpp>
-#include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/json.hpp>
@@ -300,31 +299,20 @@ Status runNode(Config cfg) {
   log.info("data plane on http://{}:{} (clients are told {})", cfg.data_listen_addr.host,
            data_server.port(), cfg.data_url);
 
-  asio::signal_set signals(io, SIGINT, SIGTERM);
-  asio::steady_timer deadline(io);
-  signals.async_wait([&](auto, int sig) {
-    log.info("signal {}: shutting down", sig);
-    beat.cancel();
-    node_server.close();
-    data_server.close();
-    deadline.expires_after(std::chrono::seconds(30));
-    deadline.async_wait([&](auto e) {
-      if (!e) io.stop();
-    });
-    asio::co_spawn(
-        io,
-        [&]() -> asio::awaitable<void> {
-          auto stopped = co_await local.shutdown(cfg.stop_vms_on_exit);
-          for (const auto& id : stopped)
-            (void)store->setSandboxState(id, SandboxState::kFailed,
-                                         "node " + cfg.node_name + " stopped; the VM was stopped");
-          if (egress) egress->stop();
-          io.stop();
-        },
-        asio::detached);
-  });
-  io.run();
-  log.info("stopped");
+  runUntilStopped(
+      io, std::chrono::seconds(30),
+      [&] {
+        beat.cancel();
+        node_server.close();
+        data_server.close();
+      },
+      [&]() -> asio::awaitable<void> {
+        auto stopped = co_await local.shutdown(cfg.stop_vms_on_exit);
+        for (const auto& id : stopped)
+          (void)store->setSandboxState(id, SandboxState::kFailed,
+                                       "node " + cfg.node_name + " stopped; the VM was stopped");
+        if (egress) egress->stop();
+      });
   return okStatus();
 }
 

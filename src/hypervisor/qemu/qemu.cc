@@ -311,8 +311,9 @@ class QemuVm : public Vm {
       if (n > 0) {
         // Named, not a temporary argument: g++ 12 destroys a prvalue
         // argument of a coroutine twice.
-        auto write = [file, b = std::move(buf), n]() mutable {
-          Status st = writeAllTo(file->get(), b.data(), n);
+        // `len`, not `n` captured: clang 14 cannot capture a structured binding.
+        auto write = [file, b = std::move(buf), len = n]() mutable {
+          Status st = writeAllTo(file->get(), b.data(), len);
           return std::make_pair(std::move(st), std::move(b));
         };
         auto w = co_await offload(*disk_, std::move(write));
