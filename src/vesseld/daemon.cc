@@ -77,6 +77,41 @@ void runUntilStopped(asio::io_context& io, std::chrono::seconds bound, std::func
   log.info("stopped");
 }
 
+Result<std::unique_ptr<node::network::Egress>> startEgress(asio::io_context& io, const Config& cfg,
+                                                           const std::string& slot_prefix) {
+  node::network::EgressOptions eo;
+  eo.gateway_binary = gatewayBinary(cfg);
+  eo.state_dir = cfg.state_dir + "/gateway";
+  eo.gateway_netns = cfg.egress_gateway_netns;
+  eo.upstream_netns = cfg.egress_upstream_netns;
+  eo.resolver = cfg.egress_resolver;
+  eo.ca_bundle = cfg.egress_ca_bundle;
+  eo.log_level = cfg.log_level;
+  eo.layout.prefix = slot_prefix;
+  // The node's own networks are never a sandbox's destination: its
+  // neighbours on the segment may have public addresses.
+  eo.deny_cidrs = node::network::hostNetworks();
+  if (!eo.deny_cidrs.empty())
+    Logger("vesseld").info("egress refuses this node's networks: {}",
+                           fmt::join(eo.deny_cidrs, ", "));
+  auto e = node::network::Egress::start(io, eo);
+  if (!e.ok()) return std::move(e).error().withContext("egress");
+  return std::move(*e);
+}
+
+ops::Policy lifecyclePolicy(const Config& cfg) {
+  ops::Policy policy;
+  policy.default_idle_timeout_s = cfg.default_idle_timeout_s;
+  policy.default_lifetime_s = cfg.default_lifetime_s;
+  policy.max_lifetime_s = cfg.max_lifetime_s;
+  policy.quota.max_sandboxes = cfg.tenant_max_sandboxes;
+  policy.quota.max_memory_mib = cfg.tenant_max_memory_mib;
+  policy.quota.max_vcpus = cfg.tenant_max_vcpus;
+  policy.quota.max_disk_mib = cfg.tenant_max_disk_mib;
+  policy.max_disk_mib = static_cast<uint64_t>(cfg.max_disk_mib);
+  return policy;
+}
+
 Result<Fd> lockStateDir(const std::string& dir) {
   std::error_code ec;
   fs::create_directories(dir, ec);
@@ -234,27 +269,9 @@ Status runDaemon(Config cfg) {
   if (!built.ok()) return std::move(built).error().withContext("build template minimal");
   log.info("template {} ready", (*built)->id());
 
-  // Egress: the gateway and its slots. Names derive from the state dir so
-  // two vesselds on one host never share a namespace.
   std::unique_ptr<node::network::Egress> egress;
   if (cfg.egress) {
-    node::network::EgressOptions eo;
-    eo.gateway_binary = gatewayBinary(cfg);
-    eo.state_dir = cfg.state_dir + "/gateway";
-    eo.gateway_netns = cfg.egress_gateway_netns;
-    eo.upstream_netns = cfg.egress_upstream_netns;
-    eo.resolver = cfg.egress_resolver;
-    eo.ca_bundle = cfg.egress_ca_bundle;
-    eo.log_level = cfg.log_level;
-    eo.layout.prefix = slot_prefix;
-    // The node's own networks are never a sandbox's destination: its
-    // neighbours on the segment may have public addresses.
-    eo.deny_cidrs = node::network::hostNetworks();
-    if (!eo.deny_cidrs.empty())
-      log.info("egress refuses this node's networks: {}", fmt::join(eo.deny_cidrs, ", "));
-    auto e = node::network::Egress::start(io, eo);
-    if (!e.ok()) return std::move(e).error().withContext("egress");
-    egress = std::move(*e);
+    VESSEL_ASSIGN_OR_RETURN(egress, startEgress(io, cfg, slot_prefix));
   } else {
     log.warn("egress disabled (--no-egress): sandboxes have no network");
   }
@@ -321,15 +338,7 @@ Status runDaemon(Config cfg) {
     egress->slots().dropLeftovers();
   else
     node::network::removeLeftovers(slot_prefix);
-  ops::Policy policy;
-  policy.default_idle_timeout_s = cfg.default_idle_timeout_s;
-  policy.default_lifetime_s = cfg.default_lifetime_s;
-  policy.max_lifetime_s = cfg.max_lifetime_s;
-  policy.quota.max_sandboxes = cfg.tenant_max_sandboxes;
-  policy.quota.max_memory_mib = cfg.tenant_max_memory_mib;
-  policy.quota.max_vcpus = cfg.tenant_max_vcpus;
-  policy.quota.max_disk_mib = cfg.tenant_max_disk_mib;
-  policy.max_disk_mib = static_cast<uint64_t>(cfg.max_disk_mib);
+  ops::Policy policy = lifecyclePolicy(cfg);
   policy.state_dir = cfg.state_dir;
   policy.min_free_disk_mib = static_cast<uint64_t>(cfg.min_free_disk_mib);
   lifecycle.setPolicy(policy);

@@ -95,15 +95,7 @@ Status runApi(Config cfg) {
   api::Sessions sessions(*store, so);
   control.setSessions(&sessions);
 
-  ops::Policy policy;
-  policy.default_idle_timeout_s = cfg.default_idle_timeout_s;
-  policy.default_lifetime_s = cfg.default_lifetime_s;
-  policy.max_lifetime_s = cfg.max_lifetime_s;
-  policy.quota.max_sandboxes = cfg.tenant_max_sandboxes;
-  policy.quota.max_memory_mib = cfg.tenant_max_memory_mib;
-  policy.quota.max_vcpus = cfg.tenant_max_vcpus;
-  policy.quota.max_disk_mib = cfg.tenant_max_disk_mib;
-  policy.max_disk_mib = static_cast<uint64_t>(cfg.max_disk_mib);
+  ops::Policy policy = lifecyclePolicy(cfg);
   lifecycle.setPolicy(policy);
   lifecycle.startReaper();
   nodes.start();

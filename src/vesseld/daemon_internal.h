@@ -14,6 +14,7 @@
 #include "base/result.h"
 #include "hypervisor/qemu/qemu.h"
 #include "node/network/egress.h"
+#include "ops/lifecycle.h"
 #include "store/store.h"
 
 namespace vessel::vesseld {
@@ -25,6 +26,15 @@ std::string gatewayBinary(const Config& cfg);
 Result<std::optional<hypervisor::qemu::JailOptions>> jailOptions(const Config& cfg,
                                                                  const std::string& prefix);
 Result<std::unique_ptr<store::Store>> openStore(const Config& cfg);
+// The egress gateway and its slots as --egress-* configure them, under
+// `slot_prefix` (derived from the state dir, so two vesselds on one host
+// never share a namespace). Only when cfg.egress.
+Result<std::unique_ptr<node::network::Egress>> startEgress(boost::asio::io_context& io,
+                                                           const Config& cfg,
+                                                           const std::string& slot_prefix);
+// Lifetimes and tenant quotas as configured: what every role that runs a
+// Lifecycle sets (the node-local disk checks are the caller's to add).
+ops::Policy lifecyclePolicy(const Config& cfg);
 
 // Runs `io` until SIGINT or SIGTERM, then: `close` (stop taking requests),
 // then `wind_down` (a coroutine: stop or leave the VMs, the gateway), then

@@ -28,7 +28,6 @@
 #include "cluster/node_server.h"
 #include "hypervisor/testing/fake_hypervisor.h"
 #include "node/accel.h"
-#include "node/network/host_networks.h"
 #include "node/runtime.h"
 #include "node/template_builder.h"
 #include "ops/operation_log.h"
@@ -141,19 +140,7 @@ Status runNode(Config cfg) {
 
   std::unique_ptr<node::network::Egress> egress;
   if (cfg.egress) {
-    node::network::EgressOptions eo;
-    eo.gateway_binary = gatewayBinary(cfg);
-    eo.state_dir = cfg.state_dir + "/gateway";
-    eo.gateway_netns = cfg.egress_gateway_netns;
-    eo.upstream_netns = cfg.egress_upstream_netns;
-    eo.resolver = cfg.egress_resolver;
-    eo.ca_bundle = cfg.egress_ca_bundle;
-    eo.log_level = cfg.log_level;
-    eo.layout.prefix = slot_prefix;
-    eo.deny_cidrs = node::network::hostNetworks();
-    auto e = node::network::Egress::start(io, eo);
-    if (!e.ok()) return std::move(e).error().withContext("egress");
-    egress = std::move(*e);
+    VESSEL_ASSIGN_OR_RETURN(egress, startEgress(io, cfg, slot_prefix));
   }
   EgressPolicies network(*store, egress.get(), cfg.default_network);
   network.allowPublicSuffixWildcards(cfg.allow_public_suffix_wildcards);
