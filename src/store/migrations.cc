@@ -82,6 +82,9 @@ constexpr Template kTemplates[] = {
      "CREATE INDEX sandboxes_node ON sandboxes(node, state);"
      "ALTER TABLE operations ADD COLUMN owner TEXT NOT NULL DEFAULT '';"
      "CREATE TABLE replicas (id TEXT PRIMARY KEY, heartbeat_ms {i64} NOT NULL);"},
+    // Each node's E2B envd listener, where API replicas forward the envd
+    // traffic of the sandboxes it runs ("" for a node that serves none).
+    {10, "ALTER TABLE nodes ADD COLUMN envd_url TEXT NOT NULL DEFAULT '';"},
 };
 
 void replaceAll(std::string& s, const std::string& from, const std::string& to) {
