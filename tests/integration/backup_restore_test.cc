@@ -129,9 +129,13 @@ TEST(BackupRestoreTest, PostgresDumpAndRestore) {
             "--role=api",
             "--store=" + *url,
             "--hypervisor=fake",
+            "--no-jail",
+            "--no-egress",
             "--listen=127.0.0.1:" + std::to_string(port),
-            "--e2b-listen=",
-            "--e2b-envd-listen=",
+            "--e2b-listen",
+            "",
+            "--e2b-envd-listen",
+            "",
             "--node-token-file=" + dir.path() + "/node-token",
             "--state-dir=" + dir.path() + "/api",
             "--cache-dir=" + dir.path() + "/api-cache"};
@@ -140,7 +144,7 @@ TEST(BackupRestoreTest, PostgresDumpAndRestore) {
   auto api = ChildProcess::spawn(o);
   ASSERT_TRUE(api.ok()) << api.error().message();
   testing::Reply listed;
-  for (int i = 0; i < 300 && listed.status != 200; ++i) {
+  for (int i = 0; i < 300 && listed.status != 200 && !api->tryWait(); ++i) {
     listed = get(port, "/v1/sandboxes", key);
     if (listed.status != 200) std::this_thread::sleep_for(100ms);
   }

@@ -49,7 +49,8 @@ TEST(EnvdRouteTest, HeaderThenHostThenSignature) {
   // Expired, it is still that sandbox's (its node answers "expired").
   std::string old = fileSignature("/tmp/x", "read", "user", tokens.forSandbox("sb-a"), 1000);
   h.method(http::verb::get);
-  h.target("/files?path=%2Ftmp%2Fx&username=user&signature=" + enc(old) + "&signature_expiration=1000");
+  h.target("/files?path=%2Ftmp%2Fx&username=user&signature=" + enc(old) +
+           "&signature_expiration=1000");
   EXPECT_EQ(sandboxOfRequest(h, tokens, live), "sb-a");
   h.target("/files?path=%2Ftmp%2Fx&signature=v1_bogus");
   EXPECT_EQ(sandboxOfRequest(h, tokens, live), std::nullopt);
