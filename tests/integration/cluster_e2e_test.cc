@@ -570,6 +570,41 @@ TEST_F(ClusterTest, EnvdNetworkUsageAndTheReaperThroughReplicas) {
       << logs();
   EXPECT_EQ(expiredEvents(second), 1);
   EXPECT_EQ(reaperOf(other), "reaper");
+
+  // A process stream through the surviving replica whose node dies under
+  // it: the client's connection is cut, with no end of the stream, as
+  // envd's own would be (the SDK then reports the sandbox gone).
+  {
+    const std::string& id = ids[0];
+    int victim = -1;
+    for (int i = 0; i < kNodes; ++i)
+      if (row(id)->node == nodeName(i)) victim = i;
+    ASSERT_GE(victim, 0);
+    boost::asio::io_context io;
+    boost::asio::ip::tcp::socket sock(io);
+    sock.connect({boost::asio::ip::make_address("127.0.0.1"), envd_ports_[other]});
+    json::object start{
+        {"process",
+         json::object{{"cmd", "/bin/sh"}, {"args", json::array{"-c", "echo up; exec sleep 60"}}}}};
+    auto req = envdCall("/process.Process/Start", id, token[id], "application/connect+json",
+                        e2b::envd::encodeEnvelope(0, json::serialize(start)));
+    req.set(boost::beast::http::field::host, "127.0.0.1");
+    req.prepare_payload();
+    boost::beast::http::write(sock, req);
+    boost::beast::flat_buffer buf;
+    boost::beast::http::response_parser<boost::beast::http::string_body> p;
+    boost::beast::http::read_header(sock, buf, p);
+    ASSERT_EQ(p.get().result_int(), 200);
+    // The output arrives while the process runs: the stream is open.
+    while (p.get().body().find("start") == std::string::npos)
+      boost::beast::http::read_some(sock, buf, p);
+    (void)nodes_[victim].signal(SIGKILL);
+    (void)nodes_[victim].waitFor(10s);
+    boost::system::error_code ec;
+    boost::beast::http::read(sock, buf, p, ec);
+    EXPECT_TRUE(ec) << "the stream ended cleanly although its node died";
+    EXPECT_FALSE(p.is_done());
+  }
 }
 
 }  // namespace
