@@ -402,6 +402,12 @@ asio::awaitable<Response> RestApi::connect(const Request& req, std::string tenan
   if (!timeout.ok()) co_return errorJson(req, timeout.error());
   auto sb = lifecycle_.get(tenant, id);
   if (!sb.ok()) co_return errorJson(req, sb.error());
+  // A pause or resume in flight (an auto-pause at its timeout, say) ends
+  // first: E2B's connect lands on a paused or running sandbox.
+  if (sb->state == SandboxState::kPausing || sb->state == SandboxState::kResuming)
+    sb = co_await lifecycle_.settled(tenant, id,
+                                     std::chrono::steady_clock::now() + opts_.await_limit);
+  if (!sb.ok()) co_return errorJson(req, sb.error());
   if (running(sb->state)) {
     if (resume_only)
       co_return errorJson(req,

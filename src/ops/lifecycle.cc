@@ -368,6 +368,11 @@ void Lifecycle::noteActivity(const std::string& id) {
 }
 
 std::shared_ptr<agentclient::AgentClient> Lifecycle::agentOf(const std::string& id) {
+  // Pausing: its VM is still there while its state is saved, but the
+  // sandbox is on its way out (E2B shows it paused): the data planes answer
+  // as for a paused one rather than reach a guest about to stop.
+  if (auto it = actions_.find(id); it != actions_.end() && it->second.kind == "pause")
+    return nullptr;
   auto a = node_.agent(id);
   if (a) noteActivity(id);  // the data plane uses it: its idle clock starts again
   return a;

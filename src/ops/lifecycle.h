@@ -185,6 +185,12 @@ class Lifecycle {
   // without auto-resume, failed, being deleted), kDeadlineExceeded, or the
   // resume's failure.
   asio::awaitable<Status> wake(std::string id, std::chrono::steady_clock::time_point deadline);
+  // The tenant's sandbox once no pause or resume is in flight for it (one
+  // that is pausing or resuming is awaited, up to `deadline`), as stored
+  // then: a front end deciding what to do next (E2B's connect) sees where
+  // it landed. kDeadlineExceeded if it is still on its way.
+  asio::awaitable<Result<store::SandboxRecord>> settled(
+      std::string tenant, std::string id, std::chrono::steady_clock::time_point deadline);
   Result<Page> list(const ListRequest& req);
   Result<store::OperationRecord> getOperation(const std::string& tenant, const std::string& id);
   // The operation once done or failed; kDeadlineExceeded if still going.
@@ -194,7 +200,8 @@ class Lifecycle {
   // Something used the sandbox (a command, a file, an API action): its idle
   // clock starts again.
   void noteActivity(const std::string& id);
-  // The agent of a running sandbox (for the data planes), noting activity.
+  // The agent of a running sandbox (for the data planes), noting activity;
+  // null while it pauses.
   std::shared_ptr<agentclient::AgentClient> agentOf(const std::string& id);
 
   // Templates as a tenant names them: its own first, else a built-in one.

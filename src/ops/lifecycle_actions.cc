@@ -276,38 +276,50 @@ asio::awaitable<void> Lifecycle::runForkToTemplate(store::OperationRecord op, st
   collectTemplates();
 }
 
+asio::awaitable<Result<store::SandboxRecord>> Lifecycle::settled(
+    std::string tenant, std::string id, std::chrono::steady_clock::time_point deadline) {
+  auto alive = std::weak_ptr<bool>(alive_);
+  for (;;) {
+    VESSEL_CO_ASSIGN_OR_RETURN(auto found, store_.findSandbox(id));
+    // Another tenant's sandbox is as absent as one that never existed.
+    if (!found || found->state == SandboxState::kDeleted ||
+        (!tenant.empty() && found->tenant_id != tenant))
+      co_return Error(Code::kNotFound, "sandbox " + id + " does not exist");
+    if (found->state != SandboxState::kPausing && found->state != SandboxState::kResuming)
+      co_return std::move(*found);
+    if (std::chrono::steady_clock::now() >= deadline)
+      co_return Error(Code::kDeadlineExceeded,
+                      "sandbox " + id + " is still " + std::string(stateName(found->state)));
+    if (auto it = actions_.find(id); it != actions_.end()) {
+      auto op = it->second;
+      auto done = co_await log_.await(op.tenant_id, op.id, deadline);
+      if (alive.expired()) co_return Error(Code::kUnavailable, "the lifecycle is stopping");
+      if (!done.ok()) co_return std::move(done).error();
+      continue;
+    }
+    // Another replica's operation: look again shortly.
+    asio::steady_timer t(io_, std::chrono::milliseconds(100));
+    (void)co_await t.async_wait(asio::as_tuple(asio::use_awaitable));
+    if (alive.expired()) co_return Error(Code::kUnavailable, "the lifecycle is stopping");
+  }
+}
+
 asio::awaitable<Status> Lifecycle::wake(std::string id,
                                         std::chrono::steady_clock::time_point deadline) {
   auto alive = std::weak_ptr<bool>(alive_);
   auto gone = [] { return Error(Code::kUnavailable, "the lifecycle is stopping"); };
-  // Each round looks at the sandbox as stored and waits for what moves it
-  // on: a pause or resume in flight, or the resume this call starts.
+  // Each round waits for a pause or resume in flight, then looks at where
+  // the sandbox landed; a paused one is resumed and looked at again.
   while (std::chrono::steady_clock::now() < deadline) {
-    auto found = store_.findSandbox(id);
+    auto found = co_await settled("", id, deadline);
+    if (alive.expired()) co_return gone();
     if (!found.ok()) co_return std::move(found).error();
-    if (!*found || (*found)->state == SandboxState::kDeleted)
-      co_return Error(Code::kNotFound, "sandbox " + id + " does not exist");
-    const store::SandboxRecord sb = std::move(**found);
+    const store::SandboxRecord sb = std::move(*found);
     switch (sb.state) {
       case SandboxState::kRunning:
       case SandboxState::kForking:  // briefly paused while copied; running again at once
         noteActivity(id);
         co_return okStatus();
-      case SandboxState::kPausing:
-      case SandboxState::kResuming: {
-        if (auto it = actions_.find(id); it != actions_.end()) {
-          auto op = it->second;
-          auto done = co_await log_.await(op.tenant_id, op.id, deadline);
-          if (alive.expired()) co_return gone();
-          if (!done.ok()) co_return std::move(done).error();
-          break;
-        }
-        // Another replica's operation: look again shortly.
-        asio::steady_timer t(io_, std::chrono::milliseconds(100));
-        (void)co_await t.async_wait(asio::as_tuple(asio::use_awaitable));
-        if (alive.expired()) co_return gone();
-        break;
-      }
       case SandboxState::kPaused: {
         if (!sb.auto_resume)
           co_return Error(

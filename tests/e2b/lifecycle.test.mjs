@@ -8,7 +8,7 @@ import assert from 'node:assert/strict'
 import { Sandbox } from 'e2b'
 import { Vesseld } from './vesseld.mjs'
 
-const d = new Vesseld({ templates: ['minimal', 'base'], rest: true, envd: true, egress: false })
+const d = new Vesseld({ templates: ['minimal', 'base'], rest: true, envd: true })
 // TCG guests: restores take seconds, a boot tens of seconds.
 const slow = { requestTimeoutMs: 600_000 }
 
@@ -44,6 +44,8 @@ test('a timeout pauses when asked: memory kept, connect resumes, the setting sur
     const bg = await s.commands.run('sleep 3600', { background: true })
     await s.setTimeout(1_000)
     info = await waitState(s.sandboxId, 'paused')
+    // E2B shows a pausing sandbox as paused; Vessel's API says when it is.
+    await d.waitFor(s.sandboxId, 'paused')
     // Kept paused (until the deployment's cap), not killed at its end.
     assert.ok(info.endAt.getTime() - Date.now() > 3_600_000, `endAt ${info.endAt.toISOString()}`)
     assert.equal(await s.isRunning(), false)
