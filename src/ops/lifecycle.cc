@@ -441,17 +441,23 @@ int Lifecycle::reapOnce() {
     int64_t cap = sb.created_ms + policy_.max_lifetime_s * 1000;
     if (sb.pause_on_timeout && now < cap && sb.state != SandboxState::kFailed) {
       if (sb.state == SandboxState::kRunning) {
-        if (Status s = pauseOnTimeout(sb, why); s.ok())
+        Status s = pauseOnTimeout(sb, why);
+        if (s.ok()) {
           ++n;
-        else
-          opsLog().warn("reaper: sandbox {}: pause: {}", sb.id, s.error().message());
-      } else if (sb.state == SandboxState::kPaused || sb.state == SandboxState::kPausing) {
+          continue;
+        }
+        // Not pausable now (the state disk is full, say): it ends as a
+        // timeout ends any other sandbox rather than run on.
+        opsLog().warn("reaper: sandbox {}: cannot pause ({}): deleting", sb.id,
+                      s.error().message());
+      } else {
         // Paused already (by hand): it waits for a resume until the cap.
-        (void)store_.setSandboxLifetime(sb.id, sb.idle_timeout_s, cap);
+        if (sb.state == SandboxState::kPaused || sb.state == SandboxState::kPausing)
+          (void)store_.setSandboxLifetime(sb.id, sb.idle_timeout_s, cap);
+        // Creating, resuming or forking: paused once running (the node
+        // bounds those operations, so a stuck one fails on its own).
+        continue;
       }
-      // Creating, resuming or forking: paused once running (the node
-      // bounds those operations, so a stuck one fails on its own).
-      continue;
     }
     opsLog().info("sandbox {} expired ({}): deleting", sb.id, why);
     json::object data{{"id", sb.id}, {"reason", hard ? "lifetime" : "idle"}, {"message", why}};
@@ -468,17 +474,18 @@ int Lifecycle::reapOnce() {
 }
 
 Status Lifecycle::pauseOnTimeout(const store::SandboxRecord& sb, const std::string& why) {
-  int64_t cap = sb.created_ms + policy_.max_lifetime_s * 1000;
+  VESSEL_TRY(startAction(sb.tenant_id, sb.id, Action::kPause, sb.pause_memory, true));
   // Kept until the cap from now on, so the reaper leaves it alone while it
-  // pauses and while it is paused.
-  VESSEL_TRY(store_.setSandboxLifetime(sb.id, sb.idle_timeout_s, cap));
+  // pauses and while it is paused (the pause runs later on the io thread).
+  int64_t cap = sb.created_ms + policy_.max_lifetime_s * 1000;
+  if (auto s = store_.setSandboxLifetime(sb.id, sb.idle_timeout_s, cap); !s.ok())
+    opsLog().warn("sandbox {}: keep until the cap: {}", sb.id, s.error().message());
   opsLog().info("sandbox {} expired ({}): pausing{}", sb.id, why,
                 sb.pause_memory ? "" : " (disk only)");
   const char* reason = sb.expires_ms > 0 && sb.expires_ms <= clock_.nowMs() ? "lifetime" : "idle";
   json::object data{{"id", sb.id}, {"reason", reason}, {"message", why}, {"action", "pause"}};
   log_.publish({0, sb.tenant_id, "", sb.id, "sandbox.expired", json::serialize(data)});
   if (reaped_) reaped_->with({reason}).inc();
-  VESSEL_TRY(startAction(sb.tenant_id, sb.id, Action::kPause, sb.pause_memory, true));
   return okStatus();
 }
 

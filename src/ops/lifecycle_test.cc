@@ -786,6 +786,22 @@ TEST_F(LifecycleTest, ADiskOnlyTimeoutPauseAndAFailedOneThatEndsTheSandbox) {
   EXPECT_EQ(node_->count("pause-disk " + plain), 1);
 }
 
+TEST_F(LifecycleTest, ATimeoutThatCannotPauseDeletes) {
+  CreateRequest c;
+  c.lifetime_s = 60;
+  c.pause_on_timeout = true;
+  std::string id = created(c);
+  Policy pol;
+  pol.state_dir = dir_;
+  pol.min_free_disk_mib = uint64_t{1} << 40;  // pauses are refused: the state disk is "full"
+  lc_->setPolicy(pol);
+  clock_.advance(61s);
+  EXPECT_EQ(lc_->reapOnce(), 1);
+  drain();
+  EXPECT_EQ(state(id), "deleted") << "it does not run on past its timeout";
+  EXPECT_EQ(node_->count("pause " + id), 0);
+}
+
 TEST_F(LifecycleTest, OnTimeoutCombinationsAreChecked) {
   CreateRequest c;
   c.tenant = "t1";
