@@ -25,7 +25,8 @@ struct CreateOptions {
   std::optional<int64_t> lifetime_s;
   std::vector<std::string> env, metadata, credentials, inspect;
   std::string network;
-  bool async = false, cold = false;
+  std::string on_timeout;  // "" (the default: delete), delete, pause, pause-disk
+  bool async = false, cold = false, auto_resume = false;
 };
 
 // "K=V" pairs into a JSON object of strings.
@@ -49,6 +50,14 @@ int runCreate(const CreateOptions& o) {
   if (o.timeout_s) body["timeout"] = *o.timeout_s;
   if (o.lifetime_s) body["lifetime"] = *o.lifetime_s;
   if (o.cold) body["cold"] = true;
+  if (!o.on_timeout.empty()) {
+    if (o.on_timeout != "delete" && o.on_timeout != "pause" && o.on_timeout != "pause-disk")
+      return fail(
+          Error(Code::kInvalidArgument, "--on-timeout must be delete, pause or pause-disk"));
+    body["on_timeout"] = o.on_timeout == "delete" ? "delete" : "pause";
+    if (o.on_timeout == "pause-disk") body["pause_memory"] = false;
+  }
+  if (o.auto_resume) body["auto_resume"] = true;
   if (!o.network.empty()) {
     auto net = networkFlag(o.network);
     if (!net.ok()) return fail(net.error());
@@ -129,12 +138,15 @@ int runGet(const std::string& id) {
 
 // DELETE /v1/sandboxes/ID or POST /v1/sandboxes/ID:VERB for each id; waits
 // for each operation unless `async`. Goes on after a failure, like docker rm.
-int runAction(const std::vector<std::string>& ids, const std::string& verb, bool async) {
+int runAction(const std::vector<std::string>& ids, const std::string& verb, bool async,
+              bool disk_only) {
   auto c = apiClient();
   int rc = 0;
+  json::object body;
+  if (disk_only) body["memory"] = false;
   for (const auto& id : ids) {
     auto r = verb == "delete" ? c.del("/v1/sandboxes/" + id)
-                              : c.post("/v1/sandboxes/" + id + ":" + verb, json::object());
+                              : c.post("/v1/sandboxes/" + id + ":" + verb, body);
     if (!r.ok()) {
       rc = fail(r.error());
       continue;
@@ -246,6 +258,12 @@ void addSandbox(CLI::App& app, std::function<int()>* run) {
   create->add_option("-l,--metadata", co->metadata, "KEY=VALUE metadata, repeatable");
   create->add_flag("--async", co->async, "print the sandbox and operation ids and return");
   create->add_flag("--cold", co->cold, "boot the template's disk instead of its snapshot");
+  create->add_option("--on-timeout", co->on_timeout,
+                     "what its idle timeout or lifetime does: delete (default), pause (kept "
+                     "paused until the deployment's maximum lifetime) or pause-disk (only its "
+                     "disk is kept; a resume boots it again)");
+  create->add_flag("--auto-resume", co->auto_resume,
+                   "traffic to its ports resumes it when paused (needs --on-timeout pause)");
   create->callback([co, run] { *run = [co] { return runCreate(*co); }; });
   addSandboxNetwork(*s, run);
 
@@ -267,7 +285,7 @@ void addSandbox(CLI::App& app, std::function<int()>* run) {
   for (const char* verb : {"delete", "pause", "resume"}) {
     struct ActionOptions {
       std::vector<std::string> ids;
-      bool async = false;
+      bool async = false, disk_only = false;
     };
     auto ao = std::make_shared<ActionOptions>();
     std::string v = verb;
@@ -277,7 +295,13 @@ void addSandbox(CLI::App& app, std::function<int()>* run) {
     if (v == "delete") c->alias("rm");
     c->add_option("ids", ao->ids, "sandbox ids")->required();
     c->add_flag("--async", ao->async, "print each sandbox and operation id and return");
-    c->callback([ao, v, run] { *run = [ao, v] { return runAction(ao->ids, v, ao->async); }; });
+    if (v == "pause")
+      c->add_flag("--disk-only", ao->disk_only,
+                  "keep only the disk, not the memory: its resume boots it again (processes "
+                  "are gone, files stay)");
+    c->callback([ao, v, run] {
+      *run = [ao, v] { return runAction(ao->ids, v, ao->async, ao->disk_only); };
+    });
   }
 
   struct ForkOptions {

@@ -99,7 +99,11 @@ asio::awaitable<std::optional<Response>> ControlPlane::handle(const Request& req
       co_return notAllowed("GET, DELETE");
     }
     if (method != http::verb::post) co_return notAllowed("POST");
-    if (verb == "pause") co_return answer(req, *tenant, id, lifecycle_.pause(*tenant, id));
+    if (verb == "pause") {
+      auto memory = parsePauseRequest(req.body());
+      if (!memory.ok()) co_return errorResponse(req, memory.error());
+      co_return answer(req, *tenant, id, lifecycle_.pause(*tenant, id, *memory));
+    }
     if (verb == "resume") co_return answer(req, *tenant, id, lifecycle_.resume(*tenant, id));
     if (verb == "fork") co_return forkSandbox(req, *tenant, id);
     if (verb == "extend") co_return extendSandbox(req, *tenant, id);
@@ -144,6 +148,9 @@ Response ControlPlane::createSandbox(const Request& req, const std::string& tena
   c.cold = in->cold;
   c.timeout_s = in->timeout_s;
   c.lifetime_s = in->lifetime_s;
+  c.pause_on_timeout = in->pause_on_timeout;
+  c.pause_memory = in->pause_memory;
+  c.auto_resume = in->auto_resume;
   auto r = lifecycle_.create(c);
   return answer(req, tenant, "", r);
 }

@@ -82,11 +82,33 @@ Result<CreateRequest> parseCreateRequest(std::string_view body) {
     } else if (k == "cold") {
       if (!f.is_bool()) return bad("cold must be a boolean");
       r.cold = f.as_bool();
+    } else if (k == "on_timeout") {
+      if (!f.is_string() || (f.as_string() != "delete" && f.as_string() != "pause"))
+        return bad("on_timeout must be \"delete\" or \"pause\"");
+      r.pause_on_timeout = f.as_string() == "pause";
+    } else if (k == "pause_memory") {
+      if (!f.is_bool()) return bad("pause_memory must be a boolean");
+      r.pause_memory = f.as_bool();
+    } else if (k == "auto_resume") {
+      if (!f.is_bool()) return bad("auto_resume must be a boolean");
+      r.auto_resume = f.as_bool();
     } else {
       return bad("unknown field '" + std::string(k) + "'");
     }
   }
   return r;
+}
+
+Result<bool> parsePauseRequest(std::string_view body) {
+  if (body.find_first_not_of(" \t\r\n") == std::string_view::npos) return true;
+  VESSEL_ASSIGN_OR_RETURN(json::object o, parseObject(body));
+  bool memory = true;
+  for (const auto& [k, f] : o) {
+    if (k != "memory") return bad("unknown field '" + std::string(k) + "'");
+    if (!f.is_bool()) return bad("memory must be a boolean");
+    memory = f.as_bool();
+  }
+  return memory;
 }
 
 Result<ForkRequest> parseForkRequest(std::string_view body) {

@@ -35,9 +35,19 @@ struct CreateRequest {
   // Seconds: idle timeout (0: never idle out) and hard lifetime; unset:
   // the deployment's defaults. Bounded by the deployment's maximum later.
   std::optional<int64_t> timeout_s, lifetime_s;
+  // "on_timeout": "delete" (default) or "pause"; "pause_memory": false for
+  // a disk-only pause; "auto_resume": traffic resumes a paused one
+  // (ops::CreateRequest says which combinations hold).
+  bool pause_on_timeout = false;
+  bool pause_memory = true;
+  bool auto_resume = false;
 };
 // An empty body means every default. Unknown fields are errors.
 Result<CreateRequest> parseCreateRequest(std::string_view body);
+
+// POST /v1/sandboxes/{id}:pause: {"memory"?: bool}; empty: true. Whether
+// to keep memory (false: only the disk; its resume boots it again).
+Result<bool> parsePauseRequest(std::string_view body);
 
 // POST /v1/sandboxes/{id}:fork; an empty body forks once.
 // {"template": NAME} instead snapshots the sandbox into a new template.

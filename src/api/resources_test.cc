@@ -111,6 +111,27 @@ TEST(ResourcesTest, IdsAndTimes) {
   EXPECT_EQ(rfc3339(1764484800123), "2025-11-30T06:40:00.123Z");
 }
 
+TEST(ResourcesTest, OnTimeoutAndPause) {
+  auto d = parseCreateRequest("");
+  ASSERT_TRUE(d.ok());
+  EXPECT_FALSE(d->pause_on_timeout);
+  EXPECT_TRUE(d->pause_memory);
+  EXPECT_FALSE(d->auto_resume);
+  auto p = parseCreateRequest(R"({"on_timeout":"pause","auto_resume":true})");
+  ASSERT_TRUE(p.ok()) << p.error().message();
+  EXPECT_TRUE(p->pause_on_timeout);
+  EXPECT_TRUE(p->auto_resume);
+  auto fs = parseCreateRequest(R"({"on_timeout":"pause","pause_memory":false})");
+  ASSERT_TRUE(fs.ok());
+  EXPECT_FALSE(fs->pause_memory);
+  EXPECT_FALSE(parseCreateRequest(R"({"on_timeout":"kill"})").ok());
+  EXPECT_FALSE(parseCreateRequest(R"({"auto_resume":"yes"})").ok());
+  EXPECT_TRUE(parsePauseRequest("").value_or(false));
+  EXPECT_FALSE(parsePauseRequest(R"({"memory":false})").value_or(true));
+  EXPECT_FALSE(parsePauseRequest(R"({"memory":0})").ok());
+  EXPECT_FALSE(parsePauseRequest(R"({"disk":true})").ok());
+}
+
 TEST(ResourcesTest, ColdAndFork) {
   auto c = parseCreateRequest(R"({"cold":true})");
   ASSERT_TRUE(c.ok());

@@ -257,9 +257,10 @@ asio::awaitable<Status> ClusterNode::create(ops::NodeCreate c) {
   co_return last;
 }
 
-asio::awaitable<Status> ClusterNode::pause(std::string id) {
+asio::awaitable<Status> ClusterNode::pause(std::string id, bool keep_memory) {
   NodeCall c;
   c.id = id;
+  c.memory = keep_memory;
   auto r = co_await callFor(id, "pause", c, opts_.long_call);
   co_return r.ok() ? r->status : Status(std::move(r).error());
 }

@@ -77,7 +77,7 @@ class ClusterNode final : public ops::Node {
   Result<ops::NetworkSpec> network(const std::string& id) override;
   void credentialChanged(const std::string& tenant, const std::string& name) override;
   asio::awaitable<Status> create(ops::NodeCreate c) override;
-  asio::awaitable<Status> pause(std::string id) override;
+  asio::awaitable<Status> pause(std::string id, bool keep_memory) override;
   asio::awaitable<Status> resume(std::string tenant, std::string id) override;
   asio::awaitable<Result<std::vector<Status>>> fork(std::string tenant, std::string id,
                                                     std::vector<std::string> copies) override;

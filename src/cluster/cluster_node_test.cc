@@ -122,9 +122,14 @@ TEST_F(ClusterNodeTest, CreatesSpreadAndCallsGoToTheSandboxsNode) {
   int i = *where == "n0" ? 0 : 1;
   EXPECT_EQ(fakes_[i]->held["sb-0"], ops::Holding::kRunning);
   EXPECT_EQ(cluster_->holding("sb-0"), ops::Holding::kRunning);
-  ASSERT_TRUE(runBlocking(io_, cluster_->pause("sb-0")).ok());
+  ASSERT_TRUE(runBlocking(io_, cluster_->pause("sb-0", true)).ok());
   EXPECT_EQ(fakes_[i]->count("pause sb-0"), 1);
   EXPECT_EQ(fakes_[1 - i]->count("pause"), 0);
+  EXPECT_EQ(cluster_->holding("sb-0"), ops::Holding::kPaused);
+  // A pause that keeps only the disk says so over the node API.
+  ASSERT_TRUE(runBlocking(io_, cluster_->resume("t1", "sb-0")).ok());
+  ASSERT_TRUE(runBlocking(io_, cluster_->pause("sb-0", false)).ok());
+  EXPECT_EQ(fakes_[i]->count("pause-disk sb-0"), 1);
   EXPECT_EQ(cluster_->holding("sb-0"), ops::Holding::kPaused);
   auto adopted = runBlocking(io_, cluster_->adopt("t1", "sb-0"));
   ASSERT_TRUE(adopted.ok()) << adopted.error().message();
@@ -218,7 +223,7 @@ TEST_F(ClusterNodeTest, ASilentNodeIsLostItsCallsFailAndCreatesGoElsewhere) {
   // Creates go to n0; calls for sandboxes on n1 fail without waiting.
   for (int i = 0; i < 3; ++i) ASSERT_TRUE(create("sb-n" + std::to_string(i)).ok());
   EXPECT_EQ(fakes_[1]->count("create"), 2);  // sb-? before, and sb-h
-  auto p = runBlocking(io_, cluster_->pause(victim));
+  auto p = runBlocking(io_, cluster_->pause(victim, true));
   ASSERT_FALSE(p.ok());
   EXPECT_EQ(p.error().code(), Code::kUnavailable);
   // Deleting a sandbox of a lost node succeeds here: the node destroys

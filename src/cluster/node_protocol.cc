@@ -142,6 +142,10 @@ Result<NodeCall> parseNodeCall(std::string_view body) {
     if (!cold->is_bool()) return bad("cold must be a boolean");
     c.cold = cold->as_bool();
   }
+  if (auto* m = o.if_contains("memory")) {
+    if (!m->is_bool()) return bad("memory must be a boolean");
+    c.memory = m->as_bool();
+  }
   if (auto* d = o.if_contains("disk_mib")) {
     if (!d->is_uint64() && !(d->is_int64() && d->as_int64() >= 0))
       return bad("disk_mib must be a non-negative integer");
@@ -163,6 +167,7 @@ std::string serializeNodeCall(const NodeCall& c) {
   if (!c.env.empty()) o["env"] = toArray(c.env);
   if (!c.copies.empty()) o["copies"] = toArray(c.copies);
   if (c.cold) o["cold"] = true;
+  if (!c.memory) o["memory"] = false;
   if (c.disk_mib) o["disk_mib"] = c.disk_mib;
   if (c.network) o["network"] = networkJson(*c.network);
   return json::serialize(o);

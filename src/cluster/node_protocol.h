@@ -26,6 +26,8 @@ struct NodeCall {
   bool cold = false;
   uint64_t disk_mib = 0;
   std::optional<ops::NetworkSpec> network;
+  // pause: false keeps only the disk ("memory": false on the wire)
+  bool memory = true;
   // fork
   std::vector<std::string> copies;
   // credential: the credential's name (id is unused)

@@ -18,6 +18,7 @@ TEST(NodeProtocolTest, CallsRoundTrip) {
   c.disk_mib = 2048;
   c.network = ops::NetworkSpec{"allowlist", {"pypi.org", "*.github.com:443"}, {"gh"}, {}};
   c.copies = {"sb-c1", "sb-c2"};
+  c.memory = false;
   auto p = parseNodeCall(serializeNodeCall(c));
   ASSERT_TRUE(p.ok()) << p.error().message();
   EXPECT_EQ(p->id, c.id);
@@ -31,10 +32,12 @@ TEST(NodeProtocolTest, CallsRoundTrip) {
   EXPECT_EQ(p->network->allow, c.network->allow);
   EXPECT_EQ(p->network->credentials, c.network->credentials);
   EXPECT_EQ(p->copies, c.copies);
+  EXPECT_FALSE(p->memory);
   auto bare = parseNodeCall(R"({"id":"sb-x"})");
   ASSERT_TRUE(bare.ok());
   EXPECT_FALSE(bare->network.has_value());
   EXPECT_FALSE(bare->cold);
+  EXPECT_TRUE(bare->memory);  // a pause keeps memory unless told otherwise
 }
 
 TEST(NodeProtocolTest, RefusesWhatIsNotACall) {
@@ -49,6 +52,7 @@ TEST(NodeProtocolTest, RefusesWhatIsNotACall) {
            R"({"env":"A=1"})",
            R"({"env":[1]})",
            R"({"cold":"yes"})",
+           R"({"memory":0})",
            R"({"disk_mib":-1})",
            R"({"disk_mib":1.5})",
            R"({"network":[]})",

@@ -77,7 +77,7 @@ asio::awaitable<Result<NodeReply>> NodeServer::call(std::string name, NodeCall c
     }
     if (!r.status.ok()) nodeLog().warn("create {}: {}", c.id, r.status.error().message());
   } else if (name == "pause") {
-    r.status = co_await node_.pause(c.id);
+    r.status = co_await node_.pause(c.id, c.memory);
   } else if (name == "resume") {
     r.status = co_await node_.resume(c.tenant, c.id);
   } else if (name == "destroy") {

@@ -208,10 +208,19 @@ Result<NewSandbox> parseNewSandbox(std::string_view body, bool v2) {
       // below, together
     } else if (k == "autoPause") {
       if (!isNull(v) && !v.is_bool()) return bad("autoPause must be a boolean");
-      if (v.is_bool() && v.as_bool())
-        return noMapping("autoPause (a sandbox whose timeout ends is deleted)");
-    } else if (k == "autoPauseMemory" || k == "autoResume") {
-      if (!isNull(v)) return noMapping(std::string(k));
+      r.auto_pause = v.is_bool() && v.as_bool();
+    } else if (k == "autoPauseMemory") {
+      if (!isNull(v) && !v.is_bool()) return bad("autoPauseMemory must be a boolean");
+      r.auto_pause_memory = !v.is_bool() || v.as_bool();
+    } else if (k == "autoResume") {
+      if (!isNull(v)) {
+        if (!v.is_object()) return bad("autoResume must be an object {enabled}");
+        for (const auto& [ak, av] : v.as_object()) {
+          if (ak != "enabled") return bad("unknown field 'autoResume." + std::string(ak) + "'");
+          if (!av.is_bool()) return bad("autoResume.enabled must be a boolean");
+          r.auto_resume = av.as_bool();
+        }
+      }
     } else if (k == "volumeMounts") {
       if (!isNull(v) && !(v.is_array() && v.as_array().empty()))
         return noMapping("volumeMounts (volumes)");
@@ -225,6 +234,13 @@ Result<NewSandbox> parseNewSandbox(std::string_view body, bool v2) {
     }
   }
   if (!have_template) return bad("templateID is required");
+  // E2B's own rules (the SDK checks them too, for typed callers).
+  if (r.auto_resume && !r.auto_pause) return bad("autoResume needs autoPause");
+  if (!r.auto_pause_memory && !r.auto_pause) return bad("autoPauseMemory needs autoPause");
+  if (r.auto_resume && !r.auto_pause_memory)
+    return bad(
+        "autoResume cannot be combined with autoPauseMemory: false (a filesystem-only pause "
+        "must be resumed explicitly, with connect)");
   const json::value* net = o.if_contains("network");
   const json::value* internet = o.if_contains("allow_internet_access");
   if ((net && !isNull(*net)) || (internet && !isNull(*internet))) {
@@ -295,15 +311,15 @@ Result<int64_t> parseRefresh(std::string_view body) {
   return d;
 }
 
-Status parsePause(std::string_view body) {
+Result<bool> parsePause(std::string_view body) {
   VESSEL_ASSIGN_OR_RETURN(json::object o, objectOrEmpty(body));
+  bool memory = true;
   for (const auto& [k, v] : o) {
     if (k != "memory") return bad("unknown field '" + std::string(k) + "'");
     if (!isNull(v) && !v.is_bool()) return bad("memory must be a boolean");
-    if (v.is_bool() && !v.as_bool())
-      return noMapping("memory: false (a pause without memory; Vessel pauses whole VMs)");
+    if (v.is_bool()) memory = v.as_bool();
   }
-  return okStatus();
+  return memory;
 }
 
 Result<ForkRequest> parseFork(std::string_view body) {

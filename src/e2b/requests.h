@@ -4,7 +4,7 @@
 // body or query parsed once, bounded, into a typed request for the lifecycle
 // (ops::Lifecycle), or a kInvalidArgument error the API answers 400. What
 // E2B has and Vessel cannot give (IP/CIDR egress rules, egress proxies,
-// volumes, IAM tokens, a pause without memory, ...) is refused here with a
+// volumes, IAM tokens, a resume without memory, ...) is refused here with a
 // message that says so, never silently dropped.
 #include <cstdint>
 #include <map>
@@ -44,6 +44,11 @@ struct NewSandbox {
   std::map<std::string, std::string> metadata;
   std::vector<std::string> env;  // KEY=VALUE
   std::optional<Egress> egress;  // nullopt: the node's defaults
+  // E2B's lifecycle: `autoPause` (onTimeout pause), `autoPauseMemory`
+  // (false: a filesystem-only pause), `autoResume: {enabled}`.
+  bool auto_pause = false;
+  bool auto_pause_memory = true;
+  bool auto_resume = false;
 };
 // POST /sandboxes (v1) and /v2/sandboxes (v2: no `secure`).
 Result<NewSandbox> parseNewSandbox(std::string_view body, bool v2);
@@ -57,8 +62,9 @@ Result<int64_t> parseResume(std::string_view body);
 Result<int64_t> parseTimeout(std::string_view body);
 // POST /sandboxes/{id}/refreshes: {duration?: 0..3600}; unset: 15 s.
 Result<int64_t> parseRefresh(std::string_view body);
-// POST /sandboxes/{id}/pause: {memory?: true}; memory false is refused.
-Status parsePause(std::string_view body);
+// POST /sandboxes/{id}/pause: {memory?: true}; whether to keep memory
+// (false: only the filesystem, a resume boots it again).
+Result<bool> parsePause(std::string_view body);
 
 struct ForkRequest {
   int count = 1;

@@ -71,7 +71,6 @@ TEST(NewSandbox, WhatHasNoMappingIsRefusedSayingSo) {
            R"({"templateID":"base","network":{"maskRequestHost":"x"}})",
            R"({"templateID":"base","volumeMounts":[{"name":"v","path":"/data"}]})",
            R"({"templateID":"base","iam":{"tokens":{"t":{"audience":"a","tokenType":"jwt"}}}})",
-           R"({"templateID":"base","autoPause":true})",
            R"({"templateID":"base","network":{"rules":{"a.com":[{"transform":{"path":"/x"}}]}}})",
        }) {
     auto r = parseNewSandbox(body, true);
@@ -85,6 +84,40 @@ TEST(NewSandbox, WhatHasNoMappingIsRefusedSayingSo) {
   EXPECT_TRUE(parseNewSandbox(
                   R"({"templateID":"base","volumeMounts":[],"autoPause":false,"iam":null})", true)
                   .ok());
+}
+
+// E2B's lifecycle as the SDK sends it: autoPause, autoPauseMemory,
+// autoResume {enabled}; E2B's combination rules are checked here too.
+TEST(NewSandbox, LifecycleFields) {
+  auto none = parseNewSandbox(R"({"templateID":"base"})", false);
+  ASSERT_TRUE(none.ok());
+  EXPECT_FALSE(none->auto_pause);
+  EXPECT_TRUE(none->auto_pause_memory);
+  EXPECT_FALSE(none->auto_resume);
+  auto p = parseNewSandbox(
+      R"({"templateID":"base","autoPause":true,"autoResume":{"enabled":true}})", false);
+  ASSERT_TRUE(p.ok()) << p.error().message();
+  EXPECT_TRUE(p->auto_pause);
+  EXPECT_TRUE(p->auto_pause_memory);
+  EXPECT_TRUE(p->auto_resume);
+  auto fs =
+      parseNewSandbox(R"({"templateID":"base","autoPause":true,"autoPauseMemory":false})", true);
+  ASSERT_TRUE(fs.ok()) << fs.error().message();
+  EXPECT_FALSE(fs->auto_pause_memory);
+  EXPECT_FALSE(fs->auto_resume);
+  for (const char* body : {
+           R"({"templateID":"base","autoPause":false,"autoResume":{"enabled":true}})",
+           R"({"templateID":"base","autoPauseMemory":false})",
+           R"({"templateID":"base","autoPause":true,"autoPauseMemory":false,)"
+           R"("autoResume":{"enabled":true}})",
+           R"({"templateID":"base","autoPause":"yes"})",
+           R"({"templateID":"base","autoPause":true,"autoResume":true})",
+           R"({"templateID":"base","autoPause":true,"autoResume":{"enabled":1}})",
+       }) {
+    auto r = parseNewSandbox(body, false);
+    ASSERT_FALSE(r.ok()) << body;
+    EXPECT_EQ(r.error().code(), Code::kInvalidArgument) << body;
+  }
 }
 
 TEST(NewSandbox, HeaderRulesCarryHostHeaderAndValue) {
@@ -130,9 +163,12 @@ TEST(SmallBodies, ConnectTimeoutPauseForkSnapshotSecret) {
   EXPECT_FALSE(parseTimeout("{}").ok());
   EXPECT_EQ(parseRefresh("").value_or(-1), 15);
   EXPECT_FALSE(parseRefresh(R"({"duration":3601})").ok());
-  EXPECT_TRUE(parsePause(R"({"memory":true})").ok());
-  EXPECT_TRUE(parsePause("").ok());
-  EXPECT_THAT(parsePause(R"({"memory":false})").error().message(), HasSubstr("no mapping"));
+  EXPECT_TRUE(parsePause(R"({"memory":true})").value_or(false));
+  EXPECT_TRUE(parsePause("").value_or(false));
+  auto fs_only = parsePause(R"({"memory":false})");  // a filesystem-only pause
+  ASSERT_TRUE(fs_only.ok());
+  EXPECT_FALSE(*fs_only);
+  EXPECT_FALSE(parsePause(R"({"memory":"no"})").ok());
   auto f = parseFork(R"({"timeout":30,"count":3})");
   ASSERT_TRUE(f.ok());
   EXPECT_EQ(f->count, 3);

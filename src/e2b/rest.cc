@@ -114,7 +114,8 @@ json::object RestApi::listedJson(const store::SandboxRecord& s, bool detail) con
   if (detail) {
     o["envdAccessToken"] = tokens_.forSandbox(s.id);
     o["domain"] = nullptr;
-    o["lifecycle"] = json::object{{"autoResume", false}, {"onTimeout", "kill"}};
+    o["lifecycle"] = json::object{{"autoResume", s.auto_resume},
+                                  {"onTimeout", s.pause_on_timeout ? "pause" : "kill"}};
     auto net = store_.getSandboxNetwork(s.id);
     if (net.ok() && !net->empty()) {
       json::value v = json::parse(*net, ec);
@@ -231,6 +232,16 @@ asio::awaitable<Status> RestApi::finish(const std::string& tenant,
 
 Result<ops::NetworkSpec> RestApi::egressSpec(const std::string& tenant, const Egress& e) {
   ops::NetworkSpec spec = e.spec;
+  auto made = makeRuleCredentials(tenant, e, spec);
+  if (!made.ok()) {
+    dropRuleCredentials(tenant, spec.credentials);  // those made before the failing one
+    return std::move(made).error();
+  }
+  return spec;
+}
+
+Status RestApi::makeRuleCredentials(const std::string& tenant, const Egress& e,
+                                    ops::NetworkSpec& spec) {
   for (const auto& rule : e.headers) {
     auto value = expandSecrets(rule.value, [&](const std::string& name) -> Result<std::string> {
       VESSEL_ASSIGN_OR_RETURN(auto c, store_.getCredential(tenant, name));
@@ -242,30 +253,36 @@ Result<ops::NetworkSpec> RestApi::egressSpec(const std::string& tenant, const Eg
       if (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f)
         return Error(Code::kInvalidArgument, "header " + rule.header + " holds control characters");
     // One credential per rule: the gateway injects it for that host only.
-    store::CredentialRecord c;
-    c.tenant_id = tenant;
+    // Through the lifecycle, as every credential write is, so the node
+    // hears of it (ops::Node::credentialChanged).
+    ops::CredentialSpec c;
     c.name = "e2b-rule-" + newId("c").substr(2);
-    c.hosts_json = json::serialize(json::array{json::string(rule.host)});
+    c.hosts = {rule.host};
     c.header = rule.header;
     c.value = *value;
-    c.created_ms = lifecycle_.clock().nowMs();
-    VESSEL_TRY(store_.putCredential(c));
+    VESSEL_TRY(lifecycle_.putCredential(tenant, c));
     spec.credentials.push_back(c.name);
   }
-  return spec;
+  return okStatus();
 }
 
-void RestApi::dropRuleCredentials(const std::string& tenant, const std::string& id) {
-  auto net = store_.getSandboxNetwork(id);
-  if (!net.ok() || net->empty()) return;
-  boost::system::error_code ec;
-  json::value v = json::parse(*net, ec);
-  if (ec || !v.is_object()) return;
-  auto* creds = v.as_object().if_contains("credentials");
-  if (!creds || !creds->is_array()) return;
-  for (const auto& c : creds->as_array())
-    if (c.is_string() && std::string_view(c.as_string()).starts_with("e2b-rule-"))
-      (void)store_.deleteCredential(tenant, std::string(c.as_string()));
+void RestApi::dropRuleCredentials(const std::string& tenant,
+                                  const std::vector<std::string>& names) {
+  for (const auto& name : names)
+    if (name.starts_with("e2b-rule-"))
+      if (auto s = lifecycle_.deleteCredential(tenant, name);
+          !s.ok() && s.error().code() != Code::kNotFound)
+        e2bLog().warn("delete credential {}: {}", name, s.error().message());
+}
+
+std::vector<std::string> RestApi::ruleCredentials(const std::string& tenant,
+                                                  const std::string& id) {
+  auto net = lifecycle_.network(tenant, id);
+  if (!net.ok()) return {};
+  std::vector<std::string> out;
+  for (const auto& c : net->credentials)
+    if (c.starts_with("e2b-rule-")) out.push_back(c);
+  return out;
 }
 
 asio::awaitable<Response> RestApi::create(const Request& req, std::string tenant, bool v2) {
@@ -283,6 +300,9 @@ asio::awaitable<Response> RestApi::create(const Request& req, std::string tenant
   // E2B's timeout is a lifetime counted from now; nothing idles out.
   c.timeout_s = 0;
   c.lifetime_s = std::max<int64_t>(in->timeout_s, 1);
+  c.pause_on_timeout = in->auto_pause;
+  c.pause_memory = in->auto_pause_memory;
+  c.auto_resume = in->auto_resume;
   if (in->egress) {
     auto spec = egressSpec(tenant, *in->egress);
     if (!spec.ok()) co_return errorJson(req, spec.error());
@@ -291,9 +311,7 @@ asio::awaitable<Response> RestApi::create(const Request& req, std::string tenant
   auto r = lifecycle_.create(c);
   if (!r.ok()) {
     // Refused before it existed: the rules' credentials go too.
-    if (c.network)
-      for (const auto& name : c.network->credentials)
-        if (name.rfind("e2b-rule-", 0) == 0) (void)store_.deleteCredential(tenant, name);
+    if (c.network) dropRuleCredentials(tenant, c.network->credentials);
     co_return errorJson(req, r.error());
   }
   if (auto s = co_await finish(tenant, r->operation); !s.ok()) co_return errorJson(req, s.error());
@@ -346,25 +364,28 @@ asio::awaitable<Response> RestApi::kill(const Request& req, std::string tenant, 
   auto sb = lifecycle_.get(tenant, id);
   if (!sb.ok()) co_return errorJson(req, sb.error());
   if (sb->state == SandboxState::kFailed) co_return errorJson(req, notFound(id));
+  auto rules = ruleCredentials(tenant, id);  // read while the sandbox is there
   auto r = lifecycle_.remove(tenant, id);
   if (!r.ok()) {
     // Already being deleted: E2B's kill of a dying sandbox is not an error.
     if (r.error().code() == Code::kFailedPrecondition) co_return noContent(req);
     co_return errorJson(req, r.error());
   }
-  dropRuleCredentials(tenant, id);
+  dropRuleCredentials(tenant, rules);
   if (auto s = co_await finish(tenant, r->operation); !s.ok()) co_return errorJson(req, s.error());
   co_return noContent(req);
 }
 
 asio::awaitable<Response> RestApi::pause(const Request& req, std::string tenant, std::string id) {
-  if (auto s = parsePause(req.body()); !s.ok()) co_return errorJson(req, s.error());
+  auto memory = parsePause(req.body());
+  if (!memory.ok()) co_return errorJson(req, memory.error());
   auto sb = lifecycle_.get(tenant, id);
   if (!sb.ok()) co_return errorJson(req, sb.error());
   if (paused(sb->state))
     co_return errorJson(req, Error(Code::kAlreadyExists, "sandbox " + id + " is already paused"));
   if (!running(sb->state)) co_return errorJson(req, notFound(id));
-  auto r = lifecycle_.pause(tenant, id);
+  // memory: false keeps only the filesystem; connect boots it again.
+  auto r = lifecycle_.pause(tenant, id, *memory);
   if (!r.ok()) co_return errorJson(req, r.error());
   if (auto s = co_await finish(tenant, r->operation); !s.ok()) co_return errorJson(req, s.error());
   // E2B keeps paused sandboxes until they are resumed or killed: here, until
@@ -380,6 +401,12 @@ asio::awaitable<Response> RestApi::connect(const Request& req, std::string tenan
   auto timeout = resume_only ? parseResume(req.body()) : parseConnect(req.body(), v2);
   if (!timeout.ok()) co_return errorJson(req, timeout.error());
   auto sb = lifecycle_.get(tenant, id);
+  if (!sb.ok()) co_return errorJson(req, sb.error());
+  // A pause or resume in flight (an auto-pause at its timeout, say) ends
+  // first: E2B's connect lands on a paused or running sandbox.
+  if (sb->state == SandboxState::kPausing || sb->state == SandboxState::kResuming)
+    sb = co_await lifecycle_.settled(tenant, id,
+                                     std::chrono::steady_clock::now() + opts_.await_limit);
   if (!sb.ok()) co_return errorJson(req, sb.error());
   if (running(sb->state)) {
     if (resume_only)
@@ -427,20 +454,14 @@ asio::awaitable<Response> RestApi::updateNetwork(const Request& req, std::string
   if (!sb.ok()) co_return errorJson(req, sb.error());
   if (!running(sb->state) && !paused(sb->state)) co_return errorJson(req, notFound(id));
   // The rules' old credentials go once the new settings are in place.
-  auto old = store_.getSandboxNetwork(id);
+  auto old = ruleCredentials(tenant, id);
   auto spec = egressSpec(tenant, *e);
   if (!spec.ok()) co_return errorJson(req, spec.error());
-  if (auto s = co_await lifecycle_.setNetwork(tenant, id, *spec); !s.ok())
+  if (auto s = co_await lifecycle_.setNetwork(tenant, id, *spec); !s.ok()) {
+    dropRuleCredentials(tenant, spec->credentials);
     co_return errorJson(req, s.error());
-  if (old.ok() && !old->empty()) {
-    boost::system::error_code ec;
-    json::value v = json::parse(*old, ec);
-    if (!ec && v.is_object())
-      if (auto* creds = v.as_object().if_contains("credentials"); creds && creds->is_array())
-        for (const auto& c : creds->as_array())
-          if (c.is_string() && std::string_view(c.as_string()).starts_with("e2b-rule-"))
-            (void)store_.deleteCredential(tenant, std::string(c.as_string()));
   }
+  dropRuleCredentials(tenant, old);
   co_return noContent(req);
 }
 

@@ -13,6 +13,7 @@
 #include <boost/beast/http/write.hpp>
 #include <boost/json.hpp>
 #include <filesystem>
+#include <fstream>
 #include <future>
 #include <thread>
 
@@ -48,6 +49,7 @@ class RestSecretsTest : public ::testing::Test {
     ASSERT_TRUE(store_->createTenant("t1", "one").ok());
     ASSERT_TRUE(store_->addApiKey("t1", sha256Hex(kKey)).ok());
     templates_ = std::make_unique<templates::TemplateStore>(dir_ + "/templates", "q", "k");
+    installBase();
     node_ = std::make_unique<ops::testing::FakeNode>(io_);
     lc_ = std::make_unique<ops::Lifecycle>(io_, *store_, *node_, *templates_, clock_);
     rest_ = std::make_unique<RestApi>(*lc_, *store_, *templates_, tokens_);
@@ -62,6 +64,39 @@ class RestSecretsTest : public ::testing::Test {
     rest_.reset();
     lc_.reset();
     fs::remove_all(dir_);
+  }
+
+  // A template named `base` of a few bytes: the fake node never reads it.
+  void installBase() {
+    std::string staging = dir_ + "/staging";
+    fs::create_directories(staging);
+    templates::Manifest m;
+    m.name = "base";
+    m.version = "v1";
+    m.spec_hash = std::string(64, 'a');
+    m.qemu_version = "q";
+    m.kernel_sha256 = "k";
+    m.created_at = "2026-01-01T00:00:00Z";
+    m.memory_mib = 256;
+    for (const char* f : {templates::kRootfsFile, templates::kMemoryFile, templates::kStateFile}) {
+      std::ofstream(staging + "/" + f) << f;
+      m.files[f] = sha256Hex(f);
+    }
+    ASSERT_TRUE(templates_->install(staging, m).ok());
+  }
+  std::vector<std::string> ruleNames() {
+    std::vector<std::string> out;
+    auto all = store_->listCredentials("t1");
+    EXPECT_TRUE(all.ok());
+    if (all.ok())
+      for (const auto& c : *all)
+        if (c.name.rfind("e2b-rule-", 0) == 0) out.push_back(c.name);
+    return out;
+  }
+  size_t changed(const std::string& name) {
+    size_t n = 0;
+    for (const auto& c : nodeCalls()) n += c == "credential-changed t1 " + name;
+    return n;
   }
 
   api::Response call(http::verb method, const std::string& target, const std::string& body = "") {
@@ -146,6 +181,48 @@ TEST_F(RestSecretsTest, CreateUpdateDeleteReachTheNode) {
   EXPECT_EQ(call(http::verb::delete_, "/secrets/gh-token").result_int(), 404);
   EXPECT_EQ(call(http::verb::post, "/secrets/nope", R"({"value":"x"})").result_int(), 404);
   EXPECT_EQ(nodeCalls().size(), before);
+}
+
+// The credentials made for network rules (header injection) are written and
+// deleted through the lifecycle too: the node hears of every one.
+TEST_F(RestSecretsTest, NetworkRuleCredentialsGoThroughTheLifecycle) {
+  auto created = call(http::verb::post, "/sandboxes",
+                      R"({"templateID":"base","timeout":300,"network":{"rules":{)"
+                      R"("api.example.com":[{"transform":{"headers":{"X-Key":"one"}}}]}}})");
+  ASSERT_EQ(created.result_int(), 201) << created.body();
+  std::string id(json::parse(created.body()).at("sandboxID").as_string());
+  auto first = ruleNames();
+  ASSERT_EQ(first.size(), 1u);
+  EXPECT_EQ(changed(first[0]), 1u);
+  auto c = store_->getCredential("t1", first[0]);
+  ASSERT_TRUE(c.ok() && *c);
+  EXPECT_EQ((*c)->header, "X-Key");
+  EXPECT_EQ((*c)->value, "one");
+  EXPECT_EQ((*c)->hosts_json, R"(["api.example.com"])");
+
+  // New rules: a new credential made, the old one deleted, both through it.
+  auto updated =
+      call(http::verb::put, "/sandboxes/" + id + "/network",
+           R"({"rules":{"api.example.com":[{"transform":{"headers":{"X-Key":"two"}}}]}})");
+  ASSERT_EQ(updated.result_int(), 204) << updated.body();
+  auto second = ruleNames();
+  ASSERT_EQ(second.size(), 1u);
+  EXPECT_NE(second[0], first[0]);
+  EXPECT_EQ(changed(first[0]), 2u) << "its deletion reached the node";
+  EXPECT_EQ(changed(second[0]), 1u);
+
+  // Kill: its rules' credentials go, through the lifecycle.
+  auto killed = call(http::verb::delete_, "/sandboxes/" + id);
+  ASSERT_EQ(killed.result_int(), 204) << killed.body();
+  EXPECT_TRUE(ruleNames().empty());
+  EXPECT_EQ(changed(second[0]), 2u);
+
+  // A create the lifecycle refuses leaves no credential behind.
+  auto refused = call(http::verb::post, "/sandboxes",
+                      R"({"templateID":"nosuch","network":{"rules":{)"
+                      R"("api.example.com":[{"transform":{"headers":{"X-Key":"x"}}}]}}})");
+  EXPECT_EQ(refused.result_int(), 404) << refused.body();
+  EXPECT_TRUE(ruleNames().empty());
 }
 
 }  // namespace

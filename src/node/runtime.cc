@@ -252,6 +252,7 @@ Status Runtime::writeRecord(const Sandbox& sb) {
   f.memory_mib = sb.memory_mib_;
   f.disk_mib = sb.disk_mib_;
   f.paused = sb.state_ == Sandbox::State::kPaused;
+  f.disk_only = f.paused && sb.disk_only_;
   // What a later vesseld needs to take the running VM over (adopt()).
   if (sb.vm_ && sb.vm_->pid() > 0) {
     f.vm_pid = sb.vm_->pid();
@@ -395,10 +396,11 @@ asio::awaitable<Result<std::shared_ptr<Sandbox>>> Runtime::create(std::string te
   co_return sb;
 }
 
-asio::awaitable<Status> Runtime::pause(Sandbox& sb) {
+asio::awaitable<Status> Runtime::pause(Sandbox& sb, bool keep_memory) {
   std::string ctx = "pause sandbox " + sb.id_;
   if (sb.state_ != Sandbox::State::kRunning)
     co_return Error(Code::kFailedPrecondition, ctx + ": sandbox is not running");
+  if (!keep_memory) co_return co_await pauseDiskOnly(sb);
   auto s = co_await sb.vm_->pauseVcpus();
   if (s.ok()) s = co_await sb.vm_->saveState(sb.dir_ + "/pause.state", false);
   if (!s.ok()) {
@@ -431,6 +433,7 @@ Result<std::shared_ptr<Sandbox>> Runtime::readRecord(const std::string& id, Sand
   sb->vcpus_ = f.vcpus;
   sb->memory_mib_ = f.memory_mib;
   sb->disk_mib_ = f.disk_mib;
+  sb->disk_only_ = f.paused && f.disk_only;
   return sb;
 }
 
@@ -451,6 +454,15 @@ asio::awaitable<Result<std::shared_ptr<Sandbox>>> Runtime::resume(const std::str
   auto at = sb->template_id_.find('@');
   auto t = store_.open(sb->template_id_.substr(0, at), sb->template_id_.substr(at + 1));
   if (!t.ok()) co_return std::move(t).error().withContext(ctx);
+  if (sb->disk_only_) {
+    Status b = co_await bootDisk(*sb, (*t)->manifest);
+    if (!b.ok()) co_return std::move(b).error().withContext(ctx);
+    sb->state_ = Sandbox::State::kRunning;
+    sb->disk_only_ = false;
+    store_.acquire(sb->template_id_);
+    VESSEL_CO_TRY(writeRecord(*sb));
+    co_return sb;
+  }
 
   auto state = Fd::open(dir + "/pause.state", O_RDONLY);
   if (!state.ok()) co_return std::move(state).error().withContext(ctx);
@@ -481,6 +493,59 @@ asio::awaitable<Result<std::shared_ptr<Sandbox>>> Runtime::resume(const std::str
   store_.acquire(sb->template_id_);
   VESSEL_CO_TRY(writeRecord(*sb));
   co_return sb;
+}
+
+asio::awaitable<Status> Runtime::pauseDiskOnly(Sandbox& sb) {
+  std::string ctx = "pause sandbox " + sb.id_ + " (disk only)";
+  // What the guest wrote must be on its disk, not in its page cache, before
+  // its memory goes; QEMU flushes its own caches into the overlay as it quits.
+  agentclient::ExecSpec ex;
+  ex.argv = {"sync"};
+  ex.user = "root";
+  ex.timeout = opts_.guest_call_timeout;
+  auto r = co_await withGuestDeadline(sb.agent_, opts_.guest_call_timeout, ctx,
+                                      sb.agent_->run(std::move(ex)));
+  if (!r.ok()) co_return std::move(r).error().withContext(ctx);
+  if (!r->exit.exited || r->exit.code != 0)
+    co_return Error(Code::kInternal, ctx + ": sync failed in the guest");
+  sb.agent_->close();
+  sb.agent_.reset();
+  if (auto s = co_await sb.vm_->stop(); !s.ok())
+    Logger("runtime", sb.id_).warn("stop after sync: {}", s.error().message());
+  sb.vm_.reset();
+  releaseSlot(sb.slot_);  // resume takes a fresh one
+  sb.state_ = Sandbox::State::kPaused;
+  sb.disk_only_ = true;
+  VESSEL_CO_TRY(writeRecord(sb));
+  co_return okStatus();
+}
+
+asio::awaitable<Status> Runtime::bootDisk(Sandbox& sb, const templates::Manifest& m) {
+  // The template's kernel and command line, as a cold create boots them,
+  // on the sandbox's own overlay (its filesystem already grown to disk_mib).
+  hypervisor::MachineSpec s = machineSpec(sb.vm_dir_, sb.vcpus_, sb.memory_mib_, m.cmdline);
+  VESSEL_CO_TRY(co_await attachNetwork(s, m, sb.slot_));
+  auto booted = co_await bootMachine(hv_, s, Clock::now() + opts_.ready_timeout);
+  if (!booted.ok()) {
+    releaseSlot(sb.slot_);
+    co_return std::move(booted).error();
+  }
+  sb.vm_ = std::move(booted->vm);
+  making_[sb.id_] = sb.vm_.get();
+  sb.agent_ = agentclient::AgentClient::create(std::move(sb.vm_->agentChannel()),
+                                               std::move(booted->leftover), sb.id_);
+  sb.agent_->setReplyTimeout(opts_.agent_reply_timeout);
+  Status fin = checkAborted(sb.id_);
+  if (fin.ok()) fin = co_await applyIdentity(sb);
+  if (!fin.ok()) {
+    sb.agent_->close();
+    sb.agent_.reset();
+    (void)co_await sb.vm_->stop();
+    sb.vm_.reset();
+    releaseSlot(sb.slot_);
+    co_return fin;
+  }
+  co_return okStatus();
 }
 
 asio::awaitable<Status> Runtime::destroy(Sandbox& sb) {

@@ -119,6 +119,7 @@ class Sandbox {
   uint64_t memory_mib_ = 256;
   uint64_t disk_mib_ = 0;
   State state_ = State::kRunning;
+  bool disk_only_ = false;  // paused without its memory
   std::unique_ptr<hypervisor::Vm> vm_;
   std::shared_ptr<agentclient::AgentClient> agent_;
   std::vector<std::pair<std::string, double>> phases_ms_;
@@ -134,8 +135,10 @@ class Runtime : private WarmPool::Source {
   asio::awaitable<Result<std::shared_ptr<Sandbox>>> create(std::string template_name,
                                                            CreateOptions opts);
   // Saves memory, disk and device state into the sandbox's directories and
-  // frees the VM.
-  asio::awaitable<Status> pause(Sandbox& sb);
+  // frees the VM. `keep_memory` false keeps only its disk: the guest's
+  // filesystems are synced, the VM stopped, and resume() boots the
+  // template's kernel on that disk (a new boot: processes gone, files kept).
+  asio::awaitable<Status> pause(Sandbox& sb, bool keep_memory = true);
   // Restores a paused sandbox, also one paused by an earlier vesseld.
   asio::awaitable<Result<std::shared_ptr<Sandbox>>> resume(const std::string& id);
   // Snapshots a running sandbox (briefly paused) into `count` new sandboxes.
@@ -236,6 +239,9 @@ class Runtime : private WarmPool::Source {
   asio::awaitable<Result<Prepared>> prepare(std::shared_ptr<const templates::Template> t) override;
   asio::awaitable<Status> warm(Prepared& p) override;
   asio::awaitable<Status> finishRestore(Sandbox& sb, bool ignore_shared);
+  // Pause and resume of a sandbox kept as its disk alone.
+  asio::awaitable<Status> pauseDiskOnly(Sandbox& sb);
+  asio::awaitable<Status> bootDisk(Sandbox& sb, const templates::Manifest& m);
   asio::awaitable<void> discard(Prepared p) override;
   // Entropy, clock, hostname, env; then the guest network unless the guest
   // is set up as `net_done` says already.

@@ -45,7 +45,8 @@ asio::awaitable<Result<std::shared_ptr<Sandbox>>> Runtime::adopt(const std::stri
   std::optional<uint32_t> slot_index = file.network_slot;
   std::error_code ec;
   if (paused) {
-    if (!fs::exists(dir + "/pause.state", ec))
+    sb->disk_only_ = file.disk_only;
+    if (!file.disk_only && !fs::exists(dir + "/pause.state", ec))
       co_return Error(Code::kNotFound, ctx + ": paused, but its saved state is missing");
     sb->state_ = Sandbox::State::kPaused;
     store_.acquire(sb->template_id_);

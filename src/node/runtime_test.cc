@@ -16,6 +16,7 @@
 #include <optional>
 
 #include "agentclient/testing/agent_harness.h"
+#include "base/fd.h"
 #include "base/scope_exit.h"
 #include "base/sha256.h"
 #include "hypervisor/testing/fake_hypervisor.h"
@@ -142,6 +143,38 @@ TEST_F(RuntimeTest, PauseFreesTheVmAndResumeRestoresTheSandbox) {
   EXPECT_FALSE(fs::exists((*back)->dir() + "/pause.state"));
   EXPECT_EQ(run(runtime().resume("sb-pause")).error().code(), Code::kFailedPrecondition);
   ASSERT_TRUE(run(runtime().destroy(**back)).ok());
+}
+
+// A pause that keeps only the disk: no saved memory, the VM stopped, and a
+// resume that boots a new VM on the sandbox's own disk (identity given again).
+TEST_F(RuntimeTest, ADiskOnlyPauseKeepsNoMemoryAndResumeBootsAgain) {
+  CreateOptions o;
+  o.id = "sb-disk";
+  o.env = {"GREETING=hello"};
+  auto sb = create(o);
+  ASSERT_TRUE(sb);
+  size_t started = hv_->started();
+  ASSERT_TRUE(run(runtime().pause(*sb, false)).ok());
+  EXPECT_EQ(sb->state(), Sandbox::State::kPaused);
+  EXPECT_EQ(sb->vm(), nullptr);
+  EXPECT_FALSE(fs::exists(sb->dir() + "/pause.state"));
+  EXPECT_TRUE(fs::exists(sb->vmDir() + "/disk.qcow2")) << "its disk is what it keeps";
+  EXPECT_EQ(hv_->live(), 0u);
+  auto rec = readFile(sb->dir() + "/sandbox.json");
+  ASSERT_TRUE(rec.ok());
+  EXPECT_THAT(*rec, HasSubstr("\"paused-disk\""));
+
+  auto back = run(runtime().resume("sb-disk"));
+  ASSERT_TRUE(back.ok()) << back.error().message();
+  EXPECT_EQ((*back)->state(), Sandbox::State::kRunning);
+  EXPECT_EQ(hv_->started(), started + 1);
+  EXPECT_EQ((*back)->vmDir(), sb->vmDir());  // the same disk
+  EXPECT_EQ(sh(**back, "echo $VESSEL_SANDBOX_ID $GREETING"), "sb-disk hello\n");
+  rec = readFile(sb->dir() + "/sandbox.json");
+  ASSERT_TRUE(rec.ok());
+  EXPECT_THAT(*rec, HasSubstr("\"running\""));
+  ASSERT_TRUE(run(runtime().destroy(**back)).ok());
+  EXPECT_EQ(hv_->live(), 0u);
 }
 
 TEST_F(RuntimeTest, ForkMakesRunningCopiesAndTheOriginalCarriesOn) {

@@ -20,7 +20,7 @@ std::string encodeSandboxFile(const SandboxFile& f) {
   o["vcpus"] = f.vcpus;
   o["memory_mib"] = f.memory_mib;
   if (f.disk_mib) o["disk_mib"] = f.disk_mib;
-  o["state"] = f.paused ? "paused" : "running";
+  o["state"] = !f.paused ? "running" : f.disk_only ? "paused-disk" : "paused";
   if (f.vm_pid > 0) {
     o["vm_pid"] = f.vm_pid;
     if (f.vm_start_ticks) o["vm_start_ticks"] = f.vm_start_ticks;
@@ -58,8 +58,10 @@ Result<SandboxFile> decodeSandboxFile(std::string_view text) {
     f.memory_mib = o.at("memory_mib").to_number<uint64_t>();
     if (auto* d = o.if_contains("disk_mib")) f.disk_mib = d->to_number<uint64_t>();
     std::string_view st = o.at("state").as_string();
-    if (st != "paused" && st != "running") return corrupt("state '" + std::string(st) + "'");
-    f.paused = st == "paused";
+    if (st != "paused" && st != "paused-disk" && st != "running")
+      return corrupt("state '" + std::string(st) + "'");
+    f.paused = st != "running";
+    f.disk_only = st == "paused-disk";
     if (auto* p = o.if_contains("vm_pid")) f.vm_pid = static_cast<pid_t>(p->to_number<int32_t>());
     if (auto* t = o.if_contains("vm_start_ticks")) f.vm_start_ticks = t->to_number<uint64_t>();
   } catch (const std::exception& e) {

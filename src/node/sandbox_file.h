@@ -32,6 +32,9 @@ struct SandboxFile {
   // disks were sized: the template's own).
   uint64_t disk_mib = 0;
   bool paused = false;
+  // Paused without its memory (state "paused-disk"): only the disk was
+  // kept, and a resume boots the template's kernel on it.
+  bool disk_only = false;
   // A running VM: its QEMU's pid and start time (field 22 of /proc/pid/stat),
   // which together name it even after the pid is recycled.
   pid_t vm_pid = 0;

@@ -37,6 +37,12 @@ TEST(SandboxFileTest, RoundTrips) {
   auto pb = decodeSandboxFile(encodeSandboxFile(p));
   ASSERT_TRUE(pb.ok());
   EXPECT_EQ(*pb, p);
+  // Paused with only its disk kept.
+  p.disk_only = true;
+  auto db = decodeSandboxFile(encodeSandboxFile(p));
+  ASSERT_TRUE(db.ok());
+  EXPECT_TRUE(db->disk_only);
+  EXPECT_EQ(*db, p);
 }
 
 TEST(SandboxFileTest, ReadsWhatEarlierVersionsWrote) {

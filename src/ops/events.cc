@@ -33,6 +33,9 @@ json::object sandboxJson(const store::SandboxRecord& s) {
   if (s.disk_mib) o["disk_mib"] = s.disk_mib;  // 0: recorded before disk sizes
   o["timeout"] = s.idle_timeout_s;
   if (s.expires_ms > 0) o["expires_at"] = rfc3339(s.expires_ms);
+  o["on_timeout"] = s.pause_on_timeout ? "pause" : "delete";
+  if (s.pause_on_timeout && !s.pause_memory) o["pause_memory"] = false;
+  o["auto_resume"] = s.auto_resume;
   return o;
 }
 

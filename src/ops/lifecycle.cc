@@ -234,6 +234,15 @@ Result<Accepted> Lifecycle::create(const CreateRequest& in) {
     return Error(Code::kInvalidArgument, "timeout and lifetime may be at most " +
                                              std::to_string(policy_.max_lifetime_s) +
                                              " seconds here");
+  if (in.auto_resume && !in.pause_on_timeout)
+    return Error(Code::kInvalidArgument, "auto_resume needs on_timeout pause");
+  if (!in.pause_memory && !in.pause_on_timeout)
+    return Error(Code::kInvalidArgument, "a pause without memory needs on_timeout pause");
+  // Traffic that wakes a sandbox expects the processes it talked to.
+  if (in.auto_resume && !in.pause_memory)
+    return Error(Code::kInvalidArgument,
+                 "auto_resume needs a pause that keeps memory: a disk-only pause boots the "
+                 "sandbox again, and it can only be resumed explicitly");
   // The disk: the template's default unless asked, never below its image.
   uint64_t base_mib = (*t)->baseDiskMib();
   if (in.disk_mib && (*in.disk_mib < base_mib || *in.disk_mib > policy_.max_disk_mib))
@@ -259,6 +268,10 @@ Result<Accepted> Lifecycle::create(const CreateRequest& in) {
   sb.created_ms = sb.updated_ms = sb.last_active_ms = clock_.nowMs();
   sb.idle_timeout_s = in.timeout_s.value_or(policy_.default_idle_timeout_s);
   sb.expires_ms = sb.created_ms + lifetime * 1000;
+  sb.pause_on_timeout = in.pause_on_timeout;
+  sb.pause_memory = in.pause_memory;
+  sb.auto_resume = in.auto_resume;
+  sb.lifetime_s = lifetime;
   // Checked again with the insert, atomically: another vesseld on the same
   // store may have admitted one since the check above.
   VESSEL_TRY(store_.insertSandboxAdmitted(sb, admission(in.tenant, demand)));
@@ -359,6 +372,11 @@ void Lifecycle::noteActivity(const std::string& id) {
 }
 
 std::shared_ptr<agentclient::AgentClient> Lifecycle::agentOf(const std::string& id) {
+  // Pausing: its VM is still there while its state is saved, but the
+  // sandbox is on its way out (E2B shows it paused): the data planes answer
+  // as for a paused one rather than reach a guest about to stop.
+  if (auto it = actions_.find(id); it != actions_.end() && it->second.kind == "pause")
+    return nullptr;
   auto a = node_.agent(id);
   if (a) noteActivity(id);  // the data plane uses it: its idle clock starts again
   return a;
@@ -422,6 +440,29 @@ int Lifecycle::reapOnce() {
     bool hard = sb.expires_ms > 0 && sb.expires_ms <= now;
     std::string why = hard ? "its lifetime ended at " + rfc3339(sb.expires_ms)
                            : "idle for " + std::to_string(sb.idle_timeout_s) + " s";
+    // Pausing on timeout: until the deployment's cap, which ends every
+    // sandbox however it asked to be kept.
+    int64_t cap = sb.created_ms + policy_.max_lifetime_s * 1000;
+    if (sb.pause_on_timeout && now < cap && sb.state != SandboxState::kFailed) {
+      if (sb.state == SandboxState::kRunning) {
+        Status s = pauseOnTimeout(sb, why);
+        if (s.ok()) {
+          ++n;
+          continue;
+        }
+        // Not pausable now (the state disk is full, say): it ends as a
+        // timeout ends any other sandbox rather than run on.
+        opsLog().warn("reaper: sandbox {}: cannot pause ({}): deleting", sb.id,
+                      s.error().message());
+      } else {
+        // Paused already (by hand): it waits for a resume until the cap.
+        if (sb.state == SandboxState::kPaused || sb.state == SandboxState::kPausing)
+          (void)store_.setSandboxLifetime(sb.id, sb.idle_timeout_s, cap);
+        // Creating, resuming or forking: paused once running (the node
+        // bounds those operations, so a stuck one fails on its own).
+        continue;
+      }
+    }
     opsLog().info("sandbox {} expired ({}): deleting", sb.id, why);
     json::object data{{"id", sb.id}, {"reason", hard ? "lifetime" : "idle"}, {"message", why}};
     log_.publish({0, sb.tenant_id, "", sb.id, "sandbox.expired", json::serialize(data)});
@@ -434,6 +475,22 @@ int Lifecycle::reapOnce() {
     ++n;
   }
   return n;
+}
+
+Status Lifecycle::pauseOnTimeout(const store::SandboxRecord& sb, const std::string& why) {
+  VESSEL_TRY(startAction(sb.tenant_id, sb.id, Action::kPause, sb.pause_memory, true));
+  // Kept until the cap from now on, so the reaper leaves it alone while it
+  // pauses and while it is paused (the pause runs later on the io thread).
+  int64_t cap = sb.created_ms + policy_.max_lifetime_s * 1000;
+  if (auto s = store_.setSandboxLifetime(sb.id, sb.idle_timeout_s, cap); !s.ok())
+    opsLog().warn("sandbox {}: keep until the cap: {}", sb.id, s.error().message());
+  opsLog().info("sandbox {} expired ({}): pausing{}", sb.id, why,
+                sb.pause_memory ? "" : " (disk only)");
+  const char* reason = sb.expires_ms > 0 && sb.expires_ms <= clock_.nowMs() ? "lifetime" : "idle";
+  json::object data{{"id", sb.id}, {"reason", reason}, {"message", why}, {"action", "pause"}};
+  log_.publish({0, sb.tenant_id, "", sb.id, "sandbox.expired", json::serialize(data)});
+  if (reaped_) reaped_->with({reason}).inc();
+  return okStatus();
 }
 
 }  // namespace vessel::ops

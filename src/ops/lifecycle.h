@@ -63,6 +63,15 @@ struct CreateRequest {
   bool cold = false;
   // Seconds: idle timeout (0: never) and hard lifetime; unset: the defaults.
   std::optional<int64_t> timeout_s, lifetime_s;
+  // What the timeout (idle or lifetime) does: delete it (the default), or
+  // pause it, with its memory or (pause_memory false) only its disk; a
+  // paused one then waits for a resume until the deployment's cap.
+  // auto_resume: traffic to it resumes it (wake()); needs a pause with
+  // memory, since a disk-only pause boots again and the request that woke
+  // it would find none of its processes.
+  bool pause_on_timeout = false;
+  bool pause_memory = true;
+  bool auto_resume = false;
 };
 
 // A credential as a front end checked it: `hosts` are normalized exact
@@ -123,7 +132,9 @@ class Lifecycle {
   const WallClock& clock() const { return clock_; }
 
   Result<Accepted> create(const CreateRequest& req);
-  Result<Accepted> pause(const std::string& tenant, const std::string& id);
+  // `keep_memory` false keeps only the sandbox's disk: its resume boots
+  // the template's kernel on that disk (processes are gone, files stay).
+  Result<Accepted> pause(const std::string& tenant, const std::string& id, bool keep_memory = true);
   Result<Accepted> resume(const std::string& tenant, const std::string& id);
   // Accepted in every state but deleting and deleted: an operation in
   // flight is cut short (the node aborts it) and the sandbox is destroyed
@@ -165,6 +176,21 @@ class Lifecycle {
   // without a VM (paused, creating) is kFailedPrecondition.
   asio::awaitable<Result<Usage>> usage(std::string tenant, std::string id);
   Result<store::SandboxRecord> get(const std::string& tenant, const std::string& id);
+  // Auto-resume: something (the sandbox ports' ingress) has traffic for
+  // sandbox `id`, whatever its tenant (the caller routes by id). Running:
+  // ok at once. Paused and created with auto_resume: resumed (a resume or
+  // pause already in flight is awaited first, two wakes share one resume)
+  // and ok once running, its lifetime started again. Otherwise an Error:
+  // kNotFound (no such sandbox, deleted), kFailedPrecondition (paused
+  // without auto-resume, failed, being deleted), kDeadlineExceeded, or the
+  // resume's failure.
+  asio::awaitable<Status> wake(std::string id, std::chrono::steady_clock::time_point deadline);
+  // The tenant's sandbox once no pause or resume is in flight for it (one
+  // that is pausing or resuming is awaited, up to `deadline`), as stored
+  // then: a front end deciding what to do next (E2B's connect) sees where
+  // it landed. kDeadlineExceeded if it is still on its way.
+  asio::awaitable<Result<store::SandboxRecord>> settled(
+      std::string tenant, std::string id, std::chrono::steady_clock::time_point deadline);
   Result<Page> list(const ListRequest& req);
   Result<store::OperationRecord> getOperation(const std::string& tenant, const std::string& id);
   // The operation once done or failed; kDeadlineExceeded if still going.
@@ -174,7 +200,8 @@ class Lifecycle {
   // Something used the sandbox (a command, a file, an API action): its idle
   // clock starts again.
   void noteActivity(const std::string& id);
-  // The agent of a running sandbox (for the data planes), noting activity.
+  // The agent of a running sandbox (for the data planes), noting activity;
+  // null while it pauses.
   std::shared_ptr<agentclient::AgentClient> agentOf(const std::string& id);
 
   // Templates as a tenant names them: its own first, else a built-in one.
@@ -221,7 +248,12 @@ class Lifecycle {
   };
   Result<Legal> checkAction(const std::string& tenant, const std::string& id, Action action);
   Result<Page> listByCreation(const ListRequest& req);
-  Result<Accepted> startAction(const std::string& tenant, const std::string& id, Action action);
+  // `on_timeout`: a pause the reaper starts (see timeout_pauses_).
+  Result<Accepted> startAction(const std::string& tenant, const std::string& id, Action action,
+                               bool keep_memory = true, bool on_timeout = false);
+  // The reaper's answer to a timeout of a sandbox created with
+  // pause_on_timeout: paused, kept until the cap.
+  Status pauseOnTimeout(const store::SandboxRecord& sb, const std::string& why);
   std::optional<Error> quotaFor(const std::string& tenant, const Demand& d);
   // Policy::min_free_disk_mib on the state dir, before `what` writes to it.
   Status checkStateDisk(std::string_view what) const;
@@ -233,7 +265,7 @@ class Lifecycle {
   }
 
   asio::awaitable<void> runCreate(store::OperationRecord op, NodeCreate c);
-  asio::awaitable<void> runAction(store::OperationRecord op, Transition t);
+  asio::awaitable<void> runAction(store::OperationRecord op, Transition t, bool keep_memory);
   asio::awaitable<void> runDelete(store::OperationRecord op);
   asio::awaitable<void> runFork(store::OperationRecord op, std::vector<std::string> ids);
   asio::awaitable<void> runForkToTemplate(store::OperationRecord op, std::string name);
@@ -260,6 +292,11 @@ class Lifecycle {
   // Sandboxes with an operation other than a delete in flight -> a delete
   // waiting for it to end (nullopt: none asked for).
   std::map<std::string, std::optional<store::OperationRecord>> busy_;
+  // Pauses and resumes in flight by sandbox id (wake() awaits them).
+  std::map<std::string, store::OperationRecord> actions_;
+  // Pauses the reaper started for a timeout (operation ids): one that fails
+  // with the sandbox still running ends it as a timeout would have.
+  std::set<std::string> timeout_pauses_;
   // Template builds the node is running: op id -> their operation. Failed
   // at shutdown (the node drops them without calling back).
   std::map<std::string, store::OperationRecord> builds_in_flight_;

@@ -1,8 +1,12 @@
 // Actions on an existing sandbox: pause, resume, delete (in any state),
 // fork and fork into a template. Each is checked against the state table,
 // stored as an operation and run on the io thread.
+#include <algorithm>
+#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
 #include <boost/json.hpp>
 
 #include "base/log.h"
@@ -28,8 +32,9 @@ Result<Lifecycle::Legal> Lifecycle::checkAction(const std::string& tenant, const
   return Legal{std::move(sb), *t};
 }
 
-Result<Accepted> Lifecycle::pause(const std::string& tenant, const std::string& id) {
-  return startAction(tenant, id, Action::kPause);
+Result<Accepted> Lifecycle::pause(const std::string& tenant, const std::string& id,
+                                  bool keep_memory) {
+  return startAction(tenant, id, Action::kPause, keep_memory);
 }
 
 Result<Accepted> Lifecycle::resume(const std::string& tenant, const std::string& id) {
@@ -41,7 +46,7 @@ Result<Accepted> Lifecycle::remove(const std::string& tenant, const std::string&
 }
 
 Result<Accepted> Lifecycle::startAction(const std::string& tenant, const std::string& id,
-                                        Action action) {
+                                        Action action, bool keep_memory, bool on_timeout) {
   VESSEL_ASSIGN_OR_RETURN(Legal legal, checkAction(tenant, id, action));
   if (action == Action::kResume)
     if (auto q = quotaFor(tenant, Demand{0, legal.sandbox.memory_mib, legal.sandbox.vcpus, 0}))
@@ -64,7 +69,9 @@ Result<Accepted> Lifecycle::startAction(const std::string& tenant, const std::st
     }
   } else {
     busy_[id];
-    asio::co_spawn(io_, runAction(op, legal.transition), asio::detached);
+    actions_[id] = op;
+    if (on_timeout) timeout_pauses_.insert(op.id);
+    asio::co_spawn(io_, runAction(op, legal.transition, keep_memory), asio::detached);
   }
   return Accepted{std::move(now), std::move(op), {}};
 }
@@ -82,17 +89,21 @@ bool Lifecycle::handOverToDelete(store::OperationRecord& op, const Error* error)
   return true;
 }
 
-asio::awaitable<void> Lifecycle::runAction(store::OperationRecord op, Transition t) {
+asio::awaitable<void> Lifecycle::runAction(store::OperationRecord op, Transition t,
+                                           bool keep_memory) {
   auto alive = std::weak_ptr<bool>(alive_);
   log_.set(op, OpState::kRunning);
   Status s = okStatus();
   if (t.action == Action::kPause)
-    s = co_await node_.pause(op.sandbox_id);
+    s = co_await node_.pause(op.sandbox_id, keep_memory);
   else if (t.action == Action::kResume)
     s = co_await node_.resume(op.tenant_id, op.sandbox_id);
   else
     s = Error(Code::kInternal, "no such action");
   if (alive.expired()) co_return;
+  if (auto it = actions_.find(op.sandbox_id); it != actions_.end() && it->second.id == op.id)
+    actions_.erase(it);
+  bool timeout_pause = timeout_pauses_.erase(op.id) > 0;
   if (handOverToDelete(op, s.ok() ? nullptr : &s.error())) co_return;
   if (!s.ok()) {
     opsLog().warn("sandbox {}: {} failed: {}", op.sandbox_id, actionName(t.action),
@@ -107,9 +118,25 @@ asio::awaitable<void> Lifecycle::runAction(store::OperationRecord op, Transition
     else
       setSandbox(op, SandboxState::kFailed, s.error().message());
     log_.set(op, OpState::kFailed, &s.error());
+    // The timeout ended it and it could not be kept paused: it ends as a
+    // timeout ends any other sandbox.
+    if (timeout_pause && intact)
+      if (auto r = remove(op.tenant_id, op.sandbox_id); !r.ok())
+        opsLog().warn("sandbox {}: delete after a failed pause: {}", op.sandbox_id,
+                      r.error().message());
     co_return;
   }
   setSandbox(op, t.done);
+  // A sandbox that pauses on its timeout starts the lifetime it was created
+  // with again at each resume (E2B: "the timeout resets each time the
+  // sandbox resumes"); a front end may set another (E2B's connect does).
+  if (t.action == Action::kResume)
+    if (auto sb = store_.getSandbox(op.tenant_id, op.sandbox_id);
+        sb.ok() && *sb && (*sb)->pause_on_timeout && (*sb)->lifetime_s > 0) {
+      int64_t cap = (*sb)->created_ms + policy_.max_lifetime_s * 1000;
+      int64_t until = std::min(clock_.nowMs() + (*sb)->lifetime_s * 1000, cap);
+      (void)store_.setSandboxLifetime(op.sandbox_id, (*sb)->idle_timeout_s, until);
+    }
   log_.set(op, OpState::kDone);
 }
 
@@ -247,6 +274,75 @@ asio::awaitable<void> Lifecycle::runForkToTemplate(store::OperationRecord op, st
                 json::serialize(templateJson(*r, name, false))});
   log_.set(op, OpState::kDone);
   collectTemplates();
+}
+
+asio::awaitable<Result<store::SandboxRecord>> Lifecycle::settled(
+    std::string tenant, std::string id, std::chrono::steady_clock::time_point deadline) {
+  auto alive = std::weak_ptr<bool>(alive_);
+  for (;;) {
+    VESSEL_CO_ASSIGN_OR_RETURN(auto found, store_.findSandbox(id));
+    // Another tenant's sandbox is as absent as one that never existed.
+    if (!found || found->state == SandboxState::kDeleted ||
+        (!tenant.empty() && found->tenant_id != tenant))
+      co_return Error(Code::kNotFound, "sandbox " + id + " does not exist");
+    if (found->state != SandboxState::kPausing && found->state != SandboxState::kResuming)
+      co_return std::move(*found);
+    if (std::chrono::steady_clock::now() >= deadline)
+      co_return Error(Code::kDeadlineExceeded,
+                      "sandbox " + id + " is still " + std::string(stateName(found->state)));
+    if (auto it = actions_.find(id); it != actions_.end()) {
+      auto op = it->second;
+      auto done = co_await log_.await(op.tenant_id, op.id, deadline);
+      if (alive.expired()) co_return Error(Code::kUnavailable, "the lifecycle is stopping");
+      if (!done.ok()) co_return std::move(done).error();
+      continue;
+    }
+    // Another replica's operation: look again shortly.
+    asio::steady_timer t(io_, std::chrono::milliseconds(100));
+    (void)co_await t.async_wait(asio::as_tuple(asio::use_awaitable));
+    if (alive.expired()) co_return Error(Code::kUnavailable, "the lifecycle is stopping");
+  }
+}
+
+asio::awaitable<Status> Lifecycle::wake(std::string id,
+                                        std::chrono::steady_clock::time_point deadline) {
+  auto alive = std::weak_ptr<bool>(alive_);
+  auto gone = [] { return Error(Code::kUnavailable, "the lifecycle is stopping"); };
+  // Each round waits for a pause or resume in flight, then looks at where
+  // the sandbox landed; a paused one is resumed and looked at again.
+  while (std::chrono::steady_clock::now() < deadline) {
+    auto found = co_await settled("", id, deadline);
+    if (alive.expired()) co_return gone();
+    if (!found.ok()) co_return std::move(found).error();
+    const store::SandboxRecord sb = std::move(*found);
+    switch (sb.state) {
+      case SandboxState::kRunning:
+      case SandboxState::kForking:  // briefly paused while copied; running again at once
+        noteActivity(id);
+        co_return okStatus();
+      case SandboxState::kPaused: {
+        if (!sb.auto_resume)
+          co_return Error(
+              Code::kFailedPrecondition,
+              "sandbox " + id + " is paused and was not created with auto-resume; resume it first");
+        auto r = resume(sb.tenant_id, id);
+        if (!r.ok()) co_return std::move(r).error();
+        opsLog().info("sandbox {}: woken by traffic (auto-resume)", id);
+        auto done = co_await log_.await(sb.tenant_id, r->operation.id, deadline);
+        if (alive.expired()) co_return gone();
+        if (!done.ok()) co_return std::move(done).error();
+        if (done->state == OpState::kFailed)
+          co_return Error(Code::kUnavailable,
+                          "resume of sandbox " + id + " failed: " + done->error_message);
+        break;
+      }
+      default:
+        co_return Error(
+            Code::kFailedPrecondition,
+            "sandbox " + id + " is " + std::string(stateName(sb.state)) + "; nothing can wake it");
+    }
+  }
+  co_return Error(Code::kDeadlineExceeded, "sandbox " + id + " was not running in time");
 }
 
 }  // namespace vessel::ops

@@ -177,7 +177,9 @@ asio::awaitable<bool> Lifecycle::recoverSandbox(store::SandboxRecord rec,
         asio::co_spawn(io_, runDelete(*op), asio::detached);
       } else {
         busy_[rec.id];
-        asio::co_spawn(io_, runAction(*op, *t), asio::detached);
+        // A pause run again keeps memory: which kind was asked is not
+        // recorded, and a whole pause is a correct (larger) one.
+        asio::co_spawn(io_, runAction(*op, *t, true), asio::detached);
       }
       break;
     }

@@ -722,5 +722,183 @@ TEST_F(LifecycleTest, BuildsInFlightFailAtShutdown) {
   EXPECT_THAT(o.error_message, HasSubstr("stopped during the build"));
 }
 
+// On-timeout pause (E2B's lifecycle.onTimeout 'pause'): the reaper pauses
+// instead of deleting, the paused sandbox waits for a resume until the
+// deployment's cap, and each resume starts its lifetime again.
+TEST_F(LifecycleTest, ATimeoutPausesWhenAskedAndTheCapStillEnds) {
+  lc_->setPolicy(Policy{.max_lifetime_s = 1000});
+  CreateRequest c;
+  c.timeout_s = 0;
+  c.lifetime_s = 60;
+  c.pause_on_timeout = true;
+  std::string id = created(c);
+  int64_t t0 = clock_.nowMs();
+  clock_.advance(61s);
+  EXPECT_EQ(lc_->reapOnce(), 1);
+  drain();
+  EXPECT_EQ(state(id), "paused");
+  EXPECT_EQ(node_->count("pause " + id), 1);
+  EXPECT_EQ(node_->count("destroy " + id), 0);
+  EXPECT_EQ(lc_->get("t1", id)->expires_ms, t0 + 1000'000) << "kept until the cap";
+  bool paused_event = false;
+  for (auto& e : eventTypes(id))
+    paused_event = paused_event || (e.rfind("sandbox.expired", 0) == 0 &&
+                                    e.find("\"action\":\"pause\"") != std::string::npos);
+  EXPECT_TRUE(paused_event);
+  clock_.advance(300s);
+  EXPECT_EQ(lc_->reapOnce(), 0) << "a paused sandbox is not ended by its lifetime";
+  EXPECT_EQ(state(id), "paused");
+
+  // A resume starts the lifetime it was created with again.
+  ASSERT_TRUE(lc_->resume("t1", id).ok());
+  drain();
+  EXPECT_EQ(state(id), "running");
+  EXPECT_EQ(lc_->get("t1", id)->expires_ms, clock_.nowMs() + 60'000);
+  clock_.advance(61s);
+  EXPECT_EQ(lc_->reapOnce(), 1);
+  drain();
+  EXPECT_EQ(state(id), "paused");
+  EXPECT_EQ(node_->count("pause " + id), 2);
+
+  // The cap ends it whatever it asked for.
+  clock_.advance(600s);
+  EXPECT_EQ(lc_->reapOnce(), 1);
+  drain();
+  EXPECT_EQ(state(id), "deleted");
+}
+
+TEST_F(LifecycleTest, ADiskOnlyTimeoutPauseAndAFailedOneThatEndsTheSandbox) {
+  CreateRequest c;
+  c.lifetime_s = 60;
+  c.pause_on_timeout = true;
+  c.pause_memory = false;
+  std::string disk = created(c);
+  c.pause_memory = true;
+  std::string broken = created(c);
+  node_->fail.insert(broken);  // its pause fails; it is still running
+  clock_.advance(61s);
+  EXPECT_EQ(lc_->reapOnce(), 2);
+  drain();
+  EXPECT_EQ(state(disk), "paused");
+  EXPECT_EQ(node_->count("pause-disk " + disk), 1);
+  EXPECT_EQ(state(broken), "deleted") << "a timeout that cannot pause ends it";
+  // By hand too: pause without memory reaches the node as such.
+  std::string plain = created();
+  ASSERT_TRUE(lc_->pause("t1", plain, false).ok());
+  drain();
+  EXPECT_EQ(node_->count("pause-disk " + plain), 1);
+}
+
+TEST_F(LifecycleTest, ATimeoutThatCannotPauseDeletes) {
+  CreateRequest c;
+  c.lifetime_s = 60;
+  c.pause_on_timeout = true;
+  std::string id = created(c);
+  Policy pol;
+  pol.state_dir = dir_;
+  pol.min_free_disk_mib = uint64_t{1} << 40;  // pauses are refused: the state disk is "full"
+  lc_->setPolicy(pol);
+  clock_.advance(61s);
+  EXPECT_EQ(lc_->reapOnce(), 1);
+  drain();
+  EXPECT_EQ(state(id), "deleted") << "it does not run on past its timeout";
+  EXPECT_EQ(node_->count("pause " + id), 0);
+}
+
+TEST_F(LifecycleTest, OnTimeoutCombinationsAreChecked) {
+  CreateRequest c;
+  c.tenant = "t1";
+  c.auto_resume = true;  // without a pause on timeout
+  EXPECT_EQ(lc_->create(c).error().code(), Code::kInvalidArgument);
+  c.pause_on_timeout = true;
+  c.pause_memory = false;  // auto-resume of a disk-only pause
+  EXPECT_EQ(lc_->create(c).error().code(), Code::kInvalidArgument);
+  c.auto_resume = false;
+  c.pause_on_timeout = false;  // a disk-only pause without pausing
+  EXPECT_EQ(lc_->create(c).error().code(), Code::kInvalidArgument);
+  c.pause_on_timeout = true;
+  auto ok = lc_->create(c);
+  ASSERT_TRUE(ok.ok()) << ok.error().message();
+  EXPECT_TRUE(ok->sandbox.pause_on_timeout);
+  EXPECT_FALSE(ok->sandbox.pause_memory);
+}
+
+// wake(): the hook the sandbox-ports ingress calls with traffic for a sandbox.
+TEST_F(LifecycleTest, WakeResumesAutoResumeSandboxesOnly) {
+  auto wake = [&](const std::string& id, std::optional<Status>* out,
+                  std::chrono::milliseconds limit = 10s) {
+    out->reset();
+    asio::co_spawn(
+        io_,
+        [this, id, out, limit]() -> asio::awaitable<void> {
+          *out = co_await lc_->wake(id, std::chrono::steady_clock::now() + limit);
+        },
+        asio::detached);
+  };
+  CreateRequest c;
+  c.lifetime_s = 60;
+  c.pause_on_timeout = true;
+  c.auto_resume = true;
+  std::string id = created(c);
+  std::optional<Status> a, b;
+  wake(id, &a);
+  drain();
+  ASSERT_TRUE(a.has_value());
+  EXPECT_TRUE(a->ok()) << "running: at once";
+  EXPECT_EQ(node_->count("resume " + id), 0);
+
+  clock_.advance(61s);
+  ASSERT_EQ(lc_->reapOnce(), 1);
+  drain();
+  ASSERT_EQ(state(id), "paused");
+  clock_.advance(100s);
+  wake(id, &a);
+  wake(id, &b);  // traffic on two connections: one resume
+  drain();
+  ASSERT_TRUE(a.has_value() && b.has_value());
+  EXPECT_TRUE(a->ok()) << a->error().message();
+  EXPECT_TRUE(b->ok()) << b->error().message();
+  EXPECT_EQ(state(id), "running");
+  EXPECT_EQ(node_->count("resume " + id), 1);
+  EXPECT_EQ(lc_->get("t1", id)->expires_ms, clock_.nowMs() + 60'000) << "a fresh lifetime";
+
+  // A wake that arrives while it is pausing waits for the pause, then resumes.
+  ASSERT_TRUE(lc_->pause("t1", id).ok());
+  wake(id, &a);
+  drain();
+  ASSERT_TRUE(a.has_value());
+  EXPECT_TRUE(a->ok()) << a->error().message();
+  EXPECT_EQ(state(id), "running");
+  EXPECT_EQ(node_->count("resume " + id), 2);
+
+  // A resume that never ends: the wake gives up at its deadline.
+  ASSERT_TRUE(lc_->pause("t1", id).ok());
+  drain();
+  node_->hang.insert(id);
+  wake(id, &a, 50ms);
+  drain();
+  EXPECT_FALSE(a.has_value());
+  while (!a.has_value()) io_.run_one();
+  EXPECT_EQ(a->error().code(), Code::kDeadlineExceeded);
+  ASSERT_TRUE(lc_->remove("t1", id).ok());  // cuts the hung resume short
+  drain();
+
+  // Paused without auto-resume, unknown, deleted: errors.
+  std::string plain = created();
+  ASSERT_TRUE(lc_->pause("t1", plain).ok());
+  drain();
+  wake(plain, &a);
+  drain();
+  ASSERT_TRUE(a.has_value());
+  EXPECT_EQ(a->error().code(), Code::kFailedPrecondition);
+  EXPECT_EQ(state(plain), "paused");
+  wake("sb-nosuchthing", &a);
+  drain();
+  EXPECT_EQ(a->error().code(), Code::kNotFound);
+  wake(id, &a);
+  drain();
+  EXPECT_EQ(a->error().code(), Code::kNotFound);
+}
+
 }  // namespace
 }  // namespace vessel::ops

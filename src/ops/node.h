@@ -111,8 +111,10 @@ class Node {
   virtual void credentialChanged(const std::string& tenant, const std::string& name) = 0;
 
   virtual asio::awaitable<Status> create(NodeCreate c) = 0;
-  // Saves the sandbox and frees its VM.
-  virtual asio::awaitable<Status> pause(std::string id) = 0;
+  // Saves the sandbox and frees its VM. `keep_memory` false saves only its
+  // disk (the guest's filesystems synced first): its resume boots the
+  // template's kernel on that disk, so processes are gone and files stay.
+  virtual asio::awaitable<Status> pause(std::string id, bool keep_memory) = 0;
   virtual asio::awaitable<Status> resume(std::string tenant, std::string id) = 0;
   // Copies a running sandbox into one new sandbox per id. An Error: no copy
   // exists. Otherwise one Status per copy, in order (a copy may fail alone,

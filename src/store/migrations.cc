@@ -82,6 +82,15 @@ constexpr Template kTemplates[] = {
      "CREATE INDEX sandboxes_node ON sandboxes(node, state);"
      "ALTER TABLE operations ADD COLUMN owner TEXT NOT NULL DEFAULT '';"
      "CREATE TABLE replicas (id TEXT PRIMARY KEY, heartbeat_ms {i64} NOT NULL);"},
+    // What a sandbox's timeout does (E2B's lifecycle): 'delete' or 'pause'
+    // (keeping its memory unless pause_memory is 0), whether traffic may
+    // resume it (auto_resume), and the lifetime it was created with (a
+    // resume by traffic starts that lifetime again).
+    {8,
+     "ALTER TABLE sandboxes ADD COLUMN on_timeout TEXT NOT NULL DEFAULT 'delete';"
+     "ALTER TABLE sandboxes ADD COLUMN pause_memory {i64} NOT NULL DEFAULT 1;"
+     "ALTER TABLE sandboxes ADD COLUMN auto_resume {i64} NOT NULL DEFAULT 0;"
+     "ALTER TABLE sandboxes ADD COLUMN lifetime_s {i64} NOT NULL DEFAULT 0;"},
     // Each node's E2B envd listener, where API replicas forward the envd
     // traffic of the sandboxes it runs ("" for a node that serves none).
     {10, "ALTER TABLE nodes ADD COLUMN envd_url TEXT NOT NULL DEFAULT '';"},

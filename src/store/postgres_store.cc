@@ -49,7 +49,8 @@ constexpr int32_t kEventLockClass = 0x7665'7302;
 
 constexpr const char* kSandboxCols =
     "id,tenant_id,template,state,error,vcpus,memory_mib,metadata,created_ms,updated_ms,"
-    "idle_timeout_s,expires_ms,last_active_ms,disk_mib,node";
+    "idle_timeout_s,expires_ms,last_active_ms,disk_mib,node,on_timeout,pause_memory,auto_resume,"
+    "lifetime_s";
 SandboxRecord readSandbox(const pqxx::row& r) {
   SandboxRecord s;
   s.id = r[0].as<std::string>();
@@ -67,6 +68,10 @@ SandboxRecord readSandbox(const pqxx::row& r) {
   s.disk_mib = static_cast<uint64_t>(r[13].as<int64_t>());
   s.last_active_ms = r[12].as<int64_t>();
   s.node = r[14].as<std::string>();
+  s.pause_on_timeout = r[15].as<std::string>() == "pause";
+  s.pause_memory = r[16].as<int64_t>() != 0;
+  s.auto_resume = r[17].as<int64_t>() != 0;
+  s.lifetime_s = r[18].as<int64_t>();
   return s;
 }
 std::vector<SandboxRecord> readSandboxes(const pqxx::result& res) {
@@ -242,6 +247,14 @@ class PostgresStore : public Store {
       auto r = pqxx::nontransaction(c).exec_params(
           std::string("SELECT ") + kSandboxCols + " FROM sandboxes WHERE tenant_id=$1 AND id=$2",
           tenant_id, id);
+      return r.empty() ? std::optional<SandboxRecord>()
+                       : std::optional<SandboxRecord>(readSandbox(r[0]));
+    });
+  }
+  Result<std::optional<SandboxRecord>> findSandbox(const std::string& id) override {
+    return run("find sandbox " + id, [&](pqxx::connection& c) {
+      auto r = pqxx::nontransaction(c).exec_params(
+          std::string("SELECT ") + kSandboxCols + " FROM sandboxes WHERE id=$1", id);
       return r.empty() ? std::optional<SandboxRecord>()
                        : std::optional<SandboxRecord>(readSandbox(r[0]));
     });
@@ -606,11 +619,14 @@ class PostgresStore : public Store {
   static void insertSandboxIn(pqxx::transaction_base& t, const SandboxRecord& s) {
     t.exec_params(
         "INSERT INTO sandboxes(id,tenant_id,template,state,error,vcpus,memory_mib,"
-        "metadata,created_ms,updated_ms,idle_timeout_s,expires_ms,last_active_ms,disk_mib,node) "
-        "VALUES($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15)",
+        "metadata,created_ms,updated_ms,idle_timeout_s,expires_ms,last_active_ms,disk_mib,node,"
+        "on_timeout,pause_memory,auto_resume,lifetime_s) "
+        "VALUES($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19)",
         s.id, s.tenant_id, s.template_name, str(stateName(s.state)), s.error, int64_t{s.vcpus},
         static_cast<int64_t>(s.memory_mib), s.metadata_json, s.created_ms, s.updated_ms,
-        s.idle_timeout_s, s.expires_ms, s.last_active_ms, static_cast<int64_t>(s.disk_mib), s.node);
+        s.idle_timeout_s, s.expires_ms, s.last_active_ms, static_cast<int64_t>(s.disk_mib), s.node,
+        str(s.pause_on_timeout ? "pause" : "delete"), int64_t{s.pause_memory},
+        int64_t{s.auto_resume}, s.lifetime_s);
   }
   // Sandboxes not deleted or failed, and the memory of those holding a VM.
   static TenantUsage usageIn(pqxx::transaction_base& t, const std::string& tenant_id) {

@@ -56,7 +56,8 @@ class Stmt {
 
 constexpr const char* kSandboxCols =
     "id,tenant_id,template,state,error,vcpus,memory_mib,metadata,created_ms,updated_ms,"
-    "idle_timeout_s,expires_ms,last_active_ms,disk_mib,node";
+    "idle_timeout_s,expires_ms,last_active_ms,disk_mib,node,on_timeout,pause_memory,auto_resume,"
+    "lifetime_s";
 SandboxRecord readSandbox(const Stmt& s) {
   SandboxRecord r;
   r.id = s.text(0);
@@ -74,6 +75,10 @@ SandboxRecord readSandbox(const Stmt& s) {
   r.last_active_ms = s.integer(12);
   r.disk_mib = static_cast<uint64_t>(s.integer(13));
   r.node = s.text(14);
+  r.pause_on_timeout = s.text(15) == "pause";
+  r.pause_memory = s.integer(16) != 0;
+  r.auto_resume = s.integer(17) != 0;
+  r.lifetime_s = s.integer(18);
   return r;
 }
 
@@ -295,14 +300,17 @@ class SqliteStore : public Store {
   Status insertSandbox(const SandboxRecord& r) override {
     Stmt s(db_,
            "INSERT INTO sandboxes(id,tenant_id,template,state,error,vcpus,memory_mib,metadata,"
-           "created_ms,updated_ms,idle_timeout_s,expires_ms,last_active_ms,disk_mib,node) "
-           "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+           "created_ms,updated_ms,idle_timeout_s,expires_ms,last_active_ms,disk_mib,node,"
+           "on_timeout,pause_memory,auto_resume,lifetime_s) "
+           "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
     s.bind(r.id).bind(r.tenant_id).bind(r.template_name).bind(std::string(stateName(r.state)));
     s.bind(r.error);
     s.bind(int64_t{r.vcpus}).bind(static_cast<int64_t>(r.memory_mib)).bind(r.metadata_json);
     s.bind(r.created_ms).bind(r.updated_ms);
     s.bind(r.idle_timeout_s).bind(r.expires_ms).bind(r.last_active_ms);
     s.bind(static_cast<int64_t>(r.disk_mib)).bind(r.node);
+    s.bind(std::string(r.pause_on_timeout ? "pause" : "delete"));
+    s.bind(int64_t{r.pause_memory}).bind(int64_t{r.auto_resume}).bind(r.lifetime_s);
     return done(s, "insert sandbox " + r.id);
   }
   Status insertSandboxAdmitted(const SandboxRecord& r, const Admission& admit) override {
@@ -334,6 +342,15 @@ class SqliteStore : public Store {
     int rc = s.step();
     if (rc == SQLITE_ROW) return std::optional<SandboxRecord>(readSandbox(s));
     if (rc != SQLITE_DONE) return err("get sandbox " + id);
+    return std::optional<SandboxRecord>();
+  }
+  Result<std::optional<SandboxRecord>> findSandbox(const std::string& id) override {
+    std::string sql = std::string("SELECT ") + kSandboxCols + " FROM sandboxes WHERE id=?";
+    Stmt s(db_, sql.c_str());
+    s.bind(id);
+    int rc = s.step();
+    if (rc == SQLITE_ROW) return std::optional<SandboxRecord>(readSandbox(s));
+    if (rc != SQLITE_DONE) return err("find sandbox " + id);
     return std::optional<SandboxRecord>();
   }
   Result<std::vector<SandboxRecord>> listSandboxes(const std::string& tenant_id,

@@ -31,6 +31,15 @@ struct SandboxRecord {
   // (0: never), and at expires_ms whatever its state (0: never).
   int64_t idle_timeout_s = 0, expires_ms = 0, last_active_ms = 0;
   std::string node;  // the node it runs on (vesseld --role=node); "" on a single machine
+  // What its timeout (idle or lifetime) does: delete it, or pause it
+  // (keeping its memory unless !pause_memory: then only its disk, and a
+  // resume boots it again). auto_resume: traffic to its ports resumes a
+  // paused one (Lifecycle::wake). lifetime_s: the lifetime it was created
+  // with, which such a resume starts again (0: unknown, the default's).
+  bool pause_on_timeout = false;
+  bool pause_memory = true;
+  bool auto_resume = false;
+  int64_t lifetime_s = 0;
 };
 
 struct OperationRecord {
@@ -124,6 +133,9 @@ class Store {
                                  const std::string& error) = 0;
   virtual Result<std::optional<SandboxRecord>> getSandbox(const std::string& tenant_id,
                                                           const std::string& id) = 0;
+  // A sandbox of any tenant, for callers that route by id alone and check
+  // nothing of the tenant's (an ingress waking it, Lifecycle::wake).
+  virtual Result<std::optional<SandboxRecord>> findSandbox(const std::string& id) = 0;
   // Sandboxes of a tenant ordered by id, those after `after_id`, at most `limit`.
   virtual Result<std::vector<SandboxRecord>> listSandboxes(const std::string& tenant_id,
                                                            const std::string& after_id,

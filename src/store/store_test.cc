@@ -272,6 +272,57 @@ TEST_P(StoreTest, LimitsUsageAndExpiry) {
   EXPECT_EQ(by->size(), 3u);
 }
 
+// Migration 8: what a sandbox's timeout does is kept with it, and a row
+// from before the migration reads as the old behaviour (delete).
+TEST_P(StoreTest, OnTimeoutSettingsPersistAndDefaultToDelete) {
+  {
+    auto s = open();
+    ASSERT_TRUE(s.ok()) << s.error().message();
+    ASSERT_TRUE((*s)->createTenant("t1", "one").ok());
+    SandboxRecord p{"sb-p", "t1", "base", SandboxState::kRunning, "", 2, 512};
+    p.pause_on_timeout = true;
+    p.pause_memory = false;
+    p.auto_resume = true;
+    p.lifetime_s = 300;
+    SandboxRecord d{"sb-d", "t1", "base", SandboxState::kRunning, "", 2, 512};
+    ASSERT_TRUE((*s)->insertSandbox(p).ok());
+    ASSERT_TRUE((*s)->insertSandboxAdmitted(d, [](auto&, auto) { return std::nullopt; }).ok());
+  }
+  auto s = open();
+  ASSERT_TRUE(s.ok()) << s.error().message();
+  auto p = (*s)->getSandbox("t1", "sb-p");
+  ASSERT_TRUE(p.ok() && p->has_value());
+  EXPECT_TRUE((*p)->pause_on_timeout);
+  EXPECT_FALSE((*p)->pause_memory);
+  EXPECT_TRUE((*p)->auto_resume);
+  EXPECT_EQ((*p)->lifetime_s, 300);
+  auto any = (*s)->findSandbox("sb-p");  // by id alone
+  ASSERT_TRUE(any.ok() && any->has_value());
+  EXPECT_EQ((*any)->tenant_id, "t1");
+  EXPECT_FALSE((*s)->findSandbox("sb-none")->has_value());
+  auto d = (*s)->getSandbox("t1", "sb-d");
+  ASSERT_TRUE(d.ok() && d->has_value());
+  EXPECT_FALSE((*d)->pause_on_timeout);
+  EXPECT_TRUE((*d)->pause_memory);
+  EXPECT_FALSE((*d)->auto_resume);
+  s->reset();
+
+  // A database from before migration 8: its rows get the defaults.
+  rawExec(
+      "ALTER TABLE sandboxes DROP COLUMN on_timeout; ALTER TABLE sandboxes DROP COLUMN "
+      "pause_memory; ALTER TABLE sandboxes DROP COLUMN auto_resume; ALTER TABLE sandboxes DROP "
+      "COLUMN lifetime_s; DELETE FROM schema_migrations WHERE number=8;");
+  s = open();
+  ASSERT_TRUE(s.ok()) << s.error().message();
+  EXPECT_EQ((*s)->schemaVersion(), 8);
+  p = (*s)->getSandbox("t1", "sb-p");
+  ASSERT_TRUE(p.ok() && p->has_value());
+  EXPECT_FALSE((*p)->pause_on_timeout);
+  EXPECT_TRUE((*p)->pause_memory);
+  EXPECT_FALSE((*p)->auto_resume);
+  EXPECT_EQ((*p)->lifetime_s, 0);
+}
+
 TEST_P(StoreTest, CredentialsAndSandboxNetwork) {
   auto s = open();
   ASSERT_TRUE(s.ok());

@@ -101,7 +101,7 @@ asio::awaitable<Status> LocalNode::create(ops::NodeCreate c) {
   co_return co_await takeUp(c.tenant, std::move(*sb));
 }
 
-asio::awaitable<Status> LocalNode::pause(std::string id) {
+asio::awaitable<Status> LocalNode::pause(std::string id, bool keep_memory) {
   auto it = held_.find(id);
   if (it == held_.end() || it->second.sb->state() != node::Sandbox::State::kRunning)
     co_return Error(Code::kUnavailable, "sandbox " + id + " has no VM on this node");
@@ -109,7 +109,7 @@ asio::awaitable<Status> LocalNode::pause(std::string id) {
   it->second.watch = 0;  // its VM stops on purpose
   // The gateway forgets the slot before it is released.
   if (network_) network_->detach(id);
-  auto s = co_await runtime_.pause(*h.sb);
+  auto s = co_await runtime_.pause(*h.sb, keep_memory);
   if (!s.ok() && h.sb->state() == node::Sandbox::State::kRunning) {
     if (network_)
       if (auto a = network_->attach(h.tenant, *h.sb); !a.ok())

@@ -85,22 +85,29 @@ export class Vesseld {
     this.apiUrl = o.rest ? `http://127.0.0.1:${e2b}` : undefined
     this.envdUrl = o.envd ? `http://127.0.0.1:${envd}` : undefined
     this.logPath = path.join(this.root, 'vesseld.log')
+    this.argv = [
+      '--state-dir', this.stateDir, '--cache-dir', cache,
+      '--listen', `127.0.0.1:${api}`, '--data-listen', `127.0.0.1:${data}`,
+      '--e2b-listen', o.rest ? `127.0.0.1:${e2b}` : '',
+      '--e2b-envd-listen', o.envd ? `127.0.0.1:${envd}` : '',
+      '--kernel', need('VESSEL_KERNEL'), '--minimal-image', need('VESSEL_MINIMAL_IMAGE'),
+      '--accel', 'tcg', '--warm-pool', o.warmPool, '--stop-vms-on-exit',
+      ...(o.egress ? [] : ['--no-egress']),
+      ...o.args,
+      ...(process.env.VESSEL_E2B_TEST_ARGS ?? '').split(' ').filter(Boolean),
+    ]
+    await this.spawn()
+    const e2bKey = path.join(this.stateDir, 'dev-e2b-api-key')
+    this.key = fs.existsSync(e2bKey) ? fs.readFileSync(e2bKey, 'utf8').trim() : undefined
+    this.vesselKey = fs.readFileSync(path.join(this.stateDir, 'dev-api-key'), 'utf8').trim()
+    return this
+  }
+
+  // Starts vesseld (again) with the same state, ports and flags, and waits
+  // until it answers.
+  async spawn() {
     const log = fs.openSync(this.logPath, 'a')
-    this.proc = spawn(
-      need('VESSELD_PATH'),
-      [
-        '--state-dir', this.stateDir, '--cache-dir', cache,
-        '--listen', `127.0.0.1:${api}`, '--data-listen', `127.0.0.1:${data}`,
-        '--e2b-listen', o.rest ? `127.0.0.1:${e2b}` : '',
-        '--e2b-envd-listen', o.envd ? `127.0.0.1:${envd}` : '',
-        '--kernel', need('VESSEL_KERNEL'), '--minimal-image', need('VESSEL_MINIMAL_IMAGE'),
-        '--accel', 'tcg', '--warm-pool', o.warmPool, '--stop-vms-on-exit',
-        ...(o.egress ? [] : ['--no-egress']),
-        ...o.args,
-        ...(process.env.VESSEL_E2B_TEST_ARGS ?? '').split(' ').filter(Boolean),
-      ],
-      { stdio: ['ignore', log, log] },
-    )
+    this.proc = spawn(need('VESSELD_PATH'), this.argv, { stdio: ['ignore', log, log] })
     fs.closeSync(log)
     this.exited = new Promise((resolve) => this.proc.on('exit', (code, sig) => resolve({ code, sig })))
     const deadline = Date.now() + 300_000
@@ -112,10 +119,14 @@ export class Vesseld {
       if (Date.now() > deadline) throw new Error(`vesseld did not come up:\n${this.log()}`)
       await new Promise((r) => setTimeout(r, 200))
     }
-    const e2bKey = path.join(this.stateDir, 'dev-e2b-api-key')
-    this.key = fs.existsSync(e2bKey) ? fs.readFileSync(e2bKey, 'utf8').trim() : undefined
-    this.vesselKey = fs.readFileSync(path.join(this.stateDir, 'dev-api-key'), 'utf8').trim()
-    return this
+  }
+
+  // A clean stop and a new vesseld on the same state directory (running
+  // VMs are stopped: --stop-vms-on-exit; paused sandboxes survive).
+  async restart() {
+    this.proc.kill('SIGTERM')
+    await this.exited
+    await this.spawn()
   }
 
   // What the SDK needs, as a user sets it through the environment.

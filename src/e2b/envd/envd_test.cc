@@ -319,6 +319,38 @@ TEST_F(EnvdTest, AProcessOutlivesItsStreamAndTakesInputWithNoneOpen) {
   EXPECT_THAT(all, HasSubstr("\"exitCode\":0"));
 }
 
+// A terminal's start event (the pid the SDK types into) comes once its
+// program has drawn something: a shell still reading its startup files would
+// otherwise get input it answers seconds later (E2B's ptyConnect test).
+TEST_F(EnvdTest, ATerminalStartsOnceItsProgramHasDrawnSomething) {
+  std::string drawn = dir_ + "/drawn";
+  auto start = [&]() -> asio::awaitable<Result<std::string>> {
+    auto ex = co_await asio::this_coro::executor;
+    asio::ip::tcp::socket s(ex);
+    co_await s.async_connect({asio::ip::make_address("127.0.0.1"), server_.port()},
+                             asio::as_tuple(asio::use_awaitable));
+    json::object msg = startReq("sleep 0.5; touch " + drawn + "; printf 'ready$ '; exec cat", true);
+    msg["pty"] = json::object{{"size", json::object{{"cols", 80}, {"rows", 24}}}};
+    std::string body = encodeEnvelope(0, json::serialize(msg));
+    std::string req = headers("POST", "/process.Process/Start", "application/connect+json", kRoot) +
+                      "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+    co_await asio::async_write(s, asio::buffer(req), asio::as_tuple(asio::use_awaitable));
+    std::string raw;
+    char buf[4096];
+    while (raw.find("\"pid\":") == std::string::npos) {
+      auto [ec, n] =
+          co_await s.async_read_some(asio::buffer(buf), asio::as_tuple(asio::use_awaitable));
+      if (ec) co_return Error(Code::kUnavailable, "stream closed early: " + raw);
+      raw.append(buf, n);
+    }
+    // What the program did before its first output is done by now.
+    co_return std::string(std::filesystem::exists(drawn) ? "drawn" : "not drawn yet");
+  };
+  auto r = runFor(io_, start(), 20s);
+  ASSERT_TRUE(r.ok()) << r.error().message();
+  EXPECT_EQ(*r, "drawn");
+}
+
 TEST_F(EnvdTest, StreamInputAppliesItsEnvelopesInOrderThenCloseStdin) {
   std::string out = dir_ + "/stdin.txt";
   // Start `cat` with stdin open and leave its stream once the pid is known.

@@ -1,9 +1,14 @@
 // process.Process: Start, Connect, List, SendInput, StreamInput, CloseStdin,
 // SendSignal, Update, onto the agent's processes (docs/e2b-envd.md).
 #include <boost/asio/as_tuple.hpp>
+#include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/json/serialize.hpp>
 #include <csignal>
+#include <optional>
+#include <tuple>
 
 #include "base/log.h"
 #include "e2b/envd/connect.h"
@@ -49,6 +54,20 @@ Result<uint32_t> selectedPid(Services& s, const Target& t, const json::object& r
     return Error(Code::kNotFound, "process with tag " + tag + " not found");
   }
   return Error(Code::kInvalidArgument, "process selector has neither pid nor tag");
+}
+
+// How long a terminal's Start waits for its program's first output.
+constexpr std::chrono::seconds kTerminalReady{5};
+
+// The first event of `ch` within `limit`, or nothing (then it stays queued).
+asio::awaitable<std::optional<std::tuple<boost::system::error_code, ProcItem>>> firstWithin(
+    ProcChannel& ch, std::chrono::milliseconds limit) {
+  using namespace asio::experimental::awaitable_operators;
+  asio::steady_timer t(co_await asio::this_coro::executor, limit);
+  auto r = co_await (ch.async_receive(asio::as_tuple(asio::use_awaitable)) ||
+                     t.async_wait(asio::as_tuple(asio::use_awaitable)));
+  if (r.index() != 0) co_return std::nullopt;
+  co_return std::get<0>(std::move(r));
 }
 
 json::object event(const char* kind, json::object body) {
@@ -243,6 +262,7 @@ asio::awaitable<std::optional<Response>> Services::processStream(const Request& 
 
   std::shared_ptr<ProcEntry> entry;
   std::shared_ptr<ProcChannel> sub;
+  std::optional<std::tuple<boost::system::error_code, ProcItem>> early;
   if (method == "Start") {
     auto proc = objectField(*body, "process");
     if (!proc.ok()) co_return streamError(req, proc.error());
@@ -303,6 +323,14 @@ asio::awaitable<std::optional<Response>> Services::processStream(const Request& 
     }
     entry = processes.add(t->sandbox_id, t->agent, std::move(*started), *proc, tag, is_pty);
     sub = processes.subscribe(entry);
+    // A terminal is handed over (its start event, which gives the client
+    // the pid to type into) once its program has drawn something, a
+    // shell's prompt, or after kTerminalReady. A login shell reading its
+    // startup files takes a second or two on a fresh TCG guest, and what
+    // is typed before its line editor runs is echoed by the tty and read
+    // late: the SDK's pty.create would return a terminal that answers
+    // seconds after input that E2B's answers at once.
+    if (is_pty) early = co_await firstWithin(*sub, kTerminalReady);
   } else {
     auto pid = selectedPid(*this, *t, *body);
     if (!pid.ok()) co_return streamError(req, pid.error());
@@ -321,7 +349,15 @@ asio::awaitable<std::optional<Response>> Services::processStream(const Request& 
   bool pty = entry->pty;
   uint32_t pid = entry->pid;
   auto r = co_await serveStream(io, req, stream, spec, [&]() -> asio::awaitable<StreamStep> {
-    auto [ec, item] = co_await sub->async_receive(asio::as_tuple(asio::use_awaitable));
+    // (No co_await inside a conditional expression: g++ 12 miscompiles it.)
+    std::tuple<boost::system::error_code, ProcItem> got;
+    if (early) {
+      got = std::move(*early);
+      early.reset();
+    } else {
+      got = co_await sub->async_receive(asio::as_tuple(asio::use_awaitable));
+    }
+    auto& [ec, item] = got;
     StreamStep step;
     if (ec || item.error) {
       // The sandbox's agent went away under us (it died or paused): cut.

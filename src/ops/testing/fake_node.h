@@ -88,8 +88,9 @@ class FakeNode final : public Node {
     held[c.id] = Holding::kRunning;
     co_return okStatus();
   }
-  asio::awaitable<Status> pause(std::string id) override {
-    calls.push_back("pause " + id);
+  asio::awaitable<Status> pause(std::string id, bool keep_memory) override {
+    calls.push_back((keep_memory ? "pause " : "pause-disk ") + id);
+    if (fail.erase(id)) co_return Error(Code::kInternal, "the guest broke");
     if (held[id] != Holding::kRunning) co_return Error(Code::kUnavailable, "not running");
     held[id] = Holding::kPaused;
     co_return okStatus();
