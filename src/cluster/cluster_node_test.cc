@@ -166,7 +166,7 @@ TEST_F(ClusterNodeTest, NetworkChangesAndUsageGoToTheSandboxsNode) {
   EXPECT_EQ(u->mem_used_bytes, 77u << 20);
   EXPECT_DOUBLE_EQ(u->cpu_used_pct, fakes_[i]->fake_usage.cpu_used_pct);
   EXPECT_EQ(fakes_[i]->count("usage sb-n"), 1);
-  ASSERT_TRUE(runBlocking(io_, cluster_->pause("sb-n")).ok());
+  ASSERT_TRUE(runBlocking(io_, cluster_->pause("sb-n", true)).ok());
   auto none = runBlocking(io_, cluster_->usage("sb-n"));  // no VM while paused
   ASSERT_FALSE(none.ok());
   EXPECT_EQ(none.error().code(), Code::kFailedPrecondition);
