@@ -166,10 +166,10 @@ Status ClusterNode::inheritNetwork(const std::string&, const std::string&) {
   return okStatus();  // the node copies the parent's settings with the fork
 }
 
-Result<ops::NetworkSpec> ClusterNode::updateNetwork(const std::string&, const std::string&,
-                                                    const ops::NetworkSpec&) {
-  return Error(Code::kUnavailable,
-               "changing a running sandbox's network is not supported by API replicas yet");
+asio::awaitable<Result<ops::NetworkSpec>> ClusterNode::updateNetwork(std::string, std::string,
+                                                                     ops::NetworkSpec) {
+  co_return Error(Code::kUnavailable,
+                  "changing a running sandbox's network is not supported by API replicas yet");
 }
 
 Result<ops::NetworkSpec> ClusterNode::network(const std::string& id) {
@@ -177,8 +177,9 @@ Result<ops::NetworkSpec> ClusterNode::network(const std::string& id) {
   return ops::NetworkSpec{"none", {}, {}, {}};
 }
 
-void ClusterNode::credentialChanged(const std::string& tenant, const std::string& name) {
-  // Every live node hears of it; failures are the nodes' to log.
+asio::awaitable<void> ClusterNode::credentialChanged(std::string tenant, std::string name) {
+  // Every live node hears of it (in the background); failures are the
+  // nodes' to log.
   int64_t now = store::nowMs();
   for (const auto& [node, rec] : nodes_) {
     if (stale(rec, now)) continue;
@@ -193,6 +194,7 @@ void ClusterNode::credentialChanged(const std::string& tenant, const std::string
         },
         asio::detached);
   }
+  co_return;
 }
 
 asio::awaitable<Status> ClusterNode::create(ops::NodeCreate c) {

@@ -71,10 +71,10 @@ class ClusterNode final : public ops::Node {
   Status prepareNetwork(const std::string& tenant, const std::string& id,
                         const std::optional<ops::NetworkSpec>& spec) override;
   Status inheritNetwork(const std::string& parent, const std::string& child) override;
-  Result<ops::NetworkSpec> updateNetwork(const std::string& tenant, const std::string& id,
-                                         const ops::NetworkSpec& spec) override;
+  asio::awaitable<Result<ops::NetworkSpec>> updateNetwork(std::string tenant, std::string id,
+                                                          ops::NetworkSpec spec) override;
   Result<ops::NetworkSpec> network(const std::string& id) override;
-  void credentialChanged(const std::string& tenant, const std::string& name) override;
+  asio::awaitable<void> credentialChanged(std::string tenant, std::string name) override;
   asio::awaitable<Status> create(ops::NodeCreate c) override;
   asio::awaitable<Status> pause(std::string id) override;
   asio::awaitable<Status> resume(std::string tenant, std::string id) override;

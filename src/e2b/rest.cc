@@ -194,7 +194,7 @@ asio::awaitable<std::optional<Response>> RestApi::handle(const Request& req) {
       if (what == "fork") co_return co_await fork(req, tenant, id);
       if (what == "snapshots") co_return co_await createSnapshot(req, tenant, id);
     }
-    if (what == "network" && method == V::put) co_return updateNetwork(req, tenant, id);
+    if (what == "network" && method == V::put) co_return co_await updateNetwork(req, tenant, id);
     if (what == "metrics" && method == V::get) co_return metrics(req, tenant, id);
     co_return unknown();
   }
@@ -210,8 +210,8 @@ asio::awaitable<std::optional<Response>> RestApi::handle(const Request& req) {
   }
   if (seg[0] == "secrets") {
     if (seg.size() == 1 && method == V::get) co_return listSecrets(req, tenant);
-    if (seg.size() == 1 && method == V::post) co_return createSecret(req, tenant);
-    if (seg.size() == 2) co_return secret(req, tenant, seg[1]);
+    if (seg.size() == 1 && method == V::post) co_return co_await createSecret(req, tenant);
+    if (seg.size() == 2) co_return co_await secret(req, tenant, seg[1]);
   }
   co_return unknown();
 }
@@ -419,18 +419,19 @@ Response RestApi::refresh(const Request& req, const std::string& tenant, const s
   return noContent(req);
 }
 
-Response RestApi::updateNetwork(const Request& req, const std::string& tenant,
-                                const std::string& id) {
+asio::awaitable<Response> RestApi::updateNetwork(const Request& req, std::string tenant,
+                                                 std::string id) {
   auto e = parseNetworkUpdate(req.body());
-  if (!e.ok()) return errorJson(req, e.error());
+  if (!e.ok()) co_return errorJson(req, e.error());
   auto sb = lifecycle_.get(tenant, id);
-  if (!sb.ok()) return errorJson(req, sb.error());
-  if (!running(sb->state) && !paused(sb->state)) return errorJson(req, notFound(id));
+  if (!sb.ok()) co_return errorJson(req, sb.error());
+  if (!running(sb->state) && !paused(sb->state)) co_return errorJson(req, notFound(id));
   // The rules' old credentials go once the new settings are in place.
   auto old = store_.getSandboxNetwork(id);
   auto spec = egressSpec(tenant, *e);
-  if (!spec.ok()) return errorJson(req, spec.error());
-  if (auto s = lifecycle_.setNetwork(tenant, id, *spec); !s.ok()) return errorJson(req, s.error());
+  if (!spec.ok()) co_return errorJson(req, spec.error());
+  if (auto s = co_await lifecycle_.setNetwork(tenant, id, std::move(*spec)); !s.ok())
+    co_return errorJson(req, s.error());
   if (old.ok() && !old->empty()) {
     boost::system::error_code ec;
     json::value v = json::parse(*old, ec);
@@ -440,7 +441,7 @@ Response RestApi::updateNetwork(const Request& req, const std::string& tenant,
           if (c.is_string() && std::string_view(c.as_string()).starts_with("e2b-rule-"))
             (void)store_.deleteCredential(tenant, std::string(c.as_string()));
   }
-  return noContent(req);
+  co_return noContent(req);
 }
 
 asio::awaitable<Response> RestApi::fork(const Request& req, std::string tenant, std::string id) {

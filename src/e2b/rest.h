@@ -54,7 +54,7 @@ class RestApi {
                                     bool resume_only);
   Response setTimeout(const Request& req, const std::string& tenant, const std::string& id);
   Response refresh(const Request& req, const std::string& tenant, const std::string& id);
-  Response updateNetwork(const Request& req, const std::string& tenant, const std::string& id);
+  asio::awaitable<Response> updateNetwork(const Request& req, std::string tenant, std::string id);
   asio::awaitable<Response> fork(const Request& req, std::string tenant, std::string id);
   Response metrics(const Request& req, const std::string& tenant, const std::string& id);
   // Snapshots, templates and secrets (rest_templates.cc).
@@ -64,8 +64,8 @@ class RestApi {
   Response listTemplates(const Request& req, const std::string& tenant);
   Response templateAlias(const Request& req, const std::string& tenant, const std::string& alias);
   Response listSecrets(const Request& req, const std::string& tenant);
-  Response createSecret(const Request& req, const std::string& tenant);
-  Response secret(const Request& req, const std::string& tenant, const std::string& name);
+  asio::awaitable<Response> createSecret(const Request& req, std::string tenant);
+  asio::awaitable<Response> secret(const Request& req, std::string tenant, std::string name);
 
   // The operation's end: ok, or the error it failed with.
   asio::awaitable<Status> finish(const std::string& tenant, const store::OperationRecord& op);

@@ -98,16 +98,17 @@ class Node {
   virtual Status inheritNetwork(const std::string& parent, const std::string& child) = 0;
   // New settings for an existing sandbox: stored, and registered with the
   // gateway at once when it has a VM. Returns them as stored (an empty
-  // mode becomes the node's default).
-  virtual Result<NetworkSpec> updateNetwork(const std::string& tenant, const std::string& id,
-                                            const NetworkSpec& spec) = 0;
+  // mode becomes the node's default). Awaits the gateway, never blocking
+  // the io thread for it.
+  virtual asio::awaitable<Result<NetworkSpec>> updateNetwork(std::string tenant, std::string id,
+                                                             NetworkSpec spec) = 0;
   // A sandbox's settings as stored (mode none for one that never had any).
   virtual Result<NetworkSpec> network(const std::string& id) = 0;
   // The tenant's credential `name` was created, changed or deleted: every
   // running sandbox of the tenant whose settings name it gets its policy
   // again at once (connections carrying the old value are reset). Failures
   // are the node's to log; the credential is stored either way.
-  virtual void credentialChanged(const std::string& tenant, const std::string& name) = 0;
+  virtual asio::awaitable<void> credentialChanged(std::string tenant, std::string name) = 0;
 
   virtual asio::awaitable<Status> create(NodeCreate c) = 0;
   // Saves the sandbox and frees its VM.

@@ -60,8 +60,9 @@ class FakeNode final : public Node {
     auto it = networks.find(id);
     return it == networks.end() ? stored({}) : it->second;
   }
-  void credentialChanged(const std::string& tenant, const std::string& name) override {
+  asio::awaitable<void> credentialChanged(std::string tenant, std::string name) override {
     calls.push_back("credential-changed " + tenant + " " + name);
+    co_return;
   }
   Status inheritNetwork(const std::string& parent, const std::string& child) override {
     if (auto it = networks.find(parent); it != networks.end()) networks[child] = it->second;
@@ -74,11 +75,11 @@ class FakeNode final : public Node {
     return fake_usage;
   }
   Usage fake_usage{1, 12.5, 100 << 20, 256 << 20, 4 << 20, 1ull << 30};
-  Result<NetworkSpec> updateNetwork(const std::string&, const std::string& id,
-                                    const NetworkSpec& spec) override {
-    if (spec.mode == "bogus") return Error(Code::kInvalidArgument, "bogus network");
+  asio::awaitable<Result<NetworkSpec>> updateNetwork(std::string, std::string id,
+                                                     NetworkSpec spec) override {
+    if (spec.mode == "bogus") co_return Error(Code::kInvalidArgument, "bogus network");
     calls.push_back("update-network " + id + " " + spec.mode);
-    return networks[id] = stored(spec);
+    co_return networks[id] = stored(spec);
   }
 
   asio::awaitable<Status> create(NodeCreate c) override {
