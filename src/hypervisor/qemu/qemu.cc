@@ -203,6 +203,12 @@ class QemuVm : public Vm {
         (void)co_await waitAsync(child_, 5s);
       }
     }
+    if (jail_ && !child_.running()) {
+      // The kernel may count the reaped QEMU in its cgroup for a moment:
+      // waited for on a timer here, so ~Jail does not retry in a sleep loop.
+      if (auto s = co_await jail_->cgroup().removeAsync(); !s.ok())
+        log_.warn("{}", s.error().message());
+    }
     cleanup();
     co_return okStatus();
   }
