@@ -155,7 +155,12 @@ asio::awaitable<Status> EgressPolicies::attach(std::string tenant,
   auto policy = policyFor(tenant, *s, false);
   if (!policy.ok()) co_return std::move(policy).error();
   std::string id = sb->id(), source = sb->slot()->sourceAddress();
-  VESSEL_CO_TRY(co_await egress_->setSandbox(id, source, std::move(*policy)));
+  Status set = co_await egress_->setSandbox(id, source, std::move(*policy));
+  if (!set.ok()) {
+    // No registration may outlive a sandbox that does not run with it.
+    if (set.error().code() != Code::kInvalidArgument) egress_->forget(id);
+    co_return std::move(set).error();
+  }
   attached_[id] = {std::move(tenant), std::move(source)};
   co_return okStatus();
 }

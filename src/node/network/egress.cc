@@ -269,6 +269,23 @@ asio::awaitable<Status> Egress::removeSandbox(std::string sandbox) {
   co_return okStatus();
 }
 
+void Egress::forget(const std::string& sandbox) {
+  if (stopping_) return;
+  registered_.erase(sandbox);
+  asio::co_spawn(
+      io_,
+      [this, alive = alive_, sandbox]() -> asio::awaitable<void> {
+        if (!*alive) co_return;
+        json::object req{{"op", "remove_sandbox"}, {"sandbox", sandbox}};
+        auto r = co_await call(std::move(req));
+        // NotFound: the gateway never took it.
+        if (!r.ok() && r.error().code() != Code::kNotFound)
+          log().forSandbox(sandbox).warn("gateway remove_sandbox after a failed registration: {}",
+                                         r.error().message());
+      },
+      asio::detached);
+}
+
 json::object Egress::health() const {
   json::object o{{"running", gateway_.running()},
                  {"pid", gateway_.running() ? gateway_.pid() : 0},

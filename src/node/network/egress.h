@@ -67,6 +67,12 @@ class Egress {
   boost::asio::awaitable<Status> setSandbox(std::string sandbox, std::string source,
                                             boost::json::object policy);
   boost::asio::awaitable<Status> removeSandbox(std::string sandbox);
+  // After a setSandbox that failed: the gateway may still carry it out
+  // once it runs again (it reads what was queued on a connection that
+  // timed out), and would then refuse the slot's address to the next
+  // sandbox. A removal is queued behind it, not waited for; failures are
+  // logged.
+  void forget(const std::string& sandbox);
   // /metrics reads the gateway's counters over a connection of its own to
   // controlSocket() (vesseld::GatewayStats).
   const std::string& controlSocket() const { return socket_; }
