@@ -19,7 +19,6 @@
 #include "api/sse_stream.h"
 #include "base/base64.h"
 #include "base/log.h"
-#include "base/offload.h"
 #include "base/scope_exit.h"
 
 namespace vessel::api {
@@ -365,7 +364,7 @@ asio::awaitable<Response> DataPlane::listProcesses(const Request& req, Target t)
     for (const auto& p : l) items.push_back(processJson(p));
     return json::serialize(json::object{{"processes", std::move(items)}});
   };
-  std::string body = co_await offload(*render_, std::move(render));
+  std::string body = co_await render_.run(std::move(render));
   co_return jsonResponse(req, http::status::ok, std::move(body));
 }
 
@@ -495,7 +494,7 @@ asio::awaitable<Response> DataPlane::listFiles(const Request& req, Target t) {
     for (const auto& e : l) items.push_back(fileJson(e.stat, base + "/" + e.path, e.path));
     return json::serialize(json::object{{"entries", std::move(items)}});
   };
-  std::string body = co_await offload(*render_, std::move(render));
+  std::string body = co_await render_.run(std::move(render));
   co_return jsonResponse(req, http::status::ok, std::move(body));
 }
 

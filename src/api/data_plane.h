@@ -7,7 +7,6 @@
 // remove, and directory watches as SSE.
 //
 // Used from the io thread only, like the control plane.
-#include <boost/asio/thread_pool.hpp>
 #include <map>
 #include <memory>
 #include <string>
@@ -15,6 +14,7 @@
 
 #include "api/http_server.h"
 #include "api/live_sandboxes.h"
+#include "api/render_thread.h"
 #include "api/sessions.h"
 
 namespace vessel::api {
@@ -65,9 +65,9 @@ class DataPlane {
   // Processes whose exec stream is open on this data plane, by (sandbox, pid):
   // their stdin is written through these handles.
   std::map<std::pair<std::string, uint32_t>, std::shared_ptr<agentclient::Process>> attached_;
-  // Listings' JSON (up to agentclient::kMaxListEntries entries, tens of
-  // MiB) is made here, not on the io thread. Declared last: joined first.
-  std::unique_ptr<asio::thread_pool> render_ = std::make_unique<asio::thread_pool>(1);
+  // Listings' JSON is made here, not on the io thread. Declared last:
+  // joined first.
+  RenderThread render_;
 };
 
 }  // namespace vessel::api

@@ -9,6 +9,7 @@
 
 namespace vessel::api {
 
+namespace asio = boost::asio;
 namespace json = boost::json;
 
 namespace {
@@ -36,6 +37,52 @@ json::object credentialJson(const store::CredentialRecord& c) {
                       {"created_at", rfc3339(c.created_ms)}};
 }
 
+// The body of POST /v1/credentials, checked.
+Result<ops::CredentialSpec> parseCredential(const json::object& body) {
+  ops::CredentialSpec c;
+  for (const auto& [k, v] : body) {
+    if (k == "name") {
+      if (!v.is_string() || !credentialName(v.as_string()))
+        return bad("name: 1-63 of [A-Za-z0-9._-]");
+      c.name = std::string(v.as_string());
+    } else if (k == "hosts") {
+      if (!v.is_array() || v.as_array().empty() || v.as_array().size() > kMaxHosts)
+        return bad("hosts must be an array of 1 to 16 host names");
+      for (const auto& h : v.as_array()) {
+        if (!h.is_string()) return bad("hosts holds a non-string");
+        auto n = gateway::normalizeName(h.as_string());
+        if (!n.ok())
+          return bad("hosts: '" + std::string(h.as_string()) + "': " + n.error().message());
+        c.hosts.push_back(std::move(*n));
+      }
+    } else if (k == "header") {
+      if (!v.is_string() || !injectableHeader(v.as_string()))
+        return bad("header must be an HTTP field name the gateway may set");
+      c.header = std::string(v.as_string());
+    } else if (k == "value") {
+      if (!v.is_string() || v.as_string().empty() || v.as_string().size() > kMaxValue)
+        return bad("value must be a non-empty string of at most 8192 bytes");
+      for (char ch : v.as_string())
+        if (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f)
+          return bad("value must not hold control characters");
+      // The gateway masks the secret in responses; a short one would be
+      // indistinguishable from ordinary text (and its encodings even more so).
+      std::string_view val = v.as_string(), token = val.substr(val.rfind(' ') + 1);
+      if (val.size() < gateway::credentials::kMinSecretBytes ||
+          token.size() < gateway::credentials::kMinSecretBytes)
+        return bad(
+            "value must be at least 16 bytes, and so must its token "
+            "after a scheme such as 'Bearer '");
+      c.value = std::string(val);
+    } else {
+      return bad("unknown field '" + std::string(k) + "'");
+    }
+  }
+  if (c.name.empty() || c.hosts.empty() || c.header.empty() || c.value.empty())
+    return bad("name, hosts, header and value are required");
+  return c;
+}
+
 }  // namespace
 
 asio::awaitable<std::optional<Response>> NetworkApi::handle(const Request& req,
@@ -46,13 +93,13 @@ asio::awaitable<std::optional<Response>> NetworkApi::handle(const Request& req,
   if (auto q = path.find('?'); q != std::string::npos) path.resize(q);
   auto notAllowed = [&](std::string_view allow) { return methodNotAllowed(req, path, allow); };
   if (seg.size() == 2 && seg[1] == "credentials") {
-    if (method == http::verb::post) co_return createCredential(req, tenant);
+    if (method == http::verb::post) co_return co_await createCredential(req, tenant);
     if (method == http::verb::get) co_return listCredentials(req, tenant);
     co_return notAllowed("GET, POST");
   }
   if (seg.size() == 3 && seg[1] == "credentials") {
     if (!credentialName(seg[2])) co_return errorResponse(req, bad("bad credential name"));
-    if (method == http::verb::delete_) co_return deleteCredential(req, tenant, seg[2]);
+    if (method == http::verb::delete_) co_return co_await deleteCredential(req, tenant, seg[2]);
     co_return notAllowed("DELETE");
   }
   if (seg.size() == 4 && seg[1] == "sandboxes" && seg[3] == "network") {
@@ -70,7 +117,7 @@ asio::awaitable<Response> NetworkApi::putNetwork(const Request& req, std::string
   if (auto sb = lifecycle_.get(tenant, id); !sb.ok()) co_return errorResponse(req, sb.error());
   auto s = parseNetworkRequest(req.body());
   if (!s.ok()) co_return errorResponse(req, s.error());
-  auto now = co_await lifecycle_.setNetwork(tenant, id, *s);
+  auto now = co_await lifecycle_.setNetwork(tenant, id, std::move(*s));
   if (!now.ok()) co_return errorResponse(req, now.error());
   co_return jsonResponse(req, http::status::ok, json::serialize(networkJson(*now)));
 }
@@ -82,55 +129,16 @@ Response NetworkApi::getNetwork(const Request& req, const std::string& tenant,
   return jsonResponse(req, http::status::ok, json::serialize(networkJson(*s)));
 }
 
-Response NetworkApi::createCredential(const Request& req, const std::string& tenant) {
+asio::awaitable<Response> NetworkApi::createCredential(const Request& req, std::string tenant) {
   auto body = parseBody(req.body());
-  if (!body.ok()) return errorResponse(req, body.error());
-  ops::CredentialSpec c;
-  for (const auto& [k, v] : body->as_object()) {
-    if (k == "name") {
-      if (!v.is_string() || !credentialName(v.as_string()))
-        return errorResponse(req, bad("name: 1-63 of [A-Za-z0-9._-]"));
-      c.name = std::string(v.as_string());
-    } else if (k == "hosts") {
-      if (!v.is_array() || v.as_array().empty() || v.as_array().size() > kMaxHosts)
-        return errorResponse(req, bad("hosts must be an array of 1 to 16 host names"));
-      for (const auto& h : v.as_array()) {
-        if (!h.is_string()) return errorResponse(req, bad("hosts holds a non-string"));
-        auto n = gateway::normalizeName(h.as_string());
-        if (!n.ok())
-          return errorResponse(
-              req, bad("hosts: '" + std::string(h.as_string()) + "': " + n.error().message()));
-        c.hosts.push_back(std::move(*n));
-      }
-    } else if (k == "header") {
-      if (!v.is_string() || !injectableHeader(v.as_string()))
-        return errorResponse(req, bad("header must be an HTTP field name the gateway may set"));
-      c.header = std::string(v.as_string());
-    } else if (k == "value") {
-      if (!v.is_string() || v.as_string().empty() || v.as_string().size() > kMaxValue)
-        return errorResponse(req, bad("value must be a non-empty string of at most 8192 bytes"));
-      for (char ch : v.as_string())
-        if (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f)
-          return errorResponse(req, bad("value must not hold control characters"));
-      // The gateway masks the secret in responses; a short one would be
-      // indistinguishable from ordinary text (and its encodings even more so).
-      std::string_view val = v.as_string(), token = val.substr(val.rfind(' ') + 1);
-      if (val.size() < gateway::credentials::kMinSecretBytes ||
-          token.size() < gateway::credentials::kMinSecretBytes)
-        return errorResponse(req, bad("value must be at least 16 bytes, and so must its token "
-                                      "after a scheme such as 'Bearer '"));
-      c.value = std::string(val);
-    } else {
-      return errorResponse(req, bad("unknown field '" + std::string(k) + "'"));
-    }
-  }
-  if (c.name.empty() || c.hosts.empty() || c.header.empty() || c.value.empty())
-    return errorResponse(req, bad("name, hosts, header and value are required"));
+  if (!body.ok()) co_return errorResponse(req, body.error());
+  auto c = parseCredential(body->as_object());
+  if (!c.ok()) co_return errorResponse(req, c.error());
   // Running sandboxes using it get the new value at once (ops). The value
   // is never sent back.
-  auto stored = lifecycle_.putCredential(tenant, c);
-  if (!stored.ok()) return errorResponse(req, stored.error());
-  return jsonResponse(req, http::status::created, json::serialize(credentialJson(*stored)));
+  auto stored = co_await lifecycle_.putCredential(tenant, std::move(*c));
+  if (!stored.ok()) co_return errorResponse(req, stored.error());
+  co_return jsonResponse(req, http::status::created, json::serialize(credentialJson(*stored)));
 }
 
 Response NetworkApi::listCredentials(const Request& req, const std::string& tenant) {
@@ -142,12 +150,12 @@ Response NetworkApi::listCredentials(const Request& req, const std::string& tena
                       json::serialize(json::object{{"credentials", std::move(items)}}));
 }
 
-Response NetworkApi::deleteCredential(const Request& req, const std::string& tenant,
-                                      const std::string& name) {
+asio::awaitable<Response> NetworkApi::deleteCredential(const Request& req, std::string tenant,
+                                                       std::string name) {
   // Revocation reaches live sandboxes before this answers (ops).
-  if (auto s = lifecycle_.deleteCredential(tenant, name); !s.ok())
-    return errorResponse(req, s.error());
-  return jsonResponse(req, http::status::no_content, "");
+  if (auto s = co_await lifecycle_.deleteCredential(tenant, name); !s.ok())
+    co_return errorResponse(req, s.error());
+  co_return jsonResponse(req, http::status::no_content, "");
 }
 
 }  // namespace vessel::api

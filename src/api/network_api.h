@@ -6,6 +6,7 @@
 // parsed here into typed requests for the lifecycle (ops::Lifecycle), which
 // stores them and has the node register them with its gateway. Secrets go
 // from the request to the store only: no response carries them.
+#include <boost/asio/awaitable.hpp>
 #include <optional>
 #include <string>
 #include <vector>
@@ -21,16 +22,20 @@ class NetworkApi {
 
   // Handles /v1/credentials[/name] and /v1/sandboxes/{id}/network (`seg`
   // is the split path, seg[0] == "v1"); nullopt when the path is not ours.
-  asio::awaitable<std::optional<Response>> handle(const Request& req, const std::string& tenant,
-                                                  const std::vector<std::string>& seg);
+  // A PUT of settings or a credential change waits for the node's gateway
+  // without holding the io thread.
+  boost::asio::awaitable<std::optional<Response>> handle(const Request& req,
+                                                         const std::string& tenant,
+                                                         const std::vector<std::string>& seg);
 
  private:
-  // By value: a coroutine outlives its caller's temporaries.
-  asio::awaitable<Response> putNetwork(const Request& req, std::string tenant, std::string id);
+  boost::asio::awaitable<Response> putNetwork(const Request& req, std::string tenant,
+                                              std::string id);
   Response getNetwork(const Request& req, const std::string& tenant, const std::string& id);
-  Response createCredential(const Request& req, const std::string& tenant);
+  boost::asio::awaitable<Response> createCredential(const Request& req, std::string tenant);
   Response listCredentials(const Request& req, const std::string& tenant);
-  Response deleteCredential(const Request& req, const std::string& tenant, const std::string& name);
+  boost::asio::awaitable<Response> deleteCredential(const Request& req, std::string tenant,
+                                                    std::string name);
 
   ops::Lifecycle& lifecycle_;
 };

@@ -188,8 +188,9 @@ Result<ops::NetworkSpec> ClusterNode::network(const std::string& id) {
   return ops::NetworkSpec{"none", {}, {}, {}};
 }
 
-void ClusterNode::credentialChanged(const std::string& tenant, const std::string& name) {
-  // Every live node hears of it; failures are the nodes' to log.
+asio::awaitable<void> ClusterNode::credentialChanged(std::string tenant, std::string name) {
+  // Every live node hears of it (in the background); failures are the
+  // nodes' to log.
   int64_t now = store::nowMs();
   for (const auto& [node, rec] : nodes_) {
     if (stale(rec, now)) continue;
@@ -204,6 +205,7 @@ void ClusterNode::credentialChanged(const std::string& tenant, const std::string
         },
         asio::detached);
   }
+  co_return;
 }
 
 asio::awaitable<Status> ClusterNode::create(ops::NodeCreate c) {

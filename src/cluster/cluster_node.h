@@ -75,7 +75,7 @@ class ClusterNode final : public ops::Node {
   asio::awaitable<Result<ops::NetworkSpec>> updateNetwork(std::string tenant, std::string id,
                                                           ops::NetworkSpec spec) override;
   Result<ops::NetworkSpec> network(const std::string& id) override;
-  void credentialChanged(const std::string& tenant, const std::string& name) override;
+  asio::awaitable<void> credentialChanged(std::string tenant, std::string name) override;
   asio::awaitable<Status> create(ops::NodeCreate c) override;
   asio::awaitable<Status> pause(std::string id, bool keep_memory) override;
   asio::awaitable<Status> resume(std::string tenant, std::string id) override;

@@ -57,7 +57,7 @@ asio::awaitable<Result<NodeReply>> NodeServer::call(std::string name, NodeCall c
   if (name == "credential") {
     if (c.tenant.empty() || c.credential.empty())
       co_return Error(Code::kInvalidArgument, "node call credential: tenant and credential");
-    node_.credentialChanged(c.tenant, c.credential);
+    co_await node_.credentialChanged(c.tenant, c.credential);
     co_return r;
   }
   if (auto s = needId(); !s.ok()) co_return std::move(s).error();

@@ -211,8 +211,8 @@ asio::awaitable<std::optional<Response>> RestApi::handle(const Request& req) {
   }
   if (seg[0] == "secrets") {
     if (seg.size() == 1 && method == V::get) co_return listSecrets(req, tenant);
-    if (seg.size() == 1 && method == V::post) co_return createSecret(req, tenant);
-    if (seg.size() == 2) co_return secret(req, tenant, seg[1]);
+    if (seg.size() == 1 && method == V::post) co_return co_await createSecret(req, tenant);
+    if (seg.size() == 2) co_return co_await secret(req, tenant, seg[1]);
   }
   co_return unknown();
 }

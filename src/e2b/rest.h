@@ -64,8 +64,8 @@ class RestApi {
   Response listTemplates(const Request& req, const std::string& tenant);
   Response templateAlias(const Request& req, const std::string& tenant, const std::string& alias);
   Response listSecrets(const Request& req, const std::string& tenant);
-  Response createSecret(const Request& req, const std::string& tenant);
-  Response secret(const Request& req, const std::string& tenant, const std::string& name);
+  asio::awaitable<Response> createSecret(const Request& req, std::string tenant);
+  asio::awaitable<Response> secret(const Request& req, std::string tenant, std::string name);
 
   // The operation's end: ok, or the error it failed with.
   asio::awaitable<Status> finish(const std::string& tenant, const store::OperationRecord& op);

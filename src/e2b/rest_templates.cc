@@ -183,38 +183,39 @@ Response RestApi::listSecrets(const Request& req, const std::string& tenant) {
   return jsonBody(req, http::status::ok, out);
 }
 
-Response RestApi::createSecret(const Request& req, const std::string& tenant) {
+asio::awaitable<Response> RestApi::createSecret(const Request& req, std::string tenant) {
   auto in = parseSecret(req.body(), true);
-  if (!in.ok()) return errorJson(req, in.error());
+  if (!in.ok()) co_return errorJson(req, in.error());
   auto have = store_.getCredential(tenant, in->name);
-  if (!have.ok()) return errorJson(req, have.error());
+  if (!have.ok()) co_return errorJson(req, have.error());
   if (*have)
-    return errorJson(req, Error(Code::kAlreadyExists, "secret " + in->name + " already exists"));
+    co_return errorJson(req, Error(Code::kAlreadyExists, "secret " + in->name + " already exists"));
   // A value without hosts or header: E2B places it with a network rule's
   // `${e2b.secrets.NAME}`; Vessel's own API can give it hosts and a header.
   ops::CredentialSpec c;
   c.name = in->name;
   c.value = in->value;
-  auto put = lifecycle_.putCredential(tenant, c);
-  if (!put.ok()) return errorJson(req, put.error());
-  return jsonBody(req, http::status::created, secretJson(*put));
+  auto put = co_await lifecycle_.putCredential(tenant, c);
+  if (!put.ok()) co_return errorJson(req, put.error());
+  co_return jsonBody(req, http::status::created, secretJson(*put));
 }
 
-Response RestApi::secret(const Request& req, const std::string& tenant, const std::string& name) {
+asio::awaitable<Response> RestApi::secret(const Request& req, std::string tenant,
+                                          std::string name) {
   if (!secretName(name) || name.rfind("e2b-rule-", 0) == 0)
-    return errorJson(req, Error(Code::kNotFound, "secret " + name.substr(0, 64) + " not found"));
+    co_return errorJson(req, Error(Code::kNotFound, "secret " + name.substr(0, 64) + " not found"));
   auto c = store_.getCredential(tenant, name);
-  if (!c.ok()) return errorJson(req, c.error());
-  if (!*c) return errorJson(req, Error(Code::kNotFound, "secret " + name + " not found"));
+  if (!c.ok()) co_return errorJson(req, c.error());
+  if (!*c) co_return errorJson(req, Error(Code::kNotFound, "secret " + name + " not found"));
   switch (req.method()) {
-    case http::verb::get: return jsonBody(req, http::status::ok, secretJson(**c));
+    case http::verb::get: co_return jsonBody(req, http::status::ok, secretJson(**c));
     case http::verb::delete_:
-      if (auto s = lifecycle_.deleteCredential(tenant, name); !s.ok())
-        return errorJson(req, s.error());
-      return noContent(req);
+      if (auto s = co_await lifecycle_.deleteCredential(tenant, name); !s.ok())
+        co_return errorJson(req, s.error());
+      co_return noContent(req);
     case http::verb::post: {
       auto in = parseSecret(req.body(), false);
-      if (!in.ok()) return errorJson(req, in.error());
+      if (!in.ok()) co_return errorJson(req, in.error());
       // A new value; the hosts and header a Vessel credential has stay.
       ops::CredentialSpec up;
       up.name = name;
@@ -225,13 +226,13 @@ Response RestApi::secret(const Request& req, const std::string& tenant, const st
       if (!ec && hosts.is_array())
         for (const auto& h : hosts.as_array())
           if (h.is_string()) up.hosts.emplace_back(h.as_string());
-      auto put = lifecycle_.putCredential(tenant, up);
-      if (!put.ok()) return errorJson(req, put.error());
+      auto put = co_await lifecycle_.putCredential(tenant, up);
+      if (!put.ok()) co_return errorJson(req, put.error());
       // E2B keeps a secret's creation time across updates.
       put->created_ms = (*c)->created_ms;
-      return jsonBody(req, http::status::ok, secretJson(*put));
+      co_return jsonBody(req, http::status::ok, secretJson(*put));
     }
-    default: return errorJson(req, Error(Code::kNotFound, "no such secrets route"));
+    default: co_return errorJson(req, Error(Code::kNotFound, "no such secrets route"));
   }
 }
 

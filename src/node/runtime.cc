@@ -87,7 +87,7 @@ asio::awaitable<Result<Runtime::Prepared>> Runtime::prepareRestore(
   s.incoming_state_fd = state->get();
   auto vm = co_await hv_.start(s, Clock::now() + 30s);
   if (!vm.ok()) {
-    releaseSlot(p.slot);
+    co_await releaseSlot(p.slot);
     co_return std::move(vm).error().withContext("restore " + t->id());
   }
   p.vm = std::move(*vm);
@@ -133,9 +133,10 @@ asio::awaitable<Status> Runtime::attachNetwork(hypervisor::MachineSpec& s,
   co_return okStatus();
 }
 
-void Runtime::releaseSlot(std::unique_ptr<network::Slot>& slot) {
-  if (slot && opts_.slots) opts_.slots->release(std::move(slot));
-  slot.reset();
+asio::awaitable<void> Runtime::releaseSlot(std::unique_ptr<network::Slot>& slot) {
+  std::unique_ptr<network::Slot> s = std::move(slot);
+  // Its teardown (`nft`, `ip`) runs on a thread of the pool's.
+  if (s && opts_.slots) co_await opts_.slots->releaseAsync(std::move(s));
 }
 
 asio::awaitable<Result<std::shared_ptr<agentclient::AgentClient>>> Runtime::restoreVm(
@@ -233,7 +234,7 @@ asio::awaitable<Status> Runtime::warm(Prepared& p) {
 asio::awaitable<void> Runtime::discard(Prepared p) {
   if (p.agent) p.agent->close();
   if (p.vm) (void)co_await p.vm->stop();
-  releaseSlot(p.slot);
+  co_await releaseSlot(p.slot);
   std::error_code ec;
   fs::remove_all(p.vm_dir, ec);
 }
@@ -311,7 +312,7 @@ asio::awaitable<Result<std::shared_ptr<Sandbox>>> Runtime::create(std::string te
     if (!n.ok()) co_return std::move(n).error().withContext(ctx);
     auto m = co_await bootMachine(hv_, s, Clock::now() + opts_.ready_timeout);
     if (!m.ok()) {
-      releaseSlot(sb->slot_);
+      co_await releaseSlot(sb->slot_);
       co_return std::move(m).error().withContext(ctx);
     }
     sb->vm_ = std::move(m->vm);
@@ -323,7 +324,7 @@ asio::awaitable<Result<std::shared_ptr<Sandbox>>> Runtime::create(std::string te
     if (id.ok()) id = co_await growDisk(*sb);
     if (!id.ok()) {
       (void)co_await sb->vm_->stop();
-      releaseSlot(sb->slot_);
+      co_await releaseSlot(sb->slot_);
       co_return std::move(id).error().withContext(ctx);
     }
     rm_vm.dismiss();
@@ -376,7 +377,7 @@ asio::awaitable<Result<std::shared_ptr<Sandbox>>> Runtime::create(std::string te
       (void)co_await sb->vm_->stop();
       making_[sb->id_] = nullptr;
       sb->vm_.reset();
-      releaseSlot(sb->slot_);
+      co_await releaseSlot(sb->slot_);
       fs::remove_all(sb->vm_dir_, ec);
       if (!was_warm || attempt >= 2 || !checkAborted(sb->id_).ok()) {
         pool_.refillLater(template_name);
@@ -411,7 +412,7 @@ asio::awaitable<Status> Runtime::pause(Sandbox& sb, bool keep_memory) {
   sb.agent_.reset();
   (void)co_await sb.vm_->stop();
   sb.vm_.reset();
-  releaseSlot(sb.slot_);  // resume takes a fresh one
+  co_await releaseSlot(sb.slot_);  // resume takes a fresh one
   sb.state_ = Sandbox::State::kPaused;
   VESSEL_CO_TRY(writeRecord(sb));
   co_return okStatus();
@@ -474,7 +475,7 @@ asio::awaitable<Result<std::shared_ptr<Sandbox>>> Runtime::resume(const std::str
   if (!n.ok()) co_return std::move(n).error().withContext(ctx);
   auto vm = co_await hv_.start(s, Clock::now() + 30s);
   if (!vm.ok()) {
-    releaseSlot(sb->slot_);
+    co_await releaseSlot(sb->slot_);
     co_return std::move(vm).error().withContext(ctx);
   }
   sb->vm_ = std::move(*vm);
@@ -484,7 +485,7 @@ asio::awaitable<Result<std::shared_ptr<Sandbox>>> Runtime::resume(const std::str
   if (!fin.ok()) {
     if (sb->agent_) sb->agent_->close();
     (void)co_await sb->vm_->stop();
-    releaseSlot(sb->slot_);
+    co_await releaseSlot(sb->slot_);
     co_return std::move(fin).error().withContext(ctx);
   }
   std::error_code ec;
@@ -553,7 +554,7 @@ asio::awaitable<Status> Runtime::destroy(Sandbox& sb) {
   if (sb.vm_) (void)co_await sb.vm_->stop();
   sb.vm_.reset();
   sb.agent_.reset();
-  releaseSlot(sb.slot_);
+  co_await releaseSlot(sb.slot_);
   std::error_code ec;
   fs::remove_all(sb.vm_dir_, ec);
   fs::remove_all(sb.dir_, ec);

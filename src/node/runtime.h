@@ -260,7 +260,7 @@ class Runtime : private WarmPool::Source {
   // Gives a VM of template `m` its NIC: a slot's tap when there are slots.
   asio::awaitable<Status> attachNetwork(hypervisor::MachineSpec& s, const templates::Manifest& m,
                                         std::unique_ptr<network::Slot>& slot);
-  void releaseSlot(std::unique_ptr<network::Slot>& slot);
+  asio::awaitable<void> releaseSlot(std::unique_ptr<network::Slot>& slot);
   // Sets the guest's network up as `want` (from `was`: what it is now, if
   // known); needs the VM's slot for a route.
   asio::awaitable<Status> configureGuestNetwork(agentclient::AgentClient& agent,

@@ -83,7 +83,7 @@ asio::awaitable<Result<std::vector<std::shared_ptr<Sandbox>>>> Runtime::forkAs(
     if (!st.ok()) {
       if (child->agent_) child->agent_->close();
       if (child->vm_) (void)co_await child->vm_->stop();
-      releaseSlot(child->slot_);
+      co_await releaseSlot(child->slot_);
       fs::remove_all(child->dir_, ec);
       if (!child->vm_dir_.empty()) fs::remove_all(child->vm_dir_, ec);
       for (auto& c : out) (void)co_await destroy(*c);

@@ -91,7 +91,7 @@ asio::awaitable<Result<std::shared_ptr<Sandbox>>> Runtime::adopt(const std::stri
   if (!st.ok()) {
     std::string diag = sb->vm_->diagnostics();
     (void)co_await sb->vm_->stop();
-    releaseSlot(sb->slot_);
+    co_await releaseSlot(sb->slot_);
     std::string msg = st.error().message();
     if (!diag.empty()) msg += "; " + diag;
     co_return Error(st.error().code(), ctx + ": " + msg);

@@ -168,10 +168,11 @@ class Lifecycle {
   // The tenant's credentials (the gateway injects them; values are never
   // read back by a front end). A put replaces one of the same name; a put
   // or delete reaches running sandboxes that use it at once.
-  Result<store::CredentialRecord> putCredential(const std::string& tenant, const CredentialSpec& c);
+  asio::awaitable<Result<store::CredentialRecord>> putCredential(std::string tenant,
+                                                                 CredentialSpec c);
   Result<std::vector<store::CredentialRecord>> listCredentials(const std::string& tenant);
   // kNotFound when the tenant has no credential of that name.
-  Status deleteCredential(const std::string& tenant, const std::string& name);
+  asio::awaitable<Status> deleteCredential(std::string tenant, std::string name);
   // What the tenant's running sandbox uses now (ops::Usage); a sandbox
   // without a VM (paused, creating) is kFailedPrecondition.
   asio::awaitable<Result<Usage>> usage(std::string tenant, std::string id);

@@ -28,8 +28,8 @@ Result<NetworkSpec> Lifecycle::network(const std::string& tenant, const std::str
   return node_.network(id);
 }
 
-Result<store::CredentialRecord> Lifecycle::putCredential(const std::string& tenant,
-                                                         const CredentialSpec& c) {
+asio::awaitable<Result<store::CredentialRecord>> Lifecycle::putCredential(std::string tenant,
+                                                                          CredentialSpec c) {
   store::CredentialRecord r;
   r.tenant_id = tenant;
   r.name = c.name;
@@ -39,25 +39,26 @@ Result<store::CredentialRecord> Lifecycle::putCredential(const std::string& tena
   r.header = c.header;
   r.value = c.value;
   r.created_ms = clock_.nowMs();
-  VESSEL_TRY(store_.putCredential(r));
+  VESSEL_CO_TRY(store_.putCredential(r));
   // Running sandboxes using it get the new value now; the gateway resets
   // their connections that carry the old one.
-  node_.credentialChanged(tenant, c.name);
-  return r;
+  co_await node_.credentialChanged(tenant, c.name);
+  co_return r;
 }
 
 Result<std::vector<store::CredentialRecord>> Lifecycle::listCredentials(const std::string& tenant) {
   return store_.listCredentials(tenant);
 }
 
-Status Lifecycle::deleteCredential(const std::string& tenant, const std::string& name) {
-  VESSEL_ASSIGN_OR_RETURN(auto c, store_.getCredential(tenant, name));
-  if (!c) return Error(Code::kNotFound, "credential '" + name + "' does not exist");
-  VESSEL_TRY(store_.deleteCredential(tenant, name));
+asio::awaitable<Status> Lifecycle::deleteCredential(std::string tenant, std::string name) {
+  auto c = store_.getCredential(tenant, name);
+  if (!c.ok()) co_return std::move(c).error();
+  if (!*c) co_return Error(Code::kNotFound, "credential '" + name + "' does not exist");
+  VESSEL_CO_TRY(store_.deleteCredential(tenant, name));
   // Revocation reaches live sandboxes: their policy loses the credential and
   // the gateway resets connections that carried it before this returns.
-  node_.credentialChanged(tenant, name);
-  return okStatus();
+  co_await node_.credentialChanged(tenant, name);
+  co_return okStatus();
 }
 
 }  // namespace vessel::ops

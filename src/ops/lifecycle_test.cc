@@ -68,6 +68,11 @@ class LifecycleTest : public ::testing::Test {
     }
     ASSERT_TRUE(templates_->install(staging, m).ok());
   }
+  // A lifecycle call that awaits the node, to its end.
+  template <typename T>
+  T run(asio::awaitable<T> a) {
+    return runBlocking(io_, std::move(a));
+  }
   // Runs every handler that is ready (the fake node never blocks unless told).
   void drain() {
     for (int i = 0; i < 100; ++i) {
@@ -580,16 +585,15 @@ TEST_F(LifecycleTest, SetNetworkGoesToTheNodeForLiveSandboxesOnly) {
   NetworkSpec spec;
   spec.mode = "allowlist";
   spec.allow = {"example.com"};
-  ASSERT_TRUE(runBlocking(io_, lc_->setNetwork("t1", id, spec)).ok());
+  ASSERT_TRUE(run(lc_->setNetwork("t1", id, spec)).ok());
   EXPECT_EQ(node_->count("update-network " + id + " allowlist"), 1);
   spec.mode = "bogus";
-  EXPECT_EQ(runBlocking(io_, lc_->setNetwork("t1", id, spec)).error().code(),
-            Code::kInvalidArgument);
+  EXPECT_EQ(run(lc_->setNetwork("t1", id, spec)).error().code(), Code::kInvalidArgument);
   spec.mode = "none";
-  EXPECT_EQ(runBlocking(io_, lc_->setNetwork("t2", id, spec)).error().code(), Code::kNotFound);
+  EXPECT_EQ(run(lc_->setNetwork("t2", id, spec)).error().code(), Code::kNotFound);
   ASSERT_TRUE(lc_->remove("t1", id).ok());
   drain();
-  EXPECT_EQ(runBlocking(io_, lc_->setNetwork("t1", id, spec)).error().code(), Code::kNotFound);
+  EXPECT_EQ(run(lc_->setNetwork("t1", id, spec)).error().code(), Code::kNotFound);
   EXPECT_EQ(node_->count("update-network"), 1);
 }
 
@@ -600,8 +604,8 @@ TEST_F(LifecycleTest, NetworkSettingsAreReadAndAnsweredAsTheNodeStoresThem) {
   auto now = lc_->network("t1", id);
   ASSERT_TRUE(now.ok()) << now.error().message();
   EXPECT_EQ(now->allow, std::vector<std::string>{"a.test"});
-  auto set =
-      runBlocking(io_, lc_->setNetwork("t1", id, NetworkSpec{}));  // empty mode: the node's default
+  NetworkSpec none;  // empty mode: the node's default
+  auto set = run(lc_->setNetwork("t1", id, none));
   ASSERT_TRUE(set.ok()) << set.error().message();
   EXPECT_EQ(set->mode, "none");
   EXPECT_EQ(lc_->network("t1", id)->mode, "none");
@@ -610,13 +614,13 @@ TEST_F(LifecycleTest, NetworkSettingsAreReadAndAnsweredAsTheNodeStoresThem) {
 
 TEST_F(LifecycleTest, CredentialChangesReachTheNode) {
   CredentialSpec c{"gh", {"api.github.com"}, "Authorization", "Bearer 0123456789abcdef"};
-  auto put = lc_->putCredential("t1", c);
+  auto put = run(lc_->putCredential("t1", c));
   ASSERT_TRUE(put.ok()) << put.error().message();
   EXPECT_EQ(put->hosts_json, R"(["api.github.com"])");
   EXPECT_EQ(put->created_ms, clock_.nowMs());
   EXPECT_EQ(node_->count("credential-changed t1 gh"), 1);
   c.value = "Bearer fedcba9876543210";  // a new value replaces the old one
-  ASSERT_TRUE(lc_->putCredential("t1", c).ok());
+  ASSERT_TRUE(run(lc_->putCredential("t1", c)).ok());
   EXPECT_EQ(node_->count("credential-changed t1 gh"), 2);
   auto list = lc_->listCredentials("t1");
   ASSERT_TRUE(list.ok());
@@ -624,9 +628,9 @@ TEST_F(LifecycleTest, CredentialChangesReachTheNode) {
   EXPECT_EQ(list->front().value, c.value);
   EXPECT_TRUE(lc_->listCredentials("t2")->empty());
   // Another tenant's credential is absent; nothing reaches the node.
-  EXPECT_EQ(lc_->deleteCredential("t2", "gh").error().code(), Code::kNotFound);
+  EXPECT_EQ(run(lc_->deleteCredential("t2", "gh")).error().code(), Code::kNotFound);
   EXPECT_EQ(node_->count("credential-changed"), 2);
-  ASSERT_TRUE(lc_->deleteCredential("t1", "gh").ok());
+  ASSERT_TRUE(run(lc_->deleteCredential("t1", "gh")).ok());
   EXPECT_EQ(node_->count("credential-changed t1 gh"), 3);
   EXPECT_TRUE(lc_->listCredentials("t1")->empty());
 }

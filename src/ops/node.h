@@ -99,7 +99,8 @@ class Node {
   // New settings for an existing sandbox: stored, and registered with the
   // gateway at once when it has a VM. Returns them as stored (an empty
   // mode becomes the node's default). Awaitable: an API replica asks the
-  // sandbox's node.
+  // sandbox's node, and the local node awaits its gateway without holding
+  // the io thread.
   virtual asio::awaitable<Result<NetworkSpec>> updateNetwork(std::string tenant, std::string id,
                                                              NetworkSpec spec) = 0;
   // A sandbox's settings as stored (mode none for one that never had any).
@@ -108,7 +109,7 @@ class Node {
   // running sandbox of the tenant whose settings name it gets its policy
   // again at once (connections carrying the old value are reset). Failures
   // are the node's to log; the credential is stored either way.
-  virtual void credentialChanged(const std::string& tenant, const std::string& name) = 0;
+  virtual asio::awaitable<void> credentialChanged(std::string tenant, std::string name) = 0;
 
   virtual asio::awaitable<Status> create(NodeCreate c) = 0;
   // Saves the sandbox and frees its VM. `keep_memory` false saves only its

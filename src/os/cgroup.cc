@@ -6,7 +6,12 @@
 #include <sys/vfs.h>
 #include <unistd.h>
 
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
 #include <filesystem>
+#include <optional>
 #include <thread>
 
 #include "base/fd.h"
@@ -123,24 +128,57 @@ std::vector<std::string> Cgroup::procsFiles() const {
   return out;
 }
 
+Result<bool> Cgroup::tryRemove() {
+  std::vector<std::string> busy;
+  std::optional<Error> failed;
+  for (const auto& d : dirs_) {
+    if (::rmdir(d.c_str()) == 0 || errno == ENOENT) continue;
+    int e = errno;
+    // A process that was just reaped can keep the group busy for a moment.
+    if (e == EBUSY)
+      busy.push_back(d);
+    else if (!failed)
+      failed = Error::fromErrno("rmdir " + d, e);
+  }
+  dirs_ = std::move(busy);
+  if (failed) return *failed;
+  return dirs_.empty();
+}
+
+namespace {
+constexpr int kRemoveTries = 100;
+constexpr auto kRemovePause = 10ms;
+}  // namespace
+
+// What is still busy after the last try is given up, as an error.
 Status Cgroup::remove() {
   Status result = okStatus();
-  for (const auto& d : dirs_) {
-    // A process that was just reaped can keep the group busy for a moment.
-    int e = 0;
-    for (int i = 0; i < 100; ++i) {
-      if (::rmdir(d.c_str()) == 0 || errno == ENOENT) {
-        e = 0;
-        break;
-      }
-      e = errno;
-      if (e != EBUSY) break;
-      std::this_thread::sleep_for(10ms);
-    }
-    if (e != 0 && result.ok()) result = Error::fromErrno("rmdir " + d, e);
+  for (int i = 0; i < kRemoveTries && !dirs_.empty(); ++i) {
+    if (i > 0) std::this_thread::sleep_for(kRemovePause);
+    auto r = tryRemove();
+    if (!r.ok() && result.ok()) result = std::move(r).error();
   }
+  if (!dirs_.empty() && result.ok()) result = Error::fromErrno("rmdir " + dirs_.front(), EBUSY);
   dirs_.clear();
   return result;
+}
+
+boost::asio::awaitable<Status> Cgroup::removeAsync() {
+  namespace asio = boost::asio;
+  Status result = okStatus();
+  asio::steady_timer pause(co_await asio::this_coro::executor);
+  for (int i = 0; i < kRemoveTries && !dirs_.empty(); ++i) {
+    if (i > 0) {
+      pause.expires_after(kRemovePause);
+      boost::system::error_code ec;
+      co_await pause.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+    }
+    auto r = tryRemove();
+    if (!r.ok() && result.ok()) result = std::move(r).error();
+  }
+  if (!dirs_.empty() && result.ok()) result = Error::fromErrno("rmdir " + dirs_.front(), EBUSY);
+  dirs_.clear();
+  co_return result;
 }
 
 size_t sweepCgroups(const CgroupConfig& cfg, const std::string& prefix) {

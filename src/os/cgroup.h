@@ -4,6 +4,7 @@
 // /sys/fs/cgroup/<controller>). The leaf lives under a parent of its own
 // ("vessel"), not under vesseld's cgroup: a service manager that stops or
 // restarts vesseld does not kill the VMs with it.
+#include <boost/asio/awaitable.hpp>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -56,9 +57,17 @@ class Cgroup {
   std::vector<std::string> procsFiles() const;
   bool valid() const { return !dirs_.empty(); }
 
-  // Removes the leaf; its processes must have exited. Retries briefly while
-  // the kernel still counts a just-reaped process.
+  // Removes the leaf; its processes must have exited. Retries for up to
+  // 1 s while the kernel still counts a just-reaped process, sleeping
+  // between tries: for destructors and tools...
   Status remove();
+  // ... and the same for an io thread, the waits on a timer of its
+  // executor. Afterwards the leaf is gone or given up (with the error).
+  boost::asio::awaitable<Status> removeAsync();
+  // One try, no waiting: true once every directory is gone; false while
+  // some are busy (EBUSY), which are kept for the next try. Any other
+  // error is returned, and that directory forgotten.
+  Result<bool> tryRemove();
   void release() { dirs_.clear(); }
 
  private:

@@ -100,6 +100,9 @@ class Jail {
   uint32_t uid() const { return uid_; }
   const std::string& dir() const { return dir_; }
   const Cgroup& cgroup() const { return cgroup_; }
+  // For removing it once the process has exited (Cgroup::removeAsync)
+  // before the Jail goes.
+  Cgroup& cgroup() { return cgroup_; }
 
   // For SpawnOptions::pre_exec: joins the cgroup, builds the mount
   // namespace, pivots into it and drops to the VM's uid. Only

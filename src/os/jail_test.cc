@@ -11,8 +11,13 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 
 #include "base/child_process.h"
 #include "base/fd.h"
@@ -123,6 +128,48 @@ TEST_F(JailTest, RealCgroupGetsLimitsAndGoes) {
   const std::string& d = dirs[cfg_.cgroups.unified ? 0 : 2];
   EXPECT_EQ(*readFile(d + "/pids.max"), "64\n");
   ASSERT_TRUE(cg->remove().ok());
+  for (const auto& x : dirs) EXPECT_FALSE(fs::exists(x)) << x;
+}
+
+// A group that still holds a process: removeAsync tries again on a timer,
+// so the io thread that awaits it runs other work meanwhile - here the
+// handler that ends the process - and the group goes once it is empty. A
+// removal that slept between tries would hold the thread for its whole
+// second of tries and fail with EBUSY before that handler could run.
+TEST_F(JailTest, CgroupRemovalWaitsOnATimerNotOnTheThread) {
+  auto cg = Cgroup::create(cfg_.cgroups, cfg_.name_prefix + "busy", {});
+  ASSERT_TRUE(cg.ok()) << cg.error().message();
+  auto dirs = cg->dirs();
+  SpawnOptions so;
+  so.argv = {"sleep", "60"};
+  so.die_with_parent = true;
+  auto child = ChildProcess::spawn(so);
+  ASSERT_TRUE(child.ok()) << child.error().message();
+  for (const auto& procs : cg->procsFiles()) {
+    std::ofstream f(procs);
+    f << child->pid() << std::flush;
+    ASSERT_TRUE(f.good()) << procs;
+  }
+  auto first = cg->tryRemove();
+  ASSERT_TRUE(first.ok()) << first.error().message();
+  EXPECT_FALSE(*first) << "a group with a process in it is busy";
+
+  boost::asio::io_context io;
+  std::optional<Status> removed;
+  boost::asio::co_spawn(
+      io, [&]() -> boost::asio::awaitable<void> { removed = co_await cg->removeAsync(); },
+      boost::asio::detached);
+  boost::asio::steady_timer end(io, std::chrono::milliseconds(50));
+  bool ended_first = false;
+  end.async_wait([&](boost::system::error_code) {
+    ended_first = !removed.has_value();
+    (void)child->signal(SIGKILL);
+    (void)child->waitFor(std::chrono::seconds(5));
+  });
+  io.run();
+  EXPECT_TRUE(ended_first) << "the removal held the io thread until it gave up";
+  ASSERT_TRUE(removed.has_value());
+  EXPECT_TRUE(removed->ok()) << removed->error().message();
   for (const auto& x : dirs) EXPECT_FALSE(fs::exists(x)) << x;
 }
 

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <boost/json.hpp>
+#include <utility>
+#include <vector>
 
 #include "base/log.h"
 #include "gateway/policy/policy.h"
@@ -9,6 +11,7 @@
 
 namespace vessel::vesseld {
 
+namespace asio = boost::asio;
 namespace json = boost::json;
 
 namespace {
@@ -138,67 +141,85 @@ Result<ops::NetworkSpec> EgressPolicies::stored(const std::string& sandbox_id) {
   return fromStored(text);
 }
 
-Status EgressPolicies::attach(const std::string& tenant, const node::Sandbox& sb) {
-  if (!egress_) return okStatus();
-  VESSEL_ASSIGN_OR_RETURN(auto s, stored(sb.id()));
-  if (!sb.slot()) {
+asio::awaitable<Status> EgressPolicies::attach(std::string tenant,
+                                               std::shared_ptr<node::Sandbox> sb) {
+  if (!egress_) co_return okStatus();
+  auto s = stored(sb->id());
+  if (!s.ok()) co_return std::move(s).error();
+  if (!sb->slot()) {
     // A VM from a run without egress (mode none) needs nothing.
-    if (s.mode == "none") return okStatus();
-    return Error(Code::kFailedPrecondition,
-                 "sandbox " + sb.id() + " has no network slot; its template has no NIC");
+    if (s->mode == "none") co_return okStatus();
+    co_return Error(Code::kFailedPrecondition,
+                    "sandbox " + sb->id() + " has no network slot; its template has no NIC");
   }
-  VESSEL_ASSIGN_OR_RETURN(auto policy, policyFor(tenant, s, false));
-  VESSEL_TRY(egress_->setSandbox(sb.id(), sb.slot()->sourceAddress(), std::move(policy)));
-  attached_[sb.id()] = {tenant, sb.slot()->sourceAddress()};
-  return okStatus();
+  auto policy = policyFor(tenant, *s, false);
+  if (!policy.ok()) co_return std::move(policy).error();
+  std::string id = sb->id(), source = sb->slot()->sourceAddress();
+  Status set = co_await egress_->setSandbox(id, source, std::move(*policy));
+  if (!set.ok()) {
+    // No registration may outlive a sandbox that does not run with it.
+    if (set.error().code() != Code::kInvalidArgument) egress_->forget(id);
+    co_return std::move(set).error();
+  }
+  attached_[id] = {std::move(tenant), std::move(source)};
+  co_return okStatus();
 }
 
-void EgressPolicies::credentialChanged(const std::string& tenant, const std::string& credential) {
-  if (!egress_) return;
-  for (const auto& [id, a] : attached_) {
-    if (a.tenant != tenant) continue;
+asio::awaitable<void> EgressPolicies::credentialChanged(std::string tenant,
+                                                        std::string credential) {
+  if (!egress_) co_return;
+  // A copy: attached_ may change while the gateway is waited for.
+  std::vector<std::pair<std::string, std::string>> mine;  // id, source
+  for (const auto& [id, a] : attached_)
+    if (a.tenant == tenant) mine.emplace_back(id, a.source);
+  for (const auto& [id, source] : mine) {
     auto s = stored(id);
     if (!s.ok()) continue;
     if (std::find(s->credentials.begin(), s->credentials.end(), credential) == s->credentials.end())
       continue;
     auto policy = policyFor(tenant, *s, false);
-    Status st = policy.ok() ? egress_->setSandbox(id, a.source, std::move(*policy))
-                            : Status(policy.error());
+    Status st = okStatus();
+    if (policy.ok())
+      st = co_await egress_->setSandbox(id, source, std::move(*policy));
+    else
+      st = policy.error();
     if (!st.ok())
       netLog(id).error("credential '{}' change not applied: {}", credential, st.error().message());
   }
 }
 
-void EgressPolicies::detach(const std::string& sandbox_id) {
-  if (!egress_ || !attached_.erase(sandbox_id)) return;
-  if (auto s = egress_->removeSandbox(sandbox_id); !s.ok())
+asio::awaitable<void> EgressPolicies::detach(std::string sandbox_id) {
+  if (!egress_ || !attached_.erase(sandbox_id)) co_return;
+  if (auto s = co_await egress_->removeSandbox(sandbox_id); !s.ok())
     netLog(sandbox_id).warn("{}", s.error().message());
 }
 
-Result<ops::NetworkSpec> EgressPolicies::update(const std::string& tenant, const std::string& id,
-                                                ops::NetworkSpec s, bool paused) {
+asio::awaitable<Result<ops::NetworkSpec>> EgressPolicies::update(std::string tenant, std::string id,
+                                                                 ops::NetworkSpec s, bool paused) {
   if (s.mode.empty()) s.mode = defaults().mode;
   if (!egress_ && s.mode != "none")
-    return Error(Code::kFailedPrecondition,
-                 "this node runs without egress: only network mode none");
-  if (!allow_public_suffix_wildcards_) VESSEL_TRY(checkWildcards(s));
-  VESSEL_ASSIGN_OR_RETURN(auto policy, policyFor(tenant, s));
+    co_return Error(Code::kFailedPrecondition,
+                    "this node runs without egress: only network mode none");
+  if (!allow_public_suffix_wildcards_) VESSEL_CO_TRY(checkWildcards(s));
+  auto policy = policyFor(tenant, s);
+  if (!policy.ok()) co_return std::move(policy).error();
   auto old = stored(id);
   if (old.ok() && (old->mode == "none") != (s.mode == "none") && !paused)
     // The guest's route is set up once per restore; switching between none
     // and the others needs its interface reconfigured. Pause/resume does it.
     netLog(id).info("network mode {} -> {}: the guest's route changes on next resume", old->mode,
                     s.mode);
-  VESSEL_TRY(store_.setSandboxNetwork(id, toStored(s)));
+  VESSEL_CO_TRY(store_.setSandboxNetwork(id, toStored(s)));
   if (auto it = attached_.find(id); it != attached_.end()) {
     // Live: the gateway resets open connections the new policy refuses
     // before it answers.
-    if (auto st = egress_->setSandbox(id, it->second.source, std::move(policy)); !st.ok()) {
+    std::string source = it->second.source;
+    if (auto st = co_await egress_->setSandbox(id, source, std::move(*policy)); !st.ok()) {
       netLog(id).error("live network change: {}", st.error().message());
-      return Error(Code::kUnavailable, st.error().message());
+      co_return Error(Code::kUnavailable, st.error().message());
     }
   }
-  return s;
+  co_return s;
 }
 
 }  // namespace vessel::vesseld

@@ -6,6 +6,7 @@
 // before it stops); the lifecycle reaches it only through ops::Node.
 // Secrets go from the store to the gateway only: nothing in a response or
 // in the guest carries them.
+#include <boost/asio/awaitable.hpp>
 #include <boost/json/object.hpp>
 #include <map>
 #include <string>
@@ -44,24 +45,26 @@ class EgressPolicies {
                                      const ops::NetworkSpec& s);
   // A fork: `child` gets the network settings `parent` has now.
   Status inherit(const std::string& parent, const std::string& child);
+  // The gateway calls below wait for the gateway (up to its 5 s timeout)
+  // without holding the io thread (node::network::Egress).
   // Once the sandbox has a VM (create, resume, fork): registers its policy with the
   // gateway. An error means the sandbox must not run (it would have no
   // network it was promised, or one it was not).
-  Status attach(const std::string& tenant, const node::Sandbox& sb);
+  boost::asio::awaitable<Status> attach(std::string tenant, std::shared_ptr<node::Sandbox> sb);
   // New settings for an existing sandbox: checked, stored, and registered
   // at once while it has a VM. An empty mode is the node's default.
   // Returns the settings as stored.
-  Result<ops::NetworkSpec> update(const std::string& tenant, const std::string& id,
-                                  ops::NetworkSpec s, bool paused);
+  boost::asio::awaitable<Result<ops::NetworkSpec>> update(std::string tenant, std::string id,
+                                                          ops::NetworkSpec s, bool paused);
   // Before the VM goes (pause, delete, shutdown): the gateway forgets it and
   // resets its connections.
-  void detach(const std::string& sandbox_id);
+  boost::asio::awaitable<void> detach(std::string sandbox_id);
   // The settings as stored (mode none for a sandbox from before egress).
   Result<ops::NetworkSpec> stored(const std::string& sandbox_id);
   // The tenant's credential changed or went: every attached sandbox of the
   // tenant whose settings name it gets its policy again (the gateway
   // resets its connections that carried the old value). Failures are logged.
-  void credentialChanged(const std::string& tenant, const std::string& credential);
+  boost::asio::awaitable<void> credentialChanged(std::string tenant, std::string credential);
 
  private:
   // The gateway's policy object for `s` (credentials resolved from the store).

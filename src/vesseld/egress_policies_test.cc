@@ -7,7 +7,10 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <boost/asio/io_context.hpp>
 #include <filesystem>
+
+#include "base/run_blocking.h"
 
 namespace vessel::vesseld {
 namespace {
@@ -55,13 +58,19 @@ TEST(EgressPoliciesTest, WithoutEgressOnlyNoneIsStoredAndReadBack) {
   EXPECT_EQ(p.stored("sb-never").value().mode, "none");  // from before egress
   ASSERT_TRUE(p.inherit("sb-1", "sb-2").ok());
   EXPECT_EQ(p.stored("sb-2").value().mode, "none");
-  auto now = p.update("t1", "sb-1", spec(""), false);
+  boost::asio::io_context io;
+  auto now = runBlocking(io, p.update("t1", "sb-1", spec(""), false));
   ASSERT_TRUE(now.ok()) << now.error().message();
   EXPECT_EQ(now->mode, "none");
-  EXPECT_EQ(p.update("t1", "sb-1", spec("allowlist", {"a.test"}), false).error().code(),
-            Code::kFailedPrecondition);
-  p.credentialChanged("t1", "nothing-attached");  // no gateway, nothing to do
-  p.detach("sb-1");
+  EXPECT_EQ(
+      runBlocking(io, p.update("t1", "sb-1", spec("allowlist", {"a.test"}), false)).error().code(),
+      Code::kFailedPrecondition);
+  // No gateway, nothing to do.
+  runBlocking(io, [&]() -> boost::asio::awaitable<bool> {
+    co_await p.credentialChanged("t1", "nothing-attached");
+    co_await p.detach("sb-1");
+    co_return true;
+  }());
   fs::remove_all(dir);
 }
 

@@ -54,7 +54,8 @@ asio::awaitable<Result<ops::NetworkSpec>> LocalNode::updateNetwork(std::string t
     co_return Error(Code::kFailedPrecondition,
                     "this node runs without egress: only network mode none");
   }
-  co_return network_->update(tenant, id, spec, holding(id) == ops::Holding::kPaused);
+  bool paused = holding(id) == ops::Holding::kPaused;
+  co_return co_await network_->update(tenant, id, std::move(spec), paused);
 }
 
 Result<ops::NetworkSpec> LocalNode::network(const std::string& id) {
@@ -66,8 +67,8 @@ Result<ops::NetworkSpec> LocalNode::network(const std::string& id) {
   return network_->stored(id);
 }
 
-void LocalNode::credentialChanged(const std::string& tenant, const std::string& name) {
-  if (network_) network_->credentialChanged(tenant, name);
+asio::awaitable<void> LocalNode::credentialChanged(std::string tenant, std::string name) {
+  if (network_) co_await network_->credentialChanged(tenant, name);
 }
 
 asio::awaitable<Status> LocalNode::takeUp(const std::string& tenant,
@@ -75,7 +76,7 @@ asio::awaitable<Status> LocalNode::takeUp(const std::string& tenant,
   if (network_) {
     // No gateway registration, no sandbox: it must not run with a network
     // other than the one asked for.
-    if (auto a = network_->attach(tenant, *sb); !a.ok()) {
+    if (auto a = co_await network_->attach(tenant, sb); !a.ok()) {
       (void)co_await runtime_.destroy(*sb);
       co_return std::move(a).error();
     }
@@ -108,11 +109,11 @@ asio::awaitable<Status> LocalNode::pause(std::string id, bool keep_memory) {
   Held h = it->second;
   it->second.watch = 0;  // its VM stops on purpose
   // The gateway forgets the slot before it is released.
-  if (network_) network_->detach(id);
+  if (network_) co_await network_->detach(id);
   auto s = co_await runtime_.pause(*h.sb, keep_memory);
   if (!s.ok() && h.sb->state() == node::Sandbox::State::kRunning) {
     if (network_)
-      if (auto a = network_->attach(h.tenant, *h.sb); !a.ok())
+      if (auto a = co_await network_->attach(h.tenant, h.sb); !a.ok())
         nodeLog(id).error("re-attach after failed pause: {}", a.error().message());
     if (held_.count(id)) watch(id);
   }
@@ -123,7 +124,7 @@ asio::awaitable<Status> LocalNode::resume(std::string tenant, std::string id) {
   auto r = co_await runtime_.resume(id);
   if (!r.ok()) co_return std::move(r).error();
   if (network_) {
-    if (auto a = network_->attach(tenant, **r); !a.ok()) {
+    if (auto a = co_await network_->attach(tenant, *r); !a.ok()) {
       (void)co_await runtime_.pause(**r);
       co_return std::move(a).error();
     }
@@ -198,7 +199,7 @@ asio::awaitable<Status> LocalNode::destroy(std::string id) {
   if (it == held_.end()) co_return runtime_.discardFiles(id);
   Held h = std::move(it->second);
   held_.erase(it);
-  if (network_) network_->detach(id);
+  if (network_) co_await network_->detach(id);
   // A paused sandbox is not restored to be destroyed: its files go.
   co_return co_await runtime_.destroy(*h.sb);
 }
@@ -308,7 +309,7 @@ asio::awaitable<std::vector<std::string>> LocalNode::shutdown(bool stop_vms) {
       runtime_.release(*h.sb);
       continue;
     }
-    if (network_) network_->detach(id);
+    if (network_) co_await network_->detach(id);
     (void)co_await runtime_.destroy(*h.sb);
     stopped.push_back(id);
   }
@@ -370,7 +371,7 @@ asio::awaitable<void> LocalNode::watchLoop(std::string id, uint64_t gen) {
   std::string tenant = it->second.tenant;
   held_.erase(it);
   nodeLog(id).warn("lost: {}", reason);
-  if (network_) network_->detach(id);
+  if (network_) co_await network_->detach(id);
   (void)co_await runtime_.destroy(*sb);
   if (!alive.expired() && lost_) lost_(tenant, id, reason);
 }

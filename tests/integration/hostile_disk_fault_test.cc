@@ -23,6 +23,7 @@
 
 #include "base/fd.h"
 #include "hostile_footprint.h"
+#include "http_client.h"
 #include "os/command.h"
 #include "vesseld_harness.h"
 
@@ -170,6 +171,38 @@ TEST_F(HostDiskFaultTest, PauseOnANearlyFullDiskFailsCleanlyAndTheSandboxRunsOn)
   ASSERT_FALSE(op.empty()) << refused.body;
   EXPECT_EQ(d_->finish(op), "done") << opError(op);
   EXPECT_EQ(d_->sh(id, "cat /home/user/mark"), "keep\n");
+  EXPECT_TRUE(d_->deleteSandbox(id));
+}
+
+// A guest writes while the host's disk is full: its writable layer cannot
+// grow. The write fails in the guest with an I/O error and the sandbox keeps
+// answering (the disk is `werror=report`); QEMU's default would stop the VM
+// and leave a sandbox that shows running with an agent that never answers.
+TEST_F(HostDiskFaultTest, GuestWriteOnAFullHostDiskFailsInTheGuestNotTheVm) {
+  std::string why;
+  std::string id = d_->createSandbox(R"({"disk_mib":128})", &why);
+  ASSERT_FALSE(id.empty()) << why;
+  fillLeaving(kMiB);
+  // Direct I/O: the data writes themselves meet the full host disk. A
+  // deadline of its own: a stopped VM would never answer.
+  testing::Request x;
+  x.method = "POST";
+  x.target = "/v1/exec";
+  x.bearer = d_->session(id);
+  x.body = R"({"user":"root","shell":"dd if=/dev/zero of=/home/user/big bs=1M count=64 )"
+           R"(oflag=direct 2>&1; echo rc=$?"})";
+  x.deadline = 60s;
+  auto done = testing::collectExec(testing::call(d_->dataPort(), x).body);
+  std::string out = done.out + done.err;
+  EXPECT_THAT(out, HasSubstr("rc=")) << "the write did not come back within 60 s: " << out;
+  EXPECT_THAT(out, ::testing::Not(HasSubstr("rc=0"))) << out;
+  EXPECT_THAT(out, HasSubstr("Input/output error")) << out;
+  std::printf("a guest write on a full host disk: %s\n", out.c_str());
+  Reply got = d_->call("GET", "/v1/sandboxes/" + id);
+  EXPECT_EQ(str(got.js(), "state"), "running") << got.body;
+  EXPECT_EQ(d_->sh(id, "echo ok"), "ok\n") << "the sandbox stopped answering";
+  unfill();
+  EXPECT_EQ(d_->sh(id, "rm -f /home/user/big; echo ok"), "ok\n");
   EXPECT_TRUE(d_->deleteSandbox(id));
 }
 

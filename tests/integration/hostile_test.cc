@@ -15,6 +15,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <sstream>
 #include <thread>
 
@@ -311,6 +312,80 @@ TEST_F(HostileTest, StoppedAgentTimesOutExecsAndDeleteWorks) {
   expectResponsive("while an agent is stopped");
   EXPECT_EQ(str(d_->call("GET", "/v1/sandboxes/" + a.id).js(), "state"), "running");
   deleteAndExpectGone(a);
+}
+
+// A gateway that stops answering (SIGSTOP of the real vessel-gateway) while
+// a delete and a create wait for it (their policy removal and registration):
+// those two wait, up to the control call's 5 s timeout each, and no one
+// else does. Until both have ended, GET /healthz and the neighbour's GET
+// answer within 1 s each, round after round, and the neighbour runs a
+// command; the create fails with the gateway's error (no sandbox runs
+// without its policy), the delete completes. Once the gateway runs again,
+// creates work again.
+TEST_F(HostileTest, StalledGatewayHoldsOnlyTheCallsThatNeedIt) {
+  Reply h = getWithin("/healthz", false);
+  ASSERT_EQ(h.status, 200) << h.body;
+  json::value health = h.js();
+  const json::value* gw = health.is_object() ? health.as_object().if_contains("gateway") : nullptr;
+  ASSERT_TRUE(gw && gw->is_object()) << "this daemon runs without egress: " << h.body;
+  pid_t gateway = static_cast<pid_t>(gw->at("pid").to_number<int64_t>());
+  ASSERT_GT(gateway, 0) << h.body;
+  std::string why;
+  std::string victim = d_->createSandbox("{}", &why);
+  ASSERT_FALSE(victim.empty()) << why;
+
+  ASSERT_EQ(::kill(gateway, SIGSTOP), 0);
+  struct Resume {
+    pid_t pid;
+    ~Resume() { ::kill(pid, SIGCONT); }
+  } resume{gateway};
+  Reply del = d_->call("DELETE", "/v1/sandboxes/" + victim);
+  ASSERT_EQ(del.status, 202) << del.body;
+  Reply made = d_->call("POST", "/v1/sandboxes", "{}");
+  ASSERT_EQ(made.status, 202) << made.body;
+  std::string created = str(made.js().at("sandbox"), "id");
+  // Followed to their ends on threads of their own (SSE), while this one
+  // probes the API.
+  auto deleted = std::async(std::launch::async,
+                            [op = str(del.js().at("operation"), "id")] { return d_->finish(op); });
+  auto create = std::async(std::launch::async,
+                           [op = str(made.js().at("operation"), "id")] { return d_->finish(op); });
+  int rounds = 0;
+  auto over = [](std::future<std::string>& f) {
+    return f.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
+  };
+  while (!over(deleted) || !over(create)) {
+    std::string when = "while the gateway is stopped (round " + std::to_string(rounds) + ")";
+    // 503 is the truth here (the gateway does not answer); what counts is
+    // that the answer comes.
+    Reply hz = getWithin("/healthz", false);
+    EXPECT_THAT(hz.status, ::testing::AnyOf(200, 503))
+        << "GET /healthz did not complete within 1 s " << when;
+    EXPECT_TRUE(hz.js().is_object()) << "healthz body incomplete " << when;
+    Reply g = getWithin("/v1/sandboxes/" + neighbour_, true);
+    EXPECT_EQ(g.status, 200) << "GET of a sandbox did not complete within 1 s " << when;
+    if (HasFailure()) break;
+    ++rounds;
+  }
+  // Not in the loop: a call without a deadline of its own would sit out a
+  // stalled io thread unnoticed, and the probes after it would miss it.
+  EXPECT_EQ(d_->sh(neighbour_, "echo ok"), "ok\n") << "the neighbour failed a command";
+  std::string del_state = deleted.get(), create_state = create.get();
+  EXPECT_GT(rounds, 0);
+  EXPECT_EQ(del_state, "done");
+  EXPECT_EQ(create_state, "failed");
+  Reply c = d_->call("GET", "/v1/sandboxes/" + created);
+  EXPECT_EQ(str(c.js(), "state"), "failed") << c.body;
+  EXPECT_THAT(str(c.js(), "error"), HasSubstr("gateway")) << c.body;
+  EXPECT_EQ(d_->call("GET", "/v1/sandboxes/" + victim).status, 404);
+
+  ::kill(gateway, SIGCONT);
+  std::string again = d_->createSandbox("{}", &why);
+  EXPECT_FALSE(again.empty()) << "a create once the gateway answers again: " << why;
+  if (!again.empty()) EXPECT_TRUE(d_->deleteSandbox(again));
+  EXPECT_TRUE(d_->deleteSandbox(created));
+  // Healthy again: the node reconnects to the gateway on its own.
+  expectResponsive("after the gateway runs again");
 }
 
 // What vesseld does with a guest that prints without end: the exec stream

@@ -214,10 +214,14 @@ Error fromGuest(const Error& e) {
 }
 
 Response unaryOk(const Request& req, const json::object& msg) {
+  return unaryOkBody(req, json::serialize(msg));
+}
+
+Response unaryOkBody(const Request& req, std::string body) {
   Response res{http::status::ok, req.version()};
   res.set(http::field::content_type, "application/json");
   res.keep_alive(req.keep_alive());
-  res.body() = json::serialize(msg);
+  res.body() = std::move(body);
   res.prepare_payload();
   return res;
 }

@@ -575,6 +575,29 @@ TEST_F(EnvdTest, FilesystemServiceStatListMoveRemove) {
   EXPECT_EQ(gone->status, 404);
 }
 
+// A listing too large for metadata (over 1000 entries) is sorted and
+// rendered on the render thread: every entry, in path order.
+TEST_F(EnvdTest, ALargeListingIsRenderedWholeAndSorted) {
+  std::string big = dir_ + "/big";
+  std::filesystem::create_directories(big);
+  constexpr int kFiles = 1500;
+  for (int i = kFiles - 1; i >= 0; --i) {
+    char name[16];
+    std::snprintf(name, sizeof name, "f%04d", i);
+    std::ofstream(big + "/" + name) << i;
+  }
+  auto ls = unary("/filesystem.Filesystem/ListDir", json::object{{"path", big}}, kRoot);
+  ASSERT_TRUE(ls.ok());
+  ASSERT_EQ(ls->status, 200) << ls->body.substr(0, 500);
+  auto entries = json::parse(ls->body).as_object().at("entries").as_array();
+  ASSERT_EQ(entries.size(), static_cast<size_t>(kFiles));
+  EXPECT_EQ(entries.front().at("path").as_string(), big + "/f0000");
+  EXPECT_EQ(entries.back().at("name").as_string(), "f1499");
+  for (size_t i = 1; i < entries.size(); ++i)
+    ASSERT_LT(entries[i - 1].at("name").as_string(), entries[i].at("name").as_string()) << i;
+  EXPECT_FALSE(entries.front().as_object().contains("metadata"));
+}
+
 // A stream on a keep-alive connection is sent keep-alive (undici takes a
 // `Connection: close` response's close as its end, so a cut would look
 // ended) and, ended cleanly, leaves the connection serving the next request.

@@ -9,6 +9,7 @@
 #include <boost/asio/experimental/channel.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <boost/json/serialize.hpp>
 #include <ctime>
 #include <deque>
 
@@ -184,23 +185,35 @@ asio::awaitable<Response> Services::filesystemUnary(const Request& req, std::str
                            Error(Code::kInvalidArgument, "path " + *path + " is not a directory"));
     auto listed = co_await agent.list(*path, depth);
     if (!listed.ok()) co_return unaryError(req, fromGuest(listed.error()));
-    // Sorted by path: the guest's directory order is the filesystem's.
-    std::sort(listed->begin(), listed->end(),
-              [](const auto& a, const auto& b) { return a.path < b.path; });
-    json::array entries;
+    std::string base = *path == "/" ? "" : *path;
     // Metadata costs a round trip per entry: only for listings of a
-    // reasonable size.
-    bool with_metadata = listed->size() <= 1000;
-    for (const auto& e : *listed) {
-      std::string full = (*path == "/" ? "" : *path) + "/" + e.path;
-      json::object entry = entryInfo(e.stat, full);
-      if (with_metadata && static_cast<FileType>(e.stat.type) == FileType::kFile) {
-        json::object md = co_await metadataOf(agent, full);
-        if (!md.empty()) entry["metadata"] = std::move(md);
-      }
-      entries.push_back(std::move(entry));
+    // reasonable size. Indexed as the listing is.
+    std::vector<json::object> metadata;
+    if (listed->size() <= 1000) {
+      metadata.resize(listed->size());
+      for (size_t i = 0; i < listed->size(); ++i)
+        if (static_cast<FileType>((*listed)[i].stat.type) == FileType::kFile)
+          metadata[i] = co_await metadataOf(agent, base + "/" + (*listed)[i].path);
     }
-    co_return unaryOk(req, json::object{{"entries", std::move(entries)}});
+    // Sorting and the JSON of up to 100,000 entries: on the render thread,
+    // as the data plane's listings (api::RenderThread).
+    auto make = [l = std::move(*listed), md = std::move(metadata), base]() mutable {
+      // Sorted by path: the guest's directory order is the filesystem's.
+      std::vector<size_t> order(l.size());
+      for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+      std::sort(order.begin(), order.end(),
+                [&l](size_t a, size_t b) { return l[a].path < l[b].path; });
+      json::array entries;
+      entries.reserve(l.size());
+      for (size_t i : order) {
+        json::object entry = entryInfo(l[i].stat, base + "/" + l[i].path);
+        if (i < md.size() && !md[i].empty()) entry["metadata"] = std::move(md[i]);
+        entries.push_back(std::move(entry));
+      }
+      return json::serialize(json::object{{"entries", std::move(entries)}});
+    };
+    std::string body = co_await render.run(std::move(make));
+    co_return unaryOkBody(req, std::move(body));
   }
   if (method == "Move") {
     auto from = pathArg(in, *user, "source");

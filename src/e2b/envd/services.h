@@ -16,6 +16,7 @@
 
 #include "agentclient/agent_client.h"
 #include "api/http_server.h"
+#include "api/render_thread.h"
 #include "base/base64.h"
 #include "e2b/access_token.h"
 #include "e2b/envd/envd.h"
@@ -85,6 +86,8 @@ Error fromGuest(const Error& e);
 
 // A unary Connect answer.
 Response unaryOk(const Request& req, const json::object& msg);
+// The same with the message already serialized (rendered off the io thread).
+Response unaryOkBody(const Request& req, std::string body);
 Response unaryError(const Request& req, const Error& e);
 // A server stream that fails before it starts: 200 and only the
 // end-of-stream envelope with the error, as Connect streams carry errors
@@ -150,6 +153,8 @@ struct Services {
   ProcessTable processes;
   std::map<std::string, std::shared_ptr<struct Watcher>> watchers;
   uint64_t next_watcher = 1;
+  // ListDir's JSON is made here. Declared after what it uses: joined first.
+  api::RenderThread render;
 
   // The sandbox the request names by header or Host; checks its token.
   Result<Target> target(const Request& req);

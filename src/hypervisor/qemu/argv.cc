@@ -91,7 +91,16 @@ std::vector<std::string> buildArgv(const MachineSpec& s, const QemuPaths& p) {
     std::string id = "disk" + std::to_string(i);
     std::string drive =
         "id=" + id + ",file=" + d.path + ",format=" + d.format + ",if=none,discard=unmap";
-    if (d.read_only) drive += ",readonly=on";
+    if (d.read_only) {
+      drive += ",readonly=on";
+    } else {
+      // A write the host cannot store (its disk is full: ENOSPC) fails in
+      // the guest with EIO. QEMU's default (werror=enospc) would stop the
+      // whole VM instead, leaving a sandbox that shows running and whose
+      // agent no longer answers; with `report` the guest's program gets the
+      // error and the sandbox keeps answering (docs/threat-model.md).
+      drive += ",werror=report";
+    }
     a.insert(a.end(), {"-drive", drive, "-device", "virtio-blk-device,drive=" + id});
   }
   if (s.tap_fd || s.network_device) {

@@ -94,6 +94,8 @@ TEST(QemuArgvTest, KvmTapMemoryFileAndIncoming) {
   EXPECT_THAT(after(a, "-append"), HasSubstr(" rw "));
   EXPECT_THAT(after(a, "-drive"), Not(HasSubstr("readonly")));
   EXPECT_THAT(after(a, "-drive"), HasSubstr("format=qcow2"));
+  // A full host disk is an error for the guest's write, not a stopped VM.
+  EXPECT_THAT(after(a, "-drive"), HasSubstr(",werror=report"));
 }
 
 }  // namespace

@@ -100,7 +100,21 @@ class QemuVm : public Vm {
         console_(std::move(console)),
         stderr_path_(std::move(stderr_path)),
         disk_(std::move(disk)),
-        log_("qemu", spec_.id) {}
+        log_("qemu", spec_.id) {
+    // A write the host could not store is the guest's error (werror=report,
+    // argv.cc); the host's log says so once per VM (a guest may retry
+    // without end).
+    qmp_->onEvent([log = log_, logged = false](const std::string& name,
+                                               const json::value& data) mutable {
+      if (name != "BLOCK_IO_ERROR" || logged) return;
+      logged = true;
+      const json::value* why = data.is_object() ? data.as_object().if_contains("reason") : nullptr;
+      log.warn(
+          "a disk write failed on the host and was reported to the guest: {} (further "
+          "ones are not logged)",
+          why && why->is_string() ? std::string(why->as_string()) : std::string("unknown"));
+    });
+  }
 
   ~QemuVm() override {
     // Not stopped gracefully: ChildProcess kills and reaps; remove the files.
@@ -202,6 +216,12 @@ class QemuVm : public Vm {
         (void)child_.signal(SIGKILL);
         (void)co_await waitAsync(child_, 5s);
       }
+    }
+    if (jail_ && !child_.running()) {
+      // The kernel may count the reaped QEMU in its cgroup for a moment:
+      // waited for on a timer here, so ~Jail does not retry in a sleep loop.
+      if (auto s = co_await jail_->cgroup().removeAsync(); !s.ok())
+        log_.warn("{}", s.error().message());
     }
     cleanup();
     co_return okStatus();

@@ -420,4 +420,18 @@ void SlotPool::release(std::unique_ptr<Slot> slot) {
   in_use_.erase(i);
 }
 
+boost::asio::awaitable<void> SlotPool::releaseAsync(std::unique_ptr<Slot> slot) {
+  if (!slot) co_return;
+  uint32_t index = slot->index();
+  auto alive = alive_;
+  // Named, not a temporary argument: g++ 12 destroys a prvalue argument of
+  // a coroutine twice.
+  auto teardown = [s = std::move(slot)]() mutable {
+    s.reset();
+    return true;
+  };
+  (void)co_await offload(*makers_, std::move(teardown));
+  if (*alive) in_use_.erase(index);
+}
+
 }  // namespace vessel::node::network

@@ -127,7 +127,12 @@ class SlotPool {
   // one made on the pool's own thread, so the io thread that serves the
   // API keeps answering meanwhile.
   boost::asio::awaitable<Result<std::unique_ptr<Slot>>> acquireAsync();
+  // Destroys the slot here (tests, a start that failed)...
   void release(std::unique_ptr<Slot> slot);
+  // ... or, for an io thread that serves the API, on one of the makers'
+  // threads (some five `nft`/`ip` runs). Its index is not reused before
+  // the slot is gone; it counts as attached until then.
+  boost::asio::awaitable<void> releaseAsync(std::unique_ptr<Slot> slot);
   // A leftover slot whose VM a restarted vesseld takes over.
   Result<std::unique_ptr<Slot>> adopt(uint32_t index);
   // Removes the leftovers nobody adopted (their VMs are gone).

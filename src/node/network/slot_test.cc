@@ -82,13 +82,12 @@ TEST_F(SlotTest, RuleFailureLeavesNoSlot) {
   EXPECT_EQ(run(gw_, {"ip", "-o", "link", "show", "type", "veth"}), "");
 }
 
-TEST_F(SlotTest, AcquireAsyncMakesTheSlotWhileTheIoThreadServesOthers) {
-  auto pool = SlotPool::create(layout_, 0);
-  ASSERT_TRUE(pool.ok()) << pool.error().message();
+// Runs `work` on a fresh io thread beside another client of it, a tick
+// every millisecond; returns how many ticks happened before `work` ended.
+// A slot is made or torn down by about a dozen `ip`/`nft` runs: done
+// inline, no tick would happen meanwhile.
+int ticksDuring(const std::function<boost::asio::awaitable<void>()>& work) {
   boost::asio::io_context io;
-  // Another client of the io thread: a tick every millisecond. A slot is
-  // about fifteen `ip`/`nft` runs; made inline, no tick would happen
-  // before it is there.
   int ticks_before = -1, ticks = 0;
   bool done = false;
   boost::asio::steady_timer t(io);
@@ -101,24 +100,55 @@ TEST_F(SlotTest, AcquireAsyncMakesTheSlotWhileTheIoThreadServesOthers) {
     });
   };
   tick();
-  Result<std::unique_ptr<Slot>> slot = Error(Code::kInternal, "not run");
   boost::asio::co_spawn(
       io,
       [&]() -> boost::asio::awaitable<void> {
-        slot = co_await (*pool)->acquireAsync();
+        co_await work();
         ticks_before = ticks;
         done = true;
         t.cancel();
       },
       boost::asio::detached);
   io.run();
+  return ticks_before;
+}
+
+TEST_F(SlotTest, AcquireAsyncMakesTheSlotWhileTheIoThreadServesOthers) {
+  auto pool = SlotPool::create(layout_, 0);
+  ASSERT_TRUE(pool.ok()) << pool.error().message();
+  Result<std::unique_ptr<Slot>> slot = Error(Code::kInternal, "not run");
+  int ticks = ticksDuring(
+      [&]() -> boost::asio::awaitable<void> { slot = co_await (*pool)->acquireAsync(); });
   ASSERT_TRUE(slot.ok()) << slot.error().message();
-  EXPECT_GT(ticks_before, 0) << "the io thread was blocked while the slot was made";
+  EXPECT_GT(ticks, 0) << "the io thread was blocked while the slot was made";
   EXPECT_TRUE(netnsExists((*slot)->netns().name()));
   EXPECT_GE((*slot)->tapFd(), 0);
   std::string name = (*slot)->netns().name();
   (*pool)->release(std::move(*slot));
   EXPECT_FALSE(netnsExists(name));
+}
+
+TEST_F(SlotTest, ReleaseAsyncTearsDownWhileTheIoThreadServesOthers) {
+  auto pool = SlotPool::create(layout_, 0);
+  ASSERT_TRUE(pool.ok()) << pool.error().message();
+  auto slot = (*pool)->acquire();
+  ASSERT_TRUE(slot.ok()) << slot.error().message();
+  std::string name = (*slot)->netns().name(), source = (*slot)->sourceAddress();
+  uint32_t index = (*slot)->index();
+  EXPECT_EQ((*pool)->attached(), 1u);
+  int ticks = ticksDuring(
+      [&]() -> boost::asio::awaitable<void> { co_await (*pool)->releaseAsync(std::move(*slot)); });
+  EXPECT_GT(ticks, 0) << "the io thread was blocked while the slot was torn down";
+  // All of it is gone once the release completes, and its index is free.
+  EXPECT_FALSE(netnsExists(name));
+  EXPECT_EQ(run(gw_, {"nft", "list", "set", "ip", gatewayTableName(layout_), "slot_sources"})
+                .find(source),
+            std::string::npos);
+  EXPECT_EQ((*pool)->attached(), 0u);
+  auto next = (*pool)->acquire();  // none ready: made with the lowest free index
+  ASSERT_TRUE(next.ok()) << next.error().message();
+  EXPECT_EQ((*next)->index(), index);
+  (*pool)->release(std::move(*next));
 }
 
 TEST_F(SlotTest, HandedOverSlotIsAdoptedByTheNextPoolAndTheRestRemoved) {

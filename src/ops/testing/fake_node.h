@@ -60,8 +60,9 @@ class FakeNode final : public Node {
     auto it = networks.find(id);
     return it == networks.end() ? stored({}) : it->second;
   }
-  void credentialChanged(const std::string& tenant, const std::string& name) override {
+  asio::awaitable<void> credentialChanged(std::string tenant, std::string name) override {
     calls.push_back("credential-changed " + tenant + " " + name);
+    co_return;
   }
   Status inheritNetwork(const std::string& parent, const std::string& child) override {
     if (auto it = networks.find(parent); it != networks.end()) networks[child] = it->second;
