@@ -230,28 +230,29 @@ asio::awaitable<Status> RestApi::finish(const std::string& tenant,
   co_return Error(code, op.kind + " of " + op.sandbox_id + " failed: " + done->error_message);
 }
 
-Result<ops::NetworkSpec> RestApi::egressSpec(const std::string& tenant, const Egress& e) {
+asio::awaitable<Result<ops::NetworkSpec>> RestApi::egressSpec(std::string tenant,
+                                                              const Egress& e) {
   ops::NetworkSpec spec = e.spec;
-  auto made = makeRuleCredentials(tenant, e, spec);
+  auto made = co_await makeRuleCredentials(tenant, e, spec);
   if (!made.ok()) {
-    dropRuleCredentials(tenant, spec.credentials);  // those made before the failing one
-    return std::move(made).error();
+    co_await dropRuleCredentials(tenant, spec.credentials);  // those made before the failing one
+    co_return std::move(made).error();
   }
-  return spec;
+  co_return spec;
 }
 
-Status RestApi::makeRuleCredentials(const std::string& tenant, const Egress& e,
-                                    ops::NetworkSpec& spec) {
+asio::awaitable<Status> RestApi::makeRuleCredentials(std::string tenant, const Egress& e,
+                                                     ops::NetworkSpec& spec) {
   for (const auto& rule : e.headers) {
     auto value = expandSecrets(rule.value, [&](const std::string& name) -> Result<std::string> {
       VESSEL_ASSIGN_OR_RETURN(auto c, store_.getCredential(tenant, name));
       if (!c) return Error(Code::kInvalidArgument, "secret '" + name + "' does not exist");
       return c->value;
     });
-    if (!value.ok()) return std::move(value).error();
+    if (!value.ok()) co_return std::move(value).error();
     for (char ch : *value)
       if (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f)
-        return Error(Code::kInvalidArgument, "header " + rule.header + " holds control characters");
+        co_return Error(Code::kInvalidArgument, "header " + rule.header + " holds control characters");
     // One credential per rule: the gateway injects it for that host only.
     // Through the lifecycle, as every credential write is, so the node
     // hears of it (ops::Node::credentialChanged).
@@ -260,17 +261,18 @@ Status RestApi::makeRuleCredentials(const std::string& tenant, const Egress& e,
     c.hosts = {rule.host};
     c.header = rule.header;
     c.value = *value;
-    VESSEL_TRY(lifecycle_.putCredential(tenant, c));
+    if (auto put = co_await lifecycle_.putCredential(tenant, c); !put.ok())
+      co_return std::move(put).error();
     spec.credentials.push_back(c.name);
   }
-  return okStatus();
+  co_return okStatus();
 }
 
-void RestApi::dropRuleCredentials(const std::string& tenant,
-                                  const std::vector<std::string>& names) {
+asio::awaitable<void> RestApi::dropRuleCredentials(std::string tenant,
+                                                   std::vector<std::string> names) {
   for (const auto& name : names)
     if (name.starts_with("e2b-rule-"))
-      if (auto s = lifecycle_.deleteCredential(tenant, name);
+      if (auto s = co_await lifecycle_.deleteCredential(tenant, name);
           !s.ok() && s.error().code() != Code::kNotFound)
         e2bLog().warn("delete credential {}: {}", name, s.error().message());
 }
@@ -304,14 +306,14 @@ asio::awaitable<Response> RestApi::create(const Request& req, std::string tenant
   c.pause_memory = in->auto_pause_memory;
   c.auto_resume = in->auto_resume;
   if (in->egress) {
-    auto spec = egressSpec(tenant, *in->egress);
+    auto spec = co_await egressSpec(tenant, *in->egress);
     if (!spec.ok()) co_return errorJson(req, spec.error());
     c.network = std::move(*spec);
   }
   auto r = lifecycle_.create(c);
   if (!r.ok()) {
     // Refused before it existed: the rules' credentials go too.
-    if (c.network) dropRuleCredentials(tenant, c.network->credentials);
+    if (c.network) co_await dropRuleCredentials(tenant, c.network->credentials);
     co_return errorJson(req, r.error());
   }
   if (auto s = co_await finish(tenant, r->operation); !s.ok()) co_return errorJson(req, s.error());
@@ -371,7 +373,7 @@ asio::awaitable<Response> RestApi::kill(const Request& req, std::string tenant, 
     if (r.error().code() == Code::kFailedPrecondition) co_return noContent(req);
     co_return errorJson(req, r.error());
   }
-  dropRuleCredentials(tenant, rules);
+  co_await dropRuleCredentials(tenant, rules);
   if (auto s = co_await finish(tenant, r->operation); !s.ok()) co_return errorJson(req, s.error());
   co_return noContent(req);
 }
@@ -455,13 +457,13 @@ asio::awaitable<Response> RestApi::updateNetwork(const Request& req, std::string
   if (!running(sb->state) && !paused(sb->state)) co_return errorJson(req, notFound(id));
   // The rules' old credentials go once the new settings are in place.
   auto old = ruleCredentials(tenant, id);
-  auto spec = egressSpec(tenant, *e);
+  auto spec = co_await egressSpec(tenant, *e);
   if (!spec.ok()) co_return errorJson(req, spec.error());
   if (auto s = co_await lifecycle_.setNetwork(tenant, id, *spec); !s.ok()) {
-    dropRuleCredentials(tenant, spec->credentials);
+    co_await dropRuleCredentials(tenant, spec->credentials);
     co_return errorJson(req, s.error());
   }
-  dropRuleCredentials(tenant, old);
+  co_await dropRuleCredentials(tenant, old);
   co_return noContent(req);
 }
 

@@ -71,14 +71,16 @@ class RestApi {
   asio::awaitable<Status> finish(const std::string& tenant, const store::OperationRecord& op);
   // The E2B egress settings as the lifecycle's, with a credential made for
   // every header rule (named e2b-rule-<hex>; see docs/e2b.md).
-  Result<ops::NetworkSpec> egressSpec(const std::string& tenant, const Egress& e);
+  // Awaitable: each credential reaches the node's gateway through the
+  // lifecycle before the sandbox is created or changed.
+  asio::awaitable<Result<ops::NetworkSpec>> egressSpec(std::string tenant, const Egress& e);
   // A credential per header rule, added to spec.credentials as made.
-  Status makeRuleCredentials(const std::string& tenant, const Egress& e, ops::NetworkSpec& spec);
-  // The credentials made for a sandbox's header rules go with it.
+  asio::awaitable<Status> makeRuleCredentials(std::string tenant, const Egress& e,
+                                              ops::NetworkSpec& spec);
   // The credentials made for a sandbox's header rules (e2b-rule-*), and
   // their deletion through the lifecycle; other names are left alone.
   std::vector<std::string> ruleCredentials(const std::string& tenant, const std::string& id);
-  void dropRuleCredentials(const std::string& tenant, const std::vector<std::string>& names);
+  asio::awaitable<void> dropRuleCredentials(std::string tenant, std::vector<std::string> names);
   // Sandbox and SandboxDetail / ListedSandbox objects.
   boost::json::object sandboxJson(const store::SandboxRecord& s) const;
   boost::json::object listedJson(const store::SandboxRecord& s, bool detail) const;
