@@ -13,8 +13,10 @@
 // ("node <name> lost"), which fails them. The node reconciles itself when
 // it returns (vesseld's node role destroys what the store no longer wants).
 //
-// What is not remote (yet): usage, changing a sandbox's network,
-// template builds and forks into templates answer kUnavailable; the data
+// Templates: a build goes to a node placed as a create is, a fork into a
+// template to the sandbox's node (cluster_node_templates.cc).
+// What is not remote (yet): usage, changing a sandbox's network answer
+// kUnavailable; the data
 // plane is the node's own (sessions hand out the node's data URL), so
 // agent() is null here.
 // Used from the io thread only.

@@ -82,6 +82,16 @@ constexpr Template kTemplates[] = {
      "CREATE INDEX sandboxes_node ON sandboxes(node, state);"
      "ALTER TABLE operations ADD COLUMN owner TEXT NOT NULL DEFAULT '';"
      "CREATE TABLE replicas (id TEXT PRIMARY KEY, heartbeat_ms {i64} NOT NULL);"},
+    // The template catalogue: every template version some node has, with
+    // its manifest (checksums) and file sizes, so API replicas need no
+    // template files and a node can fetch one and check what it got.
+    // Deleted versions stay as tombstones (deleted_ms) so that a node
+    // coming back with the files does not bring them back.
+    {9,
+     "CREATE TABLE templates (name TEXT NOT NULL, version TEXT NOT NULL,"
+     "  tenant_id TEXT NOT NULL, manifest TEXT NOT NULL, sizes TEXT NOT NULL,"
+     "  created_at TEXT NOT NULL, registered_ms {i64} NOT NULL,"
+     "  deleted_ms {i64} NOT NULL DEFAULT 0, PRIMARY KEY (name, version));"},
 };
 
 void replaceAll(std::string& s, const std::string& from, const std::string& to) {
