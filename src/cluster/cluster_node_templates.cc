@@ -42,8 +42,8 @@ Status ClusterNode::build(ops::BuildRequest req, ops::BuildCallbacks cb) {
   auto nodes = store_.listNodes();
   if (!nodes.ok()) return std::move(nodes).error().withContext("place template build");
   for (const auto& n : *nodes) nodes_[n.name] = n;
-  auto order = rankNodes(*nodes, req.base, req.spec.memory_mib, store::nowMs(), opts_.lost_after,
-                         placed_);
+  auto order =
+      rankNodes(*nodes, req.base, req.spec.memory_mib, store::nowMs(), opts_.lost_after, placed_);
   if (order.empty())
     return Error(Code::kUnavailable, "no node is available to build template " + req.spec.name);
   NodeCall c;
@@ -52,7 +52,7 @@ Status ClusterNode::build(ops::BuildRequest req, ops::BuildCallbacks cb) {
   c.base = req.base;
   templates::BuildSpec spec = req.spec;
   spec.name = "build";  // a placeholder: the stored name is longer than a spec's names
-  c.spec = templates::canonicalSpec(spec);
+  c.spec = templates::specJson(spec);
   std::weak_ptr<bool> alive = alive_;
   asio::co_spawn(
       io_,

@@ -52,6 +52,8 @@ asio::awaitable<Result<NodeReply>> NodeServer::templateCall(const std::string& n
   auto timer = std::make_shared<asio::steady_timer>(ex, kBuildWait);
   auto out = std::make_shared<std::optional<Result<templates::Manifest>>>();
   ops::BuildCallbacks cb;
+  cb.progress = [](const std::string&, int) {
+  };  // not relayed (the replica's op ends with the result)
   cb.done = [timer, out](Result<templates::Manifest> m) {
     out->emplace(std::move(m));
     timer->cancel();
@@ -63,7 +65,8 @@ asio::awaitable<Result<NodeReply>> NodeServer::templateCall(const std::string& n
   boost::system::error_code ec;
   co_await timer->async_wait(asio::redirect_error(asio::use_awaitable, ec));
   if (!*out) {
-    r.status = Error(Code::kDeadlineExceeded, "template build " + c.template_name + " took too long");
+    r.status =
+        Error(Code::kDeadlineExceeded, "template build " + c.template_name + " took too long");
   } else if ((*out)->ok()) {
     r.manifest = templates::toJson(***out);
   } else {
