@@ -54,8 +54,8 @@ int TemplateNode::dropDeleted(const std::vector<std::pair<std::string, std::stri
   for (const auto& [name, version] : deleted) {
     if (templates_.inUse(name + "@" + version)) continue;
     if (templates_.remove(name, version).ok()) {
-      Logger("catalogue").info("template {}@{} was deleted: its files here are removed", name,
-                               version);
+      Logger("catalogue")
+          .info("template {}@{} was deleted: its files here are removed", name, version);
       ++n;
     }
   }

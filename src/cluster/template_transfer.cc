@@ -107,14 +107,13 @@ TemplateFileServer::~TemplateFileServer() {
 }
 
 void TemplateFileServer::install(api::HttpServer& server) {
-  server.routePrefix(std::string(kTemplateFilesPrefix),
-                     [this](const api::Request& req, beast::tcp_stream& stream) {
-                       return serve(req, stream);
-                     });
+  server.routePrefix(
+      std::string(kTemplateFilesPrefix),
+      [this](const api::Request& req, beast::tcp_stream& stream) { return serve(req, stream); });
 }
 
-asio::awaitable<std::optional<api::Response>> TemplateFileServer::serve(
-    const api::Request& req, beast::tcp_stream& stream) {
+asio::awaitable<std::optional<api::Response>> TemplateFileServer::serve(const api::Request& req,
+                                                                        beast::tcp_stream& stream) {
   auto auth = req[http::field::authorization];
   constexpr std::string_view kBearer = "Bearer ";
   if (auth.size() <= kBearer.size() || auth.substr(0, kBearer.size()) != kBearer ||
@@ -158,7 +157,8 @@ asio::awaitable<std::optional<api::Response>> TemplateFileServer::serve(
   res.body().more = true;
   http::response_serializer<http::buffer_body> sr{res};
   stream.expires_after(std::chrono::seconds(60));
-  auto [hec, hn] = co_await http::async_write_header(stream, sr, asio::as_tuple(asio::use_awaitable));
+  auto [hec, hn] =
+      co_await http::async_write_header(stream, sr, asio::as_tuple(asio::use_awaitable));
   if (hec) co_return std::nullopt;
   auto buf = std::make_shared<std::vector<char>>(kChunk);
   auto file = std::make_shared<Fd>(std::move(*fd));
@@ -223,7 +223,8 @@ asio::awaitable<Result<templates::TemplateStore::HashedFile>> downloadFile(
   beast::flat_buffer buf;
   http::response_parser<http::buffer_body> p;
   p.body_limit(std::max<uint64_t>(want_size, 64 * 1024));  // an error body may be larger
-  auto [hec, hn] = co_await http::async_read_header(stream, buf, p, asio::as_tuple(asio::use_awaitable));
+  auto [hec, hn] =
+      co_await http::async_read_header(stream, buf, p, asio::as_tuple(asio::use_awaitable));
   if (hec) co_return fail(Code::kUnavailable, "receive: " + hec.message());
   std::vector<char> chunk(kChunk);
   if (p.get().result() != http::status::ok) {
@@ -232,7 +233,8 @@ asio::awaitable<Result<templates::TemplateStore::HashedFile>> downloadFile(
     while (!p.is_done() && body.size() < 64 * 1024) {
       p.get().body().data = chunk.data();
       p.get().body().size = chunk.size();
-      auto [rec2, rn] = co_await http::async_read(stream, buf, p, asio::as_tuple(asio::use_awaitable));
+      auto [rec2, rn] =
+          co_await http::async_read(stream, buf, p, asio::as_tuple(asio::use_awaitable));
       body.append(chunk.data(), chunk.size() - p.get().body().size);
       if (rec2 && rec2 != http::error::need_buffer) break;
     }
@@ -255,8 +257,8 @@ asio::awaitable<Result<templates::TemplateStore::HashedFile>> downloadFile(
     stream.expires_after(idle);
     auto [bec, bn] = co_await http::async_read(stream, buf, p, asio::as_tuple(asio::use_awaitable));
     if (bec && bec != http::error::need_buffer)
-      co_return fail(Code::kUnavailable, "receive after " + std::to_string(got) +
-                                             " of " + std::to_string(want_size) +
+      co_return fail(Code::kUnavailable, "receive after " + std::to_string(got) + " of " +
+                                             std::to_string(want_size) +
                                              " bytes: " + bec.message());
     size_t n = chunk.size() - p.get().body().size;
     for (size_t at = 0; at < n;) {
@@ -277,9 +279,8 @@ asio::awaitable<Result<templates::TemplateStore::HashedFile>> downloadFile(
   EVP_DigestFinal_ex(md.get(), d, &dn);
   std::string sha = hex(d, dn);
   if (sha != want_sha)
-    co_return fail(Code::kFailedPrecondition,
-                   "sha256 " + sha + ", the catalogue's manifest says " + want_sha +
-                       "; the copy is refused");
+    co_return fail(Code::kFailedPrecondition, "sha256 " + sha + ", the catalogue's manifest says " +
+                                                  want_sha + "; the copy is refused");
   if (::fsync(out.get()) != 0) co_return Error::fromErrno("fsync " + path).withContext(what);
   out.reset();
   VESSEL_CO_ASSIGN_OR_RETURN(auto stamp, templates::TemplateStore::stampFile(path));
@@ -311,8 +312,8 @@ Result<std::map<std::string, templates::TemplateStore::HashedFile>> downloadTemp
           // argument of a coroutine twice.
           TemplateFileRef ref{e.manifest.name, e.manifest.version, file};
           std::string path = staging + "/" + file;
-          r.emplace(co_await downloadFile(*u, token, ref, size->second, sha, path, idle_timeout,
-                                          stop));
+          r.emplace(
+              co_await downloadFile(*u, token, ref, size->second, sha, path, idle_timeout, stop));
         },
         [&](std::exception_ptr ex) {
           if (ex && !r) r.emplace(Error(Code::kInternal, "download " + file + ": exception"));
@@ -391,8 +392,7 @@ asio::awaitable<Status> TemplateFetcher::fetch(templates::CatalogueEntry e) {
     // Named like a build's staging, so it counts against its tenant's disk.
     std::string staging =
         store_.root() + "/.staging-" + e.manifest.name + "-copy-" + randomSuffix();
-    transferLog().info("copying template {} ({} bytes) from node {}", id, e.totalBytes(),
-                       src.name);
+    transferLog().info("copying template {} ({} bytes) from node {}", id, e.totalBytes(), src.name);
     auto stop = stop_;
     auto download = [url = src.advertise_url, token = opts_.token, e, staging,
                      idle = opts_.idle_timeout, stop] {

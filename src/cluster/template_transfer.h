@@ -68,7 +68,7 @@ class TemplateFileServer {
 
   templates::TemplateStore& store_;
   std::string token_;
-  int sending_ = 0;                // transfers in progress (bounded)
+  int sending_ = 0;              // transfers in progress (bounded)
   asio::thread_pool reader_{1};  // file reads, off the io thread
 };
 

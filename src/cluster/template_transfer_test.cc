@@ -34,11 +34,11 @@ TEST(TemplateFilePathTest, ParsesThreeNamesAndNothingElse) {
   ASSERT_TRUE(r.ok()) << r.error().message();
   EXPECT_EQ(*r, (TemplateFileRef{"t-0123456789ab-py", "9f3a", "rootfs.ext4"}));
   EXPECT_EQ(templateFilePath(*r), "/node/v1/templates/t-0123456789ab-py/9f3a/rootfs.ext4");
-  for (const char* bad : {"/node/v1/templates/a/b", "/node/v1/templates/a/b/c/d",
-                          "/node/v1/templates/a/../c", "/node/v1/templates/a/b/.manifest",
-                          "/node/v1/templates//b/c", "/node/v1/templates/a/b/c?x=1",
-                          "/node/v1/templates/a/b/c/", "/node/v1/create", "/node/v1/templates/",
-                          "/node/v1/templates/a/b/f%2fg", "/node/v1/templates/a b/v/f"})
+  for (const char* bad :
+       {"/node/v1/templates/a/b", "/node/v1/templates/a/b/c/d", "/node/v1/templates/a/../c",
+        "/node/v1/templates/a/b/.manifest", "/node/v1/templates//b/c",
+        "/node/v1/templates/a/b/c?x=1", "/node/v1/templates/a/b/c/", "/node/v1/create",
+        "/node/v1/templates/", "/node/v1/templates/a/b/f%2fg", "/node/v1/templates/a b/v/f"})
     EXPECT_FALSE(parseTemplateFilePath(bad).ok()) << bad;
   EXPECT_FALSE(parseTemplateFilePath("/node/v1/templates/" + std::string(65, 'a') + "/v/f").ok());
 }
@@ -127,8 +127,9 @@ class TemplateTransferTest : public ::testing::Test {
     m.cmdline = "quiet";
     m.memory_mib = 64;
     m.created_at = "2026-01-01T00:00:00Z";
-    std::map<std::string, std::string> content = {
-        {templates::kRootfsFile, rootfs}, {templates::kMemoryFile, "RAM"}, {templates::kStateFile, ""}};
+    std::map<std::string, std::string> content = {{templates::kRootfsFile, rootfs},
+                                                  {templates::kMemoryFile, "RAM"},
+                                                  {templates::kStateFile, ""}};
     for (const auto& [f, data] : content) {
       ASSERT_TRUE(writeFileAtomic(staging + "/" + f, data).ok());
       m.files[f] = sha256Hex(data);

@@ -226,7 +226,7 @@ class Store {
   // One version, or the newest of `name` when `version` is empty; never a
   // deleted one.
   virtual Result<std::optional<TemplateRecord>> getTemplate(const std::string& name,
-                                                           const std::string& version) = 0;
+                                                            const std::string& version) = 0;
   // Marks a version deleted (kNotFound when there is no such live version).
   virtual Status deleteTemplate(const std::string& name, const std::string& version) = 0;
 };

@@ -201,7 +201,7 @@ Status TemplateStore::remove(const std::string& name, const std::string& version
 }
 
 int TemplateStore::collectGarbage() {
-  if (catalogue_) return 0;  // the nodes collect their own files
+  if (catalogue_) return 0;                   // the nodes collect their own files
   std::map<std::string, std::string> newest;  // name -> created_at
   auto all = list();
   for (const auto& m : all) newest[m.name] = std::max(newest[m.name], m.created_at);
@@ -269,8 +269,8 @@ Result<std::shared_ptr<const Template>> TemplateStore::openCatalogued(const std:
     return Error(Code::kInvalidArgument, "bad template version '" + version + "'");
   VESSEL_ASSIGN_OR_RETURN(auto e, catalogue_->get(name, version));
   if (!e)
-    return Error(Code::kNotFound, "template '" + name + (version.empty() ? "" : "@" + version) +
-                                      "' does not exist");
+    return Error(Code::kNotFound,
+                 "template '" + name + (version.empty() ? "" : "@" + version) + "' does not exist");
   auto t = std::make_shared<Template>();
   t->manifest = std::move(e->manifest);
   if (auto it = e->sizes.find(kRootfsFile); it != e->sizes.end()) t->rootfs_bytes = it->second;
