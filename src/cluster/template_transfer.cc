@@ -299,7 +299,11 @@ Result<std::map<std::string, templates::TemplateStore::HashedFile>> downloadTemp
   fs::create_directories(staging, ec);
   if (ec) return Error(Code::kInternal, "create " + staging + ": " + ec.message());
   std::map<std::string, templates::TemplateStore::HashedFile> out;
-  for (const auto& [file, sha] : e.manifest.files) {
+  for (const auto& kv : e.manifest.files) {
+    // Not a structured binding: the lambdas below capture these (clang 14
+    // refuses a captured binding).
+    const std::string& file = kv.first;
+    const std::string& sha = kv.second;
     auto size = e.sizes.find(file);
     if (size == e.sizes.end())
       return Error(Code::kInvalidArgument, "the catalogue has no size for " + file);
@@ -315,7 +319,7 @@ Result<std::map<std::string, templates::TemplateStore::HashedFile>> downloadTemp
           r.emplace(
               co_await downloadFile(*u, token, ref, size->second, sha, path, idle_timeout, stop));
         },
-        [&](std::exception_ptr ex) {
+        [&](const std::exception_ptr& ex) {
           if (ex && !r) r.emplace(Error(Code::kInternal, "download " + file + ": exception"));
         });
     // Polled, so that a stopping node does not wait out a silent sender.
