@@ -24,6 +24,7 @@ files=(
   src/api/json_fields.cc src/api/network_settings.cc src/api/resources.cc
   src/api/data_plane_requests.cc
   src/e2b/requests.cc src/e2b/envd/connect.cc src/e2b/envd/multipart.cc src/e2b/envd/signature.cc
+  src/e2b/envd/route.cc
   src/hypervisor/qemu/qmp.cc
   src/templates/manifest.cc src/templates/build_spec.cc
   src/cluster/node_protocol.cc src/cluster/template_transfer.cc src/templates/catalogue.cc

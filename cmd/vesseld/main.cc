@@ -51,6 +51,10 @@ int main(int argc, char** argv) {
   app.add_option("--e2b-envd-listen", cfg.e2b_envd_listen,
                  "E2B envd listener, the SDKs' E2B_SANDBOX_URL (IPv4:port; \"\" = off)")
       ->capture_default_str();
+  app.add_option("--e2b-envd-advertise", cfg.e2b_envd_advertise,
+                 "node role: the envd listener's URL as API replicas reach it, to forward "
+                 "the envd traffic of this node's sandboxes (default http://<e2b-envd-listen>)")
+      ->envname("VESSEL_E2B_ENVD_ADVERTISE");
   app.add_option("--state-dir", cfg.state_dir, "state directory (store, sandboxes, sockets)")
       ->envname("VESSEL_STATE_DIR")
       ->capture_default_str();

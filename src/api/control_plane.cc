@@ -68,7 +68,7 @@ asio::awaitable<std::optional<Response>> ControlPlane::handle(const Request& req
   if (auto q = path.find('?'); q != std::string::npos) path.resize(q);
   auto seg = splitPath(path);  // seg[0] == "v1"
   auto method = req.method();
-  if (auto r = network_.handle(req, *tenant, seg)) co_return std::move(*r);
+  if (auto r = co_await network_.handle(req, *tenant, seg)) co_return std::move(*r);
   auto notAllowed = [&](std::string_view allow) { return methodNotAllowed(req, path, allow); };
 
   if (seg.size() == 2 && seg[1] == "sandboxes") {

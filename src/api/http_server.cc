@@ -168,6 +168,7 @@ asio::awaitable<Result<std::optional<std::string>>> BodyReader::next() {
 asio::awaitable<void> HttpServer::serve(tcp::socket sock) {
   beast::tcp_stream stream(std::move(sock));
   beast::flat_buffer buf;
+  std::optional<UpstreamConnection> upstream;  // forwarded requests' (forwardWhen)
   for (;;) {
     // The head first: an upload route streams its body, every other route
     // gets it whole, bounded.
@@ -186,6 +187,26 @@ asio::awaitable<void> HttpServer::serve(tcp::socket sock) {
     }
     auto started = std::chrono::steady_clock::now();
     std::string method(head.get().method_string());
+    if (std::optional<Upstream> to = forward_ ? forward_(head.get()) : std::nullopt) {
+      if (!upstream) upstream.emplace(stream.get_executor());
+      stream.expires_never();  // a forwarded stream lasts as long as the upstream's
+      auto fw = co_await forwardRequest(stream, buf, head, *to, *upstream, forward_limits_);
+      if (!fw.ok()) {
+        Request dummy;
+        dummy.version(11);
+        Response res = errorResponse(dummy, fw.error());
+        res.result(http::status::bad_gateway);
+        res.keep_alive(false);  // its body is still unread
+        count(method, res, started);
+        stream.expires_after(limits_.idle_timeout);
+        co_await http::async_write(stream, res, asio::as_tuple(asio::use_awaitable));
+        break;
+      }
+      Response seen{static_cast<http::status>(fw->status), 11};
+      count(method, seen, started);
+      if (!fw->keep_alive) break;
+      continue;
+    }
     auto up = uploads_.find({head.get().method(), pathOf(head.get().target())});
     if (up != uploads_.end()) {
       http::request_parser<http::buffer_body> parser(std::move(head));

@@ -20,6 +20,7 @@
 #include <string_view>
 #include <utility>
 
+#include "api/http_forward.h"
 #include "base/config.h"
 #include "base/result.h"
 #include "metrics/registry.h"
@@ -108,6 +109,15 @@ class HttpServer {
   void routePrefix(std::string prefix, StreamHandler h) {
     prefix_routes_.emplace_back(std::move(prefix), std::move(h));
   }
+  // Requests served elsewhere (api/http_forward.h): `choose` sees each
+  // request's head before any route; an Upstream forwards the request
+  // there, body and response streamed; nullopt routes it here as usual. An
+  // upstream that cannot be reached is a 502 (code unavailable).
+  using ForwardChooser = std::function<std::optional<Upstream>(const http::request_header<>&)>;
+  void forwardWhen(ForwardChooser choose, ForwardLimits limits = {}) {
+    forward_ = std::move(choose);
+    forward_limits_ = limits;
+  }
   // Counts requests (by method and status), their latency and error
   // responses (by code) in `r`, which must outlive the server.
   void setMetrics(metrics::Registry& r, std::string plane);
@@ -129,6 +139,8 @@ class HttpServer {
   std::map<std::pair<http::verb, std::string>, Handler> routes_;
   std::vector<std::pair<std::string, StreamHandler>> prefix_routes_;
   std::map<std::pair<http::verb, std::string>, std::pair<uint64_t, UploadHandler>> uploads_;
+  ForwardChooser forward_;
+  ForwardLimits forward_limits_;
   std::unique_ptr<asio::ip::tcp::acceptor> acceptor_;
   uint16_t port_ = 0;
   std::string plane_;

@@ -38,40 +38,41 @@ json::object credentialJson(const store::CredentialRecord& c) {
 
 }  // namespace
 
-std::optional<Response> NetworkApi::handle(const Request& req, const std::string& tenant,
-                                           const std::vector<std::string>& seg) {
+asio::awaitable<std::optional<Response>> NetworkApi::handle(const Request& req,
+                                                            const std::string& tenant,
+                                                            const std::vector<std::string>& seg) {
   auto method = req.method();
   std::string path(req.target());
   if (auto q = path.find('?'); q != std::string::npos) path.resize(q);
   auto notAllowed = [&](std::string_view allow) { return methodNotAllowed(req, path, allow); };
   if (seg.size() == 2 && seg[1] == "credentials") {
-    if (method == http::verb::post) return createCredential(req, tenant);
-    if (method == http::verb::get) return listCredentials(req, tenant);
-    return notAllowed("GET, POST");
+    if (method == http::verb::post) co_return createCredential(req, tenant);
+    if (method == http::verb::get) co_return listCredentials(req, tenant);
+    co_return notAllowed("GET, POST");
   }
   if (seg.size() == 3 && seg[1] == "credentials") {
-    if (!credentialName(seg[2])) return errorResponse(req, bad("bad credential name"));
-    if (method == http::verb::delete_) return deleteCredential(req, tenant, seg[2]);
-    return notAllowed("DELETE");
+    if (!credentialName(seg[2])) co_return errorResponse(req, bad("bad credential name"));
+    if (method == http::verb::delete_) co_return deleteCredential(req, tenant, seg[2]);
+    co_return notAllowed("DELETE");
   }
   if (seg.size() == 4 && seg[1] == "sandboxes" && seg[3] == "network") {
-    if (!validId(seg[2])) return errorResponse(req, bad("bad sandbox id"));
-    if (method == http::verb::put) return putNetwork(req, tenant, seg[2]);
-    if (method == http::verb::get) return getNetwork(req, tenant, seg[2]);
-    return notAllowed("GET, PUT");
+    if (!validId(seg[2])) co_return errorResponse(req, bad("bad sandbox id"));
+    if (method == http::verb::put) co_return co_await putNetwork(req, tenant, seg[2]);
+    if (method == http::verb::get) co_return getNetwork(req, tenant, seg[2]);
+    co_return notAllowed("GET, PUT");
   }
-  return std::nullopt;
+  co_return std::nullopt;
 }
 
-Response NetworkApi::putNetwork(const Request& req, const std::string& tenant,
-                                const std::string& id) {
+asio::awaitable<Response> NetworkApi::putNetwork(const Request& req, std::string tenant,
+                                                 std::string id) {
   // An unknown sandbox is that, whatever the body says.
-  if (auto sb = lifecycle_.get(tenant, id); !sb.ok()) return errorResponse(req, sb.error());
+  if (auto sb = lifecycle_.get(tenant, id); !sb.ok()) co_return errorResponse(req, sb.error());
   auto s = parseNetworkRequest(req.body());
-  if (!s.ok()) return errorResponse(req, s.error());
-  auto now = lifecycle_.setNetwork(tenant, id, *s);
-  if (!now.ok()) return errorResponse(req, now.error());
-  return jsonResponse(req, http::status::ok, json::serialize(networkJson(*now)));
+  if (!s.ok()) co_return errorResponse(req, s.error());
+  auto now = co_await lifecycle_.setNetwork(tenant, id, *s);
+  if (!now.ok()) co_return errorResponse(req, now.error());
+  co_return jsonResponse(req, http::status::ok, json::serialize(networkJson(*now)));
 }
 
 Response NetworkApi::getNetwork(const Request& req, const std::string& tenant,

@@ -21,11 +21,12 @@ class NetworkApi {
 
   // Handles /v1/credentials[/name] and /v1/sandboxes/{id}/network (`seg`
   // is the split path, seg[0] == "v1"); nullopt when the path is not ours.
-  std::optional<Response> handle(const Request& req, const std::string& tenant,
-                                 const std::vector<std::string>& seg);
+  asio::awaitable<std::optional<Response>> handle(const Request& req, const std::string& tenant,
+                                                  const std::vector<std::string>& seg);
 
  private:
-  Response putNetwork(const Request& req, const std::string& tenant, const std::string& id);
+  // By value: a coroutine outlives its caller's temporaries.
+  asio::awaitable<Response> putNetwork(const Request& req, std::string tenant, std::string id);
   Response getNetwork(const Request& req, const std::string& tenant, const std::string& id);
   Response createCredential(const Request& req, const std::string& tenant);
   Response listCredentials(const Request& req, const std::string& tenant);

@@ -199,6 +199,10 @@ Status Config::validate() {
     if (!e.ok()) return std::move(e).error().withContext("--e2b-envd-listen");
     e2b_envd_listen_addr = *e;
   }
+  if (e2b_envd_advertise.empty() && e2b_envd_listen_addr)
+    e2b_envd_advertise = "http://" + e2b_envd_listen;
+  if (!e2b_envd_advertise.empty() && e2b_envd_advertise.rfind("http://", 0) != 0)
+    return Error(Code::kInvalidArgument, "--e2b-envd-advertise must be an http:// URL");
   if (data_url.rfind("http://", 0) != 0 && data_url.rfind("https://", 0) != 0)
     return Error(Code::kInvalidArgument, "--data-url must start with http:// or https://");
   if (state_dir.empty() || state_dir[0] != '/')

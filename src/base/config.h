@@ -142,6 +142,10 @@ struct Config {
 
   // E2B envd (docs/e2b-envd.md): the SDKs' sandbox port; "" turns it off.
   std::string e2b_envd_listen = "127.0.0.1:49983";
+  // Node role: that listener's URL as API replicas reach it (their envd
+  // listeners forward each sandbox's requests to its node); empty:
+  // http://<e2b_envd_listen>, or none when that is off.
+  std::string e2b_envd_advertise;
 
   // Filled by validate(): the parsed listener.
   HostPort listen_addr;

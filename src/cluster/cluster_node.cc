@@ -166,10 +166,21 @@ Status ClusterNode::inheritNetwork(const std::string&, const std::string&) {
   return okStatus();  // the node copies the parent's settings with the fork
 }
 
-Result<ops::NetworkSpec> ClusterNode::updateNetwork(const std::string&, const std::string&,
-                                                    const ops::NetworkSpec&) {
-  return Error(Code::kUnavailable,
-               "changing a running sandbox's network is not supported by API replicas yet");
+asio::awaitable<Result<ops::NetworkSpec>> ClusterNode::updateNetwork(std::string tenant,
+                                                                     std::string id,
+                                                                     ops::NetworkSpec spec) {
+  // The node checks the settings against its gateway and the tenant's
+  // credentials, stores them and registers them at once when the sandbox
+  // runs there: the answer is what it stored.
+  NodeCall c;
+  c.id = id;
+  c.tenant = tenant;
+  c.network = std::move(spec);
+  auto r = co_await callFor(id, "network", c, opts_.short_call);
+  if (!r.ok()) co_return std::move(r).error();
+  if (!r->status.ok()) co_return std::move(r->status).error();
+  if (!r->network) co_return Error(Code::kProtocol, "node reply: no network settings");
+  co_return std::move(*r->network);
 }
 
 Result<ops::NetworkSpec> ClusterNode::network(const std::string& id) {
@@ -331,9 +342,14 @@ ops::Holding ClusterNode::holding(const std::string& id) const {
   return ops::Holding::kRunning;
 }
 
-Result<ops::Usage> ClusterNode::usage(const std::string& id) {
-  return Error(Code::kUnavailable, "usage of sandbox " + id +
-                                       " is measured on its node; not served by API replicas yet");
+asio::awaitable<Result<ops::Usage>> ClusterNode::usage(std::string id) {
+  NodeCall c;
+  c.id = id;
+  auto r = co_await callFor(id, "usage", c, opts_.short_call);
+  if (!r.ok()) co_return std::move(r).error();
+  if (!r->status.ok()) co_return std::move(r->status).error();
+  if (!r->usage) co_return Error(Code::kProtocol, "node reply: no usage");
+  co_return *r->usage;
 }
 
 asio::awaitable<Result<ops::Holding>> ClusterNode::adopt(std::string, std::string id) {

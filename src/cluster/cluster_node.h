@@ -13,11 +13,11 @@
 // ("node <name> lost"), which fails them. The node reconciles itself when
 // it returns (vesseld's node role destroys what the store no longer wants).
 //
-// Templates: a build goes to a node placed as a create is, a fork into a
-// template to the sandbox's node (cluster_node_templates.cc).
-// What is not remote (yet): usage, changing a sandbox's network answer
-// kUnavailable; the data
-// plane is the node's own (sessions hand out the node's data URL), so
+// Usage and changing a sandbox's network go to its node (the node measures
+// and owns the gateway registration). Templates: a build goes to a node
+// placed as a create is, a fork into a template to the sandbox's node
+// (cluster_node_templates.cc). The data plane and envd are the node's own
+// (sessions hand out the node's data URL, the envd listener forwards), so
 // agent() is null here.
 // Used from the io thread only.
 #include <boost/asio/io_context.hpp>
@@ -73,8 +73,8 @@ class ClusterNode final : public ops::Node {
   Status prepareNetwork(const std::string& tenant, const std::string& id,
                         const std::optional<ops::NetworkSpec>& spec) override;
   Status inheritNetwork(const std::string& parent, const std::string& child) override;
-  Result<ops::NetworkSpec> updateNetwork(const std::string& tenant, const std::string& id,
-                                         const ops::NetworkSpec& spec) override;
+  asio::awaitable<Result<ops::NetworkSpec>> updateNetwork(std::string tenant, std::string id,
+                                                          ops::NetworkSpec spec) override;
   Result<ops::NetworkSpec> network(const std::string& id) override;
   void credentialChanged(const std::string& tenant, const std::string& name) override;
   asio::awaitable<Status> create(ops::NodeCreate c) override;
@@ -88,7 +88,7 @@ class ClusterNode final : public ops::Node {
   asio::awaitable<Status> destroy(std::string id) override;
   void abort(const std::string& id) override;
   ops::Holding holding(const std::string& id) const override;
-  Result<ops::Usage> usage(const std::string& id) override;
+  asio::awaitable<Result<ops::Usage>> usage(std::string id) override;
   std::shared_ptr<agentclient::AgentClient> agent(const std::string&) override { return nullptr; }
   asio::awaitable<Result<ops::Holding>> adopt(std::string tenant, std::string id) override;
   asio::awaitable<int> discardOrphans(std::set<std::string>) override { co_return 0; }

@@ -138,6 +138,35 @@ TEST_F(ClusterNodeTest, CreatesSpreadAndCallsGoToTheSandboxsNode) {
   EXPECT_FALSE(create("sb-9").ok());
 }
 
+// Changing a sandbox's network and measuring its usage go to the node that
+// runs it, which answers what it stored and measured; its refusal comes
+// back as that refusal.
+TEST_F(ClusterNodeTest, NetworkChangesAndUsageGoToTheSandboxsNode) {
+  ASSERT_TRUE(create("sb-n").ok());
+  int i = *store_->sandboxNode("sb-n") == "n0" ? 0 : 1;
+  ops::NetworkSpec spec{"allowlist", {"pypi.org:443"}, {}, {}};
+  auto set = runBlocking(io_, cluster_->updateNetwork("t1", "sb-n", spec));
+  ASSERT_TRUE(set.ok()) << set.error().message();
+  EXPECT_EQ(set->mode, "allowlist");
+  EXPECT_EQ(set->allow, spec.allow);
+  EXPECT_EQ(fakes_[i]->count("update-network sb-n allowlist"), 1);
+  EXPECT_EQ(fakes_[1 - i]->count("update-network"), 0);
+  spec.mode = "bogus";  // the fake node refuses it
+  auto refused = runBlocking(io_, cluster_->updateNetwork("t1", "sb-n", spec));
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().code(), Code::kInvalidArgument) << refused.error().message();
+  fakes_[i]->fake_usage.mem_used_bytes = 77u << 20;
+  auto u = runBlocking(io_, cluster_->usage("sb-n"));
+  ASSERT_TRUE(u.ok()) << u.error().message();
+  EXPECT_EQ(u->mem_used_bytes, 77u << 20);
+  EXPECT_DOUBLE_EQ(u->cpu_used_pct, fakes_[i]->fake_usage.cpu_used_pct);
+  EXPECT_EQ(fakes_[i]->count("usage sb-n"), 1);
+  ASSERT_TRUE(runBlocking(io_, cluster_->pause("sb-n")).ok());
+  auto none = runBlocking(io_, cluster_->usage("sb-n"));  // no VM while paused
+  ASSERT_FALSE(none.ok());
+  EXPECT_EQ(none.error().code(), Code::kFailedPrecondition);
+}
+
 TEST_F(ClusterNodeTest, TheNodeApiRefusesAWrongToken) {
   RemoteNode wrong(io_, "n0", "http://127.0.0.1:" + std::to_string(http_[0]->port()), "nope");
   NodeCall c;

@@ -63,6 +63,25 @@ json::array toArray(const std::vector<std::string>& v) {
   return a;
 }
 
+json::object networkJson(const ops::NetworkSpec& n) {
+  return json::object{{"mode", n.mode},
+                      {"allow", toArray(n.allow)},
+                      {"credentials", toArray(n.credentials)},
+                      {"inspect", toArray(n.inspect)}};
+}
+
+// Network settings as a call or a reply carries them, each field bounded.
+Result<ops::NetworkSpec> parseNetwork(const json::value& n) {
+  if (!n.is_object()) return bad("network must be an object");
+  const auto& no = n.as_object();
+  ops::NetworkSpec s;
+  VESSEL_ASSIGN_OR_RETURN(s.mode, stringField(no, "mode", 16, false));
+  VESSEL_ASSIGN_OR_RETURN(s.allow, stringList(no, "allow", kMaxList, kMaxName));
+  VESSEL_ASSIGN_OR_RETURN(s.credentials, stringList(no, "credentials", kMaxList, kMaxName));
+  VESSEL_ASSIGN_OR_RETURN(s.inspect, stringList(no, "inspect", kMaxList, kMaxName));
+  return s;
+}
+
 Code codeFromName(std::string_view n) {
   for (Code c :
        {Code::kInvalidArgument, Code::kNotFound, Code::kAlreadyExists, Code::kFailedPrecondition,
@@ -134,14 +153,7 @@ Result<NodeCall> parseNodeCall(std::string_view body) {
     if (c.disk_mib > kMaxDiskMib) return bad("disk_mib is too large");
   }
   if (auto* n = o.if_contains("network"); n && !n->is_null()) {
-    if (!n->is_object()) return bad("network must be an object");
-    const auto& no = n->as_object();
-    ops::NetworkSpec s;
-    VESSEL_ASSIGN_OR_RETURN(s.mode, stringField(no, "mode", 16, false));
-    VESSEL_ASSIGN_OR_RETURN(s.allow, stringList(no, "allow", kMaxList, kMaxName));
-    VESSEL_ASSIGN_OR_RETURN(s.credentials, stringList(no, "credentials", kMaxList, kMaxName));
-    VESSEL_ASSIGN_OR_RETURN(s.inspect, stringList(no, "inspect", kMaxList, kMaxName));
-    c.network = std::move(s);
+    VESSEL_ASSIGN_OR_RETURN(c.network, parseNetwork(*n));
   }
   return c;
 }
@@ -158,11 +170,7 @@ std::string serializeNodeCall(const NodeCall& c) {
   if (!c.copies.empty()) o["copies"] = toArray(c.copies);
   if (c.cold) o["cold"] = true;
   if (c.disk_mib) o["disk_mib"] = c.disk_mib;
-  if (c.network)
-    o["network"] = json::object{{"mode", c.network->mode},
-                                {"allow", toArray(c.network->allow)},
-                                {"credentials", toArray(c.network->credentials)},
-                                {"inspect", toArray(c.network->inspect)}};
+  if (c.network) o["network"] = networkJson(*c.network);
   return json::serialize(o);
 }
 
@@ -181,6 +189,7 @@ std::string serializeNodeReply(const NodeReply& r) {
                               {"mem_total_bytes", r.usage->mem_total_bytes},
                               {"disk_used_bytes", r.usage->disk_used_bytes},
                               {"disk_total_bytes", r.usage->disk_total_bytes}};
+  if (r.network) o["network"] = networkJson(*r.network);
   if (!r.manifest.empty()) o["manifest"] = r.manifest;
   return json::serialize(o);
 }
@@ -216,14 +225,27 @@ Result<NodeReply> parseNodeReply(std::string_view body) {
       if (f->is_int64()) return static_cast<double>(f->as_int64());
       return 0;
     };
+    // Clamped before the conversions: a double out of an integer's range
+    // converts to nothing defined.
+    auto bytes = [&](const char* k) -> uint64_t {
+      double d = num(k);
+      if (!(d > 0)) return 0;
+      return d >= 1.8e19 ? uint64_t{1} << 63 : static_cast<uint64_t>(d);
+    };
     ops::Usage us;
-    us.cpu_count = static_cast<unsigned>(num("cpu_count"));
+    double cpus = num("cpu_count");
+    us.cpu_count = cpus >= 1 && cpus <= 65536 ? static_cast<unsigned>(cpus) : 1;
     us.cpu_used_pct = num("cpu_used_pct");
-    us.mem_used_bytes = static_cast<uint64_t>(num("mem_used_bytes"));
-    us.mem_total_bytes = static_cast<uint64_t>(num("mem_total_bytes"));
-    us.disk_used_bytes = static_cast<uint64_t>(num("disk_used_bytes"));
-    us.disk_total_bytes = static_cast<uint64_t>(num("disk_total_bytes"));
+    us.mem_used_bytes = bytes("mem_used_bytes");
+    us.mem_total_bytes = bytes("mem_total_bytes");
+    us.disk_used_bytes = bytes("disk_used_bytes");
+    us.disk_total_bytes = bytes("disk_total_bytes");
     r.usage = us;
+  }
+  if (auto* n = o.if_contains("network"); n && !n->is_null()) {
+    auto net = parseNetwork(*n);
+    if (!net.ok()) return Error(Code::kProtocol, "node reply: " + net.error().message());
+    r.network = std::move(*net);
   }
   return r;
 }

@@ -16,7 +16,8 @@
 namespace vessel::cluster {
 
 // Every request carries a sandbox (`id`) and, where the call needs it, its
-// tenant; the other fields belong to one call each.
+// tenant; the other fields belong to one call each. `network` is the new
+// settings of a `network` call as well as a create's.
 struct NodeCall {
   std::string id, tenant;
   // create
@@ -48,6 +49,7 @@ struct NodeReply {
   ops::Holding holding = ops::Holding::kNothing;
   std::vector<Status> copies;  // fork
   std::optional<ops::Usage> usage;
+  std::optional<ops::NetworkSpec> network;  // network: the settings as the node stored them
   std::string manifest;  // build, fork_template: the new template's manifest (JSON)
 };
 std::string serializeNodeReply(const NodeReply& r);

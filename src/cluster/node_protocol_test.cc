@@ -86,6 +86,44 @@ TEST(NodeProtocolTest, RepliesCarryStatusHoldingAndCopies) {
   EXPECT_FALSE(parseNodeReply("not json").ok());
 }
 
+// The replies of the network and usage calls carry what the node stored
+// and measured; a network in a reply is bounded as in a call.
+TEST(NodeProtocolTest, RepliesCarryNetworkAndUsage) {
+  NodeReply r;
+  r.holding = ops::Holding::kRunning;
+  r.network = ops::NetworkSpec{"allowlist", {"pypi.org:443"}, {"gh"}, {"pypi.org"}};
+  ops::Usage u;
+  u.cpu_count = 2;
+  u.cpu_used_pct = 12.5;
+  u.mem_used_bytes = 64u << 20;
+  u.disk_used_bytes = 3u << 20;
+  u.disk_total_bytes = 2048ull << 20;
+  r.usage = u;
+  auto p = parseNodeReply(serializeNodeReply(r));
+  ASSERT_TRUE(p.ok()) << p.error().message();
+  ASSERT_TRUE(p->network.has_value());
+  EXPECT_EQ(p->network->mode, "allowlist");
+  EXPECT_EQ(p->network->allow, r.network->allow);
+  EXPECT_EQ(p->network->credentials, r.network->credentials);
+  EXPECT_EQ(p->network->inspect, r.network->inspect);
+  ASSERT_TRUE(p->usage.has_value());
+  EXPECT_EQ(p->usage->cpu_count, 2u);
+  EXPECT_DOUBLE_EQ(p->usage->cpu_used_pct, 12.5);
+  EXPECT_EQ(p->usage->mem_used_bytes, 64u << 20);
+  EXPECT_EQ(p->usage->disk_total_bytes, 2048ull << 20);
+  auto none = parseNodeReply(R"({"ok":true,"holding":"running"})");
+  ASSERT_TRUE(none.ok());
+  EXPECT_FALSE(none->network.has_value());
+  for (const char* body : {R"({"ok":true,"network":[]})", R"({"ok":true,"network":{"allow":7}})",
+                           R"({"ok":true,"network":{"mode":"a-mode-name-far-too-long"}})"}) {
+    auto bad = parseNodeReply(body);
+    EXPECT_FALSE(bad.ok()) << body;
+    if (!bad.ok()) {
+      EXPECT_EQ(bad.error().code(), Code::kProtocol) << body;
+    }
+  }
+}
+
 TEST(NodeProtocolTest, TokensCompareWhole) {
   EXPECT_TRUE(tokenMatches("s3cret-token", "s3cret-token"));
   EXPECT_FALSE(tokenMatches("s3cret-tokem", "s3cret-token"));

@@ -88,7 +88,7 @@ asio::awaitable<Result<NodeReply>> NodeServer::call(std::string name, NodeCall c
   } else if (name == "holding") {
     // what holding() below answers
   } else if (name == "usage") {
-    auto u = node_.usage(c.id);
+    auto u = co_await node_.usage(c.id);
     if (u.ok())
       r.usage = *u;
     else
@@ -104,6 +104,14 @@ asio::awaitable<Result<NodeReply>> NodeServer::call(std::string name, NodeCall c
       else
         r.status = std::move(f).error();
     }
+  } else if (name == "network") {
+    if (c.tenant.empty() || !c.network)
+      co_return Error(Code::kInvalidArgument, "node call network: tenant and network");
+    auto n = co_await node_.updateNetwork(c.tenant, c.id, *c.network);
+    if (n.ok())
+      r.network = std::move(*n);
+    else
+      r.status = std::move(n).error();
   } else {
     co_return Error(Code::kNotFound, "the node API has no call " + name);
   }

@@ -44,9 +44,9 @@ class TemplateNode final : public ops::Node {
   Status inheritNetwork(const std::string& parent, const std::string& child) override {
     return inner_.inheritNetwork(parent, child);
   }
-  Result<ops::NetworkSpec> updateNetwork(const std::string& tenant, const std::string& id,
-                                         const ops::NetworkSpec& spec) override {
-    return inner_.updateNetwork(tenant, id, spec);
+  asio::awaitable<Result<ops::NetworkSpec>> updateNetwork(std::string tenant, std::string id,
+                                                          ops::NetworkSpec spec) override {
+    return inner_.updateNetwork(std::move(tenant), std::move(id), std::move(spec));
   }
   Result<ops::NetworkSpec> network(const std::string& id) override { return inner_.network(id); }
   void credentialChanged(const std::string& tenant, const std::string& name) override {
@@ -63,7 +63,9 @@ class TemplateNode final : public ops::Node {
   asio::awaitable<Status> destroy(std::string id) override { return inner_.destroy(std::move(id)); }
   void abort(const std::string& id) override { inner_.abort(id); }
   ops::Holding holding(const std::string& id) const override { return inner_.holding(id); }
-  Result<ops::Usage> usage(const std::string& id) override { return inner_.usage(id); }
+  asio::awaitable<Result<ops::Usage>> usage(std::string id) override {
+    return inner_.usage(std::move(id));
+  }
   std::shared_ptr<agentclient::AgentClient> agent(const std::string& id) override {
     return inner_.agent(id);
   }

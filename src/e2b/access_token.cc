@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "base/fd.h"
+#include "store/store.h"
 
 namespace vessel::e2b {
 namespace {
@@ -49,6 +50,28 @@ Result<AccessTokens> AccessTokens::open(const std::string& state_dir) {
   if (::fsync(fd.get()) != 0) return Error::fromErrno("fsync " + tmp);
   if (::rename(tmp.c_str(), path.c_str()) != 0) return Error::fromErrno("rename " + tmp);
   return AccessTokens(std::move(key));
+}
+
+Result<AccessTokens> AccessTokens::fromStore(store::Store& store) {
+  unsigned char key[kKeyBytes];
+  if (RAND_bytes(key, kKeyBytes) != 1) return Error(Code::kInternal, "RAND_bytes failed");
+  VESSEL_ASSIGN_OR_RETURN(std::string stored,
+                          store.getOrSetMeta("e2b_token_key", hex(key, kKeyBytes)));
+  if (stored.size() != 2 * kKeyBytes)
+    return Error(Code::kInvalidArgument, "the store's e2b_token_key is not a 32-byte hex key");
+  std::string raw;
+  for (size_t i = 0; i < stored.size(); i += 2) {
+    auto nibble = [](char c) -> int {
+      if (c >= '0' && c <= '9') return c - '0';
+      if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+      return -1;
+    };
+    int hi = nibble(stored[i]), lo = nibble(stored[i + 1]);
+    if (hi < 0 || lo < 0)
+      return Error(Code::kInvalidArgument, "the store's e2b_token_key is not a 32-byte hex key");
+    raw.push_back(static_cast<char>(hi << 4 | lo));
+  }
+  return AccessTokens(std::move(raw));
 }
 
 AccessTokens AccessTokens::withKey(std::string key) { return AccessTokens(std::move(key)); }

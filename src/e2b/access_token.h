@@ -10,6 +10,10 @@
 
 #include "base/result.h"
 
+namespace vessel::store {
+class Store;
+}
+
 namespace vessel::e2b {
 
 class AccessTokens {
@@ -17,6 +21,11 @@ class AccessTokens {
   // Reads <state_dir>/e2b-token-key, creating it with 32 random bytes on the
   // first start. A key of any other size is an error (not replaced).
   static Result<AccessTokens> open(const std::string& state_dir);
+  // Many machines: the key every API replica and node shares, kept in the
+  // store (meta `e2b_token_key`, hex), made by the first process to start.
+  // A replica hands out tokens a node checks, and any replica checks
+  // tokens another handed out.
+  static Result<AccessTokens> fromStore(store::Store& store);
   // For tests: a given key (32 bytes).
   static AccessTokens withKey(std::string key);
 

@@ -7,6 +7,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include "store/store.h"
+
 namespace vessel::e2b {
 namespace {
 
@@ -23,6 +25,26 @@ TEST(AccessTokensTest, OnePerSandboxStableAndKeyed) {
   EXPECT_FALSE(a.check("sb-1", t.substr(0, 63)));
   EXPECT_FALSE(a.check("sb-1", ""));
   EXPECT_FALSE(b.check("sb-1", t));
+}
+
+// Many machines: two processes on one store check each other's tokens.
+TEST(AccessTokensTest, TheStoresKeyIsSharedByEveryProcess) {
+  std::string path = ::testing::TempDir() + "/e2b-token-store-" + std::to_string(::getpid());
+  std::filesystem::remove(path);
+  {
+    auto st = store::openSqlite(path);
+    ASSERT_TRUE(st.ok()) << st.error().message();
+    auto a = AccessTokens::fromStore(**st);
+    auto b = AccessTokens::fromStore(**st);
+    ASSERT_TRUE(a.ok()) << a.error().message();
+    ASSERT_TRUE(b.ok());
+    EXPECT_TRUE(b->check("sb-1", a->forSandbox("sb-1")));
+    EXPECT_NE(a->forSandbox("sb-1"),
+              AccessTokens::withKey(std::string(32, 'a')).forSandbox("sb-1"));
+    ASSERT_TRUE((*st)->setMeta("e2b_token_key", "not-hex").ok());
+    EXPECT_FALSE(AccessTokens::fromStore(**st).ok());
+  }
+  for (const char* sfx : {"", "-wal", "-shm"}) std::filesystem::remove(path + sfx);
 }
 
 TEST(AccessTokensTest, TheKeyFileIsMadeOnceAndKept) {

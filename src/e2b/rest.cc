@@ -194,8 +194,8 @@ asio::awaitable<std::optional<Response>> RestApi::handle(const Request& req) {
       if (what == "fork") co_return co_await fork(req, tenant, id);
       if (what == "snapshots") co_return co_await createSnapshot(req, tenant, id);
     }
-    if (what == "network" && method == V::put) co_return updateNetwork(req, tenant, id);
-    if (what == "metrics" && method == V::get) co_return metrics(req, tenant, id);
+    if (what == "network" && method == V::put) co_return co_await updateNetwork(req, tenant, id);
+    if (what == "metrics" && method == V::get) co_return co_await metrics(req, tenant, id);
     co_return unknown();
   }
   if (v2) co_return unknown();
@@ -419,18 +419,19 @@ Response RestApi::refresh(const Request& req, const std::string& tenant, const s
   return noContent(req);
 }
 
-Response RestApi::updateNetwork(const Request& req, const std::string& tenant,
-                                const std::string& id) {
+asio::awaitable<Response> RestApi::updateNetwork(const Request& req, std::string tenant,
+                                                 std::string id) {
   auto e = parseNetworkUpdate(req.body());
-  if (!e.ok()) return errorJson(req, e.error());
+  if (!e.ok()) co_return errorJson(req, e.error());
   auto sb = lifecycle_.get(tenant, id);
-  if (!sb.ok()) return errorJson(req, sb.error());
-  if (!running(sb->state) && !paused(sb->state)) return errorJson(req, notFound(id));
+  if (!sb.ok()) co_return errorJson(req, sb.error());
+  if (!running(sb->state) && !paused(sb->state)) co_return errorJson(req, notFound(id));
   // The rules' old credentials go once the new settings are in place.
   auto old = store_.getSandboxNetwork(id);
   auto spec = egressSpec(tenant, *e);
-  if (!spec.ok()) return errorJson(req, spec.error());
-  if (auto s = lifecycle_.setNetwork(tenant, id, *spec); !s.ok()) return errorJson(req, s.error());
+  if (!spec.ok()) co_return errorJson(req, spec.error());
+  if (auto s = co_await lifecycle_.setNetwork(tenant, id, *spec); !s.ok())
+    co_return errorJson(req, s.error());
   if (old.ok() && !old->empty()) {
     boost::system::error_code ec;
     json::value v = json::parse(*old, ec);
@@ -440,7 +441,7 @@ Response RestApi::updateNetwork(const Request& req, const std::string& tenant,
           if (c.is_string() && std::string_view(c.as_string()).starts_with("e2b-rule-"))
             (void)store_.deleteCredential(tenant, std::string(c.as_string()));
   }
-  return noContent(req);
+  co_return noContent(req);
 }
 
 asio::awaitable<Response> RestApi::fork(const Request& req, std::string tenant, std::string id) {
@@ -471,12 +472,12 @@ asio::awaitable<Response> RestApi::fork(const Request& req, std::string tenant, 
   co_return jsonBody(req, http::status::created, out);
 }
 
-Response RestApi::metrics(const Request& req, const std::string& tenant, const std::string& id) {
+asio::awaitable<Response> RestApi::metrics(const Request& req, std::string tenant, std::string id) {
   auto sb = lifecycle_.get(tenant, id);
-  if (!sb.ok()) return errorJson(req, sb.error());
-  if (!running(sb->state) && !paused(sb->state)) return errorJson(req, notFound(id));
+  if (!sb.ok()) co_return errorJson(req, sb.error());
+  if (!running(sb->state) && !paused(sb->state)) co_return errorJson(req, notFound(id));
   auto range = parseMetricsRange(req.target());
-  if (!range.ok()) return errorJson(req, range.error());
+  if (!range.ok()) co_return errorJson(req, range.error());
   json::array out;
   // One sample, taken now (Vessel keeps no history); none while paused or
   // when now is outside the range asked for (give or take E2B's 5 s buckets).
@@ -484,8 +485,8 @@ Response RestApi::metrics(const Request& req, const std::string& tenant, const s
   constexpr int64_t kBucketS = 5;
   if ((range->first && now / 1000 < *range->first - kBucketS) ||
       (range->second && now / 1000 > *range->second + kBucketS))
-    return jsonBody(req, http::status::ok, out);
-  auto u = lifecycle_.usage(tenant, id);
+    co_return jsonBody(req, http::status::ok, out);
+  auto u = co_await lifecycle_.usage(tenant, id);
   if (u.ok()) {
     out.push_back(json::object{{"timestamp", ops::rfc3339(now)},
                                {"timestampUnix", now / 1000},
@@ -497,9 +498,9 @@ Response RestApi::metrics(const Request& req, const std::string& tenant, const s
                                {"diskUsed", u->disk_used_bytes},
                                {"diskTotal", u->disk_total_bytes}});
   } else if (u.error().code() != Code::kFailedPrecondition) {
-    return errorJson(req, u.error());
+    co_return errorJson(req, u.error());
   }
-  return jsonBody(req, http::status::ok, out);
+  co_return jsonBody(req, http::status::ok, out);
 }
 
 }  // namespace vessel::e2b

@@ -54,9 +54,9 @@ class RestApi {
                                     bool resume_only);
   Response setTimeout(const Request& req, const std::string& tenant, const std::string& id);
   Response refresh(const Request& req, const std::string& tenant, const std::string& id);
-  Response updateNetwork(const Request& req, const std::string& tenant, const std::string& id);
+  asio::awaitable<Response> updateNetwork(const Request& req, std::string tenant, std::string id);
   asio::awaitable<Response> fork(const Request& req, std::string tenant, std::string id);
-  Response metrics(const Request& req, const std::string& tenant, const std::string& id);
+  asio::awaitable<Response> metrics(const Request& req, std::string tenant, std::string id);
   // Snapshots, templates and secrets (rest_templates.cc).
   asio::awaitable<Response> createSnapshot(const Request& req, std::string tenant, std::string id);
   Response listSnapshots(const Request& req, const std::string& tenant);

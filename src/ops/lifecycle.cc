@@ -334,18 +334,22 @@ Result<store::SandboxRecord> Lifecycle::extendAtLeast(const std::string& tenant,
   return get(tenant, id);
 }
 
-Result<Usage> Lifecycle::usage(const std::string& tenant, const std::string& id) {
-  VESSEL_ASSIGN_OR_RETURN(auto s, get(tenant, id));
+asio::awaitable<Result<Usage>> Lifecycle::usage(std::string tenant, std::string id) {
+  auto got = get(tenant, id);
+  if (!got.ok()) co_return std::move(got).error();
+  const auto& s = *got;
   if (s.state != SandboxState::kRunning)
-    return Error(Code::kFailedPrecondition,
-                 "sandbox " + id + " is " + std::string(stateName(s.state)) + "; it has no VM");
-  VESSEL_ASSIGN_OR_RETURN(Usage u, node_.usage(id));
+    co_return Error(Code::kFailedPrecondition,
+                    "sandbox " + id + " is " + std::string(stateName(s.state)) + "; it has no VM");
+  auto measured = co_await node_.usage(id);
+  if (!measured.ok()) co_return std::move(measured).error();
+  Usage u = *measured;
   // The node measures CPU as one host CPU = 100 %; E2B's is of all vCPUs.
   u.cpu_count = s.vcpus;
   u.cpu_used_pct = std::min(100.0, u.cpu_used_pct / std::max(1u, s.vcpus));
   u.mem_total_bytes = s.memory_mib << 20;
   u.mem_used_bytes = std::min(u.mem_used_bytes, u.mem_total_bytes);
-  return u;
+  co_return u;
 }
 
 void Lifecycle::noteActivity(const std::string& id) {

@@ -150,8 +150,8 @@ class Lifecycle {
   // reset). kNotFound for an unknown sandbox, kInvalidArgument for settings
   // this node cannot give (a missing credential, egress off). Returns the
   // settings as stored (an empty mode is the node's default).
-  Result<NetworkSpec> setNetwork(const std::string& tenant, const std::string& id,
-                                 const NetworkSpec& spec);
+  asio::awaitable<Result<NetworkSpec>> setNetwork(std::string tenant, std::string id,
+                                                  NetworkSpec spec);
   // The tenant's sandbox's egress settings as stored.
   Result<NetworkSpec> network(const std::string& tenant, const std::string& id);
   // The tenant's credentials (the gateway injects them; values are never
@@ -163,7 +163,7 @@ class Lifecycle {
   Status deleteCredential(const std::string& tenant, const std::string& name);
   // What the tenant's running sandbox uses now (ops::Usage); a sandbox
   // without a VM (paused, creating) is kFailedPrecondition.
-  Result<Usage> usage(const std::string& tenant, const std::string& id);
+  asio::awaitable<Result<Usage>> usage(std::string tenant, std::string id);
   Result<store::SandboxRecord> get(const std::string& tenant, const std::string& id);
   Result<Page> list(const ListRequest& req);
   Result<store::OperationRecord> getOperation(const std::string& tenant, const std::string& id);

@@ -9,16 +9,18 @@ namespace vessel::ops {
 
 namespace json = boost::json;
 
-Result<NetworkSpec> Lifecycle::setNetwork(const std::string& tenant, const std::string& id,
-                                          const NetworkSpec& spec) {
-  VESSEL_ASSIGN_OR_RETURN(auto s, get(tenant, id));
-  if (s.state == SandboxState::kDeleting || s.state == SandboxState::kFailed)
-    return Error(
-        Code::kFailedPrecondition,
-        "sandbox " + id + " is " + std::string(stateName(s.state)) + "; its network cannot change");
-  VESSEL_ASSIGN_OR_RETURN(auto now, node_.updateNetwork(tenant, id, spec));
+asio::awaitable<Result<NetworkSpec>> Lifecycle::setNetwork(std::string tenant, std::string id,
+                                                           NetworkSpec spec) {
+  auto s = get(tenant, id);
+  if (!s.ok()) co_return std::move(s).error();
+  if (s->state == SandboxState::kDeleting || s->state == SandboxState::kFailed)
+    co_return Error(Code::kFailedPrecondition, "sandbox " + id + " is " +
+                                                   std::string(stateName(s->state)) +
+                                                   "; its network cannot change");
+  auto now = co_await node_.updateNetwork(tenant, id, std::move(spec));
+  if (!now.ok()) co_return std::move(now).error();
   noteActivity(id);
-  return now;
+  co_return std::move(*now);
 }
 
 Result<NetworkSpec> Lifecycle::network(const std::string& tenant, const std::string& id) {

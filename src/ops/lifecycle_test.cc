@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "base/run_blocking.h"
 #include "base/sha256.h"
 #include "ops/testing/fake_node.h"
 
@@ -579,15 +580,16 @@ TEST_F(LifecycleTest, SetNetworkGoesToTheNodeForLiveSandboxesOnly) {
   NetworkSpec spec;
   spec.mode = "allowlist";
   spec.allow = {"example.com"};
-  ASSERT_TRUE(lc_->setNetwork("t1", id, spec).ok());
+  ASSERT_TRUE(runBlocking(io_, lc_->setNetwork("t1", id, spec)).ok());
   EXPECT_EQ(node_->count("update-network " + id + " allowlist"), 1);
   spec.mode = "bogus";
-  EXPECT_EQ(lc_->setNetwork("t1", id, spec).error().code(), Code::kInvalidArgument);
+  EXPECT_EQ(runBlocking(io_, lc_->setNetwork("t1", id, spec)).error().code(),
+            Code::kInvalidArgument);
   spec.mode = "none";
-  EXPECT_EQ(lc_->setNetwork("t2", id, spec).error().code(), Code::kNotFound);
+  EXPECT_EQ(runBlocking(io_, lc_->setNetwork("t2", id, spec)).error().code(), Code::kNotFound);
   ASSERT_TRUE(lc_->remove("t1", id).ok());
   drain();
-  EXPECT_EQ(lc_->setNetwork("t1", id, spec).error().code(), Code::kNotFound);
+  EXPECT_EQ(runBlocking(io_, lc_->setNetwork("t1", id, spec)).error().code(), Code::kNotFound);
   EXPECT_EQ(node_->count("update-network"), 1);
 }
 
@@ -598,7 +600,8 @@ TEST_F(LifecycleTest, NetworkSettingsAreReadAndAnsweredAsTheNodeStoresThem) {
   auto now = lc_->network("t1", id);
   ASSERT_TRUE(now.ok()) << now.error().message();
   EXPECT_EQ(now->allow, std::vector<std::string>{"a.test"});
-  auto set = lc_->setNetwork("t1", id, NetworkSpec{});  // empty mode: the node's default
+  auto set =
+      runBlocking(io_, lc_->setNetwork("t1", id, NetworkSpec{}));  // empty mode: the node's default
   ASSERT_TRUE(set.ok()) << set.error().message();
   EXPECT_EQ(set->mode, "none");
   EXPECT_EQ(lc_->network("t1", id)->mode, "none");
@@ -630,7 +633,7 @@ TEST_F(LifecycleTest, CredentialChangesReachTheNode) {
 
 TEST_F(LifecycleTest, UsageOfRunningSandboxesOnly) {
   std::string id = created();
-  auto u = lc_->usage("t1", id);
+  auto u = runBlocking(io_, lc_->usage("t1", id));
   ASSERT_TRUE(u.ok()) << u.error().message();
   EXPECT_EQ(u->cpu_count, 1u);
   EXPECT_DOUBLE_EQ(u->cpu_used_pct, 12.5);
@@ -638,12 +641,12 @@ TEST_F(LifecycleTest, UsageOfRunningSandboxesOnly) {
   EXPECT_EQ(u->mem_used_bytes, 100ull << 20);
   node_->fake_usage.cpu_used_pct = 250;  // host CPUs: capped at all of its vCPUs
   node_->fake_usage.mem_used_bytes = 1ull << 40;
-  EXPECT_DOUBLE_EQ(lc_->usage("t1", id)->cpu_used_pct, 100);
-  EXPECT_EQ(lc_->usage("t1", id)->mem_used_bytes, 256ull << 20);
-  EXPECT_EQ(lc_->usage("t2", id).error().code(), Code::kNotFound);
+  EXPECT_DOUBLE_EQ(runBlocking(io_, lc_->usage("t1", id))->cpu_used_pct, 100);
+  EXPECT_EQ(runBlocking(io_, lc_->usage("t1", id))->mem_used_bytes, 256ull << 20);
+  EXPECT_EQ(runBlocking(io_, lc_->usage("t2", id)).error().code(), Code::kNotFound);
   ASSERT_TRUE(lc_->pause("t1", id).ok());
   drain();
-  EXPECT_EQ(lc_->usage("t1", id).error().code(), Code::kFailedPrecondition);
+  EXPECT_EQ(runBlocking(io_, lc_->usage("t1", id)).error().code(), Code::kFailedPrecondition);
   EXPECT_EQ(node_->count("usage"), 3);
 }
 

@@ -99,9 +99,10 @@ class Node {
   virtual Status inheritNetwork(const std::string& parent, const std::string& child) = 0;
   // New settings for an existing sandbox: stored, and registered with the
   // gateway at once when it has a VM. Returns them as stored (an empty
-  // mode becomes the node's default).
-  virtual Result<NetworkSpec> updateNetwork(const std::string& tenant, const std::string& id,
-                                            const NetworkSpec& spec) = 0;
+  // mode becomes the node's default). Awaitable: an API replica asks the
+  // sandbox's node.
+  virtual asio::awaitable<Result<NetworkSpec>> updateNetwork(std::string tenant, std::string id,
+                                                             NetworkSpec spec) = 0;
   // A sandbox's settings as stored (mode none for one that never had any).
   virtual Result<NetworkSpec> network(const std::string& id) = 0;
   // The tenant's credential `name` was created, changed or deleted: every
@@ -139,7 +140,8 @@ class Node {
 
   virtual Holding holding(const std::string& id) const = 0;
   // What a running sandbox uses now; kFailedPrecondition when it has no VM.
-  virtual Result<Usage> usage(const std::string& id) = 0;
+  // Awaitable: it is measured on the sandbox's node.
+  virtual asio::awaitable<Result<Usage>> usage(std::string id) = 0;
   // The agent of a running sandbox, or null.
   virtual std::shared_ptr<agentclient::AgentClient> agent(const std::string& id) = 0;
 

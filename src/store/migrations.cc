@@ -92,6 +92,9 @@ constexpr Template kTemplates[] = {
      "  tenant_id TEXT NOT NULL, manifest TEXT NOT NULL, sizes TEXT NOT NULL,"
      "  created_at TEXT NOT NULL, registered_ms {i64} NOT NULL,"
      "  deleted_ms {i64} NOT NULL DEFAULT 0, PRIMARY KEY (name, version));"},
+    // Each node's E2B envd listener, where API replicas forward the envd
+    // traffic of the sandboxes it runs ("" for a node that serves none).
+    {10, "ALTER TABLE nodes ADD COLUMN envd_url TEXT NOT NULL DEFAULT '';"},
 };
 
 void replaceAll(std::string& s, const std::string& from, const std::string& to) {

@@ -165,6 +165,14 @@ class PostgresStore : public Store {
                        : std::optional<std::string>(r[0][0].as<std::string>());
     });
   }
+  Result<std::string> getOrSetMeta(const std::string& key, const std::string& value) override {
+    return run("get or set meta " + key, [&](pqxx::connection& c) {
+      pqxx::nontransaction tx(c);
+      tx.exec_params("INSERT INTO meta(key,value) VALUES($1,$2) ON CONFLICT(key) DO NOTHING", key,
+                     value);
+      return tx.exec_params1("SELECT value FROM meta WHERE key=$1", key)[0].as<std::string>();
+    });
+  }
   Status setMeta(const std::string& key, const std::string& value) override {
     return exec0("set meta " + key,
                  "INSERT INTO meta(key,value) VALUES($1,$2) "
@@ -482,21 +490,22 @@ class PostgresStore : public Store {
     int64_t now = nowMs();
     return exec0("heartbeat of node " + n.name,
                  "INSERT INTO nodes(name,advertise_url,data_url,memory_mib,memory_free_mib,vcpus,"
-                 "sandboxes,templates,accel,state,registered_ms,heartbeat_ms) "
-                 "VALUES($1,$2,$3,$4,$5,$6,$7,$8,$9,'up',$10,$10) ON CONFLICT(name) DO UPDATE SET "
-                 "advertise_url=excluded.advertise_url, data_url=excluded.data_url,"
+                 "sandboxes,templates,accel,state,registered_ms,heartbeat_ms,envd_url) "
+                 "VALUES($1,$2,$3,$4,$5,$6,$7,$8,$9,'up',$10,$10,$11) ON CONFLICT(name) DO UPDATE "
+                 "SET advertise_url=excluded.advertise_url, data_url=excluded.data_url,"
+                 "envd_url=excluded.envd_url,"
                  "memory_mib=excluded.memory_mib, memory_free_mib=excluded.memory_free_mib,"
                  "vcpus=excluded.vcpus, sandboxes=excluded.sandboxes, templates=excluded.templates,"
                  "accel=excluded.accel, state='up', heartbeat_ms=excluded.heartbeat_ms",
                  n.name, n.advertise_url, n.data_url, static_cast<int64_t>(n.memory_mib),
                  static_cast<int64_t>(n.memory_free_mib), int64_t{n.vcpus}, n.sandboxes,
-                 n.templates_json, n.accel, now);
+                 n.templates_json, n.accel, now, n.envd_url);
   }
   Result<std::vector<NodeRecord>> listNodes() override {
     return run("list nodes", [&](pqxx::connection& c) {
       auto res = pqxx::nontransaction(c).exec(
           "SELECT name,advertise_url,data_url,memory_mib,memory_free_mib,vcpus,sandboxes,"
-          "templates,accel,state,registered_ms,heartbeat_ms FROM nodes ORDER BY name");
+          "templates,accel,state,registered_ms,heartbeat_ms,envd_url FROM nodes ORDER BY name");
       std::vector<NodeRecord> out;
       for (const auto& r : res) {
         NodeRecord n;
@@ -512,6 +521,7 @@ class PostgresStore : public Store {
         n.lost = r[9].as<std::string>() == "lost";
         n.registered_ms = r[10].as<int64_t>();
         n.heartbeat_ms = r[11].as<int64_t>();
+        n.envd_url = r[12].as<std::string>();
         out.push_back(std::move(n));
       }
       return out;
@@ -555,6 +565,15 @@ class PostgresStore : public Store {
     return run("list stale replicas", [&](pqxx::connection& c) {
       auto res = pqxx::nontransaction(c).exec_params(
           "SELECT id FROM replicas WHERE heartbeat_ms<$1 ORDER BY id", before_ms);
+      std::vector<std::string> out;
+      for (const auto& r : res) out.push_back(r[0].as<std::string>());
+      return out;
+    });
+  }
+  Result<std::vector<std::string>> listLiveReplicas(int64_t since_ms) override {
+    return run("list live replicas", [&](pqxx::connection& c) {
+      auto res = pqxx::nontransaction(c).exec_params(
+          "SELECT id FROM replicas WHERE heartbeat_ms>=$1 ORDER BY id", since_ms);
       std::vector<std::string> out;
       for (const auto& r : res) out.push_back(r[0].as<std::string>());
       return out;

@@ -183,6 +183,17 @@ class SqliteStore : public Store {
     return out;
   }
 
+  Result<std::string> getOrSetMeta(const std::string& key, const std::string& value) override {
+    {
+      Stmt s(db_, "INSERT INTO meta(key,value) VALUES(?,?) ON CONFLICT(key) DO NOTHING");
+      s.bind(key).bind(value);
+      VESSEL_TRY(done(s, "set meta " + key));
+    }
+    VESSEL_ASSIGN_OR_RETURN(auto v, getMeta(key));
+    if (!v) return Error(Code::kInternal, "meta " + key + " vanished");
+    return *v;
+  }
+
   Status setMeta(const std::string& key, const std::string& value) override {
     sqlite3_stmt* st = nullptr;
     if (sqlite3_prepare_v2(db_,
@@ -521,9 +532,10 @@ class SqliteStore : public Store {
   Status heartbeatNode(const NodeRecord& n) override {
     Stmt s(db_,
            "INSERT INTO nodes(name,advertise_url,data_url,memory_mib,memory_free_mib,vcpus,"
-           "sandboxes,templates,accel,state,registered_ms,heartbeat_ms) "
-           "VALUES(?,?,?,?,?,?,?,?,?,'up',?,?) ON CONFLICT(name) DO UPDATE SET "
+           "sandboxes,templates,accel,state,registered_ms,heartbeat_ms,envd_url) "
+           "VALUES(?,?,?,?,?,?,?,?,?,'up',?,?,?) ON CONFLICT(name) DO UPDATE SET "
            "advertise_url=excluded.advertise_url, data_url=excluded.data_url,"
+           "envd_url=excluded.envd_url,"
            "memory_mib=excluded.memory_mib, memory_free_mib=excluded.memory_free_mib,"
            "vcpus=excluded.vcpus, sandboxes=excluded.sandboxes, templates=excluded.templates,"
            "accel=excluded.accel, state='up', heartbeat_ms=excluded.heartbeat_ms");
@@ -531,13 +543,13 @@ class SqliteStore : public Store {
     s.bind(n.name).bind(n.advertise_url).bind(n.data_url);
     s.bind(static_cast<int64_t>(n.memory_mib)).bind(static_cast<int64_t>(n.memory_free_mib));
     s.bind(int64_t{n.vcpus}).bind(n.sandboxes).bind(n.templates_json).bind(n.accel);
-    s.bind(now).bind(now);
+    s.bind(now).bind(now).bind(n.envd_url);
     return done(s, "heartbeat of node " + n.name);
   }
   Result<std::vector<NodeRecord>> listNodes() override {
     Stmt s(db_,
            "SELECT name,advertise_url,data_url,memory_mib,memory_free_mib,vcpus,sandboxes,"
-           "templates,accel,state,registered_ms,heartbeat_ms FROM nodes ORDER BY name");
+           "templates,accel,state,registered_ms,heartbeat_ms,envd_url FROM nodes ORDER BY name");
     std::vector<NodeRecord> out;
     int rc;
     while ((rc = s.step()) == SQLITE_ROW) {
@@ -554,6 +566,7 @@ class SqliteStore : public Store {
       n.lost = s.text(9) == "lost";
       n.registered_ms = s.integer(10);
       n.heartbeat_ms = s.integer(11);
+      n.envd_url = s.text(12);
       out.push_back(std::move(n));
     }
     if (rc != SQLITE_DONE) return err("list nodes");
@@ -600,6 +613,15 @@ class SqliteStore : public Store {
     int rc;
     while ((rc = s.step()) == SQLITE_ROW) out.push_back(s.text(0));
     if (rc != SQLITE_DONE) return err("list stale replicas");
+    return out;
+  }
+  Result<std::vector<std::string>> listLiveReplicas(int64_t since_ms) override {
+    Stmt s(db_, "SELECT id FROM replicas WHERE heartbeat_ms>=? ORDER BY id");
+    s.bind(since_ms);
+    std::vector<std::string> out;
+    int rc;
+    while ((rc = s.step()) == SQLITE_ROW) out.push_back(s.text(0));
+    if (rc != SQLITE_DONE) return err("list live replicas");
     return out;
   }
   Status deleteReplica(const std::string& id) override {

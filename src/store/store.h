@@ -44,8 +44,9 @@ struct OperationRecord {
 // A node of a cluster (vesseld --role=node) as it last reported itself.
 struct NodeRecord {
   std::string name;
-  std::string advertise_url;                     // its node API, as API replicas reach it
-  std::string data_url;                          // its data plane, as clients reach it
+  std::string advertise_url;  // its node API, as API replicas reach it
+  std::string data_url;       // its data plane, as clients reach it
+  std::string envd_url;       // its E2B envd listener, as API replicas reach it ("" for none)
   uint64_t memory_mib = 0, memory_free_mib = 0;  // guest memory it may give, and free of that
   unsigned vcpus = 0;
   int64_t sandboxes = 0;              // VMs it holds
@@ -112,6 +113,9 @@ class Store {
   // Small key/value facts about this deployment (instance id, ...).
   virtual Result<std::optional<std::string>> getMeta(const std::string& key) = 0;
   virtual Status setMeta(const std::string& key, const std::string& value) = 0;
+  // Sets `key` to `value` unless it has a value already, and returns the
+  // value it has then: of several processes racing, all get the first's.
+  virtual Result<std::string> getOrSetMeta(const std::string& key, const std::string& value) = 0;
 
   // Tenants and their API keys (only the SHA-256 of a key is stored).
   virtual Status createTenant(const std::string& id, const std::string& name) = 0;
@@ -211,6 +215,9 @@ class Store {
   // than `before_ms`, and forgetting one.
   virtual Status heartbeatReplica(const std::string& id) = 0;
   virtual Result<std::vector<std::string>> listStaleReplicas(int64_t before_ms) = 0;
+  // Those whose last heartbeat is at or after `since_ms`, by id (the first
+  // one runs the reaper).
+  virtual Result<std::vector<std::string>> listLiveReplicas(int64_t since_ms) = 0;
   virtual Status deleteReplica(const std::string& id) = 0;
   // Hands the unfinished operations of replica `from` to `to` and returns
   // them; of two replicas claiming at once, each operation goes to one.

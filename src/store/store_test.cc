@@ -102,9 +102,12 @@ TEST_P(StoreTest, MigratesAndPersists) {
   {
     auto s = open();
     ASSERT_TRUE(s.ok()) << s.error().message();
-    EXPECT_EQ((*s)->schemaVersion(), 9);
+    EXPECT_EQ((*s)->schemaVersion(), 10);
     ASSERT_TRUE((*s)->setMeta("instance_id", "abc").ok());
     ASSERT_TRUE((*s)->setMeta("instance_id", "def").ok());
+    // The first value set stays.
+    EXPECT_EQ((*s)->getOrSetMeta("key_once", "first").value_or(""), "first");
+    EXPECT_EQ((*s)->getOrSetMeta("key_once", "second").value_or(""), "first");
   }
   auto s = open();
   ASSERT_TRUE(s.ok());
@@ -340,7 +343,7 @@ TEST_P(StoreTest, ConcurrentOpenersMigrateOnce) {
   for (int i = 0; i < kOpeners; ++i)
     threads.emplace_back([&, i] {
       auto s = open();
-      if (s.ok() && (*s)->schemaVersion() == 9) {
+      if (s.ok() && (*s)->schemaVersion() == 10) {
         ++ok;
       } else {
         errors[i] =
@@ -505,8 +508,10 @@ TEST_P(StoreTest, NodeRegistryAndReplicaTakeover) {
   n.sandboxes = 2;
   n.templates_json = R"(["minimal"])";
   n.accel = "tcg";
+  n.envd_url = "http://10.0.0.2:49983";
   ASSERT_TRUE(st.heartbeatNode(n).ok());
   n.name = "n2";
+  n.envd_url = "";
   ASSERT_TRUE(st.heartbeatNode(n).ok());
   clock_.set(1'005'000);
   n.memory_free_mib = 2000;
@@ -518,6 +523,8 @@ TEST_P(StoreTest, NodeRegistryAndReplicaTakeover) {
   EXPECT_EQ((*nodes)[0].heartbeat_ms, 1'000'000);
   EXPECT_EQ((*nodes)[0].advertise_url, "http://10.0.0.2:8091");
   EXPECT_EQ((*nodes)[0].templates_json, R"(["minimal"])");
+  EXPECT_EQ((*nodes)[0].envd_url, "http://10.0.0.2:49983");
+  EXPECT_EQ((*nodes)[1].envd_url, "");
   EXPECT_EQ((*nodes)[1].memory_free_mib, 2000u);
   EXPECT_EQ((*nodes)[1].registered_ms, 1'000'000);
   EXPECT_EQ((*nodes)[1].heartbeat_ms, 1'005'000);
@@ -565,6 +572,10 @@ TEST_P(StoreTest, NodeRegistryAndReplicaTakeover) {
   auto stale = st.listStaleReplicas(1'006'000);
   ASSERT_TRUE(stale.ok()) << stale.error().message();
   EXPECT_EQ(*stale, std::vector<std::string>{"r1"});
+  auto live = st.listLiveReplicas(1'006'000);
+  ASSERT_TRUE(live.ok()) << live.error().message();
+  EXPECT_EQ(*live, std::vector<std::string>{"r2"});
+  EXPECT_EQ(*st.listLiveReplicas(1'000'000), (std::vector<std::string>{"r1", "r2"}));
   auto claimed = st.claimOperations("r1", "r2");
   ASSERT_TRUE(claimed.ok()) << claimed.error().message();
   ASSERT_EQ(claimed->size(), 1u);  // not the finished one
@@ -734,7 +745,7 @@ TEST_F(SqliteStoreTest, LegacyVersionedDatabaseGetsTheMissingMigrations) {
   }
   auto s = openSqlite(path_);
   ASSERT_TRUE(s.ok()) << s.error().message();
-  EXPECT_EQ((*s)->schemaVersion(), 9);
+  EXPECT_EQ((*s)->schemaVersion(), 10);
   auto l = (*s)->tenantLimits("t1");
   ASSERT_TRUE(l.ok()) << l.error().message();
   EXPECT_FALSE(l->max_sandboxes.has_value());

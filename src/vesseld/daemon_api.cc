@@ -23,11 +23,13 @@
 #include "cluster/cluster_node.h"
 #include "cluster/template_catalogue.h"
 #include "e2b/access_token.h"
+#include "e2b/envd/envd.h"
 #include "e2b/rest.h"
 #include "metrics/registry.h"
 #include "ops/lifecycle.h"
 #include "vesseld/daemon_internal.h"
 #include "vesseld/egress_policies.h"
+#include "vesseld/envd_forward.h"
 #include "vesseld/probes.h"
 
 namespace vessel::vesseld {
@@ -87,7 +89,6 @@ Status runApi(Config cfg) {
 
   ops::Policy policy = lifecyclePolicy(cfg);
   lifecycle.setPolicy(policy);
-  lifecycle.startReaper();
   nodes.start();
 
   // This replica's heartbeat, the poll that wakes streams for events other
@@ -95,6 +96,24 @@ Status runApi(Config cfg) {
   asio::steady_timer tick(io);
   const int64_t lost_after_ms = cfg.node_lost_after_s * 1000;
   bool store_ok = store->heartbeatReplica(replica).ok();
+  // The reaper runs on one replica only: the live one (heartbeat within
+  // --node-lost-after) with the smallest id, so two never start deleting
+  // the same expired sandbox. A replica begins only after two seconds of
+  // heartbeats: every other replica re-reads the table each second, so the
+  // one that reaped before it has seen it by then and stopped. When the
+  // reaping replica dies, the next one takes over once its heartbeat is
+  // older than the bound.
+  bool reaping = false;
+  const auto started = std::chrono::steady_clock::now();
+  auto reapTurn = [&] {
+    bool was = reaping;
+    auto live = store->listLiveReplicas(store::nowMs() - lost_after_ms);
+    reaping = store_ok && live.ok() && !live->empty() && live->front() == replica &&
+              std::chrono::steady_clock::now() - started >= std::chrono::seconds(2);
+    if (reaping && !was) log.info("this replica runs the reaper now");
+    if (!reaping && was) log.info("this replica no longer runs the reaper");
+    if (reaping) lifecycle.reapOnce();
+  };
   asio::co_spawn(
       io,
       [&]() -> asio::awaitable<void> {
@@ -106,6 +125,7 @@ Status runApi(Config cfg) {
           lifecycle.operations().wakeAll();
           if (i % 4 != 0) continue;
           store_ok = store->heartbeatReplica(replica).ok();
+          reapTurn();
           auto stale = store->listStaleReplicas(store::nowMs() - lost_after_ms);
           if (!stale.ok()) continue;
           for (const auto& other : *stale) {
@@ -142,6 +162,7 @@ Status runApi(Config cfg) {
     o["store"] = all.ok();
     o["live_nodes"] = live;
     o["replica"] = replica;
+    o["reaper"] = reaping;
     return all.ok() && store_ok;
   };
   server.route(http::verb::get, "/healthz", [&](const Request& req) -> asio::awaitable<Response> {
@@ -154,7 +175,9 @@ Status runApi(Config cfg) {
   installProbes(server, "api", ready);
   VESSEL_TRY(server.listen(cfg.listen_addr));
   log.info("listening on http://{}:{}", cfg.listen_addr.host, server.port());
-  VESSEL_ASSIGN_OR_RETURN(e2b::AccessTokens envd_tokens, e2b::AccessTokens::open(cfg.state_dir));
+  // The envd access tokens' key is the cluster's, in the store: a node
+  // checks the tokens any replica hands out.
+  VESSEL_ASSIGN_OR_RETURN(e2b::AccessTokens envd_tokens, e2b::AccessTokens::fromStore(*store));
   e2b::RestApi e2b_rest(lifecycle, *store, templates, envd_tokens);
   HttpServer e2b_server(io);
   e2b_rest.install(e2b_server);
@@ -163,12 +186,30 @@ Status runApi(Config cfg) {
     log.info("E2B REST API on http://{}:{}", cfg.e2b_listen_addr->host, e2b_server.port());
   }
 
+  // E2B envd: each request forwarded to its sandbox's node (envd_forward.h).
+  e2b::envd::Sandboxes no_agents;
+  no_agents.agent_of = [](const std::string&) { return nullptr; };
+  no_agents.live_ids = [] { return std::vector<std::string>{}; };
+  e2b::envd::Envd envd_here(io, std::move(no_agents), envd_tokens);
+  EnvdForwarder envd_forward(*store, envd_tokens, std::chrono::seconds(cfg.node_lost_after_s));
+  HttpServer envd_server(io, ServerLimits{16 * 1024, 64u << 20, std::chrono::seconds(60)});
+  envd_server.setMetrics(metrics, "e2b-envd");
+  envd_here.install(envd_server);
+  envd_server.forwardWhen(
+      [&](const http::request_header<>& head) { return envd_forward.choose(head); });
+  if (cfg.e2b_envd_listen_addr) {
+    VESSEL_TRY(envd_server.listen(*cfg.e2b_envd_listen_addr));
+    log.info("E2B envd on http://{}:{} (E2B_SANDBOX_URL; forwarded to the sandboxes' nodes)",
+             cfg.e2b_envd_listen_addr->host, envd_server.port());
+  }
+
   runUntilStopped(
       io, std::chrono::seconds(10),
       [&] {
         tick.cancel();
         server.close();
         e2b_server.close();
+        envd_server.close();
       },
       [&]() -> asio::awaitable<void> { co_await lifecycle.shutdown(false); });
   return okStatus();

@@ -29,6 +29,8 @@
 #include "cluster/template_catalogue.h"
 #include "cluster/template_node.h"
 #include "cluster/template_transfer.h"
+#include "e2b/access_token.h"
+#include "e2b/envd/envd.h"
 #include "hypervisor/testing/fake_hypervisor.h"
 #include "node/accel.h"
 #include "node/runtime.h"
@@ -256,6 +258,7 @@ Status runNode(Config cfg) {
     n.name = cfg.node_name;
     n.advertise_url = cfg.node_advertise;
     n.data_url = cfg.data_url;
+    if (cfg.e2b_envd_listen_addr) n.envd_url = cfg.e2b_envd_advertise;
     n.memory_mib = mem_total;
     n.memory_free_mib = mem_total > l.memory_mib ? mem_total - l.memory_mib : 0;
     n.vcpus = std::max(1u, std::thread::hardware_concurrency());
@@ -326,12 +329,30 @@ Status runNode(Config cfg) {
   log.info("data plane on http://{}:{} (clients are told {})", cfg.data_listen_addr.host,
            data_server.port(), cfg.data_url);
 
+  // E2B envd for the sandboxes this node runs: API replicas' envd listeners
+  // forward to it (envd_forward.h), with the cluster's access tokens.
+  VESSEL_ASSIGN_OR_RETURN(e2b::AccessTokens envd_tokens, e2b::AccessTokens::fromStore(*store));
+  e2b::envd::Sandboxes envd_sandboxes;
+  envd_sandboxes.agent_of = [&](const std::string& id) { return live.agentOf(id); };
+  envd_sandboxes.live_ids = [&] { return local.load().ids; };
+  e2b::envd::Envd envd(io, std::move(envd_sandboxes), envd_tokens);
+  // Uploads arrive whole (multipart), hence the body cap, as in --role=all.
+  api::HttpServer envd_server(io,
+                              api::ServerLimits{16 * 1024, 64u << 20, std::chrono::seconds(60)});
+  envd.install(envd_server);
+  if (cfg.e2b_envd_listen_addr) {
+    VESSEL_TRY(envd_server.listen(*cfg.e2b_envd_listen_addr));
+    log.info("E2B envd on http://{}:{} (API replicas forward to {})",
+             cfg.e2b_envd_listen_addr->host, envd_server.port(), cfg.e2b_envd_advertise);
+  }
+
   runUntilStopped(
       io, std::chrono::seconds(30),
       [&] {
         beat.cancel();
         node_server.close();
         data_server.close();
+        envd_server.close();
       },
       [&]() -> asio::awaitable<void> {
         auto stopped = co_await local.shutdown(cfg.stop_vms_on_exit);

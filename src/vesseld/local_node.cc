@@ -46,14 +46,15 @@ Status LocalNode::inheritNetwork(const std::string& parent, const std::string& c
   return network_ ? network_->inherit(parent, child) : okStatus();
 }
 
-Result<ops::NetworkSpec> LocalNode::updateNetwork(const std::string& tenant, const std::string& id,
-                                                  const ops::NetworkSpec& spec) {
+asio::awaitable<Result<ops::NetworkSpec>> LocalNode::updateNetwork(std::string tenant,
+                                                                   std::string id,
+                                                                   ops::NetworkSpec spec) {
   if (!network_) {
-    if (spec.mode == "none") return spec;
-    return Error(Code::kFailedPrecondition,
-                 "this node runs without egress: only network mode none");
+    if (spec.mode == "none") co_return spec;
+    co_return Error(Code::kFailedPrecondition,
+                    "this node runs without egress: only network mode none");
   }
-  return network_->update(tenant, id, spec, holding(id) == ops::Holding::kPaused);
+  co_return network_->update(tenant, id, spec, holding(id) == ops::Holding::kPaused);
 }
 
 Result<ops::NetworkSpec> LocalNode::network(const std::string& id) {
@@ -227,7 +228,9 @@ uint64_t diskVirtualSize(const std::string& path, const struct stat& st) {
 
 }  // namespace
 
-Result<ops::Usage> LocalNode::usage(const std::string& id) {
+asio::awaitable<Result<ops::Usage>> LocalNode::usage(std::string id) { co_return measure(id); }
+
+Result<ops::Usage> LocalNode::measure(const std::string& id) {
   auto it = held_.find(id);
   if (it == held_.end() || it->second.sb->state() != node::Sandbox::State::kRunning ||
       !it->second.sb->vm())

@@ -33,8 +33,8 @@ class LocalNode final : public ops::Node {
   Status prepareNetwork(const std::string& tenant, const std::string& id,
                         const std::optional<ops::NetworkSpec>& spec) override;
   Status inheritNetwork(const std::string& parent, const std::string& child) override;
-  Result<ops::NetworkSpec> updateNetwork(const std::string& tenant, const std::string& id,
-                                         const ops::NetworkSpec& spec) override;
+  asio::awaitable<Result<ops::NetworkSpec>> updateNetwork(std::string tenant, std::string id,
+                                                          ops::NetworkSpec spec) override;
   Result<ops::NetworkSpec> network(const std::string& id) override;
   void credentialChanged(const std::string& tenant, const std::string& name) override;
   asio::awaitable<Status> create(ops::NodeCreate c) override;
@@ -49,7 +49,7 @@ class LocalNode final : public ops::Node {
   asio::awaitable<Status> destroy(std::string id) override;
   void abort(const std::string& id) override { runtime_.abort(id); }
   ops::Holding holding(const std::string& id) const override;
-  Result<ops::Usage> usage(const std::string& id) override;
+  asio::awaitable<Result<ops::Usage>> usage(std::string id) override;
   std::shared_ptr<agentclient::AgentClient> agent(const std::string& id) override;
   asio::awaitable<Result<ops::Holding>> adopt(std::string tenant, std::string id) override;
   asio::awaitable<int> discardOrphans(std::set<std::string> keep) override;
@@ -71,6 +71,8 @@ class LocalNode final : public ops::Node {
   std::shared_ptr<node::Sandbox> sandbox(const std::string& id) const;
 
  private:
+  // usage(), measured at once (the VM's /proc and its disk file).
+  Result<ops::Usage> measure(const std::string& id);
   struct Held {
     std::string tenant;
     std::shared_ptr<node::Sandbox> sb;

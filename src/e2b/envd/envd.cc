@@ -11,6 +11,7 @@
 #include <charconv>
 
 #include "e2b/envd/connect.h"
+#include "e2b/envd/route.h"
 #include "e2b/envd/services.h"
 
 namespace vessel::e2b::envd {
@@ -23,16 +24,6 @@ std::string lower(std::string_view s) {
   std::string o(s);
   for (auto& c : o) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return o;
-}
-
-// "49983-<id>.<domain>[:port]" -> id.
-std::optional<std::string> sandboxFromHost(std::string_view host) {
-  constexpr std::string_view kPort = "49983-";
-  if (host.substr(0, kPort.size()) != kPort) return std::nullopt;
-  host.remove_prefix(kPort.size());
-  auto dot = host.find('.');
-  if (dot == std::string_view::npos || dot == 0) return std::nullopt;
-  return std::string(host.substr(0, dot));
 }
 }  // namespace
 

@@ -67,18 +67,18 @@ class FakeNode final : public Node {
     if (auto it = networks.find(parent); it != networks.end()) networks[child] = it->second;
     return okStatus();
   }
-  Result<Usage> usage(const std::string& id) override {
+  asio::awaitable<Result<Usage>> usage(std::string id) override {
     if (holding(id) != Holding::kRunning)
-      return Error(Code::kFailedPrecondition, id + " has no VM");
+      co_return Error(Code::kFailedPrecondition, id + " has no VM");
     calls.push_back("usage " + id);
-    return fake_usage;
+    co_return fake_usage;
   }
   Usage fake_usage{1, 12.5, 100 << 20, 256 << 20, 4 << 20, 1ull << 30};
-  Result<NetworkSpec> updateNetwork(const std::string&, const std::string& id,
-                                    const NetworkSpec& spec) override {
-    if (spec.mode == "bogus") return Error(Code::kInvalidArgument, "bogus network");
+  asio::awaitable<Result<NetworkSpec>> updateNetwork(std::string, std::string id,
+                                                     NetworkSpec spec) override {
+    if (spec.mode == "bogus") co_return Error(Code::kInvalidArgument, "bogus network");
     calls.push_back("update-network " + id + " " + spec.mode);
-    return networks[id] = stored(spec);
+    co_return networks[id] = stored(spec);
   }
 
   asio::awaitable<Status> create(NodeCreate c) override {

@@ -22,6 +22,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         again->disk_mib != c->disk_mib || again->network.has_value() != c->network.has_value())
       __builtin_trap();
   }
-  (void)parseNodeReply(body);
+  // A reply that parses serializes and parses back with the same network
+  // settings (the network call's answer) and usage.
+  if (auto r = parseNodeReply(body); r.ok()) {
+    auto again = parseNodeReply(serializeNodeReply(*r));
+    if (!again.ok() || again->network.has_value() != r->network.has_value() ||
+        again->usage.has_value() != r->usage.has_value() ||
+        (r->network &&
+         (again->network->allow != r->network->allow || again->network->mode != r->network->mode)))
+      __builtin_trap();
+  }
   return 0;
 }

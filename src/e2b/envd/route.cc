@@ -1,0 +1,53 @@
+#include "e2b/envd/route.h"
+
+#include <ctime>
+
+#include "api/json_fields.h"
+#include "e2b/envd/signature.h"
+
+namespace vessel::e2b::envd {
+
+namespace http = boost::beast::http;
+
+std::optional<std::string> sandboxFromHost(std::string_view host) {
+  constexpr std::string_view kPort = "49983-";
+  if (host.substr(0, kPort.size()) != kPort) return std::nullopt;
+  host.remove_prefix(kPort.size());
+  auto dot = host.find('.');
+  if (dot == std::string_view::npos || dot == 0) return std::nullopt;
+  return std::string(host.substr(0, dot));
+}
+
+std::optional<std::string> sandboxOfRequest(
+    const http::request_header<>& head, const AccessTokens& tokens,
+    const std::function<std::vector<std::string>()>& live_ids) {
+  if (auto it = head.find("E2b-Sandbox-Id"); it != head.end() && !it->value().empty())
+    return std::string(it->value());
+  if (auto h = sandboxFromHost(head[http::field::host])) return h;
+  std::string_view target = head.target();
+  std::string_view path = target.substr(0, target.find('?'));
+  if (path != "/files") return std::nullopt;
+  auto q = api::parseQuery(target, {"path", "username", "signature", "signature_expiration"});
+  if (!q.ok()) return std::nullopt;
+  auto sig = q->find("signature");
+  if (sig == q->end()) return std::nullopt;
+  SignedRequest sr;
+  sr.path = q->count("path") ? q->at("path") : "";
+  sr.operation = head.method() == http::verb::post ? "write" : "read";
+  sr.user = q->count("username") ? q->at("username") : "";
+  sr.signature = sig->second;
+  if (auto e = q->find("signature_expiration"); e != q->end()) {
+    auto exp = parseExpiration(e->second);
+    if (!exp.ok()) return std::nullopt;
+    sr.expiration = *exp;
+  }
+  int64_t now = static_cast<int64_t>(std::time(nullptr));
+  for (const auto& id : live_ids()) {
+    auto st = checkFileSignature(sr, tokens.forSandbox(id), now);
+    // An expired signature that matched is that sandbox's: its node says so.
+    if (st.ok() || st.error().message().find("expired") != std::string::npos) return id;
+  }
+  return std::nullopt;
+}
+
+}  // namespace vessel::e2b::envd
