@@ -27,7 +27,7 @@ files=(
   src/e2b/envd/route.cc
   src/hypervisor/qemu/qmp.cc
   src/templates/manifest.cc src/templates/build_spec.cc
-  src/cluster/node_protocol.cc
+  src/cluster/node_protocol.cc src/cluster/template_transfer.cc src/templates/catalogue.cc
 )
 mapfile -t -O "${#files[@]}" files < <(ls tests/fuzz/*/fuzz.cc)
 

@@ -226,8 +226,11 @@ Status Config::validate() {
                  "hypervisor '" + hypervisor + "' is not supported (supported: qemu)");
   }
   VESSEL_TRY(validateRole());
-  VESSEL_TRY(requireFile("kernel", kernel));
-  VESSEL_TRY(requireFile("minimal image", minimal_image));
+  // An API replica boots nothing and reads templates from the store.
+  if (role != Role::kApi) {
+    VESSEL_TRY(requireFile("kernel", kernel));
+    VESSEL_TRY(requireFile("minimal image", minimal_image));
+  }
   if (!egress_resolver.empty()) {
     std::string r =
         egress_resolver.find(':') == std::string::npos ? egress_resolver + ":53" : egress_resolver;

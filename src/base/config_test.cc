@@ -52,6 +52,15 @@ TEST(ConfigTest, RolesNeedPostgresAndTheNodeToken) {
   EXPECT_EQ(c.node_advertise, "http://127.0.0.1:8091");
   c.node_name = "no/slash";
   EXPECT_FALSE(c.validate().ok());
+  // An API replica boots nothing: it needs no guest kernel or image.
+  Config api;
+  api.role = Role::kApi;
+  api.state_dir = "/tmp/x";
+  api.store = "postgres://vessel@db/vessel";
+  EXPECT_TRUE(api.validate().ok()) << api.validate().error().message();
+  api.role = Role::kNode;
+  api.node_name = "host-2";
+  EXPECT_FALSE(api.validate().ok());
   ::unsetenv("VESSEL_NODE_TOKEN");
   // The test-only fake hypervisor never runs a single machine.
   Config all;

@@ -297,14 +297,7 @@ asio::awaitable<Result<std::vector<Status>>> ClusterNode::fork(std::string tenan
   co_return std::move(r->copies);
 }
 
-asio::awaitable<Result<templates::Manifest>> ClusterNode::forkToTemplate(std::string, std::string) {
-  co_return Error(Code::kUnavailable,
-                  "forking into a template is not supported by API replicas yet");
-}
-
-Status ClusterNode::build(ops::BuildRequest, ops::BuildCallbacks) {
-  return Error(Code::kUnavailable, "template builds are not supported by API replicas yet");
-}
+// forkToTemplate and build: cluster_node_templates.cc.
 
 asio::awaitable<Status> ClusterNode::destroy(std::string id) {
   auto where = route(id);

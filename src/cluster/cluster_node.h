@@ -14,10 +14,11 @@
 // it returns (vesseld's node role destroys what the store no longer wants).
 //
 // Usage and changing a sandbox's network go to its node (the node measures
-// and owns the gateway registration). What is not remote (yet): template
-// builds and forks into templates answer kUnavailable; the data plane and
-// envd are the node's own (sessions hand out the node's data URL, the envd
-// listener forwards), so agent() is null here.
+// and owns the gateway registration). Templates: a build goes to a node
+// placed as a create is, a fork into a template to the sandbox's node
+// (cluster_node_templates.cc). The data plane and envd are the node's own
+// (sessions hand out the node's data URL, the envd listener forwards), so
+// agent() is null here.
 // Used from the io thread only.
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>

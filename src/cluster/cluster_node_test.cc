@@ -236,3 +236,70 @@ TEST_F(ClusterNodeTest, ASilentNodeIsLostItsCallsFailAndCreatesGoElsewhere) {
 
 }  // namespace
 }  // namespace vessel::cluster
+
+namespace vessel::cluster {
+namespace {
+
+// A build and a fork into a template through an API replica: each runs on
+// a node over the node API and answers the node's manifest.
+TEST_F(ClusterNodeTest, BuildsAndForksIntoTemplatesRunOnANode) {
+  ops::BuildRequest req;
+  req.spec.name = "t-0123456789ab-py";
+  req.spec.commands = {"true"};
+  req.spec.env = {"A=1"};
+  req.spec.memory_mib = 512;
+  req.base = "minimal";
+  req.tenant = "t1";
+  std::vector<std::string> steps;
+  std::optional<Result<templates::Manifest>> done;
+  ops::BuildCallbacks cb;
+  cb.progress = [&](const std::string& step, int) { steps.push_back(step); };
+  cb.done = [&](Result<templates::Manifest> m) { done.emplace(std::move(m)); };
+  ASSERT_TRUE(cluster_->build(req, cb).ok());
+  runBlocking(io_, [&]() -> asio::awaitable<bool> {
+    asio::steady_timer t(io_);
+    while (!done) {
+      t.expires_after(5ms);
+      co_await t.async_wait(asio::use_awaitable);
+    }
+    co_return true;
+  }());
+  ASSERT_TRUE(done->ok()) << done->error().message();
+  EXPECT_EQ((*done)->name, "t-0123456789ab-py");
+  EXPECT_EQ((*done)->memory_mib, 512u);
+  EXPECT_EQ(fakes_[0]->count("build t-0123456789ab-py from minimal") +
+                fakes_[1]->count("build t-0123456789ab-py from minimal"),
+            1);
+  ASSERT_FALSE(steps.empty());
+  EXPECT_EQ(steps[0].rfind("building on node n", 0), 0u) << steps[0];
+  // A failed build comes back as the node's error.
+  fakes_[0]->fail_build.insert("t-0123456789ab-bad");
+  fakes_[1]->fail_build.insert("t-0123456789ab-bad");
+  req.spec.name = "t-0123456789ab-bad";
+  done.reset();
+  ASSERT_TRUE(cluster_->build(req, cb).ok());
+  runBlocking(io_, [&]() -> asio::awaitable<bool> {
+    asio::steady_timer t(io_);
+    while (!done) {
+      t.expires_after(5ms);
+      co_await t.async_wait(asio::use_awaitable);
+    }
+    co_return true;
+  }());
+  ASSERT_FALSE(done->ok());
+  EXPECT_NE(done->error().message().find("the ready check never passed"), std::string::npos);
+
+  // A fork into a template goes to the sandbox's node.
+  ASSERT_TRUE(create("sb-f").ok());
+  auto where = store_->sandboxNode("sb-f");
+  ASSERT_TRUE(where.ok());
+  int i = *where == "n0" ? 0 : 1;
+  auto m = runBlocking(io_, cluster_->forkToTemplate("sb-f", "t-0123456789ab-snap"));
+  ASSERT_TRUE(m.ok()) << m.error().message();
+  EXPECT_EQ(m->name, "t-0123456789ab-snap");
+  EXPECT_EQ(fakes_[i]->count("fork-template sb-f"), 1);
+  EXPECT_EQ(fakes_[1 - i]->count("fork-template"), 0);
+}
+
+}  // namespace
+}  // namespace vessel::cluster

@@ -16,6 +16,8 @@ constexpr size_t kMaxList = 256;
 constexpr size_t kMaxEnvEntry = 32 * 1024;
 constexpr size_t kMaxCopies = 16;
 constexpr uint64_t kMaxDiskMib = uint64_t{1} << 30;
+constexpr size_t kMaxSpec = 1 << 20;  // templates::parseBuildSpec's bound
+constexpr size_t kMaxManifest = 64 * 1024;
 
 bool idChars(std::string_view s) {
   if (s.empty() || s.size() > kMaxId) return false;
@@ -134,6 +136,8 @@ Result<NodeCall> parseNodeCall(std::string_view body) {
   if (!c.tenant.empty() && !idChars(c.tenant)) return bad("tenant has characters ids do not have");
   VESSEL_ASSIGN_OR_RETURN(c.template_name, stringField(o, "template", kMaxName, false));
   VESSEL_ASSIGN_OR_RETURN(c.credential, stringField(o, "credential", kMaxName, false));
+  VESSEL_ASSIGN_OR_RETURN(c.base, stringField(o, "base", kMaxName, false));
+  VESSEL_ASSIGN_OR_RETURN(c.spec, stringField(o, "spec", kMaxSpec, false));
   VESSEL_ASSIGN_OR_RETURN(c.env, stringList(o, "env", kMaxList, kMaxEnvEntry));
   VESSEL_ASSIGN_OR_RETURN(c.copies, stringList(o, "copies", kMaxCopies, kMaxId));
   for (const auto& id : c.copies)
@@ -164,6 +168,8 @@ std::string serializeNodeCall(const NodeCall& c) {
   if (!c.tenant.empty()) o["tenant"] = c.tenant;
   if (!c.template_name.empty()) o["template"] = c.template_name;
   if (!c.credential.empty()) o["credential"] = c.credential;
+  if (!c.base.empty()) o["base"] = c.base;
+  if (!c.spec.empty()) o["spec"] = c.spec;
   if (!c.env.empty()) o["env"] = toArray(c.env);
   if (!c.copies.empty()) o["copies"] = toArray(c.copies);
   if (c.cold) o["cold"] = true;
@@ -189,6 +195,7 @@ std::string serializeNodeReply(const NodeReply& r) {
                               {"disk_used_bytes", r.usage->disk_used_bytes},
                               {"disk_total_bytes", r.usage->disk_total_bytes}};
   if (r.network) o["network"] = networkJson(*r.network);
+  if (!r.manifest.empty()) o["manifest"] = r.manifest;
   return json::serialize(o);
 }
 
@@ -202,6 +209,11 @@ Result<NodeReply> parseNodeReply(std::string_view body) {
   if (auto* h = o.if_contains("holding"); h && h->is_string()) {
     if (h->as_string() == "running") r.holding = ops::Holding::kRunning;
     if (h->as_string() == "paused") r.holding = ops::Holding::kPaused;
+  }
+  if (auto* m = o.if_contains("manifest"); m && m->is_string()) {
+    if (m->as_string().size() > kMaxManifest)
+      return Error(Code::kProtocol, "node reply: manifest is too long");
+    r.manifest = std::string(m->as_string());
   }
   if (auto* c = o.if_contains("copies"); c && c->is_array())
     for (const auto& e : c->as_array()) {

@@ -32,6 +32,10 @@ struct NodeCall {
   std::vector<std::string> copies;
   // credential: the credential's name (id is unused)
   std::string credential;
+  // build: the base template's stored name and the build spec (its JSON;
+  // the stored name of the new template is `template_name`). fork_template:
+  // `id` and the new template's stored name in `template_name`.
+  std::string base, spec;
 };
 
 // The one parser of request bodies: kInvalidArgument for anything else
@@ -48,6 +52,7 @@ struct NodeReply {
   std::vector<Status> copies;  // fork
   std::optional<ops::Usage> usage;
   std::optional<ops::NetworkSpec> network;  // network: the settings as the node stored them
+  std::string manifest;  // build, fork_template: the new template's manifest (JSON)
 };
 std::string serializeNodeReply(const NodeReply& r);
 // kProtocol for a reply that is not one.

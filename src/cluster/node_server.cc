@@ -17,7 +17,7 @@ Logger nodeLog() { return Logger("node-api"); }
 api::ServerLimits nodeServerLimits() {
   api::ServerLimits l;
   l.max_header_bytes = 8 * 1024;
-  l.max_body_bytes = 256 * 1024;
+  l.max_body_bytes = 2 * 1024 * 1024;  // a build spec may be 1 MiB
   // A create can take as long as a guest boot; the API replica bounds it.
   l.idle_timeout = std::chrono::seconds(300);
   return l;
@@ -60,6 +60,7 @@ asio::awaitable<Result<NodeReply>> NodeServer::call(std::string name, NodeCall c
     co_await node_.credentialChanged(c.tenant, c.credential);
     co_return r;
   }
+  if (name == "build" || name == "fork_template") co_return co_await templateCall(name, c);
   if (auto s = needId(); !s.ok()) co_return std::move(s).error();
   if (name == "create") {
     if (c.tenant.empty() || c.template_name.empty())

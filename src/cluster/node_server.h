@@ -27,6 +27,10 @@ class NodeServer {
   asio::awaitable<Result<NodeReply>> call(std::string name, NodeCall c);
 
  private:
+  // build and fork_template (node_server_templates.cc): they answer the
+  // new template's manifest.
+  asio::awaitable<Result<NodeReply>> templateCall(const std::string& name, const NodeCall& c);
+
   ops::Node& node_;
   std::string token_;
 };

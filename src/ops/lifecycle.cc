@@ -10,7 +10,6 @@
 #include <boost/asio/detached.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/json.hpp>
-#include <filesystem>
 
 #include "base/disk_space.h"
 #include "base/log.h"
@@ -389,8 +388,7 @@ Result<std::string> Lifecycle::resolveTemplate(const std::string& tenant, const 
   if (!templates::builtinTemplateName(name))
     return Error(Code::kNotFound, "template '" + name + "' does not exist");
   std::string own = templates::tenantTemplateName(tenant, name);
-  std::error_code ec;
-  if (std::filesystem::exists(templates_.root() + "/" + own, ec)) return own;
+  if (templates_.has(own)) return own;
   return name;
 }
 

@@ -36,6 +36,7 @@ Result<store::OperationRecord> Lifecycle::buildTemplate(const std::string& tenan
   req.spec = std::move(spec);
   req.spec.name = templates::tenantTemplateName(tenant, name);
   req.base = *base;
+  req.tenant = tenant;
   BuildCallbacks cb;
   std::weak_ptr<bool> alive = alive_;
   std::string op_id = op.id;

@@ -52,6 +52,7 @@ struct NodeCreate {
 struct BuildRequest {
   templates::BuildSpec spec;
   std::string base;
+  std::string tenant;  // whose template it becomes (the cluster's catalogue records it)
 };
 // How a build reports back, on the io thread: `progress` any number of
 // times, then `done` once, unless the node shuts down first (then neither

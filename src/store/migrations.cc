@@ -91,6 +91,16 @@ constexpr Template kTemplates[] = {
      "ALTER TABLE sandboxes ADD COLUMN pause_memory {i64} NOT NULL DEFAULT 1;"
      "ALTER TABLE sandboxes ADD COLUMN auto_resume {i64} NOT NULL DEFAULT 0;"
      "ALTER TABLE sandboxes ADD COLUMN lifetime_s {i64} NOT NULL DEFAULT 0;"},
+    // The template catalogue: every template version some node has, with
+    // its manifest (checksums) and file sizes, so API replicas need no
+    // template files and a node can fetch one and check what it got.
+    // Deleted versions stay as tombstones (deleted_ms) so that a node
+    // coming back with the files does not bring them back.
+    {9,
+     "CREATE TABLE templates (name TEXT NOT NULL, version TEXT NOT NULL,"
+     "  tenant_id TEXT NOT NULL, manifest TEXT NOT NULL, sizes TEXT NOT NULL,"
+     "  created_at TEXT NOT NULL, registered_ms {i64} NOT NULL,"
+     "  deleted_ms {i64} NOT NULL DEFAULT 0, PRIMARY KEY (name, version));"},
     // Each node's E2B envd listener, where API replicas forward the envd
     // traffic of the sandboxes it runs ("" for a node that serves none).
     {10, "ALTER TABLE nodes ADD COLUMN envd_url TEXT NOT NULL DEFAULT '';"},

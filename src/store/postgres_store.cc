@@ -613,6 +613,70 @@ class PostgresStore : public Store {
     });
   }
 
+  // The template catalogue.
+  static constexpr const char* kTemplateCols =
+      "name,version,tenant_id,manifest,sizes,created_at,registered_ms,deleted_ms";
+  static TemplateRecord readTemplate(const pqxx::row& r) {
+    TemplateRecord t;
+    t.name = r[0].as<std::string>();
+    t.version = r[1].as<std::string>();
+    t.tenant_id = r[2].as<std::string>();
+    t.manifest_json = r[3].as<std::string>();
+    t.sizes_json = r[4].as<std::string>();
+    t.created_at = r[5].as<std::string>();
+    t.registered_ms = r[6].as<int64_t>();
+    t.deleted = r[7].as<int64_t>() != 0;
+    return t;
+  }
+  Status putTemplate(const TemplateRecord& t, bool revive) override {
+    std::string sql = std::string("INSERT INTO templates(") + kTemplateCols +
+                      ") VALUES($1,$2,$3,$4,$5,$6,$7,0) ON CONFLICT(name,version) DO " +
+                      (revive ? "UPDATE SET tenant_id=excluded.tenant_id,"
+                                "manifest=excluded.manifest, sizes=excluded.sizes,"
+                                "created_at=excluded.created_at,"
+                                "registered_ms=excluded.registered_ms, deleted_ms=0"
+                              : "NOTHING");
+    return exec0("register template " + t.name + "@" + t.version, sql.c_str(), t.name, t.version,
+                 t.tenant_id, t.manifest_json, t.sizes_json, t.created_at, nowMs());
+  }
+  Result<std::vector<TemplateRecord>> listTemplates(bool with_deleted) override {
+    return run("list templates", [&](pqxx::connection& c) {
+      std::vector<TemplateRecord> out;
+      for (const auto& r : pqxx::nontransaction(c).exec(
+               std::string("SELECT ") + kTemplateCols + " FROM templates" +
+               (with_deleted ? "" : " WHERE deleted_ms=0") + " ORDER BY name, created_at, version"))
+        out.push_back(readTemplate(r));
+      return out;
+    });
+  }
+  Result<std::optional<TemplateRecord>> getTemplate(const std::string& name,
+                                                    const std::string& version) override {
+    return run("get template " + name, [&](pqxx::connection& c) {
+      // An empty version matches every version: the newest is taken.
+      auto r = pqxx::nontransaction(c).exec_params(
+          std::string("SELECT ") + kTemplateCols +
+              " FROM templates WHERE name=$1 AND deleted_ms=0 AND ($2='' OR version=$2)"
+              " ORDER BY created_at DESC, version DESC LIMIT 1",
+          name, version);
+      return r.empty() ? std::optional<TemplateRecord>()
+                       : std::optional<TemplateRecord>(readTemplate(r[0]));
+    });
+  }
+  Status deleteTemplate(const std::string& name, const std::string& version) override {
+    auto n = run("delete template " + name + "@" + version, [&](pqxx::connection& c) {
+      return static_cast<int64_t>(
+          pqxx::nontransaction(c)
+              .exec_params("UPDATE templates SET deleted_ms=$1 WHERE name=$2 AND version=$3 AND "
+                           "deleted_ms=0",
+                           nowMs(), name, version)
+              .affected_rows());
+    });
+    if (!n.ok()) return std::move(n).error();
+    if (*n == 0)
+      return Error(Code::kNotFound, "template " + name + "@" + version + " does not exist");
+    return okStatus();
+  }
+
  private:
   int64_t nowMs() const { return clock_.nowMs(); }
 

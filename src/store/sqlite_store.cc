@@ -672,6 +672,68 @@ class SqliteStore : public Store {
     return r;
   }
 
+  // The template catalogue.
+  static constexpr const char* kTemplateCols =
+      "name,version,tenant_id,manifest,sizes,created_at,registered_ms,deleted_ms";
+  static TemplateRecord readTemplate(Stmt& s) {
+    TemplateRecord t;
+    t.name = s.text(0);
+    t.version = s.text(1);
+    t.tenant_id = s.text(2);
+    t.manifest_json = s.text(3);
+    t.sizes_json = s.text(4);
+    t.created_at = s.text(5);
+    t.registered_ms = s.integer(6);
+    t.deleted = s.integer(7) != 0;
+    return t;
+  }
+  Status putTemplate(const TemplateRecord& t, bool revive) override {
+    std::string sql = std::string("INSERT INTO templates(") + kTemplateCols +
+                      ") VALUES(?,?,?,?,?,?,?,0) ON CONFLICT(name,version) DO " +
+                      (revive ? "UPDATE SET tenant_id=excluded.tenant_id,"
+                                "manifest=excluded.manifest, sizes=excluded.sizes,"
+                                "created_at=excluded.created_at,"
+                                "registered_ms=excluded.registered_ms, deleted_ms=0"
+                              : "NOTHING");
+    Stmt s(db_, sql.c_str());
+    s.bind(t.name).bind(t.version).bind(t.tenant_id).bind(t.manifest_json).bind(t.sizes_json);
+    s.bind(t.created_at).bind(nowMs());
+    return done(s, "register template " + t.name + "@" + t.version);
+  }
+  Result<std::vector<TemplateRecord>> listTemplates(bool with_deleted) override {
+    std::string sql = std::string("SELECT ") + kTemplateCols + " FROM templates" +
+                      (with_deleted ? "" : " WHERE deleted_ms=0") +
+                      " ORDER BY name, created_at, version";
+    Stmt s(db_, sql.c_str());
+    std::vector<TemplateRecord> out;
+    int rc;
+    while ((rc = s.step()) == SQLITE_ROW) out.push_back(readTemplate(s));
+    if (rc != SQLITE_DONE) return err("list templates");
+    return out;
+  }
+  Result<std::optional<TemplateRecord>> getTemplate(const std::string& name,
+                                                    const std::string& version) override {
+    std::string sql = std::string("SELECT ") + kTemplateCols +
+                      " FROM templates WHERE name=? AND deleted_ms=0" +
+                      (version.empty() ? "" : " AND version=?") +
+                      " ORDER BY created_at DESC, version DESC LIMIT 1";
+    Stmt s(db_, sql.c_str());
+    s.bind(name);
+    if (!version.empty()) s.bind(version);
+    int rc = s.step();
+    if (rc == SQLITE_ROW) return std::optional<TemplateRecord>(readTemplate(s));
+    if (rc != SQLITE_DONE) return err("get template " + name);
+    return std::optional<TemplateRecord>();
+  }
+  Status deleteTemplate(const std::string& name, const std::string& version) override {
+    Stmt s(db_, "UPDATE templates SET deleted_ms=? WHERE name=? AND version=? AND deleted_ms=0");
+    s.bind(nowMs()).bind(name).bind(version);
+    VESSEL_TRY(done(s, "delete template " + name + "@" + version));
+    if (sqlite3_changes(db_) == 0)
+      return Error(Code::kNotFound, "template " + name + "@" + version + " does not exist");
+    return okStatus();
+  }
+
  private:
   Result<std::vector<SandboxRecord>> collect(Stmt& s, const std::string& what) {
     std::vector<SandboxRecord> out;

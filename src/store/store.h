@@ -65,6 +65,19 @@ struct NodeRecord {
   int64_t registered_ms = 0, heartbeat_ms = 0;
 };
 
+// A template version in the cluster's catalogue (store migration 9): its
+// manifest as JSON (templates::toJson: machine shape, defaults, every
+// file's sha256) and its files' sizes, registered by a node that has it.
+struct TemplateRecord {
+  std::string name, version;  // the stored name (t-<hex>-<name> for a tenant's)
+  std::string tenant_id;      // its owner; "" for a built-in template
+  std::string manifest_json;
+  std::string sizes_json = "{}";  // {"file": bytes}
+  std::string created_at;         // the manifest's (RFC 3339): the newest version wins
+  int64_t registered_ms = 0;
+  bool deleted = false;
+};
+
 // Per-tenant limits; unset: the deployment's default.
 struct TenantLimits {
   std::optional<int64_t> max_sandboxes, max_memory_mib, max_vcpus, max_disk_mib;
@@ -222,6 +235,19 @@ class Store {
   // them; of two replicas claiming at once, each operation goes to one.
   virtual Result<std::vector<OperationRecord>> claimOperations(const std::string& from,
                                                                const std::string& to) = 0;
+
+  // The template catalogue. putTemplate registers a version; one already
+  // there is left as it is, unless `revive` (a build or fork just made it):
+  // then it is replaced and a deletion of it undone.
+  virtual Status putTemplate(const TemplateRecord& t, bool revive) = 0;
+  // Every version, by name then created_at; deleted ones only if asked.
+  virtual Result<std::vector<TemplateRecord>> listTemplates(bool with_deleted) = 0;
+  // One version, or the newest of `name` when `version` is empty; never a
+  // deleted one.
+  virtual Result<std::optional<TemplateRecord>> getTemplate(const std::string& name,
+                                                            const std::string& version) = 0;
+  // Marks a version deleted (kNotFound when there is no such live version).
+  virtual Status deleteTemplate(const std::string& name, const std::string& version) = 0;
 };
 
 // Milliseconds since the Unix epoch (the store's timestamps).

@@ -314,7 +314,7 @@ TEST_P(StoreTest, OnTimeoutSettingsPersistAndDefaultToDelete) {
       "COLUMN lifetime_s; DELETE FROM schema_migrations WHERE number=8;");
   s = open();
   ASSERT_TRUE(s.ok()) << s.error().message();
-  EXPECT_EQ((*s)->schemaVersion(), 8);
+  EXPECT_EQ((*s)->schemaVersion(), 10);
   p = (*s)->getSandbox("t1", "sb-p");
   ASSERT_TRUE(p.ok() && p->has_value());
   EXPECT_FALSE((*p)->pause_on_timeout);
@@ -636,6 +636,68 @@ TEST_P(StoreTest, NodeRegistryAndReplicaTakeover) {
   EXPECT_EQ((*st.getOperation("t1", "op-2"))->owner, "r2");
   ASSERT_TRUE(st.deleteReplica("r1").ok());
   EXPECT_TRUE(st.listStaleReplicas(1'006'000)->empty());
+}
+
+TEST_P(StoreTest, TemplateCatalogueKeepsVersionsAndTombstones) {
+  auto s = open();
+  ASSERT_TRUE(s.ok()) << s.error().message();
+  Store& st = **s;
+  clock_.set(2'000'000);
+  TemplateRecord t;
+  t.name = "t-0123456789ab-py";
+  t.version = "v1";
+  t.tenant_id = "t1";
+  t.manifest_json = R"({"name":"t-0123456789ab-py","version":"v1"})";
+  t.sizes_json = R"({"rootfs.ext4":1048576})";
+  t.created_at = "2026-01-01T00:00:00Z";
+  ASSERT_TRUE(st.putTemplate(t, false).ok());
+  // A second node registering the same version changes nothing.
+  TemplateRecord again = t;
+  again.sizes_json = R"({"rootfs.ext4":1})";
+  ASSERT_TRUE(st.putTemplate(again, false).ok());
+  t.version = "v2";
+  t.created_at = "2026-02-01T00:00:00Z";
+  ASSERT_TRUE(st.putTemplate(t, false).ok());
+  TemplateRecord builtin = t;
+  builtin.name = "minimal";
+  builtin.version = "aaaa";
+  builtin.tenant_id = "";
+  ASSERT_TRUE(st.putTemplate(builtin, false).ok());
+
+  auto all = st.listTemplates(false);
+  ASSERT_TRUE(all.ok()) << all.error().message();
+  ASSERT_EQ(all->size(), 3u);
+  EXPECT_EQ((*all)[0].name, "minimal");
+  EXPECT_EQ((*all)[1].version, "v1");
+  EXPECT_EQ((*all)[1].sizes_json, R"({"rootfs.ext4":1048576})");
+  EXPECT_EQ((*all)[1].tenant_id, "t1");
+  EXPECT_EQ((*all)[1].registered_ms, 2'000'000);
+  auto newest = st.getTemplate("t-0123456789ab-py", "");
+  ASSERT_TRUE(newest.ok() && newest->has_value());
+  EXPECT_EQ((*newest)->version, "v2");
+  auto v1 = st.getTemplate("t-0123456789ab-py", "v1");
+  ASSERT_TRUE(v1.ok() && v1->has_value());
+  EXPECT_EQ((*v1)->created_at, "2026-01-01T00:00:00Z");
+  EXPECT_FALSE(st.getTemplate("nope", "")->has_value());
+
+  // Deleted: gone from lists and gets, kept as a tombstone that a node
+  // registering its old files does not undo; a new build (revive) does.
+  ASSERT_TRUE(st.deleteTemplate("t-0123456789ab-py", "v2").ok());
+  EXPECT_EQ(st.deleteTemplate("t-0123456789ab-py", "v2").error().code(), Code::kNotFound);
+  EXPECT_EQ((*st.getTemplate("t-0123456789ab-py", ""))->version, "v1");
+  EXPECT_FALSE(st.getTemplate("t-0123456789ab-py", "v2")->has_value());
+  EXPECT_EQ(st.listTemplates(false)->size(), 2u);
+  auto with = st.listTemplates(true);
+  ASSERT_EQ(with->size(), 3u);
+  EXPECT_TRUE((*with)[2].deleted);
+  ASSERT_TRUE(st.putTemplate(t, false).ok());
+  EXPECT_FALSE(st.getTemplate("t-0123456789ab-py", "v2")->has_value());
+  t.sizes_json = R"({"rootfs.ext4":7})";
+  ASSERT_TRUE(st.putTemplate(t, true).ok());
+  auto back = st.getTemplate("t-0123456789ab-py", "v2");
+  ASSERT_TRUE(back.ok() && back->has_value());
+  EXPECT_EQ((*back)->sizes_json, R"({"rootfs.ext4":7})");
+  EXPECT_FALSE((*back)->deleted);
 }
 
 TEST(PostgresStoreTest, ReportsAnAbsentServerAndReconnects) {

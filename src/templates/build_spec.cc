@@ -109,4 +109,27 @@ std::string canonicalSpec(const BuildSpec& s) {
   return json::serialize(o);  // std::map and fixed insertion order: stable
 }
 
+std::string specJson(const BuildSpec& s) {
+  json::object o;
+  o["name"] = s.name;
+  o["base"] = s.base;
+  json::object files, env;
+  for (const auto& [k, v] : s.files) files[k] = v;
+  for (const auto& e : s.env) {
+    auto eq = e.find('=');
+    env[e.substr(0, eq)] = eq == std::string::npos ? "" : e.substr(eq + 1);
+  }
+  json::array cmds;
+  for (const auto& c : s.commands) cmds.push_back(json::string(c));
+  o["files"] = std::move(files);
+  o["commands"] = std::move(cmds);
+  o["env"] = std::move(env);
+  o["start"] = s.start;
+  o["ready"] = s.ready;
+  o["vcpus"] = s.vcpus;
+  o["memory_mib"] = s.memory_mib;
+  if (s.disk_mib) o["disk_mib"] = s.disk_mib;
+  return json::serialize(o);
+}
+
 }  // namespace vessel::templates

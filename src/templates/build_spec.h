@@ -32,5 +32,8 @@ struct BuildSpec {
 Result<BuildSpec> parseBuildSpec(std::string_view body);
 // The canonical text hashed into the version.
 std::string canonicalSpec(const BuildSpec& s);
+// The spec as parseBuildSpec reads it (what an API replica sends the node
+// that builds it): parseBuildSpec(specJson(s)) gives `s` back.
+std::string specJson(const BuildSpec& s);
 
 }  // namespace vessel::templates

@@ -31,5 +31,19 @@ TEST(BuildSpecTest, RefusesWhatItCannotBuild) {
   EXPECT_FALSE(parseBuildSpec(std::string(2 << 20, ' ')).ok());
 }
 
+// What an API replica sends the node that builds: the same spec back.
+TEST(BuildSpecTest, SpecJsonParsesBackToTheSameSpec) {
+  auto s = parseBuildSpec(
+      R"({"name": "p", "base": "debian", "files": {"/etc/x": "y"}, "commands": ["a", "b"],
+          "env": {"A": "1", "B": "x=y"}, "start": "s", "ready": "r", "vcpus": 2,
+          "memory_mib": 512, "disk_mib": 4096})");
+  ASSERT_TRUE(s.ok()) << s.error().message();
+  auto back = parseBuildSpec(specJson(*s));
+  ASSERT_TRUE(back.ok()) << back.error().message();
+  EXPECT_EQ(canonicalSpec(*back), canonicalSpec(*s));
+  EXPECT_EQ(back->env, s->env);
+  EXPECT_EQ(back->disk_mib, 4096u);
+}
+
 }  // namespace
 }  // namespace vessel::templates

@@ -15,6 +15,7 @@ namespace vessel::templates {
 namespace fs = std::filesystem;
 
 uint64_t Template::baseDiskMib() const {
+  if (rootfs_bytes) return (*rootfs_bytes + (1 << 20) - 1) >> 20;
   struct stat st {};
   if (::stat(path(kRootfsFile).c_str(), &st) != 0) return 0;
   return (static_cast<uint64_t>(st.st_size) + (1 << 20) - 1) >> 20;
@@ -61,6 +62,10 @@ Result<TemplateStore::HashedFile> TemplateStore::hashFile(const std::string& pat
   return HashedFile{stamp, std::move(sha)};
 }
 
+Result<TemplateStore::FileStamp> TemplateStore::stampFile(const std::string& path) {
+  return stampOf(path);
+}
+
 Status TemplateStore::verifyFile(const std::string& path, const std::string& want) {
   VESSEL_ASSIGN_OR_RETURN(FileStamp stamp, stampOf(path));
   auto it = verified_.find(path);
@@ -80,6 +85,7 @@ Status TemplateStore::verifyFile(const std::string& path, const std::string& wan
 Result<std::shared_ptr<const Template>> TemplateStore::open(const std::string& name,
                                                             const std::string& version) {
   if (!validName(name)) return Error(Code::kInvalidArgument, "bad template name '" + name + "'");
+  if (catalogue_) return openCatalogued(name, version);
   std::string v = version;
   if (v.empty()) {
     // Newest by creation time.
@@ -120,6 +126,15 @@ Result<std::shared_ptr<const Template>> TemplateStore::open(const std::string& n
 
 std::vector<Manifest> TemplateStore::list() const {
   std::vector<Manifest> out;
+  if (catalogue_) {
+    auto all = catalogue_->list();
+    if (!all.ok()) {
+      Logger("templates").warn("template catalogue: {}", all.error().message());
+      return out;
+    }
+    for (auto& e : *all) out.push_back(std::move(e.manifest));
+    return out;
+  }
   std::error_code ec;
   for (auto& n : fs::directory_iterator(root_, ec))
     for (auto& v : fs::directory_iterator(n.path(), ec))
@@ -173,6 +188,7 @@ bool TemplateStore::inUse(const std::string& id) const { return in_use_.count(id
 Status TemplateStore::remove(const std::string& name, const std::string& version) {
   if (!validName(name) || !validName(version))
     return Error(Code::kInvalidArgument, "bad template name or version");
+  if (catalogue_) return catalogue_->remove(name, version);
   if (inUse(name + "@" + version))
     return Error(Code::kFailedPrecondition,
                  "template " + name + "@" + version + " is in use by sandboxes");
@@ -185,6 +201,7 @@ Status TemplateStore::remove(const std::string& name, const std::string& version
 }
 
 int TemplateStore::collectGarbage() {
+  if (catalogue_) return 0;                   // the nodes collect their own files
   std::map<std::string, std::string> newest;  // name -> created_at
   auto all = list();
   for (const auto& m : all) newest[m.name] = std::max(newest[m.name], m.created_at);
@@ -211,6 +228,15 @@ Status TemplateStore::checkSpace(std::string_view what, uint64_t need_mib) const
 uint64_t TemplateStore::allocatedMib(const std::string& name_prefix) const {
   constexpr std::string_view kStaging = ".staging-";
   uint64_t bytes = 0;
+  if (catalogue_) {
+    // The files' sizes as registered (a sparse image counts whole here).
+    auto all = catalogue_->list();
+    if (all.ok())
+      for (const auto& e : *all)
+        if (e.manifest.name.compare(0, name_prefix.size(), name_prefix) == 0)
+          bytes += e.totalBytes();
+    return (bytes + (1 << 20) - 1) >> 20;
+  }
   std::error_code ec;
   for (const auto& top : fs::directory_iterator(root_, ec)) {
     std::string name = top.path().filename().string();
@@ -225,6 +251,43 @@ uint64_t TemplateStore::allocatedMib(const std::string& name_prefix) const {
     }
   }
   return (bytes + (1 << 20) - 1) >> 20;
+}
+
+bool TemplateStore::has(const std::string& name) const {
+  if (!validName(name)) return false;
+  if (catalogue_) {
+    auto e = catalogue_->get(name, "");
+    return e.ok() && e->has_value();
+  }
+  std::error_code ec;
+  return fs::exists(root_ + "/" + name, ec);
+}
+
+Result<std::shared_ptr<const Template>> TemplateStore::openCatalogued(const std::string& name,
+                                                                      const std::string& version) {
+  if (!version.empty() && !validName(version))
+    return Error(Code::kInvalidArgument, "bad template version '" + version + "'");
+  VESSEL_ASSIGN_OR_RETURN(auto e, catalogue_->get(name, version));
+  if (!e)
+    return Error(Code::kNotFound,
+                 "template '" + name + (version.empty() ? "" : "@" + version) + "' does not exist");
+  auto t = std::make_shared<Template>();
+  t->manifest = std::move(e->manifest);
+  if (auto it = e->sizes.find(kRootfsFile); it != e->sizes.end()) t->rootfs_bytes = it->second;
+  return std::shared_ptr<const Template>(std::move(t));
+}
+
+Result<CatalogueEntry> TemplateStore::entryOf(const Template& t, std::string owner) {
+  CatalogueEntry e;
+  e.manifest = t.manifest;
+  e.owner = std::move(owner);
+  for (const auto& [file, sha] : t.manifest.files) {
+    struct stat st {};
+    std::string p = t.path(file.c_str());
+    if (::stat(p.c_str(), &st) != 0) return Error::fromErrno("template file " + p);
+    e.sizes[file] = static_cast<uint64_t>(st.st_size);
+  }
+  return e;
 }
 
 }  // namespace vessel::templates

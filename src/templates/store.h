@@ -5,22 +5,31 @@
 // version, guest kernel) or whose files do not match their checksums; the
 // checksum of a file is recomputed whenever its inode, size, mtime or ctime
 // change, so a corrupted file is caught before any restore from it.
+//
+// On an API replica (vesseld --role=api) the store holds no files: it
+// serves the cluster's catalogue (useCatalogue; templates/catalogue.h)
+// instead, so listings, admission and builds' base checks read the
+// manifests every node registered.
 // Used from one thread (the node's io thread).
 #include <sys/types.h>
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "base/result.h"
+#include "templates/catalogue.h"
 #include "templates/manifest.h"
 
 namespace vessel::templates {
 
 struct Template {
   Manifest manifest;
-  std::string dir;
+  std::string dir;  // "" for one served from the catalogue (no files here)
+  // The root image's size as the catalogue records it (no files here).
+  std::optional<uint64_t> rootfs_bytes;
   std::string path(const char* file) const { return dir + "/" + file; }
   std::string id() const { return manifest.name + "@" + manifest.version; }
   // The root image's size in MiB (rounded up): the smallest disk a sandbox
@@ -39,6 +48,15 @@ class TemplateStore {
         kernel_sha256_(std::move(kernel_sha256)) {}
 
   const std::string& root() const { return root_; }
+  const std::string& qemuVersion() const { return qemu_version_; }
+  const std::string& kernelSha256() const { return kernel_sha256_; }
+  // Serve `c` instead of files (an API replica); it must outlive the store.
+  void useCatalogue(Catalogue* c) { catalogue_ = c; }
+  bool servesCatalogue() const { return catalogue_ != nullptr; }
+  // Whether any version of `name` exists (is installed, or catalogued).
+  bool has(const std::string& name) const;
+  // `t`'s catalogue entry: its manifest and its files' sizes.
+  static Result<CatalogueEntry> entryOf(const Template& t, std::string owner);
   // Builds (and forks into templates) are refused while the store's
   // filesystem has less than `mib` free (0: never); see checkSpace().
   void setMinFreeMib(uint64_t mib) { min_free_mib_ = mib; }
@@ -66,6 +84,8 @@ class TemplateStore {
   // worker thread. A file changed while it was read does not match the stamp
   // at its next check and is hashed again.
   static Result<HashedFile> hashFile(const std::string& path);
+  // The stamp alone (a file hashed as it was written, e.g. a fetched one).
+  static Result<FileStamp> stampFile(const std::string& path);
 
   // Moves a fully written directory (all files but the manifest) into
   // place, writing the manifest last: a crash leaves no half template.
@@ -97,7 +117,11 @@ class TemplateStore {
  private:
   Status verifyFile(const std::string& path, const std::string& want_sha256);
 
+  Result<std::shared_ptr<const Template>> openCatalogued(const std::string& name,
+                                                         const std::string& version);
+
   std::string root_;
+  Catalogue* catalogue_ = nullptr;
   uint64_t min_free_mib_ = 0;
   std::string qemu_version_;
   std::string kernel_sha256_;

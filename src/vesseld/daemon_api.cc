@@ -20,12 +20,11 @@
 #include "api/http_server.h"
 #include "api/sessions.h"
 #include "base/log.h"
-#include "base/sha256.h"
 #include "cluster/cluster_node.h"
+#include "cluster/template_catalogue.h"
 #include "e2b/access_token.h"
 #include "e2b/envd/envd.h"
 #include "e2b/rest.h"
-#include "hypervisor/testing/fake_hypervisor.h"
 #include "metrics/registry.h"
 #include "ops/lifecycle.h"
 #include "vesseld/daemon_internal.h"
@@ -55,21 +54,12 @@ Status runApi(Config cfg) {
         cfg.state_dir.c_str(), dev_key.c_str());
     std::fflush(stdout);
   }
-  // Template manifests (shapes and sizes, for admission) come from the
-  // template store under --cache-dir, as the nodes have them.
-  const bool fake = cfg.hypervisor == "fake";
-  std::string qemu_version = "fake", kernel_sha = "k";  // what installFakeTemplate writes
-  if (!fake) {
-    VESSEL_ASSIGN_OR_RETURN(qemu_version, hypervisor::qemu::qemuVersion(cfg.qemu_binary));
-    VESSEL_ASSIGN_OR_RETURN(kernel_sha, sha256File(cfg.kernel));
-  }
-  std::string template_root = cfg.cache_dir + "/templates";
-  fs::create_directories(template_root, ec);
-  templates::TemplateStore templates(template_root, qemu_version, kernel_sha);
-  if (fake && !templates.open("minimal").ok())
-    VESSEL_TRY_CTX(
-        hypervisor::testing::installFakeTemplate(templates, cfg.state_dir + "/tb-fake", "minimal"),
-        "install the fake minimal template");
+  // Templates (shapes, sizes, defaults: for listings and admission) come
+  // from the cluster's catalogue in the store, as the nodes registered
+  // them: a replica has no template files, no QEMU and no guest kernel.
+  cluster::StoreCatalogue catalogue(*store);
+  templates::TemplateStore templates("", "", "");
+  templates.useCatalogue(&catalogue);
 
   asio::io_context io;
   EgressPolicies network_reader(*store, nullptr, cfg.default_network);

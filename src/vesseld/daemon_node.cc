@@ -26,12 +26,16 @@
 #include "base/run_blocking.h"
 #include "base/sha256.h"
 #include "cluster/node_server.h"
+#include "cluster/template_catalogue.h"
+#include "cluster/template_node.h"
+#include "cluster/template_transfer.h"
 #include "e2b/access_token.h"
 #include "e2b/envd/envd.h"
 #include "hypervisor/testing/fake_hypervisor.h"
 #include "node/accel.h"
 #include "node/runtime.h"
 #include "node/template_builder.h"
+#include "node/template_worker.h"
 #include "ops/operation_log.h"
 #include "vesseld/daemon_internal.h"
 #include "vesseld/egress_policies.h"
@@ -163,6 +167,37 @@ Status runNode(Config cfg) {
       runtime.setPoolBudget(name, cfg.warm_pool_budgets.forTemplate(name));
     }
   LocalNode local(io, runtime, &network);
+  // Template builds for the API replicas, on the worker's own hypervisor.
+  {
+    node::TemplateBuildEnv env;
+    if (fake)
+      env.hypervisor = [agent = cfg.fake_agent] {
+        return std::make_unique<hypervisor::testing::FakeHypervisor>(
+            hypervisor::testing::FakeOptions{agent});
+      };
+    else
+      env.hypervisor = [opts = hypervisor::qemu::QemuOptions{cfg.qemu_binary, jail}] {
+        return std::make_unique<hypervisor::qemu::QemuHypervisor>(opts);
+      };
+    env.qemu_version = qemu_version;
+    env.kernel = cfg.kernel;
+    env.kernel_sha256 = kernel_sha;
+    env.accel = accel;
+    env.template_root = template_root;
+    env.work_dir = run_root + "/tb";
+    env.min_free_mib = static_cast<uint64_t>(cfg.min_free_disk_mib);
+    local.enableTemplateBuilds(std::move(env));
+  }
+  // The cluster's template catalogue: what this node has is registered;
+  // what it lacks is copied from another node on first use and checked.
+  cluster::StoreCatalogue catalogue(*store);
+  log.info("template catalogue: {} template(s) here registered",
+           cluster::registerInstalled(templates, catalogue));
+  cluster::FetchOptions fo;
+  fo.self = cfg.node_name;
+  fo.token = cfg.node_token;
+  cluster::TemplateFetcher fetcher(io, templates, catalogue, *store, fo);
+  cluster::TemplateNode served(local, templates, catalogue, *store, fetcher, cfg.node_name);
   ops::OperationLog oplog(*store, systemWallClock());
   // A VM lost here (it exited, its agent failed) fails its sandbox in the
   // store, with an event, as the lifecycle does on one machine.
@@ -259,12 +294,17 @@ Status runNode(Config cfg) {
           last_ok = now;
           if (gap) log.info("heartbeats get through again: reconciling with the store");
           if (gap || n % 5 == 0) co_await reconcile(false);
+          if (n % 5 == 0)
+            if (auto gone = catalogue.deleted(); gone.ok()) served.dropDeleted(*gone);
         }
       },
       asio::detached);
 
-  cluster::NodeServer node_api(local, cfg.node_token);
+  cluster::NodeServer node_api(served, cfg.node_token);
   api::HttpServer node_server(io, cluster::nodeServerLimits());
+  // Before the node API's own prefix route, which would take these paths.
+  cluster::TemplateFileServer template_files(templates, cfg.node_token);
+  template_files.install(node_server);
   node_api.install(node_server);
   auto ready = [&](json::object& o) {
     o["node"] = cfg.node_name;

@@ -67,6 +67,13 @@ test("default values: API, nodes and the chart's PostgreSQL, all valid", async (
   assert.ok(a.args.includes("--role=api"));
   assert.equal(a.livenessProbe.httpGet.path, "/livez");
   assert.equal(a.readinessProbe.httpGet.path, "/readyz");
+  // A replica reads the template catalogue from the store: no template cache.
+  assert.ok(!a.args.some((x) => x.startsWith("--cache-dir")), a.args.join(" "));
+  assert.ok(!mountPaths(a).includes("/var/cache/vessel"), mountPaths(a).join(" "));
+  // Nodes reach each other's node API (templates are copied on first use).
+  const from = o["NetworkPolicy/vessel-node"].spec.ingress[0].from;
+  assert.deepEqual(from.map((f) => f.podSelector.matchLabels["app.kubernetes.io/component"]),
+                   ["api", "node"]);
   const n = container(node, "node");
   assert.ok(n.args.includes("--role=node") && n.args.includes("--require-kvm"), n.args.join(" "));
   assert.ok(n.args.includes("--node-token-file=/etc/vessel/node-token/token"));

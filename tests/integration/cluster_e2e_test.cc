@@ -31,13 +31,16 @@
 #include <thread>
 
 #include "base/child_process.h"
+#include "base/sha256.h"
 #include "client/client.h"
 #include "e2b/envd/connect.h"
 #include "e2b/envd/signature.h"
 #include "guest_env.h"
 #include "http_client.h"
+#include "hypervisor/testing/fake_hypervisor.h"
 #include "store/store.h"
 #include "store/testing/postgres_server.h"
+#include "templates/store.h"
 
 namespace vessel {
 namespace {
@@ -216,6 +219,19 @@ class ClusterTest : public ::testing::Test {
       return {};
     }
     return {testing::str(r->at("sandbox"), "id"), testing::str(r->at("operation"), "id")};
+  }
+  // POST /v1/sandboxes of `tmpl`: {sandbox id, operation id}.
+  std::pair<std::string, std::string> createOf(int api, const std::string& tmpl) {
+    auto r = client(apiUrl(api), key_).post("/v1/sandboxes", json::object{{"template", tmpl}});
+    if (!r.ok()) {
+      ADD_FAILURE() << "create " << tmpl << ": " << r.error().message();
+      return {};
+    }
+    return {testing::str(r->at("sandbox"), "id"), testing::str(r->at("operation"), "id")};
+  }
+  std::string opJson(int api, const std::string& op) {
+    auto r = client(apiUrl(api), key_).get("/v1/operations/" + op);
+    return r.ok() ? json::serialize(*r) : r.error().message();
   }
   std::string opState(int api, const std::string& op) {
     auto r = client(apiUrl(api), key_).get("/v1/operations/" + op);
@@ -604,6 +620,109 @@ TEST_F(ClusterTest, EnvdNetworkUsageAndTheReaperThroughReplicas) {
     boost::beast::http::read(sock, buf, p, ec);
     EXPECT_TRUE(ec) << "the stream ended cleanly although its node died";
     EXPECT_FALSE(p.is_done());
+  }
+}
+
+// Templates in a cluster: the API replicas hold no template files (the
+// catalogue is in the store); a template on one node only is copied to
+// another on first use and checked; a corrupted source is refused with
+// nothing installed; a fork into a template through a replica runs on the
+// sandbox's node, and the other replica creates from it at once. (Builds
+// through a replica: ClusterNodeTest; the fake hypervisor cannot build.)
+TEST_F(ClusterTest, TemplatesAreCopiedCheckedAndForkedThroughReplicas) {
+  // "solo" on node0 only, so large (a number only, to the fake) that one
+  // sandbox of it fills a node: the next create must go to another node.
+  uint64_t host_mib = 0;
+  {
+    std::ifstream in("/proc/meminfo");
+    std::string k;
+    uint64_t kib = 0;
+    while (in >> k >> kib && k != "MemTotal:") in.ignore(256, '\n');
+    host_mib = kib / 1024;
+  }
+  ASSERT_GT(host_mib, 0u);
+  const uint64_t big = host_mib / 2 + 1;
+  store::TenantLimits lim;
+  lim.max_memory_mib = static_cast<int64_t>(big) * 4;
+  ASSERT_TRUE(store_->setTenantLimits("dev", lim).ok());
+  ASSERT_TRUE(nodes_[0].signal(SIGTERM).ok());
+  ASSERT_TRUE(nodes_[0].waitFor(30s).ok());
+  const std::string cache0 = dir_->path() + "/node0-cache/templates";
+  {
+    templates::TemplateStore ts(cache0, "fake", "k");
+    auto s =
+        hypervisor::testing::installFakeTemplate(ts, dir_->path() + "/solo-staging", "solo", big);
+    ASSERT_TRUE(s.ok()) << s.error().message();
+  }
+  ASSERT_TRUE(startNode(0)) << logs();
+  ASSERT_TRUE(waitUntil([&] {
+    auto t = store_->getTemplate("solo", "");
+    return t.ok() && t->has_value();
+  })) << "node0 did not register solo\n"
+      << logs();
+  // The replicas list it from the catalogue (they have no files).
+  ASSERT_TRUE(waitUntil([&] {
+    auto l = client(apiUrl(1), key_).get("/v1/templates");
+    return l.ok() && json::serialize(*l).find("\"solo\"") != std::string::npos;
+  })) << logs();
+
+  auto [first, op1] = createOf(0, "solo");
+  ASSERT_TRUE(waitUntil([&] { return finished(0, op1); })) << logs();
+  ASSERT_EQ(opState(0, op1), "done") << opJson(0, op1) << logs();
+  ASSERT_EQ(row(first)->node, "node0");
+  ASSERT_TRUE(waitUntil([&] { return nodeRows()["node0"].memory_free_mib < big; })) << logs();
+
+  // Copied to the node the next one is placed on, checked, and it runs.
+  auto [second, op2] = createOf(1, "solo");
+  ASSERT_TRUE(waitUntil([&] { return finished(1, op2); })) << logs();
+  ASSERT_EQ(opState(1, op2), "done") << opJson(1, op2) << logs();
+  const std::string copied = row(second)->node;
+  ASSERT_NE(copied, "node0");
+  EXPECT_EQ(echo(0, second, "copied"), "copied\n") << logs();
+  const std::string cache1 = dir_->path() + "/" + copied + "-cache/templates";
+  for (const char* f : {templates::kRootfsFile, templates::kMemoryFile, templates::kStateFile})
+    EXPECT_EQ(sha256File(cache1 + "/solo/v1/" + f).value_or("a"),
+              sha256File(cache0 + "/solo/v1/" + f).value_or("b"))
+        << f;
+  ASSERT_TRUE(waitUntil([&] { return nodeRows()[copied].memory_free_mib < big; })) << logs();
+
+  // Both sources corrupted (one byte each): the third node refuses the copy.
+  for (const auto& root : {cache0, cache1}) {
+    std::string p = root + "/solo/v1/" + templates::kRootfsFile;
+    std::fstream f(p, std::ios::in | std::ios::out | std::ios::binary);
+    ASSERT_TRUE(f.good()) << p;
+    f.seekp(3);
+    f.put('#');
+  }
+  auto [third, op3] = createOf(0, "solo");
+  ASSERT_TRUE(waitUntil([&] { return finished(0, op3); })) << logs();
+  std::string why = opJson(0, op3);
+  EXPECT_EQ(opState(0, op3), "failed") << why;
+  EXPECT_NE(why.find("the catalogue's manifest says"), std::string::npos) << why;
+  EXPECT_NE(why.find("rootfs.ext4"), std::string::npos) << why;
+  const std::string refused = row(third)->node;
+  ASSERT_TRUE(refused != "node0" && refused != copied) << refused;
+  const std::string cache2 = dir_->path() + "/" + refused + "-cache/templates";
+  EXPECT_FALSE(std::filesystem::exists(cache2 + "/solo"));
+  for (const auto& e : std::filesystem::directory_iterator(cache2))
+    EXPECT_NE(e.path().filename().string().rfind(".staging-", 0), 0u) << e.path();
+
+  // A fork into a template through a replica runs on the sandbox's node,
+  // which registers it: the other replica creates from it at once.
+  {
+    auto [parent, pop] = create(0);
+    ASSERT_TRUE(waitUntil([&] { return finished(0, pop); })) << logs();
+    ASSERT_EQ(opState(0, pop), "done") << opJson(0, pop);
+    auto f = client(apiUrl(1), key_)
+                 .post("/v1/sandboxes/" + parent + ":fork", json::object{{"template", "forked"}});
+    ASSERT_TRUE(f.ok()) << f.error().message();
+    std::string fop = testing::str(f->at("operation"), "id");
+    ASSERT_TRUE(waitUntil([&] { return finished(1, fop); })) << logs();
+    ASSERT_EQ(opState(0, fop), "done") << opJson(0, fop) << logs();
+    auto [fromFork, op5] = createOf(0, "forked");
+    ASSERT_TRUE(waitUntil([&] { return finished(0, op5); })) << logs();
+    EXPECT_EQ(opState(0, op5), "done") << opJson(0, op5) << logs();
+    EXPECT_EQ(echo(1, fromFork, "forked"), "forked\n");
   }
 }
 

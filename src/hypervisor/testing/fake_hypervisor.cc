@@ -104,7 +104,7 @@ Status writeFakeState(const std::string& path, const FakeState& s) {
 }
 
 Status installFakeTemplate(templates::TemplateStore& store, const std::string& staging,
-                           const std::string& name) {
+                           const std::string& name, uint64_t memory_mib) {
   std::error_code ec;
   std::filesystem::create_directories(staging, ec);
   if (ec) return Error(Code::kInternal, "create " + staging + ": " + ec.message());
@@ -116,7 +116,7 @@ Status installFakeTemplate(templates::TemplateStore& store, const std::string& s
   m.kernel_sha256 = "k";
   m.cmdline = "quiet";
   m.vcpus = 1;
-  m.memory_mib = 64;
+  m.memory_mib = memory_mib;
   m.created_at = "2026-01-01T00:00:00Z";
   VESSEL_TRY(writeFileAtomic(staging + "/" + templates::kRootfsFile, "a root filesystem\n"));
   VESSEL_TRY(writeFileAtomic(staging + "/" + templates::kMemoryFile, "guest RAM\n"));

@@ -64,11 +64,12 @@ struct FakeState {
 };
 Status writeFakeState(const std::string& path, const FakeState& s);
 
-// Installs template `name` (1 vCPU, 64 MiB) into `store`, made in
+// Installs template `name` (1 vCPU, `memory_mib`) into `store`, made in
 // `staging`: a few bytes of root filesystem and RAM and a fake state, all
-// the fake hypervisor needs to restore sandboxes from it.
+// the fake hypervisor needs to restore sandboxes from it. The memory is
+// only a number to the fake (placement counts it; nothing is allocated).
 Status installFakeTemplate(templates::TemplateStore& store, const std::string& staging,
-                           const std::string& name);
+                           const std::string& name, uint64_t memory_mib = 64);
 Result<FakeState> parseFakeState(std::string_view text);
 
 class FakeVm;

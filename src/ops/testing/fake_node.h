@@ -119,10 +119,7 @@ class FakeNode final : public Node {
   asio::awaitable<Result<templates::Manifest>> forkToTemplate(std::string id,
                                                               std::string name) override {
     calls.push_back("fork-template " + id);
-    templates::Manifest m;
-    m.name = name;
-    m.version = "v1";
-    co_return m;
+    co_return manifestOf(name);
   }
   // A build reports one step on the next turn of the io loop and ends on
   // the one after; a failure names the template as stored, as a real
@@ -138,9 +135,7 @@ class FakeNode final : public Node {
                         "build " + req.spec.name + ": the ready check never passed"));
           return;
         }
-        templates::Manifest m;
-        m.name = req.spec.name;
-        m.version = "v1";
+        templates::Manifest m = manifestOf(req.spec.name);
         m.memory_mib = req.spec.memory_mib;
         cb.done(m);
       });
@@ -155,6 +150,20 @@ class FakeNode final : public Node {
   void abort(const std::string& id) override {
     calls.push_back("abort " + id);
     if (auto it = hung_.find(id); it != hung_.end()) it->second->cancel();
+  }
+  // A whole manifest (one that parses), as a node answers across the node API.
+  static templates::Manifest manifestOf(const std::string& name) {
+    templates::Manifest m;
+    m.name = name;
+    m.version = "v1";
+    m.spec_hash = std::string(64, 'a');
+    m.qemu_version = "fake";
+    m.kernel_sha256 = "k";
+    m.cmdline = "quiet";
+    m.created_at = "2026-01-01T00:00:00Z";
+    for (const char* f : {templates::kRootfsFile, templates::kMemoryFile, templates::kStateFile})
+      m.files[f] = std::string(64, '0');
+    return m;
   }
   Holding holding(const std::string& id) const override {
     auto it = held.find(id);
