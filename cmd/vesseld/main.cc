@@ -51,6 +51,9 @@ int main(int argc, char** argv) {
   app.add_option("--e2b-envd-listen", cfg.e2b_envd_listen,
                  "E2B envd listener, the SDKs' E2B_SANDBOX_URL (IPv4:port; \"\" = off)")
       ->capture_default_str();
+  app.add_option("--e2b-sandbox-domain", cfg.e2b_sandbox_domain,
+                 "domain of E2B sandbox ports, <port>-<id>.<domain> on the envd listener "
+                 "(default vessel.localhost:<envd port>; must resolve to this host)");
   app.add_option("--state-dir", cfg.state_dir, "state directory (store, sandboxes, sockets)")
       ->envname("VESSEL_STATE_DIR")
       ->capture_default_str();

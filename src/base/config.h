@@ -142,6 +142,10 @@ struct Config {
 
   // E2B envd (docs/e2b-envd.md): the SDKs' sandbox port; "" turns it off.
   std::string e2b_envd_listen = "127.0.0.1:49983";
+  // The domain E2B sandboxes are given: `<port>-<id>.<domain>` on the envd
+  // listener reaches a sandbox's port (docs/e2b.md). "": vessel.localhost
+  // with the envd listener's port, which resolves to loopback locally.
+  std::string e2b_sandbox_domain;
 
   // Filled by validate(): the parsed listener.
   HostPort listen_addr;

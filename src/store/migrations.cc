@@ -82,6 +82,9 @@ constexpr Template kTemplates[] = {
      "CREATE INDEX sandboxes_node ON sandboxes(node, state);"
      "ALTER TABLE operations ADD COLUMN owner TEXT NOT NULL DEFAULT '';"
      "CREATE TABLE replicas (id TEXT PRIMARY KEY, heartbeat_ms {i64} NOT NULL);"},
+    // Sandbox ports: each sandbox's ingress settings (E2B's allowPublicTraffic
+    // and maskRequestHost), kept across pause, resume and restarts.
+    {11, "CREATE TABLE sandbox_ingress (sandbox_id TEXT PRIMARY KEY, settings TEXT NOT NULL);"},
 };
 
 void replaceAll(std::string& s, const std::string& from, const std::string& to) {
