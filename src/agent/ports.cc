@@ -2,7 +2,9 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <net/if.h>
 #include <netinet/in.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -29,6 +31,18 @@ Error refused(uint16_t port, int e) {
 }
 
 }  // namespace
+
+void bringLoopbackUp() {
+  int fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return;
+  ifreq ifr{};
+  std::strncpy(ifr.ifr_name, "lo", IFNAMSIZ - 1);
+  if (::ioctl(fd, SIOCGIFFLAGS, &ifr) == 0 && !(ifr.ifr_flags & IFF_UP)) {
+    ifr.ifr_flags = static_cast<short>(ifr.ifr_flags | IFF_UP);
+    (void)::ioctl(fd, SIOCSIFFLAGS, &ifr);
+  }
+  ::close(fd);
+}
 
 bool Ports::connectTo(Conn& c, bool v6) {
   if (c.fd >= 0) ::close(c.fd);
@@ -68,15 +82,18 @@ void Ports::request(uint32_t stream, const Frame& f) {
     return ch_.sendError(
         stream, Error(Code::kResourceExhausted, "more than " + std::to_string(kMaxPortConnections) +
                                                     " relayed port connections"));
+  // A restored snapshot's PID 1 may predate the boot-time call.
+  bringLoopbackUp();
   Conn c;
   c.port = m->port;
   // A server bound to IPv4 only refuses on ::1 and one bound to ::1 only
   // refuses on 127.0.0.1: try both before saying nothing listens.
   if (!connectTo(c, false)) {
     int e = errno;
+    // ::1 is only a second chance: its failure (no IPv6 in the guest
+    // kernel, or refused too) still reports 127.0.0.1's refusal.
     bool v6_ok = e == ECONNREFUSED && connectTo(c, true);
     if (!v6_ok) {
-      if (e == ECONNREFUSED) e = errno;
       if (c.fd >= 0) ::close(c.fd);
       return ch_.sendError(stream, refused(c.port, e));
     }
@@ -91,11 +108,13 @@ void Ports::onConnectDone(uint32_t stream, Conn& c) {
     socklen_t len = sizeof err;
     if (::getsockopt(c.fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0) err = errno;
     if (err == ECONNREFUSED && !c.v6) {
+      // ::1 is only a second chance (see request()).
       if (connectTo(c, true)) {
         if (c.connecting) return;  // polled again
-      } else {
-        err = errno;
+        err = 0;
       }
+    } else if (c.v6 && err != 0) {
+      err = ECONNREFUSED;
     }
     if (c.connecting && err != 0) {
       Error e = refused(c.port, err);

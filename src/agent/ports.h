@@ -18,6 +18,12 @@ namespace vessel::agent {
 // Relayed connections open at once; a host asking for more gets an Error.
 constexpr size_t kMaxPortConnections = 256;
 
+// Sets the loopback interface up if it is not: the guest's kernel leaves
+// `lo` down, and a connection to 127.0.0.1 then goes nowhere (no refusal
+// either) until it times out. Quiet on failure (the agent run on a host
+// without the privilege finds it up anyway).
+void bringLoopbackUp();
+
 class Ports {
  public:
   explicit Ports(Channel& ch) : ch_(ch) {}

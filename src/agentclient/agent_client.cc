@@ -30,7 +30,9 @@ bool allowed(const Stream& s, MsgType t) {
   switch (t) {
     case MsgType::kError: return true;
     case MsgType::kOk:
-      if (s.kind == internal::kProcess || s.kind == internal::kPort) return s.started;
+      if (s.kind == internal::kProcess) return s.started;
+      // A port stream cancelled before it connected ends with Ok.
+      if (s.kind == internal::kPort) return s.started || s.cancelled;
       if (s.kind == internal::kPing || s.kind == internal::kStat || s.kind == internal::kXattrs)
         return s.replies == 1;
       if (s.kind == internal::kWatch) return s.replies >= 1;

@@ -168,7 +168,9 @@ std::string serializeHead(const http::request_header<>& head, const std::string&
   out += head.version() == 10 ? " HTTP/1.0\r\n" : " HTTP/1.1\r\n";
   for (const auto& f : head) {
     if (beast::iequals(f.name_string(), kTokenHeader)) continue;
-    out += f.name_string();
+    // Known fields in their canonical case ("Host"), as Go's proxy (E2B's)
+    // passes them; others as sent.
+    out += f.name() != http::field::unknown ? http::to_string(f.name()) : f.name_string();
     out += ": ";
     if (f.name() == http::field::host && !mask.empty()) {
       std::string m = mask;

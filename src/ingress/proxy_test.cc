@@ -260,6 +260,10 @@ TEST(SerializeHeadTest, MasksHostAndDropsTheToken) {
             "GET /a?b HTTP/1.1\r\nHost: 8000-sb-1.vessel.test\r\nX-Other: y\r\n\r\n");
   EXPECT_EQ(serializeHead(h, "h.example:${PORT}", 8000),
             "GET /a?b HTTP/1.1\r\nHost: h.example:8000\r\nX-Other: y\r\n\r\n");
+  http::request<http::empty_body> lower{http::verb::get, "/", 11};
+  lower.set("host", "x");
+  lower.set("x-mine", "y");
+  EXPECT_EQ(serializeHead(lower, "", 1), "GET / HTTP/1.1\r\nHost: x\r\nx-mine: y\r\n\r\n");
 }
 
 }  // namespace

@@ -2,8 +2,8 @@
 // a `base` sandbox reached at `sandbox.getHost(port)` on the envd listener,
 // over http and over https with Vessel's ingress CA, the traffic token of
 // allowPublicTraffic: false, maskRequestHost, and E2B's 502 once the
-// sandbox is gone. vesseld runs without egress (network none): ports go
-// through the agent, not the guest's network.
+// sandbox is gone. Ports go through the sandbox's agent, not its network
+// (the one with allowInternetAccess false has an egress allowlist of nothing).
 import { test, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import fs from 'node:fs'
@@ -17,12 +17,13 @@ let pub // allowPublicTraffic (default)
 let priv // allowPublicTraffic false, maskRequestHost
 
 before(async () => {
-  d = await new Vesseld({ templates: ['minimal', 'base'], rest: true, envd: true, egress: false }).start()
+  d = await new Vesseld({ templates: ['minimal', 'base'], rest: true, envd: true }).start()
   process.env.E2B_SANDBOX_URL = d.envdUrl
   ;[pub, priv] = await Promise.all([
     Sandbox.create('base', d.opts()),
     Sandbox.create('base', {
       ...d.opts(),
+      allowInternetAccess: false,
       network: { allowPublicTraffic: false, maskRequestHost: 'custom-host.example.com:${PORT}' },
     }),
   ])
