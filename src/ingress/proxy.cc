@@ -30,6 +30,8 @@ constexpr std::chrono::seconds kIdle{60};
 // the client moved on to another target.
 constexpr std::chrono::seconds kDrain{30};
 constexpr uint32_t kMaxHead = 64 * 1024;
+// How long a refused port is retried before the 502.
+constexpr std::chrono::seconds kRefusedRetry{2};
 
 // The guest connection behind a client connection, and what the coroutine
 // relaying its bytes down to the client has seen.
@@ -239,6 +241,15 @@ asio::awaitable<void> Proxy::serve(beast::tcp_stream& client, beast::flat_buffer
                          keep);
       } else {
         auto p = co_await route->agent->connectPort(target->port);
+        // A server that is still starting (E2B's proxy waits for one too):
+        // a refused port is tried again for a little while.
+        for (auto until = std::chrono::steady_clock::now() + kRefusedRetry;
+             !p.ok() && p.error().sysErrno() == ECONNREFUSED &&
+             std::chrono::steady_clock::now() < until;) {
+          asio::steady_timer pause(client.get_executor(), std::chrono::milliseconds(200));
+          co_await pause.async_wait(kTok);
+          p = co_await route->agent->connectPort(target->port);
+        }
         if (!p.ok()) {
           bool refused = p.error().sysErrno() == ECONNREFUSED;
           std::string msg = refused ? "The sandbox is running but port " +

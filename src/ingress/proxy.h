@@ -15,7 +15,8 @@
 // Answers of its own, as E2B's proxy gives them: 502
 // `{"message":"The sandbox was not found","sandboxId","code":502}` for a
 // sandbox that is unknown or not running, 502 with a message when nothing
-// listens on the port, 403 without the traffic token a sandbox asks for.
+// listens on the port (after trying again for 2 s: a server may be
+// starting), 403 without the traffic token a sandbox asks for.
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/beast/core/flat_buffer.hpp>

@@ -10,6 +10,7 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/ssl.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
@@ -193,6 +194,23 @@ TEST_F(ProxyTest, UnknownSandboxAndClosedPortAre502) {
   EXPECT_EQ((*r)[2].status, 502u);
   EXPECT_NE((*r)[2].body.find("port " + std::to_string(closed) + " is not open"), std::string::npos)
       << (*r)[2].body;
+}
+
+TEST_F(ProxyTest, WaitsForAServerThatIsStillStarting) {
+  // Bound, not yet listening: refused until the "server" comes up.
+  tcp::acceptor late(io_);
+  late.open(tcp::v4());
+  late.bind(tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0));
+  asio::steady_timer starts(io_, 300ms);
+  starts.async_wait([&](boost::system::error_code) {
+    late.listen();
+    asio::co_spawn(io_, upstream(late, "late"), asio::detached);
+  });
+  auto r = plain({get(host(late))});
+  ASSERT_TRUE(r.ok()) << r.error().message();
+  EXPECT_EQ((*r)[0].status, 200u);
+  EXPECT_EQ((*r)[0].body.substr(0, 5), "late ");
+  late.close();
 }
 
 TEST_F(ProxyTest, TrafficTokenAndMaskedHost) {
