@@ -28,6 +28,7 @@ files=(
   src/hypervisor/qemu/qmp.cc
   src/templates/manifest.cc src/templates/build_spec.cc
   src/cluster/node_protocol.cc src/cluster/template_transfer.cc src/templates/catalogue.cc
+  src/ingress/host.cc
 )
 mapfile -t -O "${#files[@]}" files < <(ls tests/fuzz/*/fuzz.cc)
 

@@ -22,6 +22,8 @@ VESSEL_APT_PACKAGES=(
   openssl python3 procps
   # benchmarks: a container beside the sandboxes (bench/create, bench/api)
   bubblewrap
+  # sandbox ports: *.localhost resolves to loopback (E2B's getHost, vessel.localhost)
+  libnss-myhostname
 )
 missing=()
 for p in "${VESSEL_APT_PACKAGES[@]}"; do
@@ -41,6 +43,14 @@ if [ ${#missing[@]} -gt 0 ]; then
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -q
   apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
+
+# Sandbox ports are reached at <port>-<id>.vessel.localhost: nss-myhostname
+# resolves *.localhost to loopback once nsswitch.conf names it (its package
+# adds it; a hand-edited file may lack it).
+if [ "$(id -u)" = 0 ] && ! grep -Eq '^hosts:.*[[:space:]]myhostname([[:space:]]|$)' /etc/nsswitch.conf; then
+  echo "setup: adding myhostname to the hosts line of /etc/nsswitch.conf"
+  sed -i -E 's/^(hosts:[[:space:]]+files)/\1 myhostname/' /etc/nsswitch.conf
 fi
 
 # Node.js for the E2B SDK tests (tests/e2b): Debian's nodejs and npm only if

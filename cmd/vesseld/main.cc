@@ -55,6 +55,9 @@ int main(int argc, char** argv) {
                  "node role: the envd listener's URL as API replicas reach it, to forward "
                  "the envd traffic of this node's sandboxes (default http://<e2b-envd-listen>)")
       ->envname("VESSEL_E2B_ENVD_ADVERTISE");
+  app.add_option("--e2b-sandbox-domain", cfg.e2b_sandbox_domain,
+                 "domain of E2B sandbox ports, <port>-<id>.<domain> on the envd listener "
+                 "(default vessel.localhost:<envd port>; must resolve to this host)");
   app.add_option("--state-dir", cfg.state_dir, "state directory (store, sandboxes, sockets)")
       ->envname("VESSEL_STATE_DIR")
       ->capture_default_str();

@@ -17,9 +17,11 @@ Agent::Agent(int channel_fd, int sigchld_fd, AgentOptions opts)
       id_(opts_.passwd),
       procs_(ch_, id_),
       files_(ch_),
+      ports_(ch_),
       sigfd_(sigchld_fd) {}
 
 Agent::~Agent() {
+  ports_.abortAll();
   files_.abortAll();
   procs_.killAll();
   ::close(ch_.fd());
@@ -51,6 +53,7 @@ void Agent::run() {
     ps.add(sigfd_, POLLIN, [this](short) { reap(); });
     procs_.poll(ps);
     files_.poll(ps);
+    ports_.poll(ps);
     ps.run();
     if (!connected_ && !stop_) {
       auto r = ch_.readSome();
@@ -98,6 +101,7 @@ void Agent::disconnect(const char* why) {
   // Processes keep running, detached, so a later client can reattach.
   procs_.detachAll();
   files_.abortAll();
+  ports_.abortAll();
   ch_.reset();
   connected_ = false;
   if (opts_.exit_on_eof) stop_ = true;
@@ -115,6 +119,7 @@ void Agent::onFrame(Frame f) {
       std::fprintf(stderr, "vessel-agent: host resynchronized the channel\n");
       procs_.detachAll();
       files_.abortAll();
+      ports_.abortAll();
       ch_.resetSession();
       sendHello();
       ch_.sendMsg(0, *m);
@@ -128,8 +133,11 @@ void Agent::onFrame(Frame f) {
     case MsgType::kStdinClose:
     case MsgType::kFileData:
     case MsgType::kFileEnd:
+    case MsgType::kPortData:
+    case MsgType::kPortClose:
       // Frames racing a stream's end land on unknown streams: drop them.
-      if (!procs_.onStreamFrame(f.stream, f)) files_.onStreamFrame(f.stream, f);
+      if (!procs_.onStreamFrame(f.stream, f) && !files_.onStreamFrame(f.stream, f))
+        ports_.onStreamFrame(f.stream, f);
       return;
     default: break;
   }
@@ -165,6 +173,7 @@ void Agent::onRequest(Frame& f) {
     case MsgType::kWatchTree:
     case MsgType::kSetXattrs:
     case MsgType::kGetXattrs: return files_.request(s, f);
+    case MsgType::kConnectPort: return ports_.request(s, f);
     default:
       return ch_.sendError(
           s, Error(Code::kInvalidArgument,

@@ -1,12 +1,13 @@
 #pragma once
 // The agent's event loop: one thread, poll(2) over the channel, a SIGCHLD
-// signalfd and the processes' and watches' fds. Frames are dispatched by
-// type to the identity, process and file services.
+// signalfd and the processes', watches' and relayed ports' fds. Frames are
+// dispatched by type to the identity, process, file and port services.
 #include <string>
 
 #include "agent/channel.h"
 #include "agent/files.h"
 #include "agent/identity.h"
+#include "agent/ports.h"
 #include "agent/process.h"
 
 namespace vessel::agent {
@@ -40,6 +41,7 @@ class Agent {
   Identity id_;
   Processes procs_;
   Files files_;
+  Ports ports_;
   int sigfd_;
   bool connected_ = true;
   bool used_ = false;  // a frame arrived since the last Hello

@@ -11,6 +11,8 @@
 #include <cstdio>
 #include <cstring>
 
+#include "agent/ports.h"
+
 namespace vessel::agent {
 
 namespace {
@@ -38,6 +40,8 @@ void mountBasics() {
   mountOne("cgroup2", "/sys/fs/cgroup", "cgroup2", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr);
   // devtmpfs may lack /dev/ptmx pointing at the devpts instance above.
   if (::access("/dev/ptmx", F_OK) != 0) ::symlink("pts/ptmx", "/dev/ptmx");
+  // localhost works in the guest (and for sandbox ports, agent/ports.h).
+  bringLoopbackUp();
   // The image's hostname until the host sets one (SetHostname).
   int fd = ::open("/etc/hostname", O_RDONLY | O_CLOEXEC);
   if (fd >= 0) {

@@ -31,11 +31,16 @@ bool allowed(const Stream& s, MsgType t) {
     case MsgType::kError: return true;
     case MsgType::kOk:
       if (s.kind == internal::kProcess) return s.started;
+      // A port stream cancelled before it connected ends with Ok.
+      if (s.kind == internal::kPort) return s.started || s.cancelled;
       if (s.kind == internal::kPing || s.kind == internal::kStat || s.kind == internal::kXattrs)
         return s.replies == 1;
       if (s.kind == internal::kWatch) return s.replies >= 1;
       return true;
     case MsgType::kExecStarted: return s.kind == internal::kProcess && !s.started;
+    case MsgType::kPortConnected: return s.kind == internal::kPort && !s.started;
+    case MsgType::kPortData:
+    case MsgType::kPortClose: return s.kind == internal::kPort && s.started && !s.peer_closed;
     case MsgType::kStdout:
     case MsgType::kStderr:
     case MsgType::kExit: return s.kind == internal::kProcess && s.started;
@@ -245,7 +250,8 @@ Status AgentClient::onFrame(Frame f) {
     return Error(Code::kProtocol,
                  name + " beyond the granted credit on stream " + std::to_string(f.stream));
   s->recv_credit -= cost;
-  if (f.type == MsgType::kExecStarted) s->started = true;
+  if (f.type == MsgType::kExecStarted || f.type == MsgType::kPortConnected) s->started = true;
+  if (f.type == MsgType::kPortClose) s->peer_closed = true;
   if (isTerminal(f.type)) {
     s->ended = true;
     streams_.erase(it);

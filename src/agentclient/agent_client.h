@@ -166,6 +166,34 @@ class Watch {
   bool done_ = false;
 };
 
+// A TCP connection to a port inside the guest, relayed by its agent
+// (AgentClient::connectPort). read() and write() may wait at the same time
+// (one reader, one writer). Destroying it closes the connection.
+class PortStream {
+ public:
+  PortStream(std::shared_ptr<AgentClient> c, std::shared_ptr<internal::Stream> s);
+  ~PortStream();
+  PortStream(const PortStream&) = delete;
+  PortStream& operator=(const PortStream&) = delete;
+
+  // The next bytes the guest's server sent, or nullopt once it closed its
+  // side (then always nullopt). A reset connection is an Error.
+  asio::awaitable<Result<std::optional<std::string>>> read();
+  // Sends `data`, waiting for credit when the guest reads slowly.
+  asio::awaitable<Status> write(std::string_view data);
+  // Half-closes: the server reads end of file; its answer can still come.
+  asio::awaitable<Status> closeWrite();
+  // Closes both ways now.
+  void close();
+
+ private:
+  std::shared_ptr<AgentClient> c_;
+  std::shared_ptr<internal::Stream> s_;
+  bool eof_ = false;    // read side ended
+  bool ended_ = false;  // terminal frame seen, or closed
+  bool wclosed_ = false;
+};
+
 // Bounds on what a guest's replies may make the host hold and decode: the
 // bytes of one reply (all its frames), and the entries of a directory or
 // process listing (each entry costs far more decoded, and in the API's JSON,
@@ -261,6 +289,12 @@ class AgentClient : public std::enable_shared_from_this<AgentClient> {
   // `recursive`: the whole tree below path (agentproto::WatchTreeMsg); event
   // names are then paths relative to it.
   asio::awaitable<Result<std::unique_ptr<Watch>>> watch(std::string path, bool recursive = false);
+
+  // Sandbox ports: a TCP connection to `port` on the guest's loopback,
+  // whatever its network (agentproto::ConnectPortMsg). Nothing listening
+  // is kUnavailable (errno ECONNREFUSED); an agent older than the message
+  // is kFailedPrecondition saying so.
+  asio::awaitable<Result<std::unique_ptr<PortStream>>> connectPort(uint16_t port);
 
   // Stream plumbing for the handle classes above.
   asio::awaitable<Result<agentproto::Frame>> recv(internal::Stream& s);

@@ -16,7 +16,19 @@ using agentproto::MsgType;
 namespace internal {
 
 // What a stream was opened for decides which frames the guest may send on it.
-enum Kind { kSimple, kPing, kStat, kProcList, kList, kProcess, kRead, kWrite, kWatch, kXattrs };
+enum Kind {
+  kSimple,
+  kPing,
+  kStat,
+  kProcList,
+  kList,
+  kProcess,
+  kRead,
+  kWrite,
+  kWatch,
+  kXattrs,
+  kPort
+};
 
 struct Stream {
   explicit Stream(const asio::any_io_executor& ex)
@@ -28,7 +40,8 @@ struct Stream {
   uint64_t to_grant = 0;                  // consumed, not yet returned as Credit
   uint64_t send_credit = kInitialWindow;  // what we may still send
   uint32_t replies = 0;                   // non-terminal frames received
-  bool started = false;                   // process: ExecStarted seen
+  bool started = false;                   // process: ExecStarted seen; port: PortConnected
+  bool peer_closed = false;               // port: the guest's PortClose seen
   bool ended = false;                     // terminal frame received or channel failed
   bool cancelled = false;                 // nobody reads: discard until terminal
   // The guest must have sent this stream's first frame by then (the reply

@@ -80,6 +80,12 @@ enum class MsgType : uint16_t {
   kSetXattrs = 63,
   kGetXattrs = 64,
   kXattrsResult = 65,
+  // Sandbox ports (issue 12): a TCP connection to a port inside the guest,
+  // relayed under credit; an agent without them answers Error.
+  kConnectPort = 66,
+  kPortConnected = 67,
+  kPortData = 68,
+  kPortClose = 69,
 };
 
 // Flow control: every frame on a non-zero stream except Credit and Cancel
@@ -90,7 +96,7 @@ constexpr uint32_t kFrameCost = 64;
 constexpr uint32_t kInitialWindow = 1024 * 1024;
 // Outstanding credit above this is a protocol violation (no overflow games).
 constexpr uint64_t kMaxCredit = 64ull * 1024 * 1024;
-// Raw data frames (Stdout, Stderr, Stdin, FileData) carry at most this much.
+// Raw data frames (Stdout, Stderr, Stdin, FileData, PortData) carry at most this much.
 constexpr size_t kDataChunk = 64 * 1024;
 
 inline uint32_t frameCost(size_t payload_len) {

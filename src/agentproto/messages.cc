@@ -49,6 +49,10 @@ std::string_view msgTypeName(MsgType t) {
     case MsgType::kSetXattrs: return "SetXattrs";
     case MsgType::kGetXattrs: return "GetXattrs";
     case MsgType::kXattrsResult: return "XattrsResult";
+    case MsgType::kConnectPort: return "ConnectPort";
+    case MsgType::kPortConnected: return "PortConnected";
+    case MsgType::kPortData: return "PortData";
+    case MsgType::kPortClose: return "PortClose";
   }
   return "unknown";
 }
@@ -106,7 +110,8 @@ Status validatePayload(MsgType type, std::string_view p) {
     case MsgType::kCancel:
     case MsgType::kStdinClose:
     case MsgType::kListProcs:
-    case MsgType::kFileEnd: return mustBeEmpty(type, p);
+    case MsgType::kFileEnd:
+    case MsgType::kPortClose: return mustBeEmpty(type, p);
     case MsgType::kCredit: {
       auto r = decodeMsg<CreditMsg>(p);
       if (!r.ok()) return std::move(r).error();
@@ -126,6 +131,7 @@ Status validatePayload(MsgType type, std::string_view p) {
     case MsgType::kStderr:
     case MsgType::kStdin:
     case MsgType::kFileData:
+    case MsgType::kPortData:
       if (p.size() > kDataChunk)
         return Error(Code::kProtocol,
                      "agent " + std::string(msgTypeName(type)) + ": chunk above 64 KiB");
@@ -151,6 +157,8 @@ Status validatePayload(MsgType type, std::string_view p) {
     case MsgType::kSetXattrs: return check<SetXattrsMsg>(p);
     case MsgType::kGetXattrs: return check<GetXattrsMsg>(p);
     case MsgType::kXattrsResult: return check<XattrsResultMsg>(p);
+    case MsgType::kConnectPort: return check<ConnectPortMsg>(p);
+    case MsgType::kPortConnected: return check<PortConnectedMsg>(p);
   }
   return Error(Code::kProtocol,
                "agent frame of unknown type " + std::to_string(static_cast<unsigned>(type)));

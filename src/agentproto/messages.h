@@ -537,6 +537,32 @@ struct WatchEventMsg {
   }
 };
 
+// A TCP connection from the agent to `port` on the guest's loopback
+// (127.0.0.1, then ::1 if nothing listens there): the host's way into a
+// sandbox's ports, whatever the guest's network. Answered by PortConnected,
+// then PortData both ways under credit and PortClose (empty) from each side
+// as it half-closes; the agent ends the stream with Ok once both sides have
+// closed, or Error (a refused connection: code unavailable, errno
+// ECONNREFUSED). Cancel closes the connection at once.
+struct ConnectPortMsg {
+  static constexpr MsgType kType = MsgType::kConnectPort;
+  uint16_t port = 0;
+  template <typename S, typename V>
+  static bool visit(S& s, V& v) {
+    return v.num(s.port);
+  }
+};
+
+struct PortConnectedMsg {
+  static constexpr MsgType kType = MsgType::kPortConnected;
+  static constexpr uint8_t kIpv4 = 4, kIpv6 = 6;
+  uint8_t family = kIpv4;  // which loopback address answered
+  template <typename S, typename V>
+  static bool visit(S& s, V& v) {
+    return v.num(s.family);
+  }
+};
+
 // Encodes a message's payload; kInvalidArgument if a field is over its cap or
 // the payload would exceed kMaxPayload.
 template <typename M>

@@ -122,6 +122,27 @@ TEST(MessagesTest, ValidatePayloadByType) {
   EXPECT_TRUE(validatePayload(MsgType::kCredit, *encodeMsg(CreditMsg{10})).ok());
 }
 
+TEST(MessagesTest, PortRelayMessages) {
+  auto cp = encodeMsg(ConnectPortMsg{8080});
+  ASSERT_TRUE(cp.ok());
+  EXPECT_EQ(cp->size(), 2u);
+  ASSERT_TRUE(validatePayload(MsgType::kConnectPort, *cp).ok());
+  EXPECT_EQ(decodeMsg<ConnectPortMsg>(*cp)->port, 8080);
+  EXPECT_FALSE(decodeMsg<ConnectPortMsg>(cp->substr(0, 1)).ok());
+  EXPECT_FALSE(validatePayload(MsgType::kConnectPort, *cp + "x").ok());
+  auto pc = encodeMsg(PortConnectedMsg{PortConnectedMsg::kIpv6});
+  ASSERT_TRUE(validatePayload(MsgType::kPortConnected, *pc).ok());
+  EXPECT_EQ(decodeMsg<PortConnectedMsg>(*pc)->family, PortConnectedMsg::kIpv6);
+  // Data is raw and bounded like Stdout; a close carries nothing.
+  EXPECT_TRUE(validatePayload(MsgType::kPortData, std::string(kDataChunk, 'x')).ok());
+  EXPECT_FALSE(validatePayload(MsgType::kPortData, std::string(kDataChunk + 1, 'x')).ok());
+  EXPECT_TRUE(validatePayload(MsgType::kPortClose, "").ok());
+  EXPECT_FALSE(validatePayload(MsgType::kPortClose, "x").ok());
+  EXPECT_EQ(msgTypeName(MsgType::kPortData), "PortData");
+  EXPECT_TRUE(costsCredit(MsgType::kPortData));
+  EXPECT_TRUE(costsCredit(MsgType::kPortClose));
+}
+
 TEST(MessagesTest, ErrorMapping) {
   ErrorMsg m = toErrorMsg(Error(Code::kNotFound, "stat /x", ENOENT));
   Error e = fromErrorMsg(*decodeMsg<ErrorMsg>(*encodeMsg(m)));

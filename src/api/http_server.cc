@@ -3,6 +3,7 @@
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
@@ -97,6 +98,11 @@ Status HttpServer::listen(const HostPort& addr) {
   return okStatus();
 }
 
+asio::ip::tcp::endpoint HttpServer::localEndpoint() const {
+  boost::system::error_code ec;
+  return acceptor_ ? acceptor_->local_endpoint(ec) : asio::ip::tcp::endpoint();
+}
+
 void HttpServer::close() {
   boost::system::error_code ec;
   if (acceptor_) acceptor_->close(ec);
@@ -166,6 +172,26 @@ asio::awaitable<Result<std::optional<std::string>>> BodyReader::next() {
 }
 
 asio::awaitable<void> HttpServer::serve(tcp::socket sock) {
+  if (tls_handoff_) {
+    // Peek at the first byte, within the idle limit: a TLS ClientHello
+    // record starts with 0x16, which no HTTP method does.
+    asio::steady_timer idle(io_, limits_.idle_timeout);
+    idle.async_wait([&sock](boost::system::error_code ec) {
+      if (!ec) sock.cancel(ec);
+    });
+    auto [wec] =
+        co_await sock.async_wait(tcp::socket::wait_read, asio::as_tuple(asio::use_awaitable));
+    idle.cancel();
+    if (wec) co_return;
+    unsigned char first = 0;
+    boost::system::error_code pec;
+    size_t n = sock.receive(asio::buffer(&first, 1), tcp::socket::message_peek, pec);
+    if (pec || n == 0) co_return;
+    if (first == 0x16) {
+      tls_handoff_(std::move(sock));
+      co_return;
+    }
+  }
   beast::tcp_stream stream(std::move(sock));
   beast::flat_buffer buf;
   std::optional<UpstreamConnection> upstream;  // forwarded requests' (forwardWhen)
@@ -184,6 +210,12 @@ asio::awaitable<void> HttpServer::serve(tcp::socket sock) {
       count("-", res, std::chrono::steady_clock::now());
       co_await http::async_write(stream, res, asio::as_tuple(asio::use_awaitable));
       break;
+    }
+    if (host_claims_ && host_claims_(head.get()[http::field::host])) {
+      // Another server's request (a sandbox's port): the connection is its.
+      stream.expires_never();
+      co_await host_handler_(stream, buf, head);
+      co_return;
     }
     auto started = std::chrono::steady_clock::now();
     std::string method(head.get().method_string());

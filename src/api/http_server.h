@@ -75,6 +75,14 @@ class BodyReader {
 // `req` carries the head only (its body is empty).
 using UploadHandler = std::function<asio::awaitable<Response>(const Request& req, BodyReader&)>;
 
+// The head of a request as the server read it (its body still unread).
+using HeadParser = http::request_parser<http::empty_body>;
+// Takes over a connection whose request the host hook claimed: the head is
+// read (in the parser), the body and anything later not; `buf` holds bytes
+// read past the head. The connection is the handler's until it returns.
+using HostHandler = std::function<asio::awaitable<void>(
+    boost::beast::tcp_stream&, boost::beast::flat_buffer& buf, HeadParser& head)>;
+
 struct ServerLimits {
   size_t max_header_bytes = 16 * 1024;
   size_t max_body_bytes = 1 << 20;
@@ -118,12 +126,23 @@ class HttpServer {
     forward_ = std::move(choose);
     forward_limits_ = limits;
   }
+  // Requests whose Host `claims` accepts skip the routes: `take` gets the
+  // connection (a sandbox's ports, ingress/proxy.h).
+  void routeHosts(std::function<bool(std::string_view host)> claims, HostHandler take) {
+    host_claims_ = std::move(claims);
+    host_handler_ = std::move(take);
+  }
+  // Connections whose first byte starts a TLS handshake (0x16) go to `h`
+  // instead: TLS and plain HTTP on one port.
+  void onTls(std::function<void(asio::ip::tcp::socket)> h) { tls_handoff_ = std::move(h); }
   // Counts requests (by method and status), their latency and error
   // responses (by code) in `r`, which must outlive the server.
   void setMetrics(metrics::Registry& r, std::string plane);
   // Binds (port 0 picks a free port) and starts accepting.
   Status listen(const HostPort& addr);
   uint16_t port() const { return port_; }
+  // Where it listens (after listen()).
+  asio::ip::tcp::endpoint localEndpoint() const;
   void close();
 
  private:
@@ -141,6 +160,9 @@ class HttpServer {
   std::map<std::pair<http::verb, std::string>, std::pair<uint64_t, UploadHandler>> uploads_;
   ForwardChooser forward_;
   ForwardLimits forward_limits_;
+  std::function<bool(std::string_view)> host_claims_;
+  HostHandler host_handler_;
+  std::function<void(asio::ip::tcp::socket)> tls_handoff_;
   std::unique_ptr<asio::ip::tcp::acceptor> acceptor_;
   uint16_t port_ = 0;
   std::string plane_;

@@ -146,6 +146,10 @@ struct Config {
   // listeners forward each sandbox's requests to its node); empty:
   // http://<e2b_envd_listen>, or none when that is off.
   std::string e2b_envd_advertise;
+  // The domain E2B sandboxes are given: `<port>-<id>.<domain>` on the envd
+  // listener reaches a sandbox's port (docs/e2b.md). "": vessel.localhost
+  // with the envd listener's port, which resolves to loopback locally.
+  std::string e2b_sandbox_domain;
 
   // Filled by validate(): the parsed listener.
   HostPort listen_addr;

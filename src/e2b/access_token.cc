@@ -77,7 +77,15 @@ Result<AccessTokens> AccessTokens::fromStore(store::Store& store) {
 AccessTokens AccessTokens::withKey(std::string key) { return AccessTokens(std::move(key)); }
 
 std::string AccessTokens::forSandbox(std::string_view sandbox_id) const {
-  std::string msg = "envd-access-token:";
+  return mac("envd-access-token:", sandbox_id);
+}
+
+std::string AccessTokens::trafficForSandbox(std::string_view sandbox_id) const {
+  return mac("traffic-access-token:", sandbox_id);
+}
+
+std::string AccessTokens::mac(std::string_view label, std::string_view sandbox_id) const {
+  std::string msg(label);
   msg.append(sandbox_id);
   unsigned char md[EVP_MAX_MD_SIZE];
   unsigned int n = 0;

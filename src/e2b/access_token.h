@@ -33,8 +33,13 @@ class AccessTokens {
   std::string forSandbox(std::string_view sandbox_id) const;
   // In constant time: whether `token` is `sandbox_id`'s token.
   bool check(std::string_view sandbox_id, std::string_view token) const;
+  // E2B's `trafficAccessToken` for a sandbox created with
+  // allowPublicTraffic false: the same construction under another label,
+  // so it is neither the envd token nor derivable from it.
+  std::string trafficForSandbox(std::string_view sandbox_id) const;
 
  private:
+  std::string mac(std::string_view label, std::string_view sandbox_id) const;
   explicit AccessTokens(std::string key) : key_(std::move(key)) {}
   std::string key_;
 };

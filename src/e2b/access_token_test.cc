@@ -47,6 +47,16 @@ TEST(AccessTokensTest, TheStoresKeyIsSharedByEveryProcess) {
   for (const char* sfx : {"", "-wal", "-shm"}) std::filesystem::remove(path + sfx);
 }
 
+TEST(AccessTokensTest, TrafficTokensDifferFromEnvdTokens) {
+  auto a = AccessTokens::withKey(std::string(32, 'k'));
+  std::string t = a.trafficForSandbox("sb-1");
+  EXPECT_EQ(t.size(), 64u);
+  EXPECT_EQ(t, a.trafficForSandbox("sb-1"));
+  EXPECT_NE(t, a.trafficForSandbox("sb-2"));
+  EXPECT_NE(t, a.forSandbox("sb-1"));
+  EXPECT_FALSE(a.check("sb-1", t));
+}
+
 TEST(AccessTokensTest, TheKeyFileIsMadeOnceAndKept) {
   std::string dir = ::testing::TempDir() + "/e2b-token-" + std::to_string(::getpid());
   std::filesystem::remove_all(dir);

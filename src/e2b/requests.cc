@@ -112,9 +112,25 @@ Status parseRules(const json::value& v, std::vector<HeaderRule>& out) {
   return okStatus();
 }
 
-// The E2B network object (create or update) and allow_internet_access.
-Result<Egress> parseEgress(const json::value* network, const json::value* internet, bool update) {
+// maskRequestHost: a Host header value, with ${PORT} where the port goes.
+Result<std::string> maskHost(const json::value& v) {
+  if (isNull(v)) return std::string();
+  if (!v.is_string()) return bad("network.maskRequestHost must be a string");
+  std::string_view m = v.as_string();
+  if (m.size() > 255) return bad("network.maskRequestHost is longer than 255 bytes");
+  for (char c : m)
+    if (static_cast<unsigned char>(c) <= 0x20 || c == 0x7f)
+      return bad("network.maskRequestHost holds spaces or control characters");
+  return std::string(m);
+}
+
+// The E2B network object (create or update) and allow_internet_access;
+// the create's ingress settings go to `ingress`, and whether any egress
+// setting was given to `egress_given`.
+Result<Egress> parseEgress(const json::value* network, const json::value* internet, bool update,
+                           Ingress* ingress = nullptr, bool* egress_given = nullptr) {
   Egress e;
+  if (egress_given) *egress_given = internet && !isNull(*internet);
   std::vector<std::string> allow_out, deny_out;
   if (internet && !isNull(*internet)) {
     if (!internet->is_bool()) return bad("allow_internet_access must be a boolean");
@@ -123,6 +139,8 @@ Result<Egress> parseEgress(const json::value* network, const json::value* intern
   if (network && !isNull(*network)) {
     if (!network->is_object()) return bad("network must be an object");
     for (const auto& [k, v] : network->as_object()) {
+      bool ingress_key = (k == "allowPublicTraffic" || k == "maskRequestHost") && !update;
+      if (egress_given && !ingress_key && !isNull(v)) *egress_given = true;
       if (k == "allowOut") {
         VESSEL_ASSIGN_OR_RETURN(allow_out, stringList(v, "network.allowOut"));
       } else if (k == "denyOut") {
@@ -133,8 +151,12 @@ Result<Egress> parseEgress(const json::value* network, const json::value* intern
         if (!isNull(v))
           return noMapping("network.egressProxy (egress goes through Vessel's gateway)");
       } else if (k == "allowPublicTraffic" && !update) {
-        // Vessel publishes no sandbox ports, so there is nothing to open or close.
-        if (!v.is_bool()) return bad("network.allowPublicTraffic must be a boolean");
+        // Sandbox ports: false asks for the traffic token on every request.
+        if (!isNull(v) && !v.is_bool()) return bad("network.allowPublicTraffic must be a boolean");
+        if (ingress && v.is_bool()) ingress->public_traffic = v.as_bool();
+      } else if (k == "maskRequestHost" && !update) {
+        VESSEL_ASSIGN_OR_RETURN(std::string m, maskHost(v));
+        if (ingress) ingress->mask_host = std::move(m);
       } else if (k == "allow_internet_access" && update) {
         if (!isNull(v) && !v.is_bool()) return bad("allow_internet_access must be a boolean");
         if (v.is_bool()) e.internet = v.as_bool();
@@ -244,9 +266,30 @@ Result<NewSandbox> parseNewSandbox(std::string_view body, bool v2) {
   const json::value* net = o.if_contains("network");
   const json::value* internet = o.if_contains("allow_internet_access");
   if ((net && !isNull(*net)) || (internet && !isNull(*internet))) {
-    VESSEL_ASSIGN_OR_RETURN(r.egress, parseEgress(net, internet, false));
+    bool egress_given = false;
+    VESSEL_ASSIGN_OR_RETURN(auto e, parseEgress(net, internet, false, &r.ingress, &egress_given));
+    // Only ingress settings: the egress stays the node's default.
+    if (egress_given) r.egress = std::move(e);
   }
   return r;
+}
+
+std::string ingressJson(const Ingress& i) {
+  json::object o{{"public", i.public_traffic}};
+  if (!i.mask_host.empty()) o["maskHost"] = i.mask_host;
+  return json::serialize(o);
+}
+
+Ingress ingressFromJson(std::string_view text) {
+  Ingress i;
+  boost::system::error_code ec;
+  json::value v = json::parse(text, ec);
+  if (ec || !v.is_object()) return i;
+  if (auto* p = v.as_object().if_contains("public"); p && p->is_bool())
+    i.public_traffic = p->as_bool();
+  if (auto* m = v.as_object().if_contains("maskHost"); m && m->is_string())
+    i.mask_host = std::string(m->as_string());
+  return i;
 }
 
 Result<int64_t> parseConnect(std::string_view body, bool v2) {

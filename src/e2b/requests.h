@@ -38,6 +38,18 @@ struct Egress {
   std::optional<bool> internet;  // allow_internet_access as given (null: not given)
 };
 
+// Who may reach the sandbox's ports and what Host they see (E2B's
+// network.allowPublicTraffic and network.maskRequestHost; docs/e2b.md).
+struct Ingress {
+  bool public_traffic = true;  // false: requests need the traffic token
+  std::string mask_host;       // "": the Host as sent; else it, ${PORT} replaced
+  bool operator==(const Ingress&) const = default;
+};
+// Ingress settings as the store keeps them (JSON), and back; "" or
+// anything unreadable is the default (public, Host as sent).
+std::string ingressJson(const Ingress& i);
+Ingress ingressFromJson(std::string_view json);
+
 struct NewSandbox {
   std::string template_id = "base";
   int64_t timeout_s = 15;  // the spec's default; the SDKs always send one
@@ -49,6 +61,7 @@ struct NewSandbox {
   bool auto_pause = false;
   bool auto_pause_memory = true;
   bool auto_resume = false;
+  Ingress ingress;
 };
 // POST /sandboxes (v1) and /v2/sandboxes (v2: no `secure`).
 Result<NewSandbox> parseNewSandbox(std::string_view body, bool v2);

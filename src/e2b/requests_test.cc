@@ -68,7 +68,6 @@ TEST(NewSandbox, WhatHasNoMappingIsRefusedSayingSo) {
            R"({"templateID":"base","network":{"allowOut":["10.0.0.0/8"]}})",
            R"({"templateID":"base","network":{"denyOut":["1.2.3.4/32"]}})",
            R"({"templateID":"base","network":{"egressProxy":{"address":"p:1"}}})",
-           R"({"templateID":"base","network":{"maskRequestHost":"x"}})",
            R"({"templateID":"base","volumeMounts":[{"name":"v","path":"/data"}]})",
            R"({"templateID":"base","iam":{"tokens":{"t":{"audience":"a","tokenType":"jwt"}}}})",
            R"({"templateID":"base","network":{"rules":{"a.com":[{"transform":{"path":"/x"}}]}}})",
@@ -118,6 +117,42 @@ TEST(NewSandbox, LifecycleFields) {
     ASSERT_FALSE(r.ok()) << body;
     EXPECT_EQ(r.error().code(), Code::kInvalidArgument) << body;
   }
+}
+
+TEST(NewSandbox, IngressSettingsForSandboxPorts) {
+  auto d = parseNewSandbox(R"({"templateID":"base"})", true);
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(d->ingress, Ingress{});
+  auto r = parseNewSandbox(
+      R"({"templateID":"base","network":{"allowPublicTraffic":false,"maskRequestHost":"h.example:${PORT}"}})",
+      true);
+  ASSERT_TRUE(r.ok()) << r.error().message();
+  EXPECT_FALSE(r->ingress.public_traffic);
+  EXPECT_EQ(r->ingress.mask_host, "h.example:${PORT}");
+  // Ingress settings alone leave the egress to the node's default.
+  EXPECT_FALSE(r->egress.has_value());
+  auto both = parseNewSandbox(
+      R"({"templateID":"base","network":{"allowPublicTraffic":true,"allowOut":["a.com"]}})", true);
+  ASSERT_TRUE(both.ok());
+  EXPECT_TRUE(both->egress.has_value());
+  EXPECT_TRUE(both->ingress.public_traffic);
+  for (const char* body : {
+           R"({"templateID":"base","network":{"maskRequestHost":"a b"}})",
+           R"({"templateID":"base","network":{"maskRequestHost":"a
+X-Injected: 1"}})",
+           R"({"templateID":"base","network":{"maskRequestHost":7}})",
+           R"({"templateID":"base","network":{"allowPublicTraffic":"no"}})",
+       })
+    EXPECT_FALSE(parseNewSandbox(body, true).ok()) << body;
+  EXPECT_FALSE(parseNewSandbox(R"({"templateID":"base","network":{"maskRequestHost":")" +
+                                   std::string(256, 'h') + R"("}})",
+                               true)
+                   .ok());
+  // Kept as JSON, read back the same; a damaged value is the default.
+  Ingress i{false, "h:${PORT}"};
+  EXPECT_EQ(ingressFromJson(ingressJson(i)), i);
+  EXPECT_EQ(ingressFromJson(""), Ingress{});
+  EXPECT_EQ(ingressFromJson("[1]"), Ingress{});
 }
 
 TEST(NewSandbox, HeaderRulesCarryHostHeaderAndValue) {

@@ -82,14 +82,18 @@ void RestApi::install(api::HttpServer& server) {
 }
 
 json::object RestApi::sandboxJson(const store::SandboxRecord& s) const {
-  return json::object{{"sandboxID", s.id},
-                      {"templateID", s.template_name},
-                      {"alias", s.template_name},
-                      {"clientID", "vessel"},
-                      {"envdVersion", kEnvdVersion},
-                      {"envdAccessToken", tokens_.forSandbox(s.id)},
-                      {"trafficAccessToken", nullptr},
-                      {"domain", nullptr}};
+  Ingress in = ingressFromJson(store_.getSandboxIngress(s.id).value_or(""));
+  json::object o{{"sandboxID", s.id},
+                 {"templateID", s.template_name},
+                 {"alias", s.template_name},
+                 {"clientID", "vessel"},
+                 {"envdVersion", kEnvdVersion},
+                 {"envdAccessToken", tokens_.forSandbox(s.id)},
+                 {"trafficAccessToken", nullptr},
+                 {"domain", nullptr}};
+  if (!in.public_traffic) o["trafficAccessToken"] = tokens_.trafficForSandbox(s.id);
+  if (!domain_.empty()) o["domain"] = domain_;
+  return o;
 }
 
 json::object RestApi::listedJson(const store::SandboxRecord& s, bool detail) const {
@@ -113,7 +117,7 @@ json::object RestApi::listedJson(const store::SandboxRecord& s, bool detail) con
       {"envdVersion", kEnvdVersion}};
   if (detail) {
     o["envdAccessToken"] = tokens_.forSandbox(s.id);
-    o["domain"] = nullptr;
+    o["domain"] = domain_.empty() ? json::value(nullptr) : json::value(domain_);
     o["lifecycle"] = json::object{{"autoResume", s.auto_resume},
                                   {"onTimeout", s.pause_on_timeout ? "pause" : "kill"}};
     auto net = store_.getSandboxNetwork(s.id);
@@ -131,6 +135,13 @@ json::object RestApi::listedJson(const store::SandboxRecord& s, bool detail) con
         }
         o["network"] = n;
       }
+    }
+    Ingress in = ingressFromJson(store_.getSandboxIngress(s.id).value_or(""));
+    if (in != Ingress{}) {
+      if (!o.contains("network")) o["network"] = json::object();
+      json::object& n = o["network"].as_object();
+      n["allowPublicTraffic"] = in.public_traffic;
+      if (!in.mask_host.empty()) n["maskRequestHost"] = in.mask_host;
     }
   }
   return o;
@@ -311,6 +322,11 @@ asio::awaitable<Response> RestApi::create(const Request& req, std::string tenant
     c.network = std::move(*spec);
   }
   auto r = lifecycle_.create(c);
+  // Stored before the sandbox can run: its ports follow them from the start.
+  if (r.ok() && in->ingress != Ingress{}) {
+    if (auto st = store_.setSandboxIngress(r->sandbox.id, ingressJson(in->ingress)); !st.ok())
+      e2bLog().warn("ingress settings of {}: {}", r->sandbox.id, st.error().message());
+  }
   if (!r.ok()) {
     // Refused before it existed: the rules' credentials go too.
     if (c.network) co_await dropRuleCredentials(tenant, c.network->credentials);
@@ -472,6 +488,9 @@ asio::awaitable<Response> RestApi::fork(const Request& req, std::string tenant, 
   if (!in.ok()) co_return errorJson(req, in.error());
   auto r = lifecycle_.fork(tenant, id, in->count);
   if (!r.ok()) co_return errorJson(req, r.error());
+  // Copies reach their ports as their parent does.
+  if (auto pi = store_.getSandboxIngress(id); pi.ok() && !pi->empty())
+    for (const auto& copy : r->copies) (void)store_.setSandboxIngress(copy.id, *pi);
   Status s = co_await finish(tenant, r->operation);
   json::array out;
   for (const auto& copy : r->copies) {

@@ -42,6 +42,9 @@ class RestApi {
       : lifecycle_(lifecycle), store_(store), templates_(templates), tokens_(tokens), opts_(opts) {}
   // Every route under "/" of `server` (a listener of its own).
   void install(api::HttpServer& server);
+  // The `domain` sandboxes are given (`<port>-<id>.<domain>` reaches their
+  // ports, ingress/proxy.h); "" (envd off): none.
+  void setSandboxDomain(std::string domain) { domain_ = std::move(domain); }
 
  private:
   asio::awaitable<std::optional<Response>> handle(const Request& req);
@@ -90,6 +93,7 @@ class RestApi {
   templates::TemplateStore& templates_;
   const AccessTokens& tokens_;
   RestOptions opts_;
+  std::string domain_;
 };
 
 // E2B's error body, `{"code": <status>, "message": ...}`, with the status the

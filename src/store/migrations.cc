@@ -104,6 +104,9 @@ constexpr Template kTemplates[] = {
     // Each node's E2B envd listener, where API replicas forward the envd
     // traffic of the sandboxes it runs ("" for a node that serves none).
     {10, "ALTER TABLE nodes ADD COLUMN envd_url TEXT NOT NULL DEFAULT '';"},
+    // Sandbox ports: each sandbox's ingress settings (E2B's allowPublicTraffic
+    // and maskRequestHost), kept across pause, resume and restarts.
+    {11, "CREATE TABLE sandbox_ingress (sandbox_id TEXT PRIMARY KEY, settings TEXT NOT NULL);"},
 };
 
 void replaceAll(std::string& s, const std::string& from, const std::string& to) {

@@ -498,6 +498,19 @@ class PostgresStore : public Store {
       return r.empty() ? std::string() : r[0][0].as<std::string>();
     });
   }
+  Status setSandboxIngress(const std::string& sandbox_id, const std::string& json) override {
+    return exec0("set ingress of " + sandbox_id,
+                 "INSERT INTO sandbox_ingress(sandbox_id,settings) VALUES($1,$2) "
+                 "ON CONFLICT(sandbox_id) DO UPDATE SET settings=excluded.settings",
+                 sandbox_id, json);
+  }
+  Result<std::string> getSandboxIngress(const std::string& sandbox_id) override {
+    return run("get ingress of " + sandbox_id, [&](pqxx::connection& c) {
+      auto r = pqxx::nontransaction(c).exec_params(
+          "SELECT settings FROM sandbox_ingress WHERE sandbox_id=$1", sandbox_id);
+      return r.empty() ? std::string() : r[0][0].as<std::string>();
+    });
+  }
 
   Status heartbeatNode(const NodeRecord& n) override {
     int64_t now = nowMs();

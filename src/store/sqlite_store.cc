@@ -296,6 +296,19 @@ class SqliteStore : public Store {
     if (rc != SQLITE_DONE) return err("get network of " + sandbox_id);
     return std::string();
   }
+  Status setSandboxIngress(const std::string& sandbox_id, const std::string& json) override {
+    Stmt s(db_, "INSERT OR REPLACE INTO sandbox_ingress(sandbox_id,settings) VALUES(?,?)");
+    s.bind(sandbox_id).bind(json);
+    return done(s, "set ingress of " + sandbox_id);
+  }
+  Result<std::string> getSandboxIngress(const std::string& sandbox_id) override {
+    Stmt s(db_, "SELECT settings FROM sandbox_ingress WHERE sandbox_id=?");
+    s.bind(sandbox_id);
+    int rc = s.step();
+    if (rc == SQLITE_ROW) return s.text(0);
+    if (rc != SQLITE_DONE) return err("get ingress of " + sandbox_id);
+    return std::string();
+  }
 
   Status insertSandbox(const SandboxRecord& r) override {
     Stmt s(db_,

@@ -209,6 +209,10 @@ class Store {
   // credential names, as JSON); "" when it has none stored.
   virtual Status setSandboxNetwork(const std::string& sandbox_id, const std::string& json) = 0;
   virtual Result<std::string> getSandboxNetwork(const std::string& sandbox_id) = 0;
+  // A sandbox's ingress settings for its ports (JSON, e.g. E2B's traffic
+  // token requirement and masked Host); "" when it has none stored.
+  virtual Status setSandboxIngress(const std::string& sandbox_id, const std::string& json) = 0;
+  virtual Result<std::string> getSandboxIngress(const std::string& sandbox_id) = 0;
 
   // Many machines. A node's heartbeat: registers it or updates its
   // capacity, heartbeat_ms (the store's now) and clears `lost`.

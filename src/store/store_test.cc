@@ -102,7 +102,7 @@ TEST_P(StoreTest, MigratesAndPersists) {
   {
     auto s = open();
     ASSERT_TRUE(s.ok()) << s.error().message();
-    EXPECT_EQ((*s)->schemaVersion(), 10);
+    EXPECT_EQ((*s)->schemaVersion(), 11);
     ASSERT_TRUE((*s)->setMeta("instance_id", "abc").ok());
     ASSERT_TRUE((*s)->setMeta("instance_id", "def").ok());
     // The first value set stays.
@@ -344,6 +344,11 @@ TEST_P(StoreTest, CredentialsAndSandboxNetwork) {
   EXPECT_EQ((*s)->getSandboxNetwork("sb-1").value_or("x"), "");
   ASSERT_TRUE((*s)->setSandboxNetwork("sb-1", R"({"mode":"none"})").ok());
   EXPECT_EQ((*s)->getSandboxNetwork("sb-1").value_or(""), R"({"mode":"none"})");
+  // Ingress settings (migration 11) beside them, replaced as a whole.
+  EXPECT_EQ((*s)->getSandboxIngress("sb-1").value_or("x"), "");
+  ASSERT_TRUE((*s)->setSandboxIngress("sb-1", R"({"public":false})").ok());
+  ASSERT_TRUE((*s)->setSandboxIngress("sb-1", R"({"public":true})").ok());
+  EXPECT_EQ((*s)->getSandboxIngress("sb-1").value_or(""), R"({"public":true})");
 }
 
 TEST_P(StoreTest, TimestampsComeFromTheInjectedClock) {
@@ -394,7 +399,7 @@ TEST_P(StoreTest, ConcurrentOpenersMigrateOnce) {
   for (int i = 0; i < kOpeners; ++i)
     threads.emplace_back([&, i] {
       auto s = open();
-      if (s.ok() && (*s)->schemaVersion() == 10) {
+      if (s.ok() && (*s)->schemaVersion() == 11) {
         ++ok;
       } else {
         errors[i] =
@@ -796,7 +801,7 @@ TEST_F(SqliteStoreTest, LegacyVersionedDatabaseGetsTheMissingMigrations) {
   }
   auto s = openSqlite(path_);
   ASSERT_TRUE(s.ok()) << s.error().message();
-  EXPECT_EQ((*s)->schemaVersion(), 10);
+  EXPECT_EQ((*s)->schemaVersion(), 11);
   auto l = (*s)->tenantLimits("t1");
   ASSERT_TRUE(l.ok()) << l.error().message();
   EXPECT_FALSE(l->max_sandboxes.has_value());

@@ -26,8 +26,11 @@
 #include "base/sha256.h"
 #include "e2b/access_token.h"
 #include "e2b/envd/envd.h"
+#include "e2b/ports.h"
 #include "e2b/rest.h"
 #include "hypervisor/qemu/qemu.h"
+#include "ingress/proxy.h"
+#include "ingress/tls.h"
 #include "metrics/registry.h"
 #include "node/accel.h"
 #include "node/network/egress.h"
@@ -464,10 +467,23 @@ Status runDaemon(Config cfg) {
   HttpServer envd_server(io, ServerLimits{16 * 1024, 64u << 20, std::chrono::seconds(60)});
   envd_server.setMetrics(metrics, "e2b-envd");
   envd.install(envd_server);
+  // Sandbox ports (E2B's getHost): <port>-<id>.<domain> on the same
+  // listener, plain or TLS (docs/e2b.md).
+  std::string domain =
+      cfg.e2b_sandbox_domain.empty() ? std::string("vessel.localhost") : cfg.e2b_sandbox_domain;
+  ingress::Proxy ports(domain, e2b::portRoutes(lifecycle, *store, envd_tokens), 49983);
+  std::unique_ptr<ingress::TlsFront> ports_tls;
   if (cfg.e2b_envd_listen_addr) {
+    ports.install(envd_server);
+    VESSEL_ASSIGN_OR_RETURN(ports_tls, ingress::TlsFront::create(io, cfg.state_dir, domain));
+    ports_tls->install(envd_server);
     VESSEL_TRY(envd_server.listen(*cfg.e2b_envd_listen_addr));
-    log.info("E2B envd on http://{}:{} (E2B_SANDBOX_URL)", cfg.e2b_envd_listen_addr->host,
-             envd_server.port());
+    if (cfg.e2b_sandbox_domain.empty()) domain += ":" + std::to_string(envd_server.port());
+    e2b_rest.setSandboxDomain(domain);
+    log.info(
+        "E2B envd on http://{}:{} (E2B_SANDBOX_URL); sandbox ports at "
+        "http(s)://<port>-<id>.{} (CA: {})",
+        cfg.e2b_envd_listen_addr->host, envd_server.port(), domain, ports_tls->caPath());
   }
 
   runUntilStopped(

@@ -78,7 +78,8 @@ std::string opensslError(const std::string& why) {
   return why + ": " + buf;
 }
 
-Result<CertificateAuthority> CertificateAuthority::loadOrCreate(const std::string& dir) {
+Result<CertificateAuthority> CertificateAuthority::loadOrCreate(const std::string& dir,
+                                                                const std::string& common_name) {
   CertificateAuthority ca;
   std::string key_path = dir + "/ca.key", cert_path = dir + "/ca.crt";
   auto key_pem = readFile(key_path);
@@ -107,7 +108,7 @@ Result<CertificateAuthority> CertificateAuthority::loadOrCreate(const std::strin
     X509_NAME_add_entry_by_txt(n, "O", MBSTRING_ASC,
                                reinterpret_cast<const unsigned char*>("Vessel"), -1, -1, 0);
     X509_NAME_add_entry_by_txt(n, "CN", MBSTRING_ASC,
-                               reinterpret_cast<const unsigned char*>("Vessel egress CA"), -1, -1,
+                               reinterpret_cast<const unsigned char*>(common_name.c_str()), -1, -1,
                                0);
     X509_set_issuer_name(c, n);
     X509_set_pubkey(c, ca.key_.get());

@@ -29,8 +29,10 @@ using X509Ptr = std::unique_ptr<X509, X509Free>;
 
 class CertificateAuthority {
  public:
-  // Loads dir/ca.key and dir/ca.crt, creating both if neither exists.
-  static Result<CertificateAuthority> loadOrCreate(const std::string& dir);
+  // Loads dir/ca.key and dir/ca.crt, creating both if neither exists (a
+  // new CA gets `common_name`).
+  static Result<CertificateAuthority> loadOrCreate(
+      const std::string& dir, const std::string& common_name = "Vessel egress CA");
 
   const std::string& certificatePem() const { return cert_pem_; }
 

@@ -47,6 +47,8 @@ void decodeAll(std::string_view p) {
   (void)decodeMsg<SetXattrsMsg>(p);
   (void)decodeMsg<GetXattrsMsg>(p);
   (void)decodeMsg<XattrsResultMsg>(p);
+  (void)decodeMsg<ConnectPortMsg>(p);
+  (void)decodeMsg<PortConnectedMsg>(p);
 }
 
 }  // namespace

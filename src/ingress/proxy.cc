@@ -1,0 +1,324 @@
+#include "ingress/proxy.h"
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/core/string.hpp>
+#include <boost/beast/http.hpp>
+#include <boost/json.hpp>
+#include <cerrno>
+
+#include "agentclient/agent_client.h"
+
+namespace vessel::ingress {
+
+namespace beast = boost::beast;
+namespace json = boost::json;
+using tcp = asio::ip::tcp;
+
+namespace {
+
+constexpr auto kTok = asio::as_tuple(asio::use_awaitable);
+constexpr std::string_view kTokenHeader = "e2b-traffic-access-token";
+// A keep-alive connection with no guest connection behind it (after an
+// answer of our own) waits this long for its next request.
+constexpr std::chrono::seconds kIdle{60};
+// How long a guest server may take to finish its answers and close once
+// the client moved on to another target.
+constexpr std::chrono::seconds kDrain{30};
+constexpr uint32_t kMaxHead = 64 * 1024;
+// How long a refused port is retried before the 502.
+constexpr std::chrono::seconds kRefusedRetry{2};
+
+// The guest connection behind a client connection, and what the coroutine
+// relaying its bytes down to the client has seen.
+struct Relay {
+  explicit Relay(const asio::any_io_executor& ex) : done_event(ex) {}
+  SandboxHost target;
+  Route route;
+  std::unique_ptr<agentclient::PortStream> port;
+  bool done = false;  // the guest closed (or failed): nothing more comes down
+  bool failed = false;
+  bool switching = false;  // the client goes on to another target: keep it open
+  bool abandoned = false;  // the client connection is gone: touch it no more
+  asio::steady_timer done_event;
+};
+
+asio::awaitable<void> pumpDown(std::shared_ptr<Relay> r, beast::tcp_stream& client) {
+  for (;;) {
+    auto chunk = co_await r->port->read();
+    if (r->abandoned) break;
+    if (!chunk.ok() || !*chunk) {
+      r->failed = !chunk.ok();
+      break;
+    }
+    auto [ec, n] = co_await asio::async_write(client, asio::buffer(**chunk), kTok);
+    if (r->abandoned) break;
+    if (ec) {
+      r->failed = true;
+      break;
+    }
+  }
+  r->done = true;
+  if (!r->abandoned && !r->switching) {
+    // The guest ended its side: so does the client's, at once (an HTTP/1.0
+    // answer ends with the connection). A reset is passed on as one.
+    boost::system::error_code ec;
+    if (r->failed)
+      client.socket().close(ec);
+    else
+      client.socket().shutdown(tcp::socket::shutdown_send, ec);
+  }
+  r->done_event.cancel();
+}
+
+asio::awaitable<bool> waitDone(Relay& r, std::chrono::seconds limit) {
+  if (r.done) co_return true;
+  r.done_event.expires_after(limit);
+  co_await r.done_event.async_wait(kTok);
+  co_return r.done;
+}
+
+bool tokenOk(const Route& route, const http::request_header<>& h) {
+  if (route.traffic_token.empty()) return true;
+  auto it = h.find(kTokenHeader);
+  if (it == h.end()) return false;
+  std::string_view got = it->value(), want = route.traffic_token;
+  if (got.size() != want.size()) return false;
+  unsigned char diff = 0;
+  for (size_t i = 0; i < got.size(); ++i) diff |= static_cast<unsigned char>(got[i] ^ want[i]);
+  return diff == 0;
+}
+
+bool isUpgrade(const http::request_header<>& h) { return !h[http::field::upgrade].empty(); }
+
+bool hasBody(const http::request_header<>& h) {
+  auto cl = h.find(http::field::content_length);
+  if (cl != h.end() && cl->value() != "0") return true;
+  return h.find(http::field::transfer_encoding) != h.end();
+}
+
+api::Response answer(const http::request_header<>& h, http::status st, json::object body,
+                     bool keep_alive) {
+  api::Response res{st, h.version()};
+  res.set(http::field::content_type, "application/json");
+  res.set(http::field::server, "vessel");
+  res.keep_alive(keep_alive);
+  res.body() = json::serialize(body);
+  res.prepare_payload();
+  return res;
+}
+
+// The request's body, as it arrives, to the guest: a chunked one chunked
+// again (the parser hands over its data), any other as it is.
+asio::awaitable<bool> forwardBody(beast::tcp_stream& client, beast::flat_buffer& buf,
+                                  api::HeadParser& head, agentclient::PortStream& port) {
+  http::request_parser<http::buffer_body> p(std::move(head));
+  p.body_limit(boost::none);
+  bool chunked = p.chunked();
+  std::string chunk(64 * 1024, '\0');
+  while (!p.is_done()) {
+    p.get().body().data = chunk.data();
+    p.get().body().size = chunk.size();
+    auto [ec, n] = co_await http::async_read_some(client, buf, p, kTok);
+    if (ec == http::error::need_buffer) ec = {};
+    if (ec) co_return false;
+    size_t got = chunk.size() - p.get().body().size;
+    if (got == 0) continue;
+    std::string_view data(chunk.data(), got);
+    if (chunked) {
+      char size[24];
+      int len = std::snprintf(size, sizeof size, "%zx\r\n", got);
+      std::string framed(size, static_cast<size_t>(len));
+      framed.append(data).append("\r\n");
+      if (!(co_await port.write(framed)).ok()) co_return false;
+    } else if (!(co_await port.write(data)).ok()) {
+      co_return false;
+    }
+  }
+  if (chunked && !(co_await port.write("0\r\n\r\n")).ok()) co_return false;
+  co_return true;
+}
+
+// After an Upgrade: the client's bytes as they are, until it closes.
+asio::awaitable<void> rawUp(beast::tcp_stream& client, beast::flat_buffer& buf,
+                            agentclient::PortStream& port) {
+  if (buf.size() > 0) {
+    std::string pending(static_cast<const char*>(buf.data().data()), buf.size());
+    buf.consume(buf.size());
+    if (!(co_await port.write(pending)).ok()) co_return;
+  }
+  std::string chunk(64 * 1024, '\0');
+  for (;;) {
+    auto [ec, n] = co_await client.async_read_some(asio::buffer(chunk), kTok);
+    if (ec) break;
+    if (!(co_await port.write(std::string_view(chunk.data(), n))).ok()) co_return;
+  }
+  (void)co_await port.closeWrite();
+}
+
+}  // namespace
+
+std::string serializeHead(const http::request_header<>& head, const std::string& mask,
+                          uint16_t port) {
+  std::string out(head.method_string());
+  out += ' ';
+  out += head.target();
+  out += head.version() == 10 ? " HTTP/1.0\r\n" : " HTTP/1.1\r\n";
+  for (const auto& f : head) {
+    if (beast::iequals(f.name_string(), kTokenHeader)) continue;
+    // Known fields in their canonical case ("Host"), as Go's proxy (E2B's)
+    // passes them; others as sent.
+    out += f.name() != http::field::unknown ? http::to_string(f.name()) : f.name_string();
+    out += ": ";
+    if (f.name() == http::field::host && !mask.empty()) {
+      std::string m = mask;
+      for (size_t at = m.find("${PORT}"); at != std::string::npos; at = m.find("${PORT}", at))
+        m.replace(at, 7, std::to_string(port));
+      out += m;
+    } else {
+      out += f.value();
+    }
+    out += "\r\n";
+  }
+  out += "\r\n";
+  return out;
+}
+
+bool Proxy::claims(std::string_view host) const {
+  auto t = parseSandboxHost(host, domain_);
+  return t && t->port != reserved_;
+}
+
+void Proxy::install(api::HttpServer& server) {
+  server.routeHosts([this](std::string_view host) { return claims(host); },
+                    [this](beast::tcp_stream& s, beast::flat_buffer& b, api::HeadParser& h) {
+                      return serve(s, b, h);
+                    });
+}
+
+asio::awaitable<void> Proxy::serve(beast::tcp_stream& client, beast::flat_buffer& buf,
+                                   api::HeadParser& first) {
+  std::shared_ptr<Relay> relay;
+  std::optional<api::HeadParser> later;
+  api::HeadParser* head = &first;
+  for (;;) {
+    const auto& h = head->get();
+    auto target = parseSandboxHost(h[http::field::host], domain_);
+    // A later request for something else than a sandbox's port (the
+    // listener's own routes): this connection is not the place; close it.
+    if (!target || target->port == reserved_ || h.method() == http::verb::connect) break;
+    if (relay && relay->done) break;  // the guest closed: so did we
+    if (relay && (relay->target != *target || !tokenOk(relay->route, h))) {
+      // Let the guest answer what it has, then start over for this one.
+      relay->switching = true;
+      (void)co_await relay->port->closeWrite();
+      if (!co_await waitDone(*relay, kDrain)) break;
+      relay.reset();
+    }
+    if (!relay) {
+      std::optional<api::Response> refusal;
+      const std::string& id = target->sandbox_id;
+      auto route = sandboxes_.route(id);
+      if (route.ok() && route->paused && tokenOk(*route, h) && sandboxes_.wake) {
+        Status woke = co_await sandboxes_.wake(id);
+        if (woke.ok()) route = sandboxes_.route(id);
+      }
+      bool keep = h.keep_alive() && !hasBody(h);
+      std::unique_ptr<agentclient::PortStream> port;
+      if (!route.ok() || !route->agent || route->agent->failure()) {
+        refusal = answer(
+            h, http::status::bad_gateway,
+            {{"message", "The sandbox was not found"}, {"sandboxId", id}, {"code", 502}}, keep);
+      } else if (!tokenOk(*route, h)) {
+        refusal = answer(h, http::status::forbidden,
+                         {{"message", "Missing or invalid e2b-traffic-access-token header"},
+                          {"sandboxId", id},
+                          {"code", 403}},
+                         keep);
+      } else {
+        auto p = co_await route->agent->connectPort(target->port);
+        // A server that is still starting (E2B's proxy waits for one too):
+        // a refused port is tried again for a little while.
+        for (auto until = std::chrono::steady_clock::now() + kRefusedRetry;
+             !p.ok() && p.error().sysErrno() == ECONNREFUSED &&
+             std::chrono::steady_clock::now() < until;) {
+          asio::steady_timer pause(client.get_executor(), std::chrono::milliseconds(200));
+          co_await pause.async_wait(kTok);
+          p = co_await route->agent->connectPort(target->port);
+        }
+        if (!p.ok()) {
+          bool refused = p.error().sysErrno() == ECONNREFUSED;
+          std::string msg = refused ? "The sandbox is running but port " +
+                                          std::to_string(target->port) + " is not open"
+                                    : "Cannot reach port " + std::to_string(target->port) +
+                                          " of the sandbox: " + p.error().message();
+          refusal = answer(
+              h, http::status::bad_gateway,
+              {{"message", msg}, {"sandboxId", id}, {"port", target->port}, {"code", 502}}, keep);
+        } else {
+          port = std::move(*p);
+        }
+      }
+      if (refusal) {
+        auto [ec, n] = co_await http::async_write(client, *refusal, kTok);
+        if (ec || !keep) break;
+        later.emplace();
+        later->header_limit(kMaxHead);
+        later->body_limit(boost::none);
+        client.expires_after(kIdle);
+        auto [rec, rn] = co_await http::async_read_header(client, buf, *later, kTok);
+        client.expires_never();
+        if (rec) break;
+        head = &*later;
+        continue;
+      }
+      relay = std::make_shared<Relay>(client.get_executor());
+      relay->target = *target;
+      relay->route = std::move(*route);
+      relay->port = std::move(port);
+      relay->done_event.expires_at(asio::steady_timer::time_point::max());
+      asio::co_spawn(client.get_executor(), pumpDown(relay, client), asio::detached);
+    }
+    bool upgrade = isUpgrade(h);
+    if (!(co_await relay->port->write(serializeHead(h, relay->route.mask_host, target->port))).ok())
+      break;
+    if (upgrade) {
+      // WebSocket and the like: bytes both ways from here on.
+      co_await rawUp(client, buf, *relay->port);
+      co_await waitDone(*relay, std::chrono::hours(24));
+      break;
+    }
+    if (!head->is_done() && !co_await forwardBody(client, buf, *head, *relay->port)) break;
+    later.emplace();
+    later->header_limit(kMaxHead);
+    later->body_limit(boost::none);
+    auto [ec, n] = co_await http::async_read_header(client, buf, *later, kTok);
+    if (ec) {
+      // The client sends no more: the guest hears it and finishes; its
+      // close ends the client's side (pumpDown).
+      if (!relay->done) {
+        (void)co_await relay->port->closeWrite();
+        co_await waitDone(*relay, std::chrono::hours(1));
+      }
+      break;
+    }
+    head = &*later;
+  }
+  boost::system::error_code ec;
+  if (relay) {
+    relay->port->close();
+    client.socket().close(ec);
+    // The guest's answer to the cancel ends pumpDown; should it not come,
+    // pumpDown must not touch this connection any more.
+    co_await waitDone(*relay, kDrain);
+    relay->abandoned = true;
+  } else {
+    client.socket().shutdown(tcp::socket::shutdown_send, ec);
+  }
+}
+
+}  // namespace vessel::ingress
