@@ -49,10 +49,12 @@ class TemplateNode final : public ops::Node {
     return inner_.updateNetwork(std::move(tenant), std::move(id), std::move(spec));
   }
   Result<ops::NetworkSpec> network(const std::string& id) override { return inner_.network(id); }
-  void credentialChanged(const std::string& tenant, const std::string& name) override {
-    inner_.credentialChanged(tenant, name);
+  asio::awaitable<void> credentialChanged(std::string tenant, std::string name) override {
+    return inner_.credentialChanged(std::move(tenant), std::move(name));
   }
-  asio::awaitable<Status> pause(std::string id) override { return inner_.pause(std::move(id)); }
+  asio::awaitable<Status> pause(std::string id, bool keep_memory) override {
+    return inner_.pause(std::move(id), keep_memory);
+  }
   asio::awaitable<Status> resume(std::string tenant, std::string id) override {
     return inner_.resume(std::move(tenant), std::move(id));
   }

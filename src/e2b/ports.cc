@@ -33,7 +33,7 @@ ingress::Sandboxes portRoutes(ops::Lifecycle& lifecycle, store::Store& store,
   };
   // Traffic to a paused sandbox created with auto-resume resumes it (E2B's
   // lifecycle.autoResume); the lifecycle refuses the others.
-  sb.wake = [&lifecycle](const std::string& id) -> asio::awaitable<Status> {
+  sb.wake = [&lifecycle](const std::string& id) -> boost::asio::awaitable<Status> {
     return lifecycle.wake(id, std::chrono::steady_clock::now() + kWakeLimit);
   };
   return sb;
