@@ -241,8 +241,7 @@ asio::awaitable<Status> RestApi::finish(const std::string& tenant,
   co_return Error(code, op.kind + " of " + op.sandbox_id + " failed: " + done->error_message);
 }
 
-asio::awaitable<Result<ops::NetworkSpec>> RestApi::egressSpec(std::string tenant,
-                                                              const Egress& e) {
+asio::awaitable<Result<ops::NetworkSpec>> RestApi::egressSpec(std::string tenant, const Egress& e) {
   ops::NetworkSpec spec = e.spec;
   auto made = co_await makeRuleCredentials(tenant, e, spec);
   if (!made.ok()) {
@@ -263,7 +262,8 @@ asio::awaitable<Status> RestApi::makeRuleCredentials(std::string tenant, const E
     if (!value.ok()) co_return std::move(value).error();
     for (char ch : *value)
       if (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f)
-        co_return Error(Code::kInvalidArgument, "header " + rule.header + " holds control characters");
+        co_return Error(Code::kInvalidArgument,
+                        "header " + rule.header + " holds control characters");
     // One credential per rule: the gateway injects it for that host only.
     // Through the lifecycle, as every credential write is, so the node
     // hears of it (ops::Node::credentialChanged).

@@ -156,7 +156,7 @@ class ProxyTest : public ::testing::Test {
   std::unique_ptr<agentclient::testing::HostAgent> agent_;
   std::unique_ptr<Proxy> proxy_;
   std::unique_ptr<api::HttpServer> server_;
-  bool awake_ = false;               // sb-sleeping was woken
+  bool awake_ = false;              // sb-sleeping was woken
   std::vector<std::string> wakes_;  // ids wake was asked for
   std::optional<tcp::acceptor> up1_, up2_;
 };

@@ -314,7 +314,7 @@ TEST_P(StoreTest, OnTimeoutSettingsPersistAndDefaultToDelete) {
       "COLUMN lifetime_s; DELETE FROM schema_migrations WHERE number=8;");
   s = open();
   ASSERT_TRUE(s.ok()) << s.error().message();
-  EXPECT_EQ((*s)->schemaVersion(), 10);
+  EXPECT_EQ((*s)->schemaVersion(), 11);
   p = (*s)->getSandbox("t1", "sb-p");
   ASSERT_TRUE(p.ok() && p->has_value());
   EXPECT_FALSE((*p)->pause_on_timeout);

@@ -77,6 +77,13 @@ test("default values: API, nodes and the chart's PostgreSQL, all valid", async (
   const n = container(node, "node");
   assert.ok(n.args.includes("--role=node") && n.args.includes("--require-kvm"), n.args.join(" "));
   assert.ok(n.args.includes("--node-token-file=/etc/vessel/node-token/token"));
+  // Sessions hand clients the node's own data plane, at its pod IP, and the
+  // policy lets clients reach that port (only that one) from anywhere.
+  assert.ok(n.args.includes("--data-listen=0.0.0.0:8081") &&
+            n.args.includes("--data-url=http://$(POD_IP):8081"), n.args.join(" "));
+  const open = o["NetworkPolicy/vessel-node"].spec.ingress[1];
+  assert.ok(!open.from);
+  assert.deepEqual(open.ports, [{ protocol: "TCP", port: 8081 }]);
   assert.equal(n.livenessProbe.httpGet.path, "/livez");
   assert.equal(n.readinessProbe.httpGet.path, "/readyz");
   assert.equal(n.livenessProbe.httpGet.port, "node");
