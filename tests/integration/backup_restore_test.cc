@@ -50,18 +50,6 @@ std::string readFile(const std::string& p) {
   return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
-uint16_t freePort() {
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof(a);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a));
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  ::close(fd);
-  return ntohs(a.sin_port);
-}
-
 std::set<std::string> names(const testing::Reply& r, const char* list, const char* key) {
   std::set<std::string> out;
   auto v = r.js();
@@ -121,7 +109,7 @@ TEST(BackupRestoreTest, PostgresDumpAndRestore) {
       << readFile(log);
 
   std::ofstream(dir.path() + "/node-token") << "backup-test-node-token-0123456789\n";
-  uint16_t port = freePort();
+  uint16_t port = testing::freePort();
   auto out = Fd::open(dir.path() + "/api.log", O_WRONLY | O_CREAT | O_APPEND, 0644);
   ASSERT_TRUE(out.ok());
   SpawnOptions o;

@@ -29,18 +29,6 @@ namespace {
 namespace json = boost::json;
 using namespace std::chrono_literals;
 
-uint16_t freePort() {
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof(a);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a));
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  ::close(fd);
-  return ntohs(a.sin_port);
-}
-
 // Polls `done` until it holds or `limit` passes (a bound for a broken
 // cluster, not a timed assertion).
 bool waitUntil(const std::function<bool()>& done, std::chrono::seconds limit) {
@@ -128,7 +116,8 @@ class ClusterQemuTest : public ::testing::Test {
 };
 
 TEST_F(ClusterQemuTest, CreateExecDeleteThroughAnApiReplica) {
-  const uint16_t node_port = freePort(), data_port = freePort(), api_port = freePort();
+  const uint16_t node_port = testing::freePort(), data_port = testing::freePort(),
+                 api_port = testing::freePort();
   std::vector<std::string> node = {VESSELD_PATH,
                                    "--role=node",
                                    "--node-name=qemu0",
