@@ -54,18 +54,6 @@ const std::string kToken = "cluster-test-node-token-0123456789";
 
 bool sh(const std::string& cmd) { return std::system((cmd + " >/dev/null 2>&1").c_str()) == 0; }
 
-uint16_t freePort() {
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof(a);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a));
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  ::close(fd);
-  return ntohs(a.sin_port);
-}
-
 // Polls `done` (each poll is a store or HTTP read) until it holds or `limit`
 // passes; false on timeout. Nothing here is timed: the bound only keeps a
 // broken cluster from hanging the test.
@@ -169,9 +157,9 @@ class ClusterTest : public ::testing::Test {
     });
   }
   bool startApi(int i) {
-    api_ports_[i] = freePort();
-    e2b_ports_[i] = freePort();
-    envd_ports_[i] = freePort();
+    api_ports_[i] = testing::freePort();
+    e2b_ports_[i] = testing::freePort();
+    envd_ports_[i] = testing::freePort();
     std::vector<std::string> argv = {
         VESSELD_PATH,
         "--role=api",
