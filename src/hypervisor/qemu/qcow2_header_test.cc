@@ -125,8 +125,9 @@ TEST_F(Qcow2HeaderTest, WhatWouldOpenAnotherFileIsRefused) {
               nbd = dir_ + "/nbd.qcow2";
   ASSERT_TRUE(qemuImg({"create", "-q", "-f", "qcow2", "-o",
                        "data_file=" + dir_ + "/data.raw,data_file_raw=on", df, "1M"}));
-  ASSERT_TRUE(qemuImg({"create", "-q", "-f", "qcow2", "--object", "secret,id=s0,data=pw", "-o",
-                       "encrypt.format=luks,encrypt.key-secret=s0", luks, "1M"}));
+  ASSERT_TRUE(
+      qemuImg({"create", "-q", "-f", "qcow2", "--object", "secret,id=s0,data=pw", "-o",
+               "encrypt.format=luks,encrypt.key-secret=s0,encrypt.iter-time=10", luks, "1M"}));
   ASSERT_TRUE(qemuImg({"create", "-q", "-f", "qcow2", "-u", "-F", "raw", "-b",
                        R"(json:{"driver":"raw","file":{"driver":"file","filename":"/etc/shadow"}})",
                        js, "1M"}));
