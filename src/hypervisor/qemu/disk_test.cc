@@ -149,14 +149,14 @@ TEST_F(QemuDiskTest, StartRefusesADiskWhoseHeaderNamesAnotherFile) {
   std::string host = dir_ + "/host-secret";
   fill(host, "HOST-SECRET", 1 << 20, 0600);
   MachineSpec s;
-  s.id = "vm-tampered";
+  s.id = "vm-1";
   s.kernel = base_;  // never booted: refused before any QEMU starts
   s.disks = {{overlay(host), false, "qcow2", base_, "raw"}};
   s.run_dir = dir_ + "/run";
   s.console_log = dir_ + "/console.log";
   auto vm = runBlocking(io_, hv_->start(s, Clock::now() + std::chrono::seconds(10)));
   ASSERT_FALSE(vm.ok());
-  EXPECT_THAT(vm.error().message(), HasSubstr("tampered"));
+  EXPECT_THAT(vm.error().message(), HasSubstr("its header names backing file '" + host + "'"));
   EXPECT_FALSE(fs::exists(s.run_dir)) << "nothing of it was made";
 }
 
