@@ -110,6 +110,25 @@ TEST_F(QemuDiskTest, FlattenOfAnOverlayNamingAHostFileIsRefused) {
     fs::remove(ov);
     fs::remove(to);
   }
+  // A json: pseudo-protocol name for the host file, and an external raw
+  // data file holding it.
+  std::string js = dir_ + "/staging/json.qcow2";
+  ASSERT_TRUE(run({"qemu-img", "create", "-q", "-f", "qcow2", "-u", "-F", "raw", "-b",
+                   R"(json:{"driver":"raw","file":{"driver":"file","filename":")" + host + "\"}}",
+                   js, "4M"}));
+  std::string df = dir_ + "/staging/data.qcow2", data = dir_ + "/data.raw";
+  // (QEMU allows no backing file beside a raw data file.)
+  ASSERT_TRUE(run({"qemu-img", "create", "-q", "-f", "qcow2", "-o",
+                   "data_file=" + data + ",data_file_raw=on", df, "4M"}));
+  fill(data, "HOST-SECRET", 4 << 20, 0600);
+  for (const std::string& ov : {js, df}) {
+    std::string to = dir_ + "/staging/rootfs.ext4";
+    Status s = flatten(ov, to);
+    ASSERT_FALSE(s.ok()) << ov << ": flattened";
+    EXPECT_THAT(s.error().message(), HasSubstr("qcow2 header")) << ov;
+    EXPECT_EQ(slurp(to).find("HOST-SECRET"), std::string::npos) << ov;
+    fs::remove(to);
+  }
 }
 
 TEST_F(QemuDiskTest, FlattenRunsAsAVmUidAndTakesTheBackingItIsGiven) {
