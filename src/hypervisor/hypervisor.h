@@ -31,6 +31,13 @@ struct Disk {
   std::string path;
   bool read_only = true;
   std::string format = "raw";  // raw | qcow2
+  // qcow2: the one file it may be backed by, byte for byte as its header
+  // must name it (the template's image), and that file's format; empty: no
+  // backing at all. A guest that takes over its VMM can rewrite the header
+  // of its writable overlay; a backend refuses to open a disk whose header
+  // names anything else, and opens only this file as its backing.
+  std::string backing;
+  std::string backing_format = "raw";
 };
 
 struct MachineSpec {
@@ -145,9 +152,11 @@ class Hypervisor {
   virtual asio::awaitable<Status> copyDisk(std::string from, std::string to) {
     co_return Error(Code::kUnavailable, std::string(name()) + " cannot copy disks");
   }
-  // `overlay` and what it is backed by, flattened into one raw image at `to`
-  // (a sandbox's disk becoming a template's base).
-  virtual asio::awaitable<Status> flattenDisk(std::string overlay, std::string to) {
+  // `overlay` and what it is backed by (overlay.backing, the only backing
+  // it may have), flattened into one raw image at `to` (a sandbox's disk
+  // becoming a template's base), at most `max_bytes` large (0: any). The
+  // overlay is a copy a VM once wrote: a backend checks it as start() does.
+  virtual asio::awaitable<Status> flattenDisk(Disk overlay, std::string to, uint64_t max_bytes) {
     co_return Error(Code::kUnavailable, std::string(name()) + " cannot flatten disks");
   }
 };

@@ -39,8 +39,8 @@ Runtime::Runtime(asio::io_context& io, hypervisor::Hypervisor& hv, templates::Te
 Runtime::~Runtime() = default;
 
 hypervisor::MachineSpec Runtime::machineSpec(const std::string& vm_dir, unsigned vcpus,
-                                             uint64_t memory_mib,
-                                             const std::string& cmdline) const {
+                                             uint64_t memory_mib, const std::string& cmdline,
+                                             const std::string& backing) const {
   hypervisor::MachineSpec s;
   s.id = fs::path(vm_dir).filename().string();
   s.vcpus = vcpus;
@@ -48,7 +48,7 @@ hypervisor::MachineSpec Runtime::machineSpec(const std::string& vm_dir, unsigned
   s.accel = opts_.accel;
   s.kernel = opts_.kernel;
   s.cmdline = cmdline;
-  s.disks = {{vm_dir + "/disk.qcow2", false, "qcow2"}};
+  s.disks = {{vm_dir + "/disk.qcow2", false, "qcow2", backing, "raw"}};
   s.run_dir = vm_dir + "/run";
   s.console_log = vm_dir + "/console.log";
   return s;
@@ -74,8 +74,8 @@ asio::awaitable<Result<Runtime::Prepared>> Runtime::prepareRestore(
   auto state = Fd::open(state_file, O_RDONLY);
   if (!state.ok()) co_return std::move(state).error().withContext("restore " + t->id());
 
-  hypervisor::MachineSpec s =
-      machineSpec(p.vm_dir, t->manifest.vcpus, t->manifest.memory_mib, t->manifest.cmdline);
+  hypervisor::MachineSpec s = machineSpec(p.vm_dir, t->manifest.vcpus, t->manifest.memory_mib,
+                                          t->manifest.cmdline, t->path(templates::kRootfsFile));
   VESSEL_CO_TRY(co_await attachNetwork(s, t->manifest, p.slot));
   if (template_memory) {
     // Copy-on-write view of the template's RAM: pages are shared with every
@@ -307,7 +307,8 @@ asio::awaitable<Result<std::shared_ptr<Sandbox>>> Runtime::create(std::string te
     VESSEL_CO_TRY(co_await hv_.createOverlay(sb->vm_dir_ + "/disk.qcow2",
                                              (*t)->path(templates::kRootfsFile), "raw"));
     hypervisor::MachineSpec s =
-        machineSpec(sb->vm_dir_, sb->vcpus_, sb->memory_mib_, (*t)->manifest.cmdline);
+        machineSpec(sb->vm_dir_, sb->vcpus_, sb->memory_mib_, (*t)->manifest.cmdline,
+                    (*t)->path(templates::kRootfsFile));
     Status n = co_await attachNetwork(s, (*t)->manifest, sb->slot_);
     if (!n.ok()) co_return std::move(n).error().withContext(ctx);
     auto m = co_await bootMachine(hv_, s, Clock::now() + opts_.ready_timeout);
@@ -456,7 +457,7 @@ asio::awaitable<Result<std::shared_ptr<Sandbox>>> Runtime::resume(const std::str
   auto t = store_.open(sb->template_id_.substr(0, at), sb->template_id_.substr(at + 1));
   if (!t.ok()) co_return std::move(t).error().withContext(ctx);
   if (sb->disk_only_) {
-    Status b = co_await bootDisk(*sb, (*t)->manifest);
+    Status b = co_await bootDisk(*sb, **t);
     if (!b.ok()) co_return std::move(b).error().withContext(ctx);
     sb->state_ = Sandbox::State::kRunning;
     sb->disk_only_ = false;
@@ -468,7 +469,8 @@ asio::awaitable<Result<std::shared_ptr<Sandbox>>> Runtime::resume(const std::str
   auto state = Fd::open(dir + "/pause.state", O_RDONLY);
   if (!state.ok()) co_return std::move(state).error().withContext(ctx);
   hypervisor::MachineSpec s =
-      machineSpec(sb->vm_dir_, sb->vcpus_, sb->memory_mib_, (*t)->manifest.cmdline);
+      machineSpec(sb->vm_dir_, sb->vcpus_, sb->memory_mib_, (*t)->manifest.cmdline,
+                  (*t)->path(templates::kRootfsFile));
   s.incoming = true;
   s.incoming_state_fd = state->get();
   Status n = co_await attachNetwork(s, (*t)->manifest, sb->slot_);
@@ -521,10 +523,12 @@ asio::awaitable<Status> Runtime::pauseDiskOnly(Sandbox& sb) {
   co_return okStatus();
 }
 
-asio::awaitable<Status> Runtime::bootDisk(Sandbox& sb, const templates::Manifest& m) {
+asio::awaitable<Status> Runtime::bootDisk(Sandbox& sb, const templates::Template& t) {
+  const templates::Manifest& m = t.manifest;
   // The template's kernel and command line, as a cold create boots them,
   // on the sandbox's own overlay (its filesystem already grown to disk_mib).
-  hypervisor::MachineSpec s = machineSpec(sb.vm_dir_, sb.vcpus_, sb.memory_mib_, m.cmdline);
+  hypervisor::MachineSpec s =
+      machineSpec(sb.vm_dir_, sb.vcpus_, sb.memory_mib_, m.cmdline, t.path(templates::kRootfsFile));
   VESSEL_CO_TRY(co_await attachNetwork(s, m, sb.slot_));
   auto booted = co_await bootMachine(hv_, s, Clock::now() + opts_.ready_timeout);
   if (!booted.ok()) {

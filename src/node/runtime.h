@@ -225,9 +225,13 @@ class Runtime : private WarmPool::Source {
                                                    const std::string& base_disk,
                                                    const std::string& base_format,
                                                    bool template_memory);
-  // The spec every sandbox VM shares: its overlay, sockets and console in vm_dir.
+  // The spec every sandbox VM shares: its overlay, sockets and console in
+  // vm_dir. `backing`: the one file the overlay may be backed by, its
+  // template's image (the record's template, never what the overlay's
+  // header says: its QEMU could have rewritten that).
   hypervisor::MachineSpec machineSpec(const std::string& vm_dir, unsigned vcpus,
-                                      uint64_t memory_mib, const std::string& cmdline) const;
+                                      uint64_t memory_mib, const std::string& cmdline,
+                                      const std::string& backing) const;
   // Loads the state a VM was started for, runs it and takes over its agent.
   // `from_template`: the state is a template's (RAM shared with the template
   // file, agent channel idle at the snapshot) rather than a sandbox's own.
@@ -241,7 +245,7 @@ class Runtime : private WarmPool::Source {
   asio::awaitable<Status> finishRestore(Sandbox& sb, bool ignore_shared);
   // Pause and resume of a sandbox kept as its disk alone.
   asio::awaitable<Status> pauseDiskOnly(Sandbox& sb);
-  asio::awaitable<Status> bootDisk(Sandbox& sb, const templates::Manifest& m);
+  asio::awaitable<Status> bootDisk(Sandbox& sb, const templates::Template& t);
   asio::awaitable<void> discard(Prepared p) override;
   // Entropy, clock, hostname, env; then the guest network unless the guest
   // is set up as `net_done` says already.

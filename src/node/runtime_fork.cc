@@ -1,6 +1,7 @@
 // Forks: a running sandbox copied into new sandboxes, or into a template.
 #include <fcntl.h>
 
+#include <algorithm>
 #include <filesystem>
 
 #include "base/log.h"
@@ -128,10 +129,17 @@ asio::awaitable<Result<std::shared_ptr<const templates::Template>>> Runtime::for
   if (!saved.ok()) co_return std::move(saved).error().withContext(ctx);
   if (!resumed.ok()) co_return std::move(resumed).error().withContext(ctx);
 
-  // 2. The disk flattened into a raw base image of its own.
+  // 2. The disk flattened into a raw base image of its own. The copy is
+  //    of a file the sandbox's QEMU can rewrite: it may be backed by its
+  //    template's image alone (the record's template, not its header's
+  //    say) and be no larger than the sandbox's disk can be.
   {
-    auto flat = co_await hv_.flattenDisk(staging + "/overlay.qcow2",
-                                         staging + "/" + templates::kRootfsFile);
+    hypervisor::Disk overlay{staging + "/overlay.qcow2", true, "qcow2",
+                             (*parent)->path(templates::kRootfsFile), "raw"};
+    uint64_t max_mib =
+        std::max({sb.disk_mib_, (*parent)->defaultDiskMib(), (*parent)->baseDiskMib()});
+    auto flat = co_await hv_.flattenDisk(std::move(overlay), staging + "/" + templates::kRootfsFile,
+                                         max_mib << 20);
     if (!flat.ok()) co_return std::move(flat).error().withContext(ctx);
     fs::remove(staging + "/overlay.qcow2", ec);
   }
@@ -146,7 +154,7 @@ asio::awaitable<Result<std::shared_ptr<const templates::Template>>> Runtime::for
     fs::create_directories(vm_dir, ec);
     ScopeExit rm_vm([&] { fs::remove_all(vm_dir, ec); });
     hypervisor::MachineSpec s =
-        machineSpec(vm_dir, sb.vcpus_, sb.memory_mib_, (*parent)->manifest.cmdline);
+        machineSpec(vm_dir, sb.vcpus_, sb.memory_mib_, (*parent)->manifest.cmdline, "");
     s.disks = {{staging + "/" + templates::kRootfsFile, false, "raw"}};
     s.memory_file = staging + "/" + templates::kMemoryFile;
     s.memory_shared = true;

@@ -53,7 +53,8 @@ asio::awaitable<Result<std::shared_ptr<Sandbox>>> Runtime::adopt(const std::stri
     co_return sb;
   }
   if (pid <= 0) co_return Error(Code::kNotFound, ctx + ": no VM process recorded");
-  hypervisor::MachineSpec s = machineSpec(sb->vm_dir_, sb->vcpus_, sb->memory_mib_, "");
+  // A running VM: nothing is opened anew, so no backing to name.
+  hypervisor::MachineSpec s = machineSpec(sb->vm_dir_, sb->vcpus_, sb->memory_mib_, "", "");
   auto vm = co_await hv_.adopt(s, pid, ticks, Clock::now() + 10s);
   if (vm.ok() && slot_index) {
     // Its tap is in a slot the old vesseld handed over; without the slot

@@ -91,6 +91,13 @@ std::vector<std::string> buildArgv(const MachineSpec& s, const QemuPaths& p) {
     std::string id = "disk" + std::to_string(i);
     std::string drive =
         "id=" + id + ",file=" + d.path + ",format=" + d.format + ",if=none,discard=unmap";
+    if (d.format == "qcow2" && !d.backing.empty()) {
+      // The backing file named here, not the one the header names: QEMU
+      // never follows a name the guest's QEMU could have written (start()
+      // checked the header names this file too).
+      drive += ",backing.driver=" + d.backing_format + ",backing.file.driver=file" +
+               ",backing.file.filename=" + d.backing;
+    }
     if (d.read_only) {
       drive += ",readonly=on";
     } else {

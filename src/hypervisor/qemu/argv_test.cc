@@ -66,6 +66,20 @@ TEST(QemuArgvTest, MicrovmWithVirtioMmioOnly) {
   EXPECT_THAT(a, Not(Contains("-netdev")));
 }
 
+TEST(QemuArgvTest, AnOverlaysBackingIsTheSpecsNotItsHeaders) {
+  auto s = spec();
+  s.disks = {{"/vm/disk.qcow2", false, "qcow2", "/cache/t/1/rootfs.ext4", "raw"}};
+  auto a = buildArgv(s, {"qemu", "/r/q.sock", "/r/c.sock", "/r/a.sock"});
+  EXPECT_EQ(after(a, "-drive"),
+            "id=disk0,file=/vm/disk.qcow2,format=qcow2,if=none,discard=unmap,backing.driver=raw,"
+            "backing.file.driver=file,backing.file.filename=/cache/t/1/rootfs.ext4,werror=report");
+  // An overlay without one has no backing option (and start() refuses a
+  // header that names one).
+  s.disks[0].backing.clear();
+  a = buildArgv(s, {"qemu", "/r/q.sock", "/r/c.sock", "/r/a.sock"});
+  EXPECT_THAT(after(a, "-drive"), Not(HasSubstr("backing")));
+}
+
 TEST(QemuArgvTest, NetworkDeviceWithoutTapIsConnectedToNothing) {
   MachineSpec s = spec();
   s.network_device = true;

@@ -7,21 +7,13 @@
 #include <filesystem>
 
 #include "base/fd.h"
+#include "hypervisor/qemu/qcow2_header.h"
 
 namespace vessel::hypervisor::qemu {
 
 namespace fs = std::filesystem;
 
 namespace {
-
-uint64_t be64(const unsigned char* p) {
-  uint64_t v = 0;
-  for (int i = 0; i < 8; ++i) v = (v << 8) | p[i];
-  return v;
-}
-uint32_t be32(const unsigned char* p) {
-  return (uint32_t{p[0]} << 24) | (uint32_t{p[1]} << 16) | (uint32_t{p[2]} << 8) | p[3];
-}
 
 bool under(const std::string& path, const std::string& root) {
   return !root.empty() && path.size() > root.size() && path.compare(0, root.size(), root) == 0 &&
@@ -30,31 +22,38 @@ bool under(const std::string& path, const std::string& root) {
 
 }  // namespace
 
-Result<std::vector<std::string>> qcow2BackingChain(const std::string& path) {
-  std::vector<std::string> chain;
-  std::string cur = path;
-  for (int depth = 0; depth < 8; ++depth) {
-    auto fd = Fd::open(cur, O_RDONLY);
-    if (!fd.ok()) return std::move(fd).error();
-    unsigned char h[20];
-    ssize_t n = ::pread(fd->get(), h, sizeof h, 0);
-    if (n != static_cast<ssize_t>(sizeof h) || std::memcmp(h, "QFI\xfb", 4) != 0)
-      return chain;  // not qcow2 (raw): the end of the chain
-    uint64_t off = be64(h + 8);
-    uint32_t len = be32(h + 16);
-    if (off == 0 || len == 0) return chain;
-    if (len > 1023) return Error(Code::kInvalidArgument, cur + ": backing file name too long");
-    std::string name(len, '\0');
-    if (::pread(fd->get(), name.data(), len, static_cast<off_t>(off)) != static_cast<ssize_t>(len))
-      return Error(Code::kInvalidArgument, cur + ": backing file name truncated");
-    if (name.find('\0') != std::string::npos)
-      return Error(Code::kInvalidArgument, cur + ": backing file name has a NUL");
-    // QEMU resolves a relative name against the image's directory.
-    fs::path p = name[0] == '/' ? fs::path(name) : fs::path(cur).parent_path() / name;
-    cur = p.lexically_normal().string();
-    chain.push_back(cur);
+Status checkDiskHeaders(const MachineSpec& spec) {
+  for (const Disk& d : spec.disks) {
+    if (d.format == "raw") continue;
+    if (d.format != "qcow2")
+      return Error(Code::kInvalidArgument, "disk " + d.path + ": format '" + d.format + "'");
+    // A raw backing file has no header for QEMU to follow further; a
+    // qcow2 one would be a chain, and no template's image is.
+    if (!d.backing.empty() && d.backing_format != "raw")
+      return Error(Code::kInvalidArgument,
+                   "disk " + d.path + ": backing format '" + d.backing_format + "'");
+    VESSEL_TRY_CTX(checkQcow2Overlay(d.path, d.backing, d.backing_format), "machine " + spec.id);
   }
-  return Error(Code::kInvalidArgument, path + ": backing chain deeper than 8");
+  return okStatus();
+}
+
+void addSystemMounts(os::JailSpec& j, const std::string& binary) {
+  // The system: the binary, its libraries and firmware. /lib and /lib64
+  // are symlinks into /usr on merged-/usr systems (Debian 12), else mounted.
+  j.mounts.push_back({"/usr", false, false, true});
+  for (const char* top : {"/lib", "/lib64", "/bin"}) {
+    std::error_code ec;
+    auto st = fs::symlink_status(top, ec);
+    if (ec) continue;
+    if (fs::is_symlink(st))
+      j.symlinks.push_back({top, fs::read_symlink(top, ec).string()});
+    else if (fs::is_directory(st))
+      j.mounts.push_back({top, false, false, true});
+  }
+  std::string real_binary = fs::weakly_canonical(binary).string();
+  if (!under(real_binary, "/usr")) j.mounts.push_back({real_binary, false, false, true});
+  j.mounts.push_back({"/dev/null", true, true, false});
+  j.mounts.push_back({"/dev/urandom", false, true, false});
 }
 
 std::string resolveBinary(const std::string& name) {
@@ -77,39 +76,23 @@ Result<os::JailSpec> jailSpecFor(const MachineSpec& spec, const JailOptions& opt
   const std::string ctx = "jail for " + spec.id;
   os::JailSpec j;
   j.id = spec.id;
-  // The system: QEMU, its libraries and firmware. /lib and /lib64 are
-  // symlinks into /usr on merged-/usr systems (Debian 12), else mounted.
-  j.mounts.push_back({"/usr", false, false, true});
-  for (const char* top : {"/lib", "/lib64", "/bin"}) {
-    std::error_code ec;
-    auto st = fs::symlink_status(top, ec);
-    if (ec) continue;
-    if (fs::is_symlink(st))
-      j.symlinks.push_back({top, fs::read_symlink(top, ec).string()});
-    else if (fs::is_directory(st))
-      j.mounts.push_back({top, false, false, true});
-  }
-  std::string real_binary = fs::weakly_canonical(binary).string();
-  if (!under(real_binary, "/usr")) j.mounts.push_back({real_binary, false, false, true});
-  j.mounts.push_back({"/dev/null", true, true, false});
-  j.mounts.push_back({"/dev/urandom", false, true, false});
+  addSystemMounts(j, binary);
   if (spec.accel == Accel::kKvm) j.mounts.push_back({"/dev/kvm", true, true, false});
 
   j.mounts.push_back({spec.kernel, false, false, false});
   for (const Disk& d : spec.disks) {
     j.mounts.push_back({d.path, !d.read_only, false, false});
     if (!d.read_only) j.owned.push_back(d.path);
-    if (d.format != "qcow2") continue;
-    auto chain = qcow2BackingChain(d.path);
-    if (!chain.ok()) return std::move(chain).error().withContext(ctx);
-    for (const auto& b : *chain) {
-      bool allowed = false;
-      for (const auto& root : opts.backing_roots) allowed = allowed || under(b, root);
-      if (!allowed)
-        return Error(Code::kFailedPrecondition,
-                     ctx + ": backing file " + b + " of " + d.path + " is outside the image roots");
-      j.mounts.push_back({b, false, false, false});
-    }
+    if (d.format != "qcow2" || d.backing.empty()) continue;
+    // The one file the spec names (the template's image; start() checked
+    // that the header names it and nothing else), never a name read from
+    // the header: a QEMU that rewrote it must not be lent another file.
+    bool allowed = false;
+    for (const auto& root : opts.backing_roots) allowed = allowed || under(d.backing, root);
+    if (!allowed)
+      return Error(Code::kFailedPrecondition, ctx + ": backing file " + d.backing + " of " +
+                                                  d.path + " is outside the image roots");
+    j.mounts.push_back({d.backing, false, false, false});
   }
   if (!spec.memory_file.empty()) {
     // Shared (a template build): this VM's own file, written through.

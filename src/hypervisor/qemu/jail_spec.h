@@ -21,18 +21,23 @@ struct JailOptions {
   // Added to guest RAM for the cgroup's memory limit: QEMU's own heap,
   // TCG's translation cache, page tables (measured; see docs/threat-model.md).
   uint64_t memory_overhead_mib = 256;
-  // Where a qcow2 overlay's backing files may be: anything else is refused
-  // (a compromised QEMU could otherwise rewrite its overlay's header to make
-  // the next start lend it, say, the store).
+  // Where a qcow2 overlay's backing file (Disk::backing) may be: anything
+  // else is refused. Which file is the spec's to say (exactly its template's
+  // image), never the overlay header's: see checkDiskHeaders.
   std::vector<std::string> backing_roots;
 };
 
 // The fd a jailed QEMU finds a template's memory file on (read-only).
 constexpr int kMemFileChildFd = 5;
 
-// The backing files of a qcow2 image, nearest first (none for raw images).
-// Bounded: at most 8 levels, names of at most 1023 bytes.
-Result<std::vector<std::string>> qcow2BackingChain(const std::string& path);
+// Each qcow2 disk's header names exactly its Disk::backing (and format),
+// or nothing when that is empty, and nothing else QEMU would open (data
+// file, protocol, encryption; qcow2_header.h). Before every start.
+Status checkDiskHeaders(const MachineSpec& spec);
+
+// What any binary run in a jail needs: /usr (the binary, its libraries),
+// the /lib symlinks, `binary` itself if elsewhere, /dev/null, /dev/urandom.
+void addSystemMounts(os::JailSpec& j, const std::string& binary);
 
 // The jail for `spec`; `binary` is QEMU's resolved path.
 Result<os::JailSpec> jailSpecFor(const MachineSpec& spec, const JailOptions& opts,

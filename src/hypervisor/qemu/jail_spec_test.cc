@@ -1,5 +1,6 @@
 // What a QEMU's jail holds for a MachineSpec, and the qcow2 backing chain
-// that decides which template files it may read (real qemu-img images).
+// checked against the one template image a disk may be backed by (real
+// qemu-img images).
 #include "hypervisor/qemu/jail_spec.h"
 
 #include <gmock/gmock.h>
@@ -39,11 +40,11 @@ class JailSpecTest : public ::testing::Test {
     auto st = c->waitFor(std::chrono::seconds(30));
     return st.ok() && st->success();
   }
-  MachineSpec spec(const std::string& disk) {
+  MachineSpec spec(const std::string& disk, const std::string& backing) {
     MachineSpec s;
     s.id = "vm";
     s.kernel = dir_ + "/kernel";
-    s.disks = {{disk, false, "qcow2"}};
+    s.disks = {{disk, false, "qcow2", backing, "raw"}};
     s.run_dir = dir_ + "/state/vm/run";
     s.memory_file = dir_ + "/cache/memory";
     s.memory_mib = 256;
@@ -56,14 +57,12 @@ class JailSpecTest : public ::testing::Test {
 TEST_F(JailSpecTest, HoldsTheVmsFilesAndNothingElse) {
   std::string disk = dir_ + "/state/vm/disk.qcow2";
   ASSERT_TRUE(overlay(disk, dir_ + "/cache/rootfs.ext4"));
-  auto chain = qcow2BackingChain(disk);
-  ASSERT_TRUE(chain.ok()) << chain.error().message();
-  EXPECT_THAT(*chain, ::testing::ElementsAre(dir_ + "/cache/rootfs.ext4"));
+  EXPECT_TRUE(checkDiskHeaders(spec(disk, dir_ + "/cache/rootfs.ext4")).ok());
 
   JailOptions o;
   o.memfile_shim = "/usr/lib/shim.so";
   o.backing_roots = {dir_ + "/cache"};
-  auto j = jailSpecFor(spec(disk), o, "/usr/bin/qemu-system-x86_64");
+  auto j = jailSpecFor(spec(disk, dir_ + "/cache/rootfs.ext4"), o, "/usr/bin/qemu-system-x86_64");
   ASSERT_TRUE(j.ok()) << j.error().message();
   auto has = [&](const std::string& p, bool writable) {
     for (const auto& m : j->mounts)
@@ -86,12 +85,35 @@ TEST_F(JailSpecTest, BackingFileOutsideTheImageRootsIsRefused) {
   // What a QEMU that rewrote its overlay's header would ask for next start.
   std::string disk = dir_ + "/state/vm/disk.qcow2";
   ASSERT_TRUE(overlay(disk, dir_ + "/state/vessel.db"));
+  auto h = checkDiskHeaders(spec(disk, dir_ + "/cache/rootfs.ext4"));
+  ASSERT_FALSE(h.ok());
+  EXPECT_THAT(h.error().message(), ::testing::HasSubstr("tampered"));
+  // And a spec that named such a file would get no jail either.
   JailOptions o;
   o.memfile_shim = "/usr/lib/shim.so";
   o.backing_roots = {dir_ + "/cache"};
-  auto j = jailSpecFor(spec(disk), o, "/usr/bin/qemu-system-x86_64");
+  auto j = jailSpecFor(spec(disk, dir_ + "/state/vessel.db"), o, "/usr/bin/qemu-system-x86_64");
   ASSERT_FALSE(j.ok());
   EXPECT_THAT(j.error().message(), ::testing::HasSubstr("outside the image roots"));
+}
+
+TEST_F(JailSpecTest, AnotherTemplatesImageInTheCacheIsNeitherAcceptedNorLent) {
+  // Under the image roots, so the old rule (any file under the cache dir)
+  // let it through: another tenant's template.
+  std::ofstream(dir_ + "/cache/other-rootfs.ext4").put('y');
+  std::string disk = dir_ + "/state/vm/disk.qcow2";
+  ASSERT_TRUE(overlay(disk, dir_ + "/cache/other-rootfs.ext4"));
+  auto h = checkDiskHeaders(spec(disk, dir_ + "/cache/rootfs.ext4"));
+  ASSERT_FALSE(h.ok());
+  EXPECT_THAT(h.error().message(), ::testing::HasSubstr("other-rootfs.ext4"));
+  JailOptions o;
+  o.memfile_shim = "/usr/lib/shim.so";
+  o.backing_roots = {dir_ + "/cache"};
+  auto j = jailSpecFor(spec(disk, dir_ + "/cache/rootfs.ext4"), o, "/usr/bin/qemu-system-x86_64");
+  ASSERT_TRUE(j.ok()) << j.error().message();
+  EXPECT_THAT(j->mounts,
+              Not(Contains(Field(&os::BindMount::path, dir_ + "/cache/other-rootfs.ext4"))));
+  EXPECT_THAT(j->mounts, Contains(Field(&os::BindMount::path, dir_ + "/cache/rootfs.ext4")));
 }
 
 }  // namespace

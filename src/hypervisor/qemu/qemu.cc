@@ -391,6 +391,9 @@ asio::awaitable<Result<std::unique_ptr<Vm>>> QemuHypervisor::start(MachineSpec s
                                                                    Clock::time_point deadline) {
   VESSEL_CO_TRY(validateSpec(spec));
   const std::string ctx = "start machine " + spec.id;
+  // Before the overlay is lent to the new VM's uid: from then on it could
+  // change, and what QEMU opens is decided now.
+  if (auto h = checkDiskHeaders(spec); !h.ok()) co_return std::move(h).error().withContext(ctx);
   std::error_code fec;
   if (fs::exists(spec.run_dir, fec) && !fs::is_empty(spec.run_dir, fec))
     co_return Error(Code::kAlreadyExists, ctx + ": run dir " + spec.run_dir + " is in use");

@@ -424,8 +424,9 @@ asio::awaitable<Status> FakeHypervisor::copyDisk(std::string from, std::string t
   co_return co_await offload(*disk_thread_, std::move(copy));
 }
 
-asio::awaitable<Status> FakeHypervisor::flattenDisk(std::string overlay, std::string to) {
-  auto copy = [overlay, to] { return copySparse(overlay, to); };
+asio::awaitable<Status> FakeHypervisor::flattenDisk(Disk overlay, std::string to, uint64_t) {
+  // The fake's disks are plain copies: no header to check.
+  auto copy = [from = overlay.path, to] { return copySparse(from, to); };
   co_return co_await offload(*disk_thread_, std::move(copy));
 }
 

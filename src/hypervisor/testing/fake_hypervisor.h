@@ -91,7 +91,7 @@ class FakeHypervisor final : public Hypervisor {
   asio::awaitable<Status> createOverlay(std::string path, std::string backing,
                                         std::string backing_format) override;
   asio::awaitable<Status> copyDisk(std::string from, std::string to) override;
-  asio::awaitable<Status> flattenDisk(std::string overlay, std::string to) override;
+  asio::awaitable<Status> flattenDisk(Disk overlay, std::string to, uint64_t max_bytes) override;
 
   // Faults, by the VM's pid (Vm::pid()), behind the node's back.
   // The guest stops answering: SIGSTOP, which the Vm does not know of.
