@@ -62,24 +62,26 @@ class PostgresStatement final : public SqlStatement {
         }
         return okStatus();
       }));
-      return res_.size() > 0;
+    } else {
+      ++row_;
     }
-    return ++row_ < static_cast<int64_t>(res_.size());
+    if (row_ >= static_cast<int64_t>(res_.size())) return false;
+    cur_.emplace(res_[static_cast<pqxx::result::size_type>(row_)]);
+    return true;
   }
   int64_t changes() const override { return static_cast<int64_t>(res_.affected_rows()); }
 
+  // Columns of the current row (step() returned true).
   std::string text(int col) const override {
-    const auto f = res_[static_cast<pqxx::result::size_type>(row_)][col];
+    const auto f = (*cur_)[col];
     return f.is_null() ? std::string() : std::string(f.c_str(), f.size());
   }
   // The server sends integers (bigint, count(*)) as decimal text.
   int64_t integer(int col) const override {
-    const auto f = res_[static_cast<pqxx::result::size_type>(row_)][col];
+    const auto f = (*cur_)[col];
     return f.is_null() ? 0 : std::strtoll(f.c_str(), nullptr, 10);
   }
-  bool isNull(int col) const override {
-    return res_[static_cast<pqxx::result::size_type>(row_)][col].is_null();
-  }
+  bool isNull(int col) const override { return (*cur_)[col].is_null(); }
 
  private:
   pqxx::connection& conn_;
@@ -90,6 +92,7 @@ class PostgresStatement final : public SqlStatement {
   bool ran_ = false;
   pqxx::result res_;
   int64_t row_ = 0;
+  std::optional<pqxx::row> cur_;  // res_'s row row_
 };
 
 class PostgresDriver final : public SqlDriver {

@@ -41,6 +41,8 @@ namespace vessel::store {
 
 namespace {
 
+constexpr std::string_view kGetMeta = "SELECT value FROM meta WHERE key=?";
+
 class SqlStore final : public Store {
  public:
   SqlStore(std::unique_ptr<SqlDriver> d, const WallClock& clock)
@@ -53,7 +55,7 @@ class SqlStore final : public Store {
   Status migrate();
 
   Result<std::optional<std::string>> getMeta(const std::string& key) override {
-    return one("get meta " + key, text0, "SELECT value FROM meta WHERE key=?", key);
+    return one("get meta " + key, text0, kGetMeta, key);
   }
   Status setMeta(const std::string& key, const std::string& value) override {
     return run("set meta " + key,
@@ -65,7 +67,7 @@ class SqlStore final : public Store {
     return call("get or set meta " + key, [&](Sql& q) -> Result<std::string> {
       VESSEL_TRY(q.exec("INSERT INTO meta(key,value) VALUES(?,?) ON CONFLICT(key) DO NOTHING", key,
                         value));
-      VESSEL_ASSIGN_OR_RETURN(auto v, q.one(text0, "SELECT value FROM meta WHERE key=?", key));
+      VESSEL_ASSIGN_OR_RETURN(auto v, q.one(text0, kGetMeta, key));
       if (!v) return Error(Code::kInternal, "meta " + key + " vanished");
       return *v;
     });
@@ -155,19 +157,25 @@ class SqlStore final : public Store {
   }
 
   Result<int64_t> appendEvent(const EventRecord& e) override {
-    return call("append event", [&](Sql& q) {
-      return q.transaction([&]() -> Result<int64_t> {
-        // Taken before the sequence number and held to commit (see the top).
-        if (const auto& lock = hooks(q.dialect()).sequence_lock; !lock.empty())
-          VESSEL_TRY(q.exec(lock, kEventLockClass, e.tenant_id));
+    return call("append event", [&](Sql& q) -> Result<int64_t> {
+      auto insert = [&]() -> Result<int64_t> {
         VESSEL_ASSIGN_OR_RETURN(
             auto seq, q.one(int0,
                             "INSERT INTO events(tenant_id,operation_id,sandbox_id,type,data,at_ms)"
                             " VALUES(?,?,?,?,?,?) RETURNING seq",
                             e.tenant_id, e.operation_id, e.sandbox_id, e.type, e.data_json,
                             e.at_ms ? e.at_ms : nowMs()));
-        if (!seq) return Error(Code::kInternal, "append event: no sequence number");
+        if (!seq) return Error(Code::kInternal, "no sequence number");
         return *seq;
+      };
+      // The dialect's sequence lock, if it has one, is taken before the
+      // number and held to commit (see the top); without one the insert
+      // is atomic on its own.
+      const auto& lock = hooks(q.dialect()).sequence_lock;
+      if (lock.empty()) return insert();
+      return q.transaction([&]() -> Result<int64_t> {
+        VESSEL_TRY(q.exec(lock, kEventLockClass, e.tenant_id));
+        return insert();
       });
     });
   }
