@@ -10,16 +10,17 @@
 // re-checks its WHERE clause against the newest committed version of the
 // row it waited for, so conditional updates (touchSandbox's {greatest},
 // setOperationState's "not finished yet", claimOperations' owner) cannot
-// lose a concurrent write. Three calls are transactions (on SQLite, BEGIN
-// IMMEDIATE: the database's write lock from the start):
-//   - migrate(): with the dialect's migration lock (PostgreSQL: an advisory
-//     lock), so replicas starting together migrate once and wait for each
-//     other.
-//   - appendEvent(): with the dialect's sequence lock (PostgreSQL: an
-//     advisory lock per tenant) around taking the sequence number and
-//     inserting, so a tenant's event numbers become visible in commit
+// lose a concurrent write. Three calls need more (transactions are BEGIN
+// IMMEDIATE on SQLite: the database's write lock from the start):
+//   - migrate(): a transaction with the dialect's migration lock
+//     (PostgreSQL: an advisory lock), so replicas starting together
+//     migrate once and wait for each other.
+//   - appendEvent(): the dialect's sequence lock (PostgreSQL: an advisory
+//     lock per tenant, in a transaction) around taking the sequence number
+//     and inserting, so a tenant's event numbers become visible in commit
 //     order; without it a reader following "after seq N" (SSE) could see
-//     N+1 commit before N and skip N forever.
+//     N+1 commit before N and skip N forever. SQLite's one writer at a
+//     time commits them in order: one INSERT.
 //   - insertSandboxAdmitted(): the tenant's row read {for_update}
 //     (PostgreSQL: its row lock) across the quota check and the insert, so
 //     two replicas cannot both admit the tenant's last sandbox.
