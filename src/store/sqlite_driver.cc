@@ -6,6 +6,9 @@
 
 namespace vessel::store {
 
+// The store's SQL takes new keys and claimed rows back with RETURNING.
+static_assert(SQLITE_VERSION_NUMBER >= 3035000, "the SQL store needs SQLite 3.35 or later");
+
 namespace {
 
 Error sqliteError(sqlite3* db, int rc) {
