@@ -6,7 +6,7 @@
 #include <set>
 #include <thread>
 
-#include "store/store_test_fixture.h"
+#include "store/store_test.h"
 
 // The store's behaviour, once, for both engines: every TEST_P runs against
 // SQLite (a file) and PostgreSQL (a real server in a private directory,

@@ -15,7 +15,7 @@
 
 #include "base/fd.h"
 #include "store/store.h"
-#include "store/store_test_fixture.h"
+#include "store/store_test.h"
 
 namespace vessel::store {
 namespace {
