@@ -10,12 +10,10 @@ namespace {
 // normal and a later-landing lower number is still applied. Never edit one
 // that has shipped; add a new number.
 //
-// Dialect tokens (the only differences between the engines):
-//   {i64}  a 64-bit integer: SQLite's INTEGER is one, PostgreSQL's is 32
-//          bits (millisecond timestamps would overflow), so BIGINT there.
-//   {seq}  an increasing 64-bit key assigned by the database: SQLite's
-//          AUTOINCREMENT rowid, a PostgreSQL identity column.
-// Everything else is SQL both accept with the same meaning.
+// Dialect tokens (the only differences between the engines, rendered by
+// sql_dialect.cc): {i64}, a 64-bit integer, and {seq}, an increasing key
+// the database assigns. Everything else is SQL both accept with the same
+// meaning.
 struct Template {
   int number;
   const char* sql;
@@ -109,24 +107,11 @@ constexpr Template kTemplates[] = {
     {11, "CREATE TABLE sandbox_ingress (sandbox_id TEXT PRIMARY KEY, settings TEXT NOT NULL);"},
 };
 
-void replaceAll(std::string& s, const std::string& from, const std::string& to) {
-  for (size_t at = s.find(from); at != std::string::npos; at = s.find(from, at + to.size()))
-    s.replace(at, from.size(), to);
-}
-
 }  // namespace
 
 std::vector<Migration> migrations(Dialect d) {
-  const bool pg = d == Dialect::kPostgres;
   std::vector<Migration> out;
-  for (const auto& t : kTemplates) {
-    std::string sql = t.sql;
-    replaceAll(sql, "{i64}", pg ? "BIGINT" : "INTEGER");
-    replaceAll(sql, "{seq}",
-               pg ? "BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY"
-                  : "INTEGER PRIMARY KEY AUTOINCREMENT");
-    out.push_back({t.number, std::move(sql)});
-  }
+  for (const auto& t : kTemplates) out.push_back({t.number, renderSql(d, t.sql)});
   return out;
 }
 

@@ -1,17 +1,16 @@
 #pragma once
 // The one schema history of the store, for both engines. Each migration is
 // written once; the few places where SQLite and PostgreSQL spell a type
-// differently are tokens rendered per dialect (see migrations.cc), so the
+// differently are tokens rendered per dialect (sql_dialect.h), so the
 // two schemas cannot drift apart.
 #include <set>
 #include <string>
 #include <vector>
 
 #include "base/result.h"
+#include "store/sql_dialect.h"
 
 namespace vessel::store {
-
-enum class Dialect { kSqlite, kPostgres };
 
 struct Migration {
   int number;

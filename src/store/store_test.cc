@@ -1,37 +1,30 @@
 #include "store/store.h"
 
-#include <arpa/inet.h>
 #include <gtest/gtest.h>
-#include <netinet/in.h>
-#include <sqlite3.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <atomic>
 #include <set>
 #include <thread>
 
-#include "base/fd.h"
-#include "store/testing/postgres_server.h"
+#include "store/store_test.h"
 
 // The store's behaviour, once, for both engines: every TEST_P runs against
 // SQLite (a file) and PostgreSQL (a real server in a private directory,
 // one per test binary, a fresh database per test). What only one engine
 // has (SQLite's legacy user_version, PostgreSQL's reconnect) is tested in
-// its own fixture below.
+// its own fixture (store_upgrade_test.cc), with the upgrade of databases
+// made by earlier versions.
 
 namespace vessel::store {
 namespace {
-
-enum class Engine { kSqlite, kPostgres };
-
 // The test binary's PostgreSQL server, started on first use and stopped
 // by the environment below (or, failing that, by its destructor at exit).
 std::unique_ptr<testing::PostgresServer>& pgSlot() {
   static std::unique_ptr<testing::PostgresServer> server;
   return server;
 }
-testing::PostgresServer* pgServer(std::string* why = nullptr) {
+}  // namespace
+testing::PostgresServer* pgServer(std::string* why) {
   static std::string failure;
   if (!pgSlot() && failure.empty()) {
     auto s = testing::PostgresServer::start();
@@ -44,53 +37,12 @@ testing::PostgresServer* pgServer(std::string* why = nullptr) {
   if (why) *why = failure;
   return pgSlot().get();
 }
+namespace {
 class StopPostgres : public ::testing::Environment {
  public:
   void TearDown() override { pgSlot().reset(); }
 };
 [[maybe_unused]] auto* const kStopPostgres = ::testing::AddGlobalTestEnvironment(new StopPostgres);
-
-class StoreTest : public ::testing::TestWithParam<Engine> {
- protected:
-  void SetUp() override {
-    static int n = 0;
-    if (GetParam() == Engine::kPostgres) {
-      std::string why;
-      auto* pg = pgServer(&why);
-      ASSERT_NE(pg, nullptr) << why;
-      db_ = "store_test_" + std::to_string(++n);
-      auto url = pg->createDatabase(db_);
-      ASSERT_TRUE(url.ok()) << url.error().message();
-      url_ = *url;
-    } else {
-      url_ = ::testing::TempDir() + "/store_test_" + std::to_string(::getpid()) + "_" +
-             std::to_string(++n) + ".db";
-    }
-  }
-  void TearDown() override {
-    if (GetParam() == Engine::kSqlite)
-      for (const char* sfx : {"", "-wal", "-shm"}) ::unlink((url_ + sfx).c_str());
-  }
-  Result<std::unique_ptr<Store>> open() {
-    return GetParam() == Engine::kPostgres ? openPostgres(url_, &clock_)
-                                           : openSqlite(url_, &clock_);
-  }
-  // Tampers with the database behind the store's back.
-  void rawExec(const std::string& sql) {
-    if (GetParam() == Engine::kPostgres) {
-      auto s = pgServer()->exec(db_, sql);
-      ASSERT_TRUE(s.ok()) << s.error().message();
-      return;
-    }
-    sqlite3* db;
-    ASSERT_EQ(sqlite3_open(url_.c_str(), &db), SQLITE_OK);
-    EXPECT_EQ(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr), SQLITE_OK);
-    sqlite3_close(db);
-  }
-  FakeWallClock clock_;
-  std::string url_;  // the SQLite file or the PostgreSQL URL
-  std::string db_;   // PostgreSQL: the database's name
-};
 
 std::string engineName(const ::testing::TestParamInfo<Engine>& p) {
   return p.param == Engine::kSqlite ? "Sqlite" : "Postgres";
@@ -213,22 +165,6 @@ TEST_P(StoreTest, SessionsAreFoundByHashRevokedAndExpired) {
   EXPECT_FALSE(st.sessionForToken("h2")->has_value());
 }
 
-TEST_P(StoreTest, UnopenableDatabaseIsAnError) {
-  auto s = GetParam() == Engine::kPostgres
-               ? openPostgres(pgServer()->url("no_such_database"), &clock_)
-               : openSqlite("/nonexistent-dir/x.db", &clock_);
-  ASSERT_FALSE(s.ok());
-  EXPECT_EQ(s.error().code(), Code::kUnavailable);
-}
-
-TEST_P(StoreTest, RefusesAMigrationItDoesNotKnow) {
-  { ASSERT_TRUE(open().ok()); }
-  rawExec("INSERT INTO schema_migrations VALUES(77, 0)");
-  auto s = open();
-  ASSERT_FALSE(s.ok());
-  EXPECT_EQ(s.error().code(), Code::kFailedPrecondition);
-}
-
 TEST_P(StoreTest, LimitsUsageAndExpiry) {
   auto s = open();
   ASSERT_TRUE(s.ok()) << s.error().message();
@@ -270,57 +206,6 @@ TEST_P(StoreTest, LimitsUsageAndExpiry) {
   auto by = st.countSandboxesByState();
   ASSERT_TRUE(by.ok());
   EXPECT_EQ(by->size(), 3u);
-}
-
-// Migration 8: what a sandbox's timeout does is kept with it, and a row
-// from before the migration reads as the old behaviour (delete).
-TEST_P(StoreTest, OnTimeoutSettingsPersistAndDefaultToDelete) {
-  {
-    auto s = open();
-    ASSERT_TRUE(s.ok()) << s.error().message();
-    ASSERT_TRUE((*s)->createTenant("t1", "one").ok());
-    SandboxRecord p{"sb-p", "t1", "base", SandboxState::kRunning, "", 2, 512};
-    p.pause_on_timeout = true;
-    p.pause_memory = false;
-    p.auto_resume = true;
-    p.lifetime_s = 300;
-    SandboxRecord d{"sb-d", "t1", "base", SandboxState::kRunning, "", 2, 512};
-    ASSERT_TRUE((*s)->insertSandbox(p).ok());
-    ASSERT_TRUE((*s)->insertSandboxAdmitted(d, [](auto&, auto) { return std::nullopt; }).ok());
-  }
-  auto s = open();
-  ASSERT_TRUE(s.ok()) << s.error().message();
-  auto p = (*s)->getSandbox("t1", "sb-p");
-  ASSERT_TRUE(p.ok() && p->has_value());
-  EXPECT_TRUE((*p)->pause_on_timeout);
-  EXPECT_FALSE((*p)->pause_memory);
-  EXPECT_TRUE((*p)->auto_resume);
-  EXPECT_EQ((*p)->lifetime_s, 300);
-  auto any = (*s)->findSandbox("sb-p");  // by id alone
-  ASSERT_TRUE(any.ok() && any->has_value());
-  EXPECT_EQ((*any)->tenant_id, "t1");
-  EXPECT_FALSE((*s)->findSandbox("sb-none")->has_value());
-  auto d = (*s)->getSandbox("t1", "sb-d");
-  ASSERT_TRUE(d.ok() && d->has_value());
-  EXPECT_FALSE((*d)->pause_on_timeout);
-  EXPECT_TRUE((*d)->pause_memory);
-  EXPECT_FALSE((*d)->auto_resume);
-  s->reset();
-
-  // A database from before migration 8: its rows get the defaults.
-  rawExec(
-      "ALTER TABLE sandboxes DROP COLUMN on_timeout; ALTER TABLE sandboxes DROP COLUMN "
-      "pause_memory; ALTER TABLE sandboxes DROP COLUMN auto_resume; ALTER TABLE sandboxes DROP "
-      "COLUMN lifetime_s; DELETE FROM schema_migrations WHERE number=8;");
-  s = open();
-  ASSERT_TRUE(s.ok()) << s.error().message();
-  EXPECT_EQ((*s)->schemaVersion(), 11);
-  p = (*s)->getSandbox("t1", "sb-p");
-  ASSERT_TRUE(p.ok() && p->has_value());
-  EXPECT_FALSE((*p)->pause_on_timeout);
-  EXPECT_TRUE((*p)->pause_memory);
-  EXPECT_FALSE((*p)->auto_resume);
-  EXPECT_EQ((*p)->lifetime_s, 0);
 }
 
 TEST_P(StoreTest, CredentialsAndSandboxNetwork) {
@@ -387,30 +272,6 @@ TEST_P(StoreTest, FinishedOperationsNeverChange) {
   EXPECT_EQ((*op)->state, OpState::kFailed);
   EXPECT_EQ((*op)->error_message, "node lost");
   EXPECT_FALSE(st.setOperationState("op-none", OpState::kDone, "", "").ok());
-}
-
-// Replicas starting together on a new database: each migrates or waits
-// for the other; none fails and the schema is whole.
-TEST_P(StoreTest, ConcurrentOpenersMigrateOnce) {
-  constexpr int kOpeners = 4;
-  std::vector<std::thread> threads;
-  std::atomic<int> ok{0};
-  std::vector<std::string> errors(kOpeners);
-  for (int i = 0; i < kOpeners; ++i)
-    threads.emplace_back([&, i] {
-      auto s = open();
-      if (s.ok() && (*s)->schemaVersion() == 11) {
-        ++ok;
-      } else {
-        errors[i] =
-            s.ok() ? "version " + std::to_string((*s)->schemaVersion()) : s.error().message();
-      }
-    });
-  for (auto& t : threads) t.join();
-  EXPECT_EQ(ok.load(), kOpeners) << errors[0] << errors[1] << errors[2] << errors[3];
-  auto s = open();
-  ASSERT_TRUE(s.ok());
-  EXPECT_TRUE((*s)->createTenant("t1", "one").ok());
 }
 
 // SSE clients follow events by sequence number ("after N"): with several
@@ -544,7 +405,6 @@ TEST_P(StoreTest, ConcurrentAdmissionsNeverExceedTheLimit) {
   EXPECT_EQ(writers[0]->tenantUsage("t1")->sandboxes, kLimit);
 }
 
-// PostgreSQL only: the server goes away and comes back.
 // Many machines: nodes heartbeat into a registry, an API replica marks a
 // silent one lost (once, whoever notices first), sandboxes record their node,
 // and the operations of an API replica that stopped heartbeating go to
@@ -703,108 +563,6 @@ TEST_P(StoreTest, TemplateCatalogueKeepsVersionsAndTombstones) {
   ASSERT_TRUE(back.ok() && back->has_value());
   EXPECT_EQ((*back)->sizes_json, R"({"rootfs.ext4":7})");
   EXPECT_FALSE((*back)->deleted);
-}
-
-TEST(PostgresStoreTest, ReportsAnAbsentServerAndReconnects) {
-  std::string why;
-  auto* pg = pgServer(&why);
-  ASSERT_NE(pg, nullptr) << why;
-  auto url = pg->createDatabase("reconnect");
-  ASSERT_TRUE(url.ok()) << url.error().message();
-  auto s = openPostgres(*url);
-  ASSERT_TRUE(s.ok()) << s.error().message();
-  ASSERT_TRUE((*s)->setMeta("k", "v").ok());
-  ASSERT_TRUE(pg->stop().ok());
-  auto absent = (*s)->getMeta("k");
-  ASSERT_FALSE(absent.ok());
-  EXPECT_EQ(absent.error().code(), Code::kUnavailable);
-  ASSERT_TRUE(pg->restart().ok()) << pg->log();
-  auto back = (*s)->getMeta("k");
-  ASSERT_TRUE(back.ok()) << back.error().message();
-  EXPECT_EQ(back->value_or(""), "v");
-}
-
-// Store calls block vesseld's io thread: a server that takes the
-// connection and then never answers (a listening socket nobody serves) is
-// an error within seconds, not a thread stuck for good.
-TEST(PostgresStoreTest, AServerThatNeverAnswersFailsFast) {
-  Fd sock(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
-  ASSERT_GE(sock.get(), 0);
-  const int fd = sock.get();
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);  // SAFETY: sockaddr_in
-  ASSERT_EQ(::listen(fd, 4), 0);
-  socklen_t len = sizeof a;
-  ASSERT_EQ(::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len), 0);  // SAFETY: as above
-  auto start = std::chrono::steady_clock::now();
-  auto s =
-      openPostgres("postgres://vessel@127.0.0.1:" + std::to_string(ntohs(a.sin_port)) + "/vessel");
-  ASSERT_FALSE(s.ok());
-  EXPECT_EQ(s.error().code(), Code::kUnavailable);
-  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(20));
-}
-
-TEST(PostgresStoreTest, UrlsAreShownWithoutTheirPassword) {
-  EXPECT_EQ(redactUrl("postgres://vessel:s3cret@db.example:5432/vessel?sslmode=require"),
-            "postgres://vessel:***@db.example:5432/vessel?sslmode=require");
-  EXPECT_EQ(redactUrl("postgres://vessel@db/vessel"), "postgres://vessel@db/vessel");
-  EXPECT_EQ(redactUrl("postgresql:///vessel?host=/run/pg"), "postgresql:///vessel?host=/run/pg");
-  EXPECT_EQ(redactUrl("host=db password=s3cret dbname=v"), "host=db password=*** dbname=v");
-}
-
-// SQLite only: databases from before numbered migrations.
-class SqliteStoreTest : public ::testing::Test {
- protected:
-  std::string path_ =
-      ::testing::TempDir() + "/sqlite_store_test_" + std::to_string(::getpid()) + ".db";
-  void TearDown() override {
-    for (const char* sfx : {"", "-wal", "-shm"}) ::unlink((path_ + sfx).c_str());
-  }
-};
-
-TEST_F(SqliteStoreTest, RefusesNewerSchema) {
-  {
-    sqlite3* db;
-    ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
-    sqlite3_exec(db, "PRAGMA user_version=999", nullptr, nullptr, nullptr);
-    sqlite3_close(db);
-  }
-  auto s = openSqlite(path_);
-  ASSERT_FALSE(s.ok());
-  EXPECT_EQ(s.error().code(), Code::kFailedPrecondition);
-}
-
-TEST_F(SqliteStoreTest, LegacyVersionedDatabaseGetsTheMissingMigrations) {
-  {
-    // A database from before numbered migrations: 1 and 2 applied, counted
-    // in user_version.
-    sqlite3* db;
-    ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
-    sqlite3_exec(db,
-                 "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);"
-                 "CREATE TABLE tenants (id TEXT PRIMARY KEY, name TEXT NOT NULL,"
-                 " created_ms INTEGER NOT NULL);"
-                 "INSERT INTO tenants VALUES('t1','one',1);"
-                 "CREATE TABLE sandboxes (id TEXT PRIMARY KEY, tenant_id TEXT NOT NULL,"
-                 " template TEXT NOT NULL, state TEXT NOT NULL, error TEXT NOT NULL DEFAULT '',"
-                 " vcpus INTEGER NOT NULL, memory_mib INTEGER NOT NULL, metadata TEXT NOT NULL,"
-                 " created_ms INTEGER NOT NULL, updated_ms INTEGER NOT NULL);"
-                 "CREATE TABLE operations (id TEXT PRIMARY KEY, tenant_id TEXT NOT NULL,"
-                 " sandbox_id TEXT NOT NULL, kind TEXT NOT NULL, state TEXT NOT NULL,"
-                 " error_code TEXT NOT NULL DEFAULT '', error_message TEXT NOT NULL DEFAULT '',"
-                 " created_ms INTEGER NOT NULL, updated_ms INTEGER NOT NULL);"
-                 "PRAGMA user_version=2",
-                 nullptr, nullptr, nullptr);
-    sqlite3_close(db);
-  }
-  auto s = openSqlite(path_);
-  ASSERT_TRUE(s.ok()) << s.error().message();
-  EXPECT_EQ((*s)->schemaVersion(), 11);
-  auto l = (*s)->tenantLimits("t1");
-  ASSERT_TRUE(l.ok()) << l.error().message();
-  EXPECT_FALSE(l->max_sandboxes.has_value());
 }
 
 }  // namespace

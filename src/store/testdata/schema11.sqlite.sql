@@ -1,0 +1,64 @@
+-- A SQLite store at schema 11, made by the store as it was before the SQL
+-- store (main at a089400, sqlite_store.cc): openSqlite on a fresh file and
+-- one row of every kind written through the Store interface, then
+-- `sqlite3 schema11.db .dump` (user_version is not dumped: set at the end).
+-- store_upgrade_test.cc opens it and checks every row reads back.
+PRAGMA foreign_keys=OFF;
+BEGIN TRANSACTION;
+CREATE TABLE schema_migrations (number INTEGER PRIMARY KEY, applied_ms INTEGER NOT NULL);
+INSERT INTO schema_migrations VALUES(1,1800000000000);
+INSERT INTO schema_migrations VALUES(2,1800000000000);
+INSERT INTO schema_migrations VALUES(3,1800000000000);
+INSERT INTO schema_migrations VALUES(4,1800000000000);
+INSERT INTO schema_migrations VALUES(5,1800000000000);
+INSERT INTO schema_migrations VALUES(6,1800000000000);
+INSERT INTO schema_migrations VALUES(7,1800000000000);
+INSERT INTO schema_migrations VALUES(8,1800000000000);
+INSERT INTO schema_migrations VALUES(9,1800000000000);
+INSERT INTO schema_migrations VALUES(10,1800000000000);
+INSERT INTO schema_migrations VALUES(11,1800000000000);
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+INSERT INTO meta VALUES('instance_id','inst-0123');
+CREATE TABLE tenants (id TEXT PRIMARY KEY, name TEXT NOT NULL, created_ms INTEGER NOT NULL, max_sandboxes INTEGER, max_memory_mib INTEGER, max_vcpus INTEGER, max_disk_mib INTEGER);
+INSERT INTO tenants VALUES('t1','one',1800000000000,3,1024,4,8192);
+INSERT INTO tenants VALUES('t2','two',1800000000000,NULL,NULL,NULL,NULL);
+CREATE TABLE api_keys (key_sha256 TEXT PRIMARY KEY,  tenant_id TEXT NOT NULL REFERENCES tenants(id), created_ms INTEGER NOT NULL);
+INSERT INTO api_keys VALUES('hash1','t1',1800000000000);
+CREATE TABLE sandboxes (id TEXT PRIMARY KEY, tenant_id TEXT NOT NULL REFERENCES tenants(id),  template TEXT NOT NULL, state TEXT NOT NULL, error TEXT NOT NULL DEFAULT '',  vcpus INTEGER NOT NULL, memory_mib INTEGER NOT NULL, metadata TEXT NOT NULL,  created_ms INTEGER NOT NULL, updated_ms INTEGER NOT NULL, idle_timeout_s INTEGER NOT NULL DEFAULT 0, expires_ms INTEGER NOT NULL DEFAULT 0, last_active_ms INTEGER NOT NULL DEFAULT 0, disk_mib INTEGER NOT NULL DEFAULT 0, node TEXT NOT NULL DEFAULT '', on_timeout TEXT NOT NULL DEFAULT 'delete', pause_memory INTEGER NOT NULL DEFAULT 1, auto_resume INTEGER NOT NULL DEFAULT 0, lifetime_s INTEGER NOT NULL DEFAULT 0);
+INSERT INTO sandboxes VALUES('sb-a','t1','base','running','',2,512,'{"k":"v"}',1000,2000,60,99000,1234,1024,'n1','pause',0,1,300);
+INSERT INTO sandboxes VALUES('sb-b','t2','minimal','paused','',1,256,'{}',0,0,0,0,0,0,'','delete',1,0,0);
+INSERT INTO sandboxes VALUES('sb-f','t1','minimal','failed','boot failed',1,128,'{}',0,0,0,0,0,0,'','delete',1,0,0);
+CREATE TABLE operations (id TEXT PRIMARY KEY, tenant_id TEXT NOT NULL REFERENCES tenants(id),  sandbox_id TEXT NOT NULL, kind TEXT NOT NULL, state TEXT NOT NULL,  error_code TEXT NOT NULL DEFAULT '', error_message TEXT NOT NULL DEFAULT '',  created_ms INTEGER NOT NULL, updated_ms INTEGER NOT NULL, owner TEXT NOT NULL DEFAULT '');
+INSERT INTO operations VALUES('op-1','t1','sb-a','create','running','','',10,11,'r1');
+INSERT INTO operations VALUES('op-2','t1','sb-f','create','failed','internal','boom',0,1800000000000,'');
+CREATE TABLE events (seq INTEGER PRIMARY KEY AUTOINCREMENT, tenant_id TEXT NOT NULL,  operation_id TEXT NOT NULL, sandbox_id TEXT NOT NULL, type TEXT NOT NULL,  data TEXT NOT NULL, at_ms INTEGER NOT NULL);
+INSERT INTO events VALUES(1,'t1','op-1','sb-a','operation.running','{"n":1}',5);
+INSERT INTO events VALUES(2,'t2','op-9','sb-b','operation.done','{}',1800000000000);
+INSERT INTO events VALUES(3,'t1','op-2','sb-f','operation.failed','{"n":3}',7);
+CREATE TABLE sessions (token_sha256 TEXT PRIMARY KEY,  tenant_id TEXT NOT NULL REFERENCES tenants(id),  sandbox_id TEXT NOT NULL REFERENCES sandboxes(id),  created_ms INTEGER NOT NULL, expires_ms INTEGER NOT NULL);
+INSERT INTO sessions VALUES('tok1','t1','sb-a',100,900000);
+CREATE TABLE credentials (tenant_id TEXT NOT NULL REFERENCES tenants(id),  name TEXT NOT NULL, hosts TEXT NOT NULL, header TEXT NOT NULL, value TEXT NOT NULL,  created_ms INTEGER NOT NULL, PRIMARY KEY (tenant_id, name));
+INSERT INTO credentials VALUES('t1','gh','["api.a.test"]','Authorization','Bearer x',42);
+CREATE TABLE sandbox_network (sandbox_id TEXT PRIMARY KEY, settings TEXT NOT NULL);
+INSERT INTO sandbox_network VALUES('sb-a','{"mode":"allowlist"}');
+CREATE TABLE nodes (name TEXT PRIMARY KEY, advertise_url TEXT NOT NULL,  data_url TEXT NOT NULL, memory_mib INTEGER NOT NULL, memory_free_mib INTEGER NOT NULL,  vcpus INTEGER NOT NULL, sandboxes INTEGER NOT NULL, templates TEXT NOT NULL,  accel TEXT NOT NULL, state TEXT NOT NULL, registered_ms INTEGER NOT NULL,  heartbeat_ms INTEGER NOT NULL, envd_url TEXT NOT NULL DEFAULT '');
+INSERT INTO nodes VALUES('n1','http://10.0.0.2:8091','http://10.0.0.2:8081',4096,3000,8,1,'["minimal"]','tcg','up',1800000000000,1800000000000,'http://10.0.0.2:49983');
+INSERT INTO nodes VALUES('n2','http://10.0.0.2:8091','http://10.0.0.2:8081',4096,3000,8,1,'["minimal"]','tcg','lost',1800000000000,1800000000000,'');
+CREATE TABLE replicas (id TEXT PRIMARY KEY, heartbeat_ms INTEGER NOT NULL);
+INSERT INTO replicas VALUES('r1',1800000060000);
+CREATE TABLE templates (name TEXT NOT NULL, version TEXT NOT NULL,  tenant_id TEXT NOT NULL, manifest TEXT NOT NULL, sizes TEXT NOT NULL,  created_at TEXT NOT NULL, registered_ms INTEGER NOT NULL,  deleted_ms INTEGER NOT NULL DEFAULT 0, PRIMARY KEY (name, version));
+INSERT INTO templates VALUES('t-0123456789ab-py','v1','t1','{"name":"t-0123456789ab-py","version":"v1"}','{"rootfs.ext4":1048576}','2026-01-01T00:00:00Z',1800000060000,0);
+INSERT INTO templates VALUES('t-0123456789ab-py','v0','t1','{"name":"t-0123456789ab-py","version":"v1"}','{"rootfs.ext4":1048576}','2025-12-01T00:00:00Z',1800000060000,1800000060000);
+CREATE TABLE sandbox_ingress (sandbox_id TEXT PRIMARY KEY, settings TEXT NOT NULL);
+INSERT INTO sandbox_ingress VALUES('sb-a','{"public":false}');
+DELETE FROM sqlite_sequence;
+INSERT INTO sqlite_sequence VALUES('events',3);
+CREATE INDEX sandboxes_tenant ON sandboxes(tenant_id, id);
+CREATE INDEX events_tenant ON events(tenant_id, seq);
+CREATE INDEX events_operation ON events(operation_id, seq);
+CREATE INDEX sessions_sandbox ON sessions(sandbox_id);
+CREATE INDEX sessions_expiry ON sessions(expires_ms);
+CREATE INDEX sandboxes_state ON sandboxes(state);
+CREATE INDEX sandboxes_node ON sandboxes(node, state);
+COMMIT;
+PRAGMA user_version=11;
