@@ -23,7 +23,7 @@
 #include "hypervisor/hypervisor.h"
 #include "node/guest_network.h"
 #include "node/machine.h"
-#include "node/network/slot.h"
+#include "node/network/slot_pool.h"
 #include "node/sandbox_file.h"
 #include "node/warm_pool.h"
 #include "templates/store.h"
