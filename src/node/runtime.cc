@@ -262,6 +262,89 @@ Status Runtime::writeRecord(const Sandbox& sb) {
   return writeFileAtomic(sb.dir_ + "/sandbox.json", encodeSandboxFile(f), 0600);
 }
 
+// One create in progress. It owns what it has made of the sandbox so far
+// (the sandbox directory, the "being made" mark abort() looks for, a VM
+// directory, the VM, its slot and agent) and undoes all of it unless
+// commit() is called: rollback() on a failure path, since stopping a VM and
+// tearing a slot down need the io thread; the destructor for whatever is
+// still held when the create's coroutine is destroyed half-way, and for the
+// mark, which goes in every case.
+class Runtime::CreateAttempt {
+ public:
+  CreateAttempt(Runtime& rt, std::shared_ptr<Sandbox> sb) : rt_(rt), sb_(std::move(sb)) {}
+  CreateAttempt(const CreateAttempt&) = delete;
+  CreateAttempt& operator=(const CreateAttempt&) = delete;
+  ~CreateAttempt() {
+    std::error_code ec;
+    if (sb_) {  // not committed: nothing of it may stay
+      if (sb_->agent_) sb_->agent_->close();
+      if (sb_->vm_) sb_->vm_->kill();
+      sb_->vm_.reset();
+      sb_->slot_.reset();  // torn down here, on this thread
+      if (own_vm_dir_) fs::remove_all(sb_->vm_dir_, ec);
+      if (own_dir_) fs::remove_all(sb_->dir_, ec);
+    }
+    if (own_dir_ || committed_) {
+      rt_.making_.erase(id_);
+      rt_.aborted_.erase(id_);
+    }
+  }
+  Sandbox& sb() { return *sb_; }
+
+  // The sandbox's directory; kAlreadyExists if there is one (left alone).
+  Status makeDir() {
+    std::error_code ec;
+    if (!fs::create_directory(sb_->dir_, ec))
+      return Error(Code::kAlreadyExists, "sandbox " + sb_->id_ + " exists");
+    own_dir_ = true;
+    id_ = sb_->id_;
+    rt_.making_[id_] = nullptr;
+    return okStatus();
+  }
+  // A VM directory removed if the attempt fails.
+  void ownVmDir(std::string dir) {
+    sb_->vm_dir_ = std::move(dir);
+    own_vm_dir_ = true;
+  }
+  // The VM being made: abort() kills it from now on.
+  void holdVm(std::unique_ptr<hypervisor::Vm> vm) {
+    sb_->vm_ = std::move(vm);
+    rt_.making_[id_] = sb_->vm_.get();
+  }
+  // Undoes the VM half: agent closed, VM stopped, slot released, VM
+  // directory removed. The sandbox directory and mark stay: the restored
+  // path may try another VM.
+  asio::awaitable<void> dropVm() {
+    if (sb_->agent_) sb_->agent_->close();
+    sb_->agent_.reset();
+    if (sb_->vm_) (void)co_await sb_->vm_->stop();
+    rt_.making_[id_] = nullptr;
+    sb_->vm_.reset();
+    co_await rt_.releaseSlot(sb_->slot_);
+    std::error_code ec;
+    if (own_vm_dir_) fs::remove_all(sb_->vm_dir_, ec);
+    own_vm_dir_ = false;
+  }
+  // Undoes everything but the mark (the destructor's).
+  asio::awaitable<void> rollback() {
+    co_await dropVm();
+    std::error_code ec;
+    if (own_dir_) fs::remove_all(sb_->dir_, ec);
+    sb_.reset();
+  }
+  std::shared_ptr<Sandbox> commit() {
+    committed_ = true;
+    own_vm_dir_ = own_dir_ = false;
+    return std::move(sb_);
+  }
+
+ private:
+  Runtime& rt_;
+  std::shared_ptr<Sandbox> sb_;
+  std::string id_;
+  bool own_dir_ = false, own_vm_dir_ = false, committed_ = false;
+};
+
 asio::awaitable<Result<std::shared_ptr<Sandbox>>> Runtime::create(std::string template_name,
                                                                   CreateOptions opts) {
   auto t0 = Clock::now();
@@ -274,15 +357,8 @@ asio::awaitable<Result<std::shared_ptr<Sandbox>>> Runtime::create(std::string te
   if (!validId(sb->id_))
     co_return Error(Code::kInvalidArgument, "bad sandbox id '" + sb->id_ + "'");
   sb->dir_ = opts_.root + "/sandboxes/" + sb->id_;
-  std::error_code ec;
-  if (!fs::create_directory(sb->dir_, ec))
-    co_return Error(Code::kAlreadyExists, "sandbox " + sb->id_ + " exists");
-  ScopeExit remove_dir([&] { fs::remove_all(sb->dir_, ec); });
-  making_[sb->id_] = nullptr;
-  ScopeExit unmark([this, id = sb->id_] {
-    making_.erase(id);
-    aborted_.erase(id);
-  });
+  CreateAttempt attempt(*this, sb);
+  VESSEL_CO_TRY(attempt.makeDir());
   sb->template_id_ = (*t)->id();
   sb->hostname_ = opts.hostname.empty() ? sb->id_ : opts.hostname;
   sb->env_ = opts.env;
@@ -299,102 +375,99 @@ asio::awaitable<Result<std::shared_ptr<Sandbox>>> Runtime::create(std::string te
                                                   std::to_string(base) + " MiB");
     sb->disk_mib_ = opts.disk_mib;
   }
-
-  if (opts.cold) {
-    sb->vm_dir_ = opts_.root + "/vms/" + newId("vm");
-    fs::create_directories(sb->vm_dir_, ec);
-    ScopeExit rm_vm([&] { fs::remove_all(sb->vm_dir_, ec); });
-    VESSEL_CO_TRY(co_await hv_.createOverlay(sb->vm_dir_ + "/disk.qcow2",
-                                             (*t)->path(templates::kRootfsFile), "raw"));
-    hypervisor::MachineSpec s =
-        machineSpec(sb->vm_dir_, sb->vcpus_, sb->memory_mib_, (*t)->manifest.cmdline);
-    Status n = co_await attachNetwork(s, (*t)->manifest, sb->slot_);
-    if (!n.ok()) co_return std::move(n).error().withContext(ctx);
-    auto m = co_await bootMachine(hv_, s, Clock::now() + opts_.ready_timeout);
-    if (!m.ok()) {
-      co_await releaseSlot(sb->slot_);
-      co_return std::move(m).error().withContext(ctx);
-    }
-    sb->vm_ = std::move(m->vm);
-    making_[sb->id_] = sb->vm_.get();
-    sb->agent_ = agentclient::AgentClient::create(std::move(sb->vm_->agentChannel()),
-                                                  std::move(m->leftover), sb->id_);
-    sb->agent_->setReplyTimeout(opts_.agent_reply_timeout);
-    auto id = co_await applyIdentity(*sb);
-    if (id.ok()) id = co_await growDisk(*sb);
-    if (!id.ok()) {
-      (void)co_await sb->vm_->stop();
-      co_await releaseSlot(sb->slot_);
-      co_return std::move(id).error().withContext(ctx);
-    }
-    rm_vm.dismiss();
-  } else {
-    // A warm VM that died while it waited (it is only found out now) is
-    // discarded and the create goes on with the next one.
-    for (int attempt = 0;; ++attempt) {
-      Prepared p;
-      PhaseClock pc(sb->phases_ms_);
-      // A pooled VM's disk was grown to the template's default; a sandbox
-      // that asks for less cannot have it (a filesystem does not shrink).
-      bool smaller = opts_.grow_disks && sb->disk_mib_ && sb->disk_mib_ < (*t)->defaultDiskMib();
-      auto pooled = smaller ? std::nullopt : pool_.take(template_name, (*t)->id(), attempt == 0);
-      // Now, not after the create: in a burst the pool starts making what
-      // the next creates will want (at a lower priority than this one).
-      pool_.refillLater(template_name);
-      if (pooled) {
-        p = std::move(*pooled);
-        pc.mark("from_pool");
-      } else {
-        auto r = co_await prepareRestore(*t, (*t)->path(templates::kStateFile),
-                                         (*t)->path(templates::kRootfsFile), "raw", true);
-        if (!r.ok()) co_return std::move(r).error().withContext(ctx);
-        p = std::move(*r);
-        pc.mark("start_qemu");
-      }
-      bool was_warm = p.agent != nullptr;
-      uint64_t grown_mib = was_warm ? p.disk_mib : 0;
-      sb->vm_dir_ = p.vm_dir;
-      sb->vm_ = std::move(p.vm);
-      making_[sb->id_] = sb->vm_.get();
-      if (Status a = checkAborted(sb->id_); !a.ok()) sb->vm_->kill();
-      sb->slot_ = std::move(p.slot);
-      Status fin = okStatus();
-      if (was_warm) {
-        sb->agent_ = std::move(p.agent);
-        sb->agent_->setName(sb->id_);
-        fin = co_await applyIdentity(*sb, p.net);
-        pc.mark("identity");
-      } else {
-        fin = co_await finishRestore(*sb, true);
-      }
-      if (fin.ok()) {
-        fin = co_await growDisk(*sb, grown_mib);
-        pc.mark("grow_disk");
-      }
-      if (fin.ok()) break;
-      if (sb->agent_) sb->agent_->close();
-      sb->agent_.reset();
-      (void)co_await sb->vm_->stop();
-      making_[sb->id_] = nullptr;
-      sb->vm_.reset();
-      co_await releaseSlot(sb->slot_);
-      fs::remove_all(sb->vm_dir_, ec);
-      if (!was_warm || attempt >= 2 || !checkAborted(sb->id_).ok()) {
-        pool_.refillLater(template_name);
-        co_return std::move(fin).error().withContext(ctx);
-      }
-      Logger("runtime", sb->id_)
-          .warn("pooled VM {} failed, trying another: {}", p.vm_id, fin.error().message());
-    }
-    pool_.refillLater(template_name);  // if the one above stopped early
+  Status made = opts.cold ? co_await createCold(attempt, **t)
+                          : co_await createRestored(attempt, template_name, *t);
+  if (made.ok()) {
+    store_.acquire(sb->template_id_);
+    auto t1 = Clock::now();
+    made = writeRecord(*sb);
+    if (!made.ok()) store_.release(sb->template_id_);
+    sb->phases_ms_.emplace_back(
+        "write_record", std::chrono::duration<double, std::milli>(Clock::now() - t1).count());
   }
-  store_.acquire(sb->template_id_);
-  auto t1 = Clock::now();
-  VESSEL_CO_TRY(writeRecord(*sb));
-  sb->phases_ms_.emplace_back("write_record",
-                              std::chrono::duration<double, std::milli>(Clock::now() - t1).count());
-  remove_dir.dismiss();
-  co_return sb;
+  if (!made.ok()) {
+    co_await attempt.rollback();
+    co_return std::move(made).error().withContext(ctx);
+  }
+  co_return attempt.commit();
+}
+
+asio::awaitable<Status> Runtime::createCold(CreateAttempt& attempt, const templates::Template& t) {
+  Sandbox& sb = attempt.sb();
+  attempt.ownVmDir(opts_.root + "/vms/" + newId("vm"));
+  std::error_code ec;
+  fs::create_directories(sb.vm_dir_, ec);
+  VESSEL_CO_TRY(co_await hv_.createOverlay(sb.vm_dir_ + "/disk.qcow2",
+                                           t.path(templates::kRootfsFile), "raw"));
+  hypervisor::MachineSpec s =
+      machineSpec(sb.vm_dir_, sb.vcpus_, sb.memory_mib_, t.manifest.cmdline);
+  VESSEL_CO_TRY(co_await attachNetwork(s, t.manifest, sb.slot_));
+  auto m = co_await bootMachine(hv_, s, Clock::now() + opts_.ready_timeout);
+  if (!m.ok()) co_return std::move(m).error();
+  attempt.holdVm(std::move(m->vm));
+  sb.agent_ = agentclient::AgentClient::create(std::move(sb.vm_->agentChannel()),
+                                               std::move(m->leftover), sb.id_);
+  sb.agent_->setReplyTimeout(opts_.agent_reply_timeout);
+  VESSEL_CO_TRY(co_await applyIdentity(sb));
+  co_return co_await growDisk(sb);
+}
+
+asio::awaitable<Status> Runtime::createRestored(CreateAttempt& attempt,
+                                                const std::string& template_name,
+                                                std::shared_ptr<const templates::Template> t) {
+  Sandbox& sb = attempt.sb();
+  // A warm VM that died while it waited (it is only found out now) is
+  // discarded and the create goes on with the next one.
+  for (int n = 0;; ++n) {
+    Prepared p;
+    PhaseClock pc(sb.phases_ms_);
+    // A pooled VM's disk was grown to the template's default; a sandbox
+    // that asks for less cannot have it (a filesystem does not shrink).
+    bool smaller = opts_.grow_disks && sb.disk_mib_ && sb.disk_mib_ < t->defaultDiskMib();
+    auto pooled = smaller ? std::nullopt : pool_.take(template_name, t->id(), n == 0);
+    // Now, not after the create: in a burst the pool starts making what
+    // the next creates will want (at a lower priority than this one).
+    pool_.refillLater(template_name);
+    if (pooled) {
+      p = std::move(*pooled);
+      pc.mark("from_pool");
+    } else {
+      auto r = co_await prepareRestore(t, t->path(templates::kStateFile),
+                                       t->path(templates::kRootfsFile), "raw", true);
+      if (!r.ok()) co_return std::move(r).error();
+      p = std::move(*r);
+      pc.mark("start_qemu");
+    }
+    bool was_warm = p.agent != nullptr;
+    uint64_t grown_mib = was_warm ? p.disk_mib : 0;
+    attempt.ownVmDir(p.vm_dir);
+    attempt.holdVm(std::move(p.vm));
+    if (Status a = checkAborted(sb.id_); !a.ok()) sb.vm_->kill();
+    sb.slot_ = std::move(p.slot);
+    Status fin = okStatus();
+    if (was_warm) {
+      sb.agent_ = std::move(p.agent);
+      sb.agent_->setName(sb.id_);
+      fin = co_await applyIdentity(sb, p.net);
+      pc.mark("identity");
+    } else {
+      fin = co_await finishRestore(sb, true);
+    }
+    if (fin.ok()) {
+      fin = co_await growDisk(sb, grown_mib);
+      pc.mark("grow_disk");
+    }
+    if (fin.ok()) break;
+    co_await attempt.dropVm();
+    if (!was_warm || n >= 2 || !checkAborted(sb.id_).ok()) {
+      pool_.refillLater(template_name);
+      co_return fin;
+    }
+    Logger("runtime", sb.id_)
+        .warn("pooled VM {} failed, trying another: {}", p.vm_id, fin.error().message());
+  }
+  pool_.refillLater(template_name);  // if the one above stopped early
+  co_return okStatus();
 }
 
 asio::awaitable<Status> Runtime::pause(Sandbox& sb, bool keep_memory) {
