@@ -23,7 +23,7 @@ policy::Policy policyOf(const char* mode) {
                                             R"(","allow":["a.test","*.w.test","p.test:8443",
       "api.a.test","api.a.test:8443","i.test"],
     "credentials":[{"name":"gh","hosts":["api.a.test"],"header":"Authorization",
-                    "value":"Bearer s3cr3t"}],
+                    "value":"Bearer s3cr3t-0123456789abcdef"}],
     "inspect":["i.test"]})");
   auto p = policy::Policy::fromJson(v);
   EXPECT_TRUE(p.ok()) << p.error().message();
@@ -161,7 +161,7 @@ TEST(DecideTest, EveryRow) {
       EXPECT_EQ(v.reason, "") << r.what;
       EXPECT_EQ(v.credential.has_value(), r.credential) << r.what;
       if (v.credential) {
-        EXPECT_EQ(v.credential->value, "Bearer s3cr3t") << r.what;
+        EXPECT_EQ(v.credential->value, "Bearer s3cr3t-0123456789abcdef") << r.what;
       }
     }
   }

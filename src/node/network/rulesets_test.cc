@@ -181,8 +181,8 @@ TEST(SlotRulesTest, EverySlotFilterChainDropsByDefault) {
 TEST(SlotRulesTest, TheGuestForwardsOnlyFromItsAddressAndUdpOnlyToTheResolver) {
   // Holds for any rule added later too: an accept from the tap names the
   // guest's address, and one that lets UDP through names the resolver.
-  const Lines& fwd =
-      blocksOf(sandboxRuleset(testLayout(), kSlot3))["table ip vessel_slot/chain forward"];
+  Blocks slot = blocksOf(sandboxRuleset(testLayout(), kSlot3));
+  const Lines& fwd = slot["table ip vessel_slot/chain forward"];
   int accepts = 0;
   for (const std::string& r : fwd) {
     if (!r.starts_with("iifname \"tap0\"") || !r.ends_with(" accept")) continue;

@@ -19,7 +19,7 @@ policy::Policy make(const char* mode) {
   auto p = policy::Policy::fromJson(
       boost::json::parse(std::string(R"({"generation":1,"mode":")") + mode +
                          R"(","allow":["a.test","*.w.test","p.test:8443"],
-         "credentials":[{"name":"c","hosts":["a.test"],"header":"Authorization","value":"x"}],
+         "credentials":[{"name":"c","hosts":["a.test"],"header":"Authorization","value":"Bearer 0123456789abcdef"}],
          "inspect":["*.w.test"]})"));
   if (!p.ok()) __builtin_trap();
   return *p;
