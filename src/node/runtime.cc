@@ -375,8 +375,12 @@ asio::awaitable<Result<std::shared_ptr<Sandbox>>> Runtime::create(std::string te
                                                   std::to_string(base) + " MiB");
     sb->disk_mib_ = opts.disk_mib;
   }
-  Status made = opts.cold ? co_await createCold(attempt, **t)
-                          : co_await createRestored(attempt, template_name, *t);
+  // Not a conditional expression: g++ 12 miscompiles co_await inside one.
+  Status made = okStatus();
+  if (opts.cold)
+    made = co_await createCold(attempt, **t);
+  else
+    made = co_await createRestored(attempt, template_name, *t);
   if (made.ok()) {
     store_.acquire(sb->template_id_);
     auto t1 = Clock::now();
