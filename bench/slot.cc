@@ -2,13 +2,12 @@
 // (namespace, veth, tap, two nftables rulesets, sysctls: today some
 // seventeen ip/nft/sysctl processes). Needs root. A slot is made on the
 // create path only when the pool has no ready one (docs/gateway.md).
-#include "node/network/slot.h"
-
 #include <unistd.h>
 
 #include <cstdio>
 
 #include "bench_util.h"
+#include "node/network/slot_pool.h"
 #include "os/netns.h"
 
 using namespace vessel;

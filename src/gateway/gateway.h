@@ -22,7 +22,9 @@
 #include <vector>
 
 #include "base/result.h"
+#include "gateway/classify.h"
 #include "gateway/credentials/ca.h"
+#include "gateway/decide.h"
 #include "gateway/flow.h"
 #include "gateway/policy/address_class.h"
 #include "gateway/registry.h"
@@ -84,6 +86,18 @@ class Gateway {
 
   // proxy.cc: one guest TCP connection.
   boost::asio::awaitable<void> handleConn(tcp::socket guest);
+  // The first bytes, read until FirstBytes has enough or `limit` passes;
+  // nullopt if the guest closed or failed first.
+  boost::asio::awaitable<std::optional<Classified>> classify(tcp::socket& guest,
+                                                             std::chrono::milliseconds limit);
+  // Carries out a dialling verdict; nullopt (after logging the deny) if
+  // the name does not resolve to an outward address or the dial fails.
+  boost::asio::awaitable<std::optional<tcp::socket>> dialFor(Flow& f, const Verdict& v,
+                                                             tcp::endpoint original);
+  // Registers the connection with `sb` (a policy change resets it), logs
+  // the allow, and copies bytes by the verdict's tier, `first` first.
+  boost::asio::awaitable<void> relay(Flow& f, Sandbox& sb, tcp::socket& guest, tcp::socket& up,
+                                     std::string first, Verdict v);
   boost::asio::awaitable<std::optional<tcp::socket>> dial(Flow& f, const std::string& name);
   boost::asio::awaitable<std::optional<tcp::socket>> dialEndpoint(Flow& f, tcp::endpoint ep);
   using TimePoint = std::chrono::steady_clock::time_point;

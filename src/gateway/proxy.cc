@@ -1,7 +1,9 @@
-// One guest TCP connection: classify the first bytes, decide, resolve, dial,
-// then splice (TLS without a credential, opaque full-mode flows), relay with
-// a per-request Host check (plaintext HTTP), or terminate and inject
-// (credentialed or inspected TLS, terminate.cc).
+// One guest TCP connection: admit it (which sandbox, its budget, where the
+// guest sent it), classify the first bytes (classify.h), decide (decide.h,
+// pure), dial the gateway's own answer, re-check the policy, then relay:
+// splice (TLS without a credential, opaque full-mode flows), a per-request
+// Host check (plaintext HTTP), or terminate and inject (credentialed or
+// inspected TLS, terminate.cc).
 #include <netinet/in.h>
 
 #include <boost/asio/as_tuple.hpp>
@@ -11,12 +13,11 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
 
+#include "gateway/classify.h"
+#include "gateway/decide.h"
 #include "gateway/flow.h"
 #include "gateway/gateway.h"
-#include "gateway/http/request_head.h"
 #include "gateway/http_relay.h"
-#include "gateway/name.h"
-#include "gateway/tls/client_hello.h"
 
 namespace vessel::gateway {
 
@@ -29,7 +30,6 @@ namespace {
 constexpr auto kTok = asio::as_tuple(asio::use_awaitable);
 // From <linux/netfilter_ipv4.h>, which clashes with <netinet/in.h>.
 constexpr int kSoOriginalDst = 80;
-constexpr size_t kClassifyCap = tls::kMaxHelloBytes + 16 * 1024 + 64;
 
 std::optional<tcp::endpoint> originalDestination(tcp::socket& s) {
   sockaddr_in sin{};
@@ -41,8 +41,6 @@ std::optional<tcp::endpoint> originalDestination(tcp::socket& s) {
   }
   return tcp::endpoint(asio::ip::address_v4(ntohl(sin.sin_addr.s_addr)), ntohs(sin.sin_port));
 }
-
-bool looksLikeHttp(char c) { return c >= 'A' && c <= 'Z'; }
 
 }  // namespace
 
@@ -91,164 +89,111 @@ asio::awaitable<void> Gateway::handleConn(tcp::socket guest) {
   }
   f.port = orig->port();
   f.guest_address = orig->address().to_string();
-  policy::Mode mode = sb->policy.mode;
-  if (mode == policy::Mode::kNone) {
-    deny(f, "mode-none");
+  if (sb->policy.mode == policy::Mode::kNone) {
+    deny(f, "mode-none");  // before reading a byte
     resetSocket(guest);
     co_return;
   }
 
-  // Classify: read until the ClientHello or request head is whole, bounded
-  // in bytes and time.
-  guest.non_blocking(true, ec);
-  std::string first;
-  tls::ClientHelloParser hello;
-  http::ParseResult head;
-  enum class Kind { kUnknown, kTls, kHttp, kOpaque } kind = Kind::kUnknown;
-  bool timed_out = false;
-  asio::steady_timer timer(
-      io_, mode == policy::Mode::kFull ? cfg_.full_mode_first_bytes : cfg_.classify_timeout);
-  for (;;) {
-    auto r = co_await (guest.async_wait(tcp::socket::wait_read, kTok) || timer.async_wait(kTok));
-    if (r.index() == 1) {
-      timed_out = true;
-      break;
-    }
-    size_t n = guest.read_some(asio::buffer(relay_buf_), ec);
-    if (ec == asio::error::would_block) continue;
-    if (ec || n == 0) co_return;  // guest went away before saying anything useful
-    std::string_view chunk(relay_buf_.data(), n);
-    first.append(chunk);
-    if (kind == Kind::kUnknown) {
-      kind = tls::ClientHelloParser::looksLikeTls(static_cast<uint8_t>(first[0])) ? Kind::kTls
-             : looksLikeHttp(first[0])                                            ? Kind::kHttp
-                                                                                  : Kind::kOpaque;
-    }
-    if (kind == Kind::kTls) {
-      if (hello.feed(chunk) != tls::ClientHelloParser::State::kNeedMore) break;
-    } else if (kind == Kind::kHttp) {
-      head = http::parseRequestHead(first);
-      if (head.state != http::ParseResult::State::kNeedMore) break;
-    } else {
-      break;
-    }
-    if (first.size() > kClassifyCap) break;
-  }
-
+  auto first =
+      co_await classify(guest, sb->policy.mode == policy::Mode::kFull ? cfg_.full_mode_first_bytes
+                                                                      : cfg_.classify_timeout);
+  if (!first) co_return;  // the guest went away before saying anything useful
   // Re-read the policy: it may have changed while we waited.
   sb = registry_.byId(f.sandbox);
   if (!sb) co_return;
-  const policy::Policy& p = sb->policy;
-  std::optional<policy::Credential> cred;
-  bool terminate_tls = false;
-  bool dial_original = false;
-  if (kind == Kind::kTls && hello.state() == tls::ClientHelloParser::State::kDone) {
-    const auto& names = hello.hello().server_names;
-    if (names.size() != 1) {
-      if (p.mode != policy::Mode::kFull || !names.empty()) {
-        deny(f, names.empty() ? "no-sni" : "multiple-sni");
-        resetSocket(guest);
-        co_return;
-      }
-      dial_original = true;
-    } else if (hello.hello().has_ech && p.mode != policy::Mode::kFull) {
-      deny(f, "ech");
-      resetSocket(guest);
-      co_return;
-    } else {
-      auto n = normalizeName(names[0]);
-      if (!n.ok()) {
-        deny(f, "bad-sni");
-        resetSocket(guest);
-        co_return;
-      }
-      f.name = std::move(*n);
-      // Credentials are injected on 443; inspection applies on every port
-      // its rule names.
-      if (f.port == 443)
-        if (const auto* c = p.credentialFor(f.name)) cred = *c;
-      terminate_tls = cred.has_value() || p.inspects(f.name, f.port);
-    }
-  } else if (kind == Kind::kHttp && head.state == http::ParseResult::State::kDone) {
-    f.name = head.head.authority.name;
-    if (head.head.authority.port && *head.head.authority.port != f.port) {
-      deny(f, "host-port-mismatch");
-      resetSocket(guest);
-      co_return;
-    }
-  } else if (p.mode == policy::Mode::kFull) {
-    // Full mode: whatever cannot be named goes to where the guest sent it,
-    // still subject to the inward-address refusal below.
-    dial_original = true;
-  } else {
-    std::string reason = timed_out             ? "classify-timeout"
-                         : kind == Kind::kTls  ? "bad-client-hello"
-                         : kind == Kind::kHttp ? "bad-request"
-                                               : "unparseable";
-    deny(f, reason);
+  Verdict v = decide(*first, sb->policy, f.port);
+  f.name = v.name;
+  if (v.action == Verdict::Action::kDeny) {
+    deny(f, v.reason);
     resetSocket(guest);
     co_return;
   }
-
-  std::optional<tcp::socket> up;
-  if (dial_original) {
-    // Full mode with nothing to name the flow by: the guest's destination is
-    // all there is. Inward addresses stay refused.
-    f.address = orig->address().to_string();
-    if (std::string why = classifier_.refusalReason(orig->address()); !why.empty()) {
-      deny(f, "inward-destination:" + why);
-      resetSocket(guest);
-      co_return;
-    }
-    up = co_await dialEndpoint(f, *orig);
-  } else {
-    if (!p.allows(f.name, f.port)) {
-      deny(f, "policy");
-      resetSocket(guest);
-      co_return;
-    }
-    up = co_await dial(f, f.name);
-  }
+  std::optional<tcp::socket> up = co_await dialFor(f, v, *orig);
   if (!up) {
     resetSocket(guest);
     co_return;
   }
   // The policy may have changed during resolve and connect.
   sb = registry_.byId(f.sandbox);
-  if (!sb || (!dial_original && !sb->policy.allows(f.name, f.port)) ||
+  if (!sb || (v.action == Verdict::Action::kDialName && !sb->policy.allows(f.name, f.port)) ||
       sb->policy.mode == policy::Mode::kNone) {
     deny(f, "policy-changed");
     resetSocket(guest);
     co_return;
   }
+  co_await relay(f, *sb, guest, *up, std::move(first->bytes), std::move(v));
+  resetSocket(guest);
+  resetSocket(*up);
+}
+
+asio::awaitable<std::optional<Classified>> Gateway::classify(tcp::socket& guest,
+                                                             std::chrono::milliseconds limit) {
+  // Reads until the ClientHello or request head is whole, bounded in bytes
+  // (FirstBytes) and in time.
+  boost::system::error_code ec;
+  guest.non_blocking(true, ec);
+  FirstBytes bytes;
+  asio::steady_timer timer(io_, limit);
+  for (;;) {
+    auto r = co_await (guest.async_wait(tcp::socket::wait_read, kTok) || timer.async_wait(kTok));
+    if (r.index() == 1) {
+      bytes.timeOut();
+      break;
+    }
+    size_t n = guest.read_some(asio::buffer(relay_buf_), ec);
+    if (ec == asio::error::would_block) continue;
+    if (ec || n == 0) co_return std::nullopt;
+    if (bytes.feed(std::string_view(relay_buf_.data(), n))) break;
+  }
+  co_return std::move(bytes).take();
+}
+
+asio::awaitable<std::optional<tcp::socket>> Gateway::dialFor(Flow& f, const Verdict& v,
+                                                             tcp::endpoint original) {
+  if (v.action == Verdict::Action::kDialName) co_return co_await dial(f, f.name);
+  // Full mode with nothing to name the flow by: the guest's destination is
+  // all there is. Inward addresses stay refused.
+  f.address = original.address().to_string();
+  if (std::string why = classifier_.refusalReason(original.address()); !why.empty()) {
+    deny(f, "inward-destination:" + why);
+    co_return std::nullopt;
+  }
+  co_return co_await dialEndpoint(f, original);
+}
+
+asio::awaitable<void> Gateway::relay(Flow& f, Sandbox& sb, tcp::socket& guest, tcp::socket& up,
+                                     std::string first, Verdict v) {
+  // Registered first, so a policy change from here on resets the connection.
+  const bool terminated = v.tier == Verdict::Tier::kTerminate;
   auto handle = std::make_shared<ConnHandle>();
   handle->name = f.name;
   handle->port = f.port;
-  handle->terminated = terminate_tls;
-  if (cred) handle->credential = cred->value;
+  handle->terminated = terminated;
+  if (v.credential) handle->credential = v.credential->value;
   tcp::socket* g = &guest;
-  tcp::socket* u = &*up;
+  tcp::socket* u = &up;
   handle->reset = [g, u] {
     resetSocket(*g);
     resetSocket(*u);
   };
-  registry_.track(*sb, handle);
-  registry_.record({"tcp", f.sandbox, f.name, f.address, f.port, true,
-                    terminate_tls ? "terminate" : (kind == Kind::kHttp ? "http" : "splice")});
+  registry_.track(sb, handle);
+  registry_.record(
+      {"tcp", f.sandbox, f.name, f.address, f.port, true,
+       terminated ? "terminate" : (v.tier == Verdict::Tier::kHttp ? "http" : "splice")});
 
-  if (terminate_tls) {
-    co_await terminate(f, guest, *up, std::move(first), std::move(cred), &handle->last_active);
-  } else if (kind == Kind::kHttp) {
-    co_await httpPlain(f, guest, *up, std::move(first), &handle->last_active);
+  if (terminated) {
+    co_await terminate(f, guest, up, std::move(first), std::move(v.credential),
+                       &handle->last_active);
+  } else if (v.tier == Verdict::Tier::kHttp) {
+    co_await httpPlain(f, guest, up, std::move(first), &handle->last_active);
   } else {
-    auto [wec, wn] = co_await asio::async_write(*up, asio::buffer(first), kTok);
+    auto [wec, wn] = co_await asio::async_write(up, asio::buffer(first), kTok);
     if (!wec) {
       first = std::string();  // release the classification buffer before idling
-      co_await splice(guest, *up, &handle->last_active);
+      co_await splice(guest, up, &handle->last_active);
     }
   }
-  resetSocket(guest);
-  resetSocket(*up);
 }
 
 asio::awaitable<std::optional<tcp::socket>> Gateway::dial(Flow& f, const std::string& name) {

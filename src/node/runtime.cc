@@ -274,15 +274,8 @@ asio::awaitable<Result<std::shared_ptr<Sandbox>>> Runtime::create(std::string te
   if (!validId(sb->id_))
     co_return Error(Code::kInvalidArgument, "bad sandbox id '" + sb->id_ + "'");
   sb->dir_ = opts_.root + "/sandboxes/" + sb->id_;
-  std::error_code ec;
-  if (!fs::create_directory(sb->dir_, ec))
-    co_return Error(Code::kAlreadyExists, "sandbox " + sb->id_ + " exists");
-  ScopeExit remove_dir([&] { fs::remove_all(sb->dir_, ec); });
-  making_[sb->id_] = nullptr;
-  ScopeExit unmark([this, id = sb->id_] {
-    making_.erase(id);
-    aborted_.erase(id);
-  });
+  CreateAttempt attempt(*this, sb);
+  VESSEL_CO_TRY(attempt.makeDir());
   sb->template_id_ = (*t)->id();
   sb->hostname_ = opts.hostname.empty() ? sb->id_ : opts.hostname;
   sb->env_ = opts.env;
@@ -299,103 +292,104 @@ asio::awaitable<Result<std::shared_ptr<Sandbox>>> Runtime::create(std::string te
                                                   std::to_string(base) + " MiB");
     sb->disk_mib_ = opts.disk_mib;
   }
-
-  if (opts.cold) {
-    sb->vm_dir_ = opts_.root + "/vms/" + newId("vm");
-    fs::create_directories(sb->vm_dir_, ec);
-    ScopeExit rm_vm([&] { fs::remove_all(sb->vm_dir_, ec); });
-    VESSEL_CO_TRY(co_await hv_.createOverlay(sb->vm_dir_ + "/disk.qcow2",
-                                             (*t)->path(templates::kRootfsFile), "raw"));
-    hypervisor::MachineSpec s =
-        machineSpec(sb->vm_dir_, sb->vcpus_, sb->memory_mib_, (*t)->manifest.cmdline,
-                    (*t)->path(templates::kRootfsFile));
-    Status n = co_await attachNetwork(s, (*t)->manifest, sb->slot_);
-    if (!n.ok()) co_return std::move(n).error().withContext(ctx);
-    auto m = co_await bootMachine(hv_, s, Clock::now() + opts_.ready_timeout);
-    if (!m.ok()) {
-      co_await releaseSlot(sb->slot_);
-      co_return std::move(m).error().withContext(ctx);
-    }
-    sb->vm_ = std::move(m->vm);
-    making_[sb->id_] = sb->vm_.get();
-    sb->agent_ = agentclient::AgentClient::create(std::move(sb->vm_->agentChannel()),
-                                                  std::move(m->leftover), sb->id_);
-    sb->agent_->setReplyTimeout(opts_.agent_reply_timeout);
-    auto id = co_await applyIdentity(*sb);
-    if (id.ok()) id = co_await growDisk(*sb);
-    if (!id.ok()) {
-      (void)co_await sb->vm_->stop();
-      co_await releaseSlot(sb->slot_);
-      co_return std::move(id).error().withContext(ctx);
-    }
-    rm_vm.dismiss();
-  } else {
-    // A warm VM that died while it waited (it is only found out now) is
-    // discarded and the create goes on with the next one.
-    for (int attempt = 0;; ++attempt) {
-      Prepared p;
-      PhaseClock pc(sb->phases_ms_);
-      // A pooled VM's disk was grown to the template's default; a sandbox
-      // that asks for less cannot have it (a filesystem does not shrink).
-      bool smaller = opts_.grow_disks && sb->disk_mib_ && sb->disk_mib_ < (*t)->defaultDiskMib();
-      auto pooled = smaller ? std::nullopt : pool_.take(template_name, (*t)->id(), attempt == 0);
-      // Now, not after the create: in a burst the pool starts making what
-      // the next creates will want (at a lower priority than this one).
-      pool_.refillLater(template_name);
-      if (pooled) {
-        p = std::move(*pooled);
-        pc.mark("from_pool");
-      } else {
-        auto r = co_await prepareRestore(*t, (*t)->path(templates::kStateFile),
-                                         (*t)->path(templates::kRootfsFile), "raw", true);
-        if (!r.ok()) co_return std::move(r).error().withContext(ctx);
-        p = std::move(*r);
-        pc.mark("start_qemu");
-      }
-      bool was_warm = p.agent != nullptr;
-      uint64_t grown_mib = was_warm ? p.disk_mib : 0;
-      sb->vm_dir_ = p.vm_dir;
-      sb->vm_ = std::move(p.vm);
-      making_[sb->id_] = sb->vm_.get();
-      if (Status a = checkAborted(sb->id_); !a.ok()) sb->vm_->kill();
-      sb->slot_ = std::move(p.slot);
-      Status fin = okStatus();
-      if (was_warm) {
-        sb->agent_ = std::move(p.agent);
-        sb->agent_->setName(sb->id_);
-        fin = co_await applyIdentity(*sb, p.net);
-        pc.mark("identity");
-      } else {
-        fin = co_await finishRestore(*sb, true);
-      }
-      if (fin.ok()) {
-        fin = co_await growDisk(*sb, grown_mib);
-        pc.mark("grow_disk");
-      }
-      if (fin.ok()) break;
-      if (sb->agent_) sb->agent_->close();
-      sb->agent_.reset();
-      (void)co_await sb->vm_->stop();
-      making_[sb->id_] = nullptr;
-      sb->vm_.reset();
-      co_await releaseSlot(sb->slot_);
-      fs::remove_all(sb->vm_dir_, ec);
-      if (!was_warm || attempt >= 2 || !checkAborted(sb->id_).ok()) {
-        pool_.refillLater(template_name);
-        co_return std::move(fin).error().withContext(ctx);
-      }
-      Logger("runtime", sb->id_)
-          .warn("pooled VM {} failed, trying another: {}", p.vm_id, fin.error().message());
-    }
-    pool_.refillLater(template_name);  // if the one above stopped early
+  // Not a conditional expression: g++ 12 miscompiles co_await inside one.
+  Status made = okStatus();
+  if (opts.cold)
+    made = co_await createCold(attempt, **t);
+  else
+    made = co_await createRestored(attempt, template_name, *t);
+  if (made.ok()) {
+    store_.acquire(sb->template_id_);
+    auto t1 = Clock::now();
+    made = writeRecord(*sb);
+    if (!made.ok()) store_.release(sb->template_id_);
+    sb->phases_ms_.emplace_back(
+        "write_record", std::chrono::duration<double, std::milli>(Clock::now() - t1).count());
   }
-  store_.acquire(sb->template_id_);
-  auto t1 = Clock::now();
-  VESSEL_CO_TRY(writeRecord(*sb));
-  sb->phases_ms_.emplace_back("write_record",
-                              std::chrono::duration<double, std::milli>(Clock::now() - t1).count());
-  remove_dir.dismiss();
-  co_return sb;
+  if (!made.ok()) {
+    co_await attempt.rollback();
+    co_return std::move(made).error().withContext(ctx);
+  }
+  co_return attempt.commit();
+}
+
+asio::awaitable<Status> Runtime::createCold(CreateAttempt& attempt, const templates::Template& t) {
+  Sandbox& sb = attempt.sb();
+  attempt.ownVmDir(opts_.root + "/vms/" + newId("vm"));
+  std::error_code ec;
+  fs::create_directories(sb.vm_dir_, ec);
+  VESSEL_CO_TRY(co_await hv_.createOverlay(sb.vm_dir_ + "/disk.qcow2",
+                                           t.path(templates::kRootfsFile), "raw"));
+  hypervisor::MachineSpec s =
+      machineSpec(sb.vm_dir_, sb.vcpus_, sb.memory_mib_, t.manifest.cmdline,
+                  t.path(templates::kRootfsFile));
+  VESSEL_CO_TRY(co_await attachNetwork(s, t.manifest, sb.slot_));
+  auto m = co_await bootMachine(hv_, s, Clock::now() + opts_.ready_timeout);
+  if (!m.ok()) co_return std::move(m).error();
+  attempt.holdVm(std::move(m->vm));
+  sb.agent_ = agentclient::AgentClient::create(std::move(sb.vm_->agentChannel()),
+                                               std::move(m->leftover), sb.id_);
+  sb.agent_->setReplyTimeout(opts_.agent_reply_timeout);
+  VESSEL_CO_TRY(co_await applyIdentity(sb));
+  co_return co_await growDisk(sb);
+}
+
+asio::awaitable<Status> Runtime::createRestored(CreateAttempt& attempt,
+                                                const std::string& template_name,
+                                                std::shared_ptr<const templates::Template> t) {
+  Sandbox& sb = attempt.sb();
+  // A warm VM that died while it waited (it is only found out now) is
+  // discarded and the create goes on with the next one.
+  for (int n = 0;; ++n) {
+    Prepared p;
+    PhaseClock pc(sb.phases_ms_);
+    // A pooled VM's disk was grown to the template's default; a sandbox
+    // that asks for less cannot have it (a filesystem does not shrink).
+    bool smaller = opts_.grow_disks && sb.disk_mib_ && sb.disk_mib_ < t->defaultDiskMib();
+    auto pooled = smaller ? std::nullopt : pool_.take(template_name, t->id(), n == 0);
+    // Now, not after the create: in a burst the pool starts making what
+    // the next creates will want (at a lower priority than this one).
+    pool_.refillLater(template_name);
+    if (pooled) {
+      p = std::move(*pooled);
+      pc.mark("from_pool");
+    } else {
+      auto r = co_await prepareRestore(t, t->path(templates::kStateFile),
+                                       t->path(templates::kRootfsFile), "raw", true);
+      if (!r.ok()) co_return std::move(r).error();
+      p = std::move(*r);
+      pc.mark("start_qemu");
+    }
+    bool was_warm = p.agent != nullptr;
+    uint64_t grown_mib = was_warm ? p.disk_mib : 0;
+    attempt.ownVmDir(p.vm_dir);
+    attempt.holdVm(std::move(p.vm));
+    if (Status a = checkAborted(sb.id_); !a.ok()) sb.vm_->kill();
+    sb.slot_ = std::move(p.slot);
+    Status fin = okStatus();
+    if (was_warm) {
+      sb.agent_ = std::move(p.agent);
+      sb.agent_->setName(sb.id_);
+      fin = co_await applyIdentity(sb, p.net);
+      pc.mark("identity");
+    } else {
+      fin = co_await finishRestore(sb, true);
+    }
+    if (fin.ok()) {
+      fin = co_await growDisk(sb, grown_mib);
+      pc.mark("grow_disk");
+    }
+    if (fin.ok()) break;
+    co_await attempt.dropVm();
+    if (!was_warm || n >= 2 || !checkAborted(sb.id_).ok()) {
+      pool_.refillLater(template_name);
+      co_return fin;
+    }
+    Logger("runtime", sb.id_)
+        .warn("pooled VM {} failed, trying another: {}", p.vm_id, fin.error().message());
+  }
+  pool_.refillLater(template_name);  // if the one above stopped early
+  co_return okStatus();
 }
 
 asio::awaitable<Status> Runtime::pause(Sandbox& sb, bool keep_memory) {

@@ -23,7 +23,7 @@
 #include "hypervisor/hypervisor.h"
 #include "node/guest_network.h"
 #include "node/machine.h"
-#include "node/network/slot.h"
+#include "node/network/slot_pool.h"
 #include "node/sandbox_file.h"
 #include "node/warm_pool.h"
 #include "templates/store.h"
@@ -220,6 +220,12 @@ class Runtime : private WarmPool::Source {
 
  private:
   using Prepared = PreparedVm;
+  // create(), runtime.cc: one attempt that undoes itself unless committed,
+  // and the two ways it makes the sandbox's VM.
+  class CreateAttempt;
+  asio::awaitable<Status> createCold(CreateAttempt& attempt, const templates::Template& t);
+  asio::awaitable<Status> createRestored(CreateAttempt& attempt, const std::string& template_name,
+                                         std::shared_ptr<const templates::Template> t);
   asio::awaitable<Result<Prepared>> prepareRestore(std::shared_ptr<const templates::Template> t,
                                                    const std::string& state_file,
                                                    const std::string& base_disk,

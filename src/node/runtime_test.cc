@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <condition_variable>
@@ -409,6 +410,125 @@ TEST_F(RuntimeTest, AReleasedSandboxIsAdoptedByTheNextRuntime) {
   EXPECT_EQ((*back)->vm()->pid(), pid);
   EXPECT_EQ(sh(**back, "uname -n"), "sb-kept\n");
   ASSERT_TRUE(run(runtime().destroy(**back)).ok());
+}
+
+// --- A failed create leaves nothing, whichever step failed ---
+
+std::vector<std::string> entries(const std::string& dir) {
+  std::vector<std::string> out;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec)) out.push_back(e.path().filename());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+class RuntimeCreateFailureTest : public RuntimeTest {
+ protected:
+  // No sandbox directory, no VM directory, no VM.
+  void expectNothingLeft(const std::string& step) {
+    EXPECT_EQ(entries(opts_.root + "/sandboxes"), std::vector<std::string>{}) << step;
+    EXPECT_EQ(entries(opts_.root + "/vms"), std::vector<std::string>{}) << step;
+    EXPECT_EQ(hv_->live(), 0u) << step << ": a VM was left running";
+  }
+  // The id is free again (no directory, no abort pending on it), and a
+  // create of it now works and is undone by destroy.
+  void expectIdFree(const std::string& id, bool cold) {
+    CreateOptions o;
+    o.id = id;
+    o.cold = cold;
+    auto sb = create(o);
+    ASSERT_TRUE(sb) << id;
+    EXPECT_EQ(sh(*sb, "uname -n"), id + "\n");
+    ASSERT_TRUE(run(runtime().destroy(*sb)).ok());
+    expectNothingLeft("destroy of " + id);
+  }
+  Result<std::shared_ptr<Sandbox>> tryCreate(const std::string& tmpl, CreateOptions o) {
+    return run(runtime().create(tmpl, std::move(o)));
+  }
+};
+
+TEST_F(RuntimeCreateFailureTest, BeforeTheSandboxDirectory) {
+  CreateOptions bad_id;
+  bad_id.id = "../escape";
+  auto r = tryCreate("base", bad_id);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code(), Code::kInvalidArgument);
+  expectNothingLeft("bad id");
+  CreateOptions o;
+  o.id = "sb-none";
+  EXPECT_FALSE(tryCreate("no-such-template", o).ok());
+  expectNothingLeft("unknown template");
+}
+
+TEST_F(RuntimeCreateFailureTest, AfterTheDirectoryBeforeAVm) {
+  // The VM directory cannot be made: the overlay (cold) or the restore's
+  // disk fails after the sandbox directory exists.
+  (void)runtime();
+  std::string vms = opts_.root + "/vms";
+  fs::remove_all(vms);
+  ASSERT_TRUE(writeFileAtomic(vms, "not a directory\n").ok());
+  for (bool cold : {false, true}) {
+    CreateOptions o;
+    o.id = "sb-nodisk";
+    o.cold = cold;
+    auto r = tryCreate("base", o);
+    ASSERT_FALSE(r.ok()) << (cold ? "cold" : "restored");
+    EXPECT_THAT(r.error().message(), HasSubstr("create sandbox sb-nodisk"));
+    EXPECT_EQ(entries(opts_.root + "/sandboxes"), std::vector<std::string>{}) << cold;
+    EXPECT_EQ(hv_->live(), 0u) << cold;
+  }
+  fs::remove(vms);
+  fs::create_directories(vms);
+  expectIdFree("sb-nodisk", false);
+  expectIdFree("sb-nodisk", true);
+}
+
+TEST_F(RuntimeCreateFailureTest, AVmThatStopsAnsweringIsStoppedAndRemoved) {
+  opts_.guest_call_timeout = 300ms;
+  for (bool cold : {false, true}) {
+    hv_->stallGuestCalls(true);
+    CreateOptions o;
+    o.id = "sb-stuck";
+    o.cold = cold;
+    auto r = tryCreate("base", o);
+    ASSERT_FALSE(r.ok()) << cold;
+    EXPECT_EQ(r.error().code(), Code::kDeadlineExceeded) << r.error().message();
+    EXPECT_GE(hv_->stalledCalls(), 1u);
+    expectNothingLeft(cold ? "cold, identity timed out" : "identity timed out");
+    hv_->stallGuestCalls(false);
+    expectIdFree("sb-stuck", cold);
+  }
+}
+
+TEST_F(RuntimeCreateFailureTest, AnAbortedCreateIsUndoneAndItsIdFreed) {
+  // A restore from the template (the path every warm create takes); a
+  // cold create's abort is not covered here.
+  opts_.guest_call_timeout = 60s;  // the abort, not the deadline, ends it
+  hv_->stallGuestCalls(true, [this] { runtime().abort("sb-aborted"); });
+  CreateOptions o;
+  o.id = "sb-aborted";
+  auto r = tryCreate("base", o);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().code(), Code::kDeadlineExceeded) << r.error().message();
+  expectNothingLeft("aborted");
+  hv_->stallGuestCalls(false);
+  // A restore checks for a pending abort of its id: none may be left.
+  expectIdFree("sb-aborted", false);
+}
+
+TEST_F(RuntimeCreateFailureTest, ACreateOfAnExistingIdLeavesThatSandboxAlone) {
+  CreateOptions o;
+  o.id = "sb-twice";
+  auto first = create(o);
+  ASSERT_TRUE(first);
+  auto again = tryCreate("base", o);
+  ASSERT_FALSE(again.ok());
+  EXPECT_EQ(again.error().code(), Code::kAlreadyExists);
+  EXPECT_TRUE(fs::exists(first->dir() + "/sandbox.json"));
+  EXPECT_TRUE(fs::exists(first->vmDir()));
+  EXPECT_EQ(sh(*first, "uname -n"), "sb-twice\n");
+  ASSERT_TRUE(run(runtime().destroy(*first)).ok());
+  expectNothingLeft("destroy");
 }
 
 }  // namespace

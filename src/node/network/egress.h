@@ -24,7 +24,7 @@
 #include "base/child_process.h"
 #include "base/result.h"
 #include "gateway/control_client.h"
-#include "node/network/slot.h"
+#include "node/network/slot_pool.h"
 
 namespace vessel::node::network {
 

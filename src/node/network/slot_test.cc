@@ -1,5 +1,3 @@
-#include "node/network/slot.h"
-
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -10,6 +8,8 @@
 #include <functional>
 
 #include "base/fd.h"
+#include "node/network/rulesets.h"
+#include "node/network/slot_pool.h"
 #include "os/command.h"
 
 namespace vessel::node::network {
@@ -34,18 +34,6 @@ class SlotTest : public ::testing::Test {
   os::Netns gw_;
   NetworkLayout layout_;
 };
-
-TEST(SlotRulesTest, RulesetNamesEveryBoundary) {
-  NetworkLayout l;
-  SlotAddresses a{"tap0", "transit0", "vsh3", "10.200.0.14", "10.200.0.13"};
-  std::string r = sandboxRuleset(l, a);
-  EXPECT_NE(r.find("ether saddr != 06:00:ac:10:00:02 drop"), std::string::npos);
-  EXPECT_NE(r.find("hook ingress device \"tap0\""), std::string::npos);
-  EXPECT_NE(r.find("th dport 53 dnat to 10.200.0.13:15053"), std::string::npos);
-  EXPECT_NE(r.find("snat to 10.200.0.14"), std::string::npos);
-  EXPECT_NE(r.find("policy drop"), std::string::npos);
-  EXPECT_NE(gatewayRuleset(l).find("redirect to :15001"), std::string::npos);
-}
 
 TEST_F(SlotTest, PoolMakesSlotsAndCleansUp) {
   std::string first_ns;

@@ -21,7 +21,7 @@
 #include "base/fd.h"
 #include "base/result.h"
 #include "gateway/control_client.h"
-#include "node/network/slot.h"
+#include "node/network/slot_pool.h"
 #include "os/netns.h"
 
 namespace vessel::egress_test {
