@@ -116,10 +116,10 @@ class ProxyTest : public ::testing::Test {
       co_return okStatus();
     };
     proxy_ = std::make_unique<Proxy>("vessel.test:1", std::move(sb), 49983);
-    server_ = std::make_unique<api::HttpServer>(io_);
-    server_->route(http::verb::get, "/health", [](const api::Request& req) {
-      return [](const api::Request& req) -> asio::awaitable<api::Response> {
-        co_return api::jsonResponse(req, http::status::ok, "{\"own\":true}");
+    server_ = std::make_unique<http::HttpServer>(io_);
+    server_->route(http::verb::get, "/health", [](const http::Request& req) {
+      return [](const http::Request& req) -> asio::awaitable<http::Response> {
+        co_return http::jsonResponse(req, http::status::ok, "{\"own\":true}");
       }(req);
     });
     proxy_->install(*server_);
@@ -155,7 +155,7 @@ class ProxyTest : public ::testing::Test {
   asio::io_context io_;
   std::unique_ptr<agentclient::testing::HostAgent> agent_;
   std::unique_ptr<Proxy> proxy_;
-  std::unique_ptr<api::HttpServer> server_;
+  std::unique_ptr<http::HttpServer> server_;
   bool awake_ = false;              // sb-sleeping was woken
   std::vector<std::string> wakes_;  // ids wake was asked for
   std::optional<tcp::acceptor> up1_, up2_;

@@ -6,8 +6,8 @@
 #include <cstdint>
 #include <string_view>
 
-#include "api/json_fields.h"
 #include "api/resources.h"
+#include "http/json_fields.h"
 
 using namespace vessel::api;
 
