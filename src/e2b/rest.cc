@@ -58,7 +58,8 @@ Result<std::string> RestApi::tenantOf(const Request& req) {
 
 // E2B's routes, v1 (SDK <= 2.45) and v2 (2.46+). Every one but /health
 // authenticates first; so does every refusal of the router's own (the
-// guard), which are E2B's error bodies.
+// guard), which are E2B's error bodies. Over 80 lines because it is the
+// table: one entry per route E2B's SDKs call, read in one place.
 void RestApi::install(http::HttpServer& server) {
   http::Router& r = server.router();
   r.errorsUnder("/", errorJson);

@@ -181,6 +181,9 @@ asio::awaitable<Result<std::optional<std::string>>> BodyReader::next() {
   co_return std::optional<std::string>(std::move(chunk_));
 }
 
+// One connection's life, request after request. Over 80 lines because its
+// steps (TLS hand-off, head, host claim, forward, upload, body, route,
+// write) share the connection's state and are read best in their order.
 asio::awaitable<void> HttpServer::serve(tcp::socket sock) {
   if (tls_handoff_) {
     // Peek at the first byte, within the idle limit: a TLS ClientHello

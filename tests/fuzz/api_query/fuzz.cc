@@ -10,6 +10,7 @@
 #include "http/json_fields.h"
 
 using namespace vessel::api;
+using namespace vessel::http;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // SAFETY: libFuzzer guarantees `data` points at `size` readable bytes.
