@@ -108,7 +108,11 @@ Status ResponseRelay::step(std::string& out, bool& progressed) {
     unsigned status = parser_->get().result_int();
     parser_.reset();
     progressed = true;
-    if (classifyResponse(status, false) == ResponseKind::kInterim) return okStatus();
+    if (classifyResponse(status, false) == ResponseKind::kInterim) {
+      interim_ = true;
+      return okStatus();
+    }
+    interim_ = false;
     asked_.pop_front();
     ++answered_;
   }
@@ -119,6 +123,8 @@ Status ResponseRelay::end() {
   if (opaque_) return okStatus();
   if (!parser_) {
     if (!pending_.empty()) return protocol("the server closed in the middle of a response head");
+    // After a 1xx the client waits for the final response: it was cut.
+    if (interim_) return protocol("the server closed after an interim response");
     return okStatus();
   }
   boost::system::error_code ec;

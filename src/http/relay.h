@@ -82,6 +82,7 @@ class ResponseRelay {
   std::optional<response_parser<buffer_body>> parser_;
   std::string pending_;  // bytes read and not yet parsed
   uint64_t answered_ = 0;
+  bool interim_ = false;  // the waiting request has had a 1xx, not yet its answer
   bool opaque_ = false;
 };
 

@@ -76,7 +76,7 @@ TEST_P(RelayTest, SwitchAfterAWellFormedUpgrade) {
   EXPECT_TRUE(r.opaque());
   EXPECT_EQ(f.out, head + frames);
   std::string more;
-  ASSERT_TRUE(r.feed("\x88\x00", more).ok());
+  ASSERT_TRUE(r.feed(std::string_view("\x88\x00", 2), more).ok());
   EXPECT_EQ(more, std::string("\x88\x00", 2));
 }
 
