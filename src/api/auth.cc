@@ -24,16 +24,6 @@ Result<std::string> randomToken(std::string_view prefix) {
 
 Result<std::string> newApiKey() { return randomToken("vsk_"); }
 
-std::optional<std::string_view> bearerToken(const Request& req) {
-  auto it = req.find(http::field::authorization);
-  if (it == req.end()) return std::nullopt;
-  std::string_view v = it->value();
-  constexpr std::string_view kBearer = "Bearer ";
-  if (v.size() <= kBearer.size() || v.substr(0, kBearer.size()) != kBearer || v.size() > 512)
-    return std::nullopt;
-  return v.substr(kBearer.size());
-}
-
 Result<std::string> authenticate(const Request& req, store::Store& store) {
   auto key = bearerToken(req);
   if (!key) return Error(Code::kUnauthenticated, "missing or invalid API key");

@@ -6,7 +6,8 @@
 #include <string>
 #include <string_view>
 
-#include "api/http_server.h"
+#include "api/http_names.h"
+#include "http/server.h"
 #include "store/store.h"
 
 namespace vessel::api {
@@ -15,10 +16,7 @@ namespace vessel::api {
 Result<std::string> randomToken(std::string_view prefix);
 // A fresh key, "vsk_" + 64 hex digits.
 Result<std::string> newApiKey();
-// The credential of `Authorization: Bearer <token>` (at most 512 bytes in
-// all), or nullopt when the header is missing or malformed. Both planes
-// authenticate from it.
-std::optional<std::string_view> bearerToken(const Request& req);
+// bearerToken(): http/server.h.
 // The E2B form of a key: "e2b_" + the hex of the key's bytes. E2B's JS SDK
 // (up to 2.45) refuses a key that is not `e2b_` + hex digits, so every key
 // is also accepted in this form (`vsk_…` -> `e2b_76736b5f…`).

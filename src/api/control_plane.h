@@ -8,10 +8,11 @@
 #include <map>
 #include <memory>
 
-#include "api/http_server.h"
+#include "api/http_names.h"
 #include "api/live_sandboxes.h"
 #include "api/network_api.h"
 #include "api/sessions.h"
+#include "http/server.h"
 #include "ops/lifecycle.h"
 #include "store/store.h"
 #include "templates/store.h"
@@ -28,12 +29,10 @@ class ControlPlane : public LiveSandboxes {
   std::shared_ptr<agentclient::AgentClient> agentOf(const std::string& sandbox_id) override {
     return lifecycle_.agentOf(sandbox_id);
   }
-  // Serves everything under /v1/.
+  // Adds the route table of /v1/ to the server's router.
   void install(HttpServer& server);
 
  private:
-  asio::awaitable<std::optional<Response>> handle(const Request& req,
-                                                  boost::beast::tcp_stream& stream);
   Response createSandbox(const Request& req, const std::string& tenant);
   Response listSandboxes(const Request& req, const std::string& tenant);
   Response forkSandbox(const Request& req, const std::string& tenant, const std::string& id);

@@ -12,10 +12,11 @@
 #include <string>
 #include <utility>
 
-#include "api/http_server.h"
+#include "api/http_names.h"
 #include "api/live_sandboxes.h"
-#include "api/render_thread.h"
 #include "api/sessions.h"
+#include "http/render_thread.h"
+#include "http/server.h"
 
 namespace vessel::api {
 
@@ -40,8 +41,6 @@ class DataPlane {
   // The session's sandbox and its agent, or the response refusing the request.
   Result<Target> bind(const Request& req, Response* refusal);
 
-  asio::awaitable<std::optional<Response>> handle(const Request& req,
-                                                  boost::beast::tcp_stream& stream);
   asio::awaitable<std::optional<Response>> exec(const Request& req,
                                                 boost::beast::tcp_stream& stream, Target t);
   asio::awaitable<Response> process(const Request& req, Target t, std::string pid_seg,

@@ -4,8 +4,8 @@
 #include <charconv>
 #include <csignal>
 
-#include "api/json_fields.h"
 #include "api/resources.h"
+#include "http/json_fields.h"
 
 namespace vessel::api {
 

@@ -11,8 +11,9 @@
 
 #include "agentclient/agent_client.h"
 #include "agentproto/messages.h"
-#include "api/json_fields.h"  // parseQuery, for the data plane
+#include "api/http_names.h"
 #include "base/result.h"
+#include "http/json_fields.h"  // parseQuery, for the data plane
 
 namespace vessel::api {
 

@@ -85,30 +85,30 @@ Result<ops::CredentialSpec> parseCredential(const json::object& body) {
 
 }  // namespace
 
-asio::awaitable<std::optional<Response>> NetworkApi::handle(const Request& req,
-                                                            const std::string& tenant,
-                                                            const std::vector<std::string>& seg) {
-  auto method = req.method();
-  std::string path(req.target());
-  if (auto q = path.find('?'); q != std::string::npos) path.resize(q);
-  auto notAllowed = [&](std::string_view allow) { return methodNotAllowed(req, path, allow); };
-  if (seg.size() == 2 && seg[1] == "credentials") {
-    if (method == http::verb::post) co_return co_await createCredential(req, tenant);
-    if (method == http::verb::get) co_return listCredentials(req, tenant);
-    co_return notAllowed("GET, POST");
-  }
-  if (seg.size() == 3 && seg[1] == "credentials") {
-    if (!credentialName(seg[2])) co_return errorResponse(req, bad("bad credential name"));
-    if (method == http::verb::delete_) co_return co_await deleteCredential(req, tenant, seg[2]);
-    co_return notAllowed("DELETE");
-  }
-  if (seg.size() == 4 && seg[1] == "sandboxes" && seg[3] == "network") {
-    if (!validId(seg[2])) co_return errorResponse(req, bad("bad sandbox id"));
-    if (method == http::verb::put) co_return co_await putNetwork(req, tenant, seg[2]);
-    if (method == http::verb::get) co_return getNetwork(req, tenant, seg[2]);
-    co_return notAllowed("GET, PUT");
-  }
-  co_return std::nullopt;
+void NetworkApi::install(Router& r, const Authenticated& authed) {
+  r.paramType("credential", [](std::string_view n) -> Status {
+    if (!credentialName(n)) return bad("bad credential name");
+    return okStatus();
+  });
+  using P = const Params&;
+  r.post("/v1/credentials", authed([this](const Request& q, P, std::string t) {
+           return createCredential(q, std::move(t));
+         }));
+  r.get("/v1/credentials",
+        authed([this](const Request& q, P, std::string t) -> asio::awaitable<Response> {
+          co_return listCredentials(q, t);
+        }));
+  r.del("/v1/credentials/{name:credential}", authed([this](const Request& q, P p, std::string t) {
+          return deleteCredential(q, std::move(t), p["name"]);
+        }));
+  // The sandbox type is the control plane's (bad ids are 400).
+  r.put("/v1/sandboxes/{id:sandbox}/network", authed([this](const Request& q, P p, std::string t) {
+          return putNetwork(q, std::move(t), p["id"]);
+        }));
+  r.get("/v1/sandboxes/{id:sandbox}/network",
+        authed([this](const Request& q, P p, std::string t) -> asio::awaitable<Response> {
+          co_return getNetwork(q, t, p["id"]);
+        }));
 }
 
 asio::awaitable<Response> NetworkApi::putNetwork(const Request& req, std::string tenant,

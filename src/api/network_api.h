@@ -7,26 +7,31 @@
 // stores them and has the node register them with its gateway. Secrets go
 // from the request to the store only: no response carries them.
 #include <boost/asio/awaitable.hpp>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
 
-#include "api/http_server.h"
+#include "api/http_names.h"
+#include "http/server.h"
 #include "ops/lifecycle.h"
 
 namespace vessel::api {
+
+// A handler of (request, parameters, tenant); an Authenticated wraps one as
+// a route that first finds the tenant of the request's key.
+using TenantHandler =
+    std::function<boost::asio::awaitable<Response>(const Request&, const Params&, std::string)>;
+using Authenticated = std::function<RouteHandler(TenantHandler)>;
 
 class NetworkApi {
  public:
   explicit NetworkApi(ops::Lifecycle& lifecycle) : lifecycle_(lifecycle) {}
 
-  // Handles /v1/credentials[/name] and /v1/sandboxes/{id}/network (`seg`
-  // is the split path, seg[0] == "v1"); nullopt when the path is not ours.
-  // A PUT of settings or a credential change waits for the node's gateway
-  // without holding the io thread.
-  boost::asio::awaitable<std::optional<Response>> handle(const Request& req,
-                                                         const std::string& tenant,
-                                                         const std::vector<std::string>& seg);
+  // Adds /v1/credentials[/{name}] and /v1/sandboxes/{id}/network to `r`,
+  // each behind `authed`. A PUT of settings or a credential change waits
+  // for the node's gateway without holding the io thread.
+  void install(Router& r, const Authenticated& authed);
 
  private:
   boost::asio::awaitable<Response> putNetwork(const Request& req, std::string tenant,

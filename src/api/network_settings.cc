@@ -3,8 +3,9 @@
 #include <boost/json.hpp>
 #include <cctype>
 
-#include "api/json_fields.h"
+#include "api/http_names.h"
 #include "gateway/policy/policy.h"
+#include "http/json_fields.h"
 
 namespace vessel::api {
 
@@ -25,19 +26,6 @@ bool credentialName(std::string_view n) {
           c == '_' || c == '.'))
       return false;
   return true;
-}
-
-bool injectableHeader(std::string_view h) {
-  if (h.empty() || h.size() > 64) return false;
-  std::string lower;
-  for (char c : h) {
-    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_')) return false;
-    lower.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
-  }
-  for (const char* f : {"host", "content-length", "transfer-encoding", "connection", "upgrade",
-                        "te", "trailer", "keep-alive", "expect"})
-    if (lower == f) return false;
-  return lower.rfind("proxy-", 0) != 0;
 }
 
 namespace {

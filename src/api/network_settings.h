@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "base/result.h"
+#include "http/json_fields.h"
 #include "ops/node.h"
 
 namespace vessel::api {
@@ -25,8 +26,6 @@ Result<NetworkSettings> parseNetworkRequest(std::string_view body);
 boost::json::object networkJson(const NetworkSettings& s);
 // 1-63 of [A-Za-z0-9._-].
 bool credentialName(std::string_view n);
-// An HTTP field name the gateway may set: a token, and none of the fields
-// that decide framing, routing or the connection (credentials, E2B rules).
-bool injectableHeader(std::string_view h);
+// injectableHeader(): http/json_fields.h.
 
 }  // namespace vessel::api

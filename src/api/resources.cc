@@ -4,8 +4,9 @@
 #include <charconv>
 #include <ctime>
 
-#include "api/json_fields.h"
+#include "api/http_names.h"
 #include "base/sha256.h"
+#include "http/json_fields.h"
 
 namespace vessel::api {
 

@@ -8,8 +8,9 @@
 #include <functional>
 #include <string>
 
-#include "api/http_server.h"
+#include "api/http_names.h"
 #include "base/clock.h"
+#include "http/server.h"
 #include "store/store.h"
 
 namespace vessel::api {

@@ -2,13 +2,14 @@
 // after the operation's last event; GET /v1/events follows every event of
 // the tenant until the client goes away. Both replay what the client missed
 // when it reconnects with Last-Event-ID (events are stored, ids increase).
+#include "http/sse.h"
+
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
 #include <charconv>
 
 #include "api/control_plane.h"
-#include "api/sse_stream.h"
 #include "base/scope_exit.h"
 
 namespace vessel::api {

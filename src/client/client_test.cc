@@ -16,16 +16,15 @@
 #include <fstream>
 #include <thread>
 
-#include "api/http_server.h"
+#include "http/server.h"
 
 namespace vessel::client {
 namespace {
 
 namespace asio = boost::asio;
-namespace http = boost::beast::http;
 namespace json = boost::json;
-using api::Request;
-using api::Response;
+using http::Request;
+using http::Response;
 using ::testing::HasSubstr;
 
 // Writes raw bytes as the whole response (the stream closes afterwards).
@@ -51,15 +50,15 @@ class ClientTest : public ::testing::Test {
     server_.route(http::verb::get, "/v1/echo", [](const Request& r) -> asio::awaitable<Response> {
       json::object o{{"auth", std::string(r[http::field::authorization])},
                      {"target", std::string(r.target())}};
-      co_return api::jsonResponse(r, http::status::ok, json::serialize(o));
+      co_return http::jsonResponse(r, http::status::ok, json::serialize(o));
     });
     server_.route(http::verb::post, "/v1/echo", [](const Request& r) -> asio::awaitable<Response> {
-      co_return api::jsonResponse(r, http::status::created, r.body());
+      co_return http::jsonResponse(r, http::status::created, r.body());
     });
     server_.route(
         http::verb::delete_, "/v1/thing", [](const Request& r) -> asio::awaitable<Response> {
-          co_return api::errorResponse(r, Error(Code::kFailedPrecondition, "thing is busy"),
-                                       json::object{{"state", "paused"}});
+          co_return http::errorResponse(r, Error(Code::kFailedPrecondition, "thing is busy"),
+                                        json::object{{"state", "paused"}});
         });
     server_.route(http::verb::get, "/v1/plain", [](const Request& r) -> asio::awaitable<Response> {
       Response res{http::status::bad_gateway, r.version()};
@@ -67,39 +66,42 @@ class ClientTest : public ::testing::Test {
       res.prepare_payload();
       co_return res;
     });
-    server_.routePrefix("/v1/sse/", [](const Request& r, boost::beast::tcp_stream& s) {
-      std::string body = ": keepalive\n\nid: 1\nevent: operation.running\ndata: {\"n\":1}\n\n";
-      body += "id: 2\r\nevent: operation.done\r\ndata: {\"n\":\r\ndata: 2}\r\n\r\n";
-      if (r.target() == "/v1/sse/plain")  // body until the connection closes
-        return writeRaw(s, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\n" + body);
-      if (r.target() == "/v1/sse/chunked") {
-        std::string chunked;
-        for (size_t i = 0; i < body.size(); i += 7) {
-          std::string part = body.substr(i, 7);
-          char len[16];
-          std::snprintf(len, sizeof len, "%zx\r\n", part.size());
-          chunked += len + part + "\r\n";
-        }
-        return writeRaw(s,
-                        "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
-                        "Transfer-Encoding: chunked\r\n\r\n" +
-                            chunked + "0\r\n\r\n");
-      }
-      if (r.target() == "/v1/sse/last") {
-        std::string id(r["Last-Event-ID"]);
-        return writeRaw(
-            s, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\ndata: " + id + "\n\n");
-      }
-      if (r.target() == "/v1/sse/silent") return holdOpen(s);
-      if (r.target() == "/v1/sse/json")
-        return writeRaw(s,
-                        "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
-                        "Content-Length: 2\r\n\r\n{}");
-      auto res = api::errorResponse(r, Error(Code::kNotFound, "operation op-x does not exist"));
-      return [](Response res) -> asio::awaitable<std::optional<Response>> {
-        co_return res;
-      }(std::move(res));
-    });
+    server_.router().addStream(
+        http::verb::get, "/v1/sse/{kind}",
+        [](const Request& r, const http::Params&, boost::beast::tcp_stream& s) {
+          std::string body = ": keepalive\n\nid: 1\nevent: operation.running\ndata: {\"n\":1}\n\n";
+          body += "id: 2\r\nevent: operation.done\r\ndata: {\"n\":\r\ndata: 2}\r\n\r\n";
+          if (r.target() == "/v1/sse/plain")  // body until the connection closes
+            return writeRaw(s, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\n" + body);
+          if (r.target() == "/v1/sse/chunked") {
+            std::string chunked;
+            for (size_t i = 0; i < body.size(); i += 7) {
+              std::string part = body.substr(i, 7);
+              char len[16];
+              std::snprintf(len, sizeof len, "%zx\r\n", part.size());
+              chunked += len + part + "\r\n";
+            }
+            return writeRaw(s,
+                            "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+                            "Transfer-Encoding: chunked\r\n\r\n" +
+                                chunked + "0\r\n\r\n");
+          }
+          if (r.target() == "/v1/sse/last") {
+            std::string id(r["Last-Event-ID"]);
+            return writeRaw(s, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\ndata: " +
+                                   id + "\n\n");
+          }
+          if (r.target() == "/v1/sse/silent") return holdOpen(s);
+          if (r.target() == "/v1/sse/json")
+            return writeRaw(s,
+                            "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                            "Content-Length: 2\r\n\r\n{}");
+          auto res =
+              http::errorResponse(r, Error(Code::kNotFound, "operation op-x does not exist"));
+          return [](Response res) -> asio::awaitable<std::optional<Response>> {
+            co_return res;
+          }(std::move(res));
+        });
     ASSERT_TRUE(server_.listen({"127.0.0.1", 0}).ok());
     thread_ = std::thread([this] { io_.run(); });
   }
@@ -118,7 +120,7 @@ class ClientTest : public ::testing::Test {
   }
 
   asio::io_context io_;
-  api::HttpServer server_{io_};
+  http::HttpServer server_{io_};
   std::thread thread_;
 };
 

@@ -11,9 +11,9 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 
-#include "api/http_server.h"
 #include "base/run_blocking.h"
 #include "cluster/node_server.h"
+#include "http/server.h"
 #include "ops/testing/fake_node.h"
 
 namespace vessel::cluster {
@@ -62,7 +62,7 @@ class ClusterNodeTest : public ::testing::Test {
     for (int i = 0; i < 2; ++i) {
       fakes_.push_back(std::make_unique<ops::testing::FakeNode>(io_));
       servers_.push_back(std::make_unique<NodeServer>(*fakes_.back(), "tok"));
-      http_.push_back(std::make_unique<api::HttpServer>(io_, nodeServerLimits()));
+      http_.push_back(std::make_unique<http::HttpServer>(io_, nodeServerLimits()));
       servers_.back()->install(*http_.back());
       ASSERT_TRUE(http_.back()->listen({"127.0.0.1", 0}).ok());
       heartbeat(i, store::nowMs());
@@ -105,7 +105,7 @@ class ClusterNodeTest : public ::testing::Test {
   std::unique_ptr<store::Store> store_;
   std::vector<std::unique_ptr<ops::testing::FakeNode>> fakes_;
   std::vector<std::unique_ptr<NodeServer>> servers_;
-  std::vector<std::unique_ptr<api::HttpServer>> http_;
+  std::vector<std::unique_ptr<http::HttpServer>> http_;
   std::unique_ptr<ClusterNode> cluster_;
   std::vector<std::pair<std::string, std::string>> lost_;
 };

@@ -4,8 +4,6 @@
 
 namespace vessel::cluster {
 
-namespace http = boost::beast::http;
-
 namespace {
 
 constexpr std::string_view kPrefix = "/node/v1/";
@@ -14,8 +12,8 @@ Logger nodeLog() { return Logger("node-api"); }
 
 }  // namespace
 
-api::ServerLimits nodeServerLimits() {
-  api::ServerLimits l;
+http::ServerLimits nodeServerLimits() {
+  http::ServerLimits l;
   l.max_header_bytes = 8 * 1024;
   l.max_body_bytes = 2 * 1024 * 1024;  // a build spec may be 1 MiB
   // A create can take as long as a guest boot; the API replica bounds it.
@@ -23,29 +21,34 @@ api::ServerLimits nodeServerLimits() {
   return l;
 }
 
-void NodeServer::install(api::HttpServer& server) {
-  server.routePrefix(
-      std::string(kPrefix),
-      [this](const api::Request& req,
-             boost::beast::tcp_stream&) -> asio::awaitable<std::optional<api::Response>> {
-        auto auth = req[http::field::authorization];
-        constexpr std::string_view kBearer = "Bearer ";
-        if (auth.size() <= kBearer.size() || auth.substr(0, kBearer.size()) != kBearer ||
-            !tokenMatches(auth.substr(kBearer.size()), token_))
-          co_return api::errorResponse(
-              req, Error(Code::kUnauthenticated, "the node API needs the cluster's node token"));
-        if (req.method() != http::verb::post)
-          co_return api::methodNotAllowed(
-              req, std::string_view(req.target().data(), req.target().size()), "POST");
-        std::string name(req.target().substr(kPrefix.size()));
-        if (name.size() > 32)
-          co_return api::errorResponse(req, Error(Code::kNotFound, "no such call"));
-        auto c = parseNodeCall(req.body());
-        if (!c.ok()) co_return api::errorResponse(req, c.error());
-        auto r = co_await call(name, std::move(*c));
-        if (!r.ok()) co_return api::errorResponse(req, r.error());
-        co_return api::jsonResponse(req, http::status::ok, serializeNodeReply(*r));
-      });
+// The node API's route table: one POST route per call, each behind the
+// cluster's node token (as are the router's own 404 and 405: the guard).
+void NodeServer::install(http::HttpServer& server) {
+  http::Router& r = server.router();
+  auto refused = [this](const http::Request& req) -> std::optional<http::Response> {
+    auto auth = req[http::field::authorization];
+    constexpr std::string_view kBearer = "Bearer ";
+    if (auth.size() <= kBearer.size() || auth.substr(0, kBearer.size()) != kBearer ||
+        !tokenMatches(auth.substr(kBearer.size()), token_))
+      return http::errorResponse(
+          req, Error(Code::kUnauthenticated, "the node API needs the cluster's node token"));
+    return std::nullopt;
+  };
+  r.guardUnder(std::string(kPrefix), refused);
+  for (const char* call_name : {"create", "pause", "resume", "destroy", "abort", "holding", "usage",
+                                "fork", "network", "credential", "build", "fork_template"}) {
+    std::string name = call_name;
+    r.post(std::string(kPrefix) + name,
+           [this, refused, name](const http::Request& req,
+                                 const http::Params&) -> asio::awaitable<http::Response> {
+             if (auto no = refused(req)) co_return std::move(*no);
+             auto c = parseNodeCall(req.body());
+             if (!c.ok()) co_return http::errorResponse(req, c.error());
+             auto r = co_await call(name, std::move(*c));
+             if (!r.ok()) co_return http::errorResponse(req, r.error());
+             co_return http::jsonResponse(req, http::status::ok, serializeNodeReply(*r));
+           });
+  }
 }
 
 asio::awaitable<Result<NodeReply>> NodeServer::call(std::string name, NodeCall c) {

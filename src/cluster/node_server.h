@@ -7,8 +7,8 @@
 // it. Every route is POST /node/v1/<call>.
 #include <string>
 
-#include "api/http_server.h"
 #include "cluster/node_protocol.h"
+#include "http/server.h"
 #include "ops/node.h"
 
 namespace vessel::cluster {
@@ -16,12 +16,12 @@ namespace vessel::cluster {
 namespace asio = boost::asio;
 
 // The limits of the node listener: requests are small JSON objects.
-api::ServerLimits nodeServerLimits();
+http::ServerLimits nodeServerLimits();
 
 class NodeServer {
  public:
   NodeServer(ops::Node& node, std::string token) : node_(node), token_(std::move(token)) {}
-  void install(api::HttpServer& server);
+  void install(http::HttpServer& server);
 
   // One call by name on a parsed request (the HTTP layer's body; tests).
   asio::awaitable<Result<NodeReply>> call(std::string name, NodeCall c);

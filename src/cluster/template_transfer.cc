@@ -28,7 +28,6 @@
 namespace vessel::cluster {
 
 namespace beast = boost::beast;
-namespace http = beast::http;
 namespace fs = std::filesystem;
 namespace json = boost::json;
 using tcp = asio::ip::tcp;
@@ -106,42 +105,58 @@ TemplateFileServer::~TemplateFileServer() {
   reader_.join();
 }
 
-void TemplateFileServer::install(api::HttpServer& server) {
-  server.routePrefix(
+// One route: GET <prefix>{name}/{version}/{file}; serve() checks the token
+// and the path's components (parseTemplateFilePath), the guard the token of
+// what the router refuses itself.
+void TemplateFileServer::install(http::HttpServer& server) {
+  http::Router& r = server.router();
+  r.guardUnder(
       std::string(kTemplateFilesPrefix),
-      [this](const api::Request& req, beast::tcp_stream& stream) { return serve(req, stream); });
+      [this](const http::Request& req) -> std::optional<http::Response> {
+        auto auth = req[http::field::authorization];
+        constexpr std::string_view kBearer = "Bearer ";
+        if (auth.size() <= kBearer.size() || auth.substr(0, kBearer.size()) != kBearer ||
+            !tokenMatches(auth.substr(kBearer.size()), token_))
+          return http::errorResponse(
+              req, Error(Code::kUnauthenticated, "the node API needs the cluster's node token"));
+        return std::nullopt;
+      });
+  r.addStream(http::verb::get, std::string(kTemplateFilesPrefix) + "{name}/{version}/{file}",
+              [this](const http::Request& req, const http::Params&, beast::tcp_stream& stream) {
+                return serve(req, stream);
+              });
 }
 
-asio::awaitable<std::optional<api::Response>> TemplateFileServer::serve(const api::Request& req,
-                                                                        beast::tcp_stream& stream) {
+asio::awaitable<std::optional<http::Response>> TemplateFileServer::serve(
+    const http::Request& req, beast::tcp_stream& stream) {
   auto auth = req[http::field::authorization];
   constexpr std::string_view kBearer = "Bearer ";
   if (auth.size() <= kBearer.size() || auth.substr(0, kBearer.size()) != kBearer ||
       !tokenMatches(auth.substr(kBearer.size()), token_))
-    co_return api::errorResponse(
+    co_return http::errorResponse(
         req, Error(Code::kUnauthenticated, "the node API needs the cluster's node token"));
   std::string_view target(req.target().data(), req.target().size());
-  if (req.method() != http::verb::get) co_return api::methodNotAllowed(req, target, "GET");
+  if (req.method() != http::verb::get) co_return http::methodNotAllowed(req, target, "GET");
   auto ref = parseTemplateFilePath(target);
-  if (!ref.ok()) co_return api::errorResponse(req, ref.error());
+  if (!ref.ok()) co_return http::errorResponse(req, ref.error());
   const std::string dir = store_.root() + "/" + ref->name + "/" + ref->version;
   const std::string id = ref->name + "@" + ref->version;
   // Only a file the installed manifest lists; the manifest is not checked
   // against the catalogue here (the receiver checks every byte).
   auto text = readFile(dir + "/" + templates::kManifestFile, 64 * 1024);
   if (!text.ok())
-    co_return api::errorResponse(req, Error(Code::kNotFound, "template " + id + " is not here"));
+    co_return http::errorResponse(req, Error(Code::kNotFound, "template " + id + " is not here"));
   auto m = templates::parseManifest(*text);
   if (!m.ok() || m->name != ref->name || m->version != ref->version || !m->files.count(ref->file))
-    co_return api::errorResponse(
+    co_return http::errorResponse(
         req, Error(Code::kNotFound, "template " + id + " has no file " + ref->file + " here"));
   if (sending_ >= kMaxSending)
-    co_return api::errorResponse(
+    co_return http::errorResponse(
         req, Error(Code::kUnavailable, "this node is sending too many templates; try another"));
   auto fd = Fd::open(dir + "/" + ref->file, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
   struct stat st {};
   if (!fd.ok() || ::fstat(fd->get(), &st) != 0 || !S_ISREG(st.st_mode))
-    co_return api::errorResponse(
+    co_return http::errorResponse(
         req, Error(Code::kNotFound, "template " + id + ": cannot read " + ref->file));
   ++sending_;
   struct Count {

@@ -25,7 +25,7 @@
 #include <string>
 #include <string_view>
 
-#include "api/http_server.h"
+#include "http/server.h"
 #include "store/store.h"
 #include "templates/catalogue.h"
 #include "templates/store.h"
@@ -60,11 +60,11 @@ class TemplateFileServer {
   ~TemplateFileServer();
   // Installs the GET route. Before NodeServer::install on the same server:
   // the first matching prefix route takes a request.
-  void install(api::HttpServer& server);
+  void install(http::HttpServer& server);
 
  private:
-  asio::awaitable<std::optional<api::Response>> serve(const api::Request& req,
-                                                      boost::beast::tcp_stream& stream);
+  asio::awaitable<std::optional<http::Response>> serve(const http::Request& req,
+                                                       boost::beast::tcp_stream& stream);
 
   templates::TemplateStore& store_;
   std::string token_;

@@ -15,12 +15,12 @@
 #include <filesystem>
 #include <fstream>
 
-#include "api/http_server.h"
 #include "base/fd.h"
 #include "base/run_blocking.h"
 #include "base/sha256.h"
 #include "cluster/node_server.h"
 #include "cluster/template_catalogue.h"
+#include "http/server.h"
 #include "templates/naming.h"
 
 namespace vessel::cluster {
@@ -95,7 +95,7 @@ class TemplateTransferTest : public ::testing::Test {
     for (size_t i = 0; i < rootfs.size(); ++i) rootfs[i] = static_cast<char>(i * 131 % 251);
     installTemplate(*a_, "solo", rootfs);
     files_ = std::make_unique<TemplateFileServer>(*a_, "tok");
-    http_ = std::make_unique<api::HttpServer>(io_, nodeServerLimits());
+    http_ = std::make_unique<http::HttpServer>(io_, nodeServerLimits());
     files_->install(*http_);
     ASSERT_TRUE(http_->listen({"127.0.0.1", 0}).ok());
     store::NodeRecord n;
@@ -150,7 +150,7 @@ class TemplateTransferTest : public ::testing::Test {
   std::unique_ptr<StoreCatalogue> catalogue_;
   std::unique_ptr<templates::TemplateStore> a_, b_;
   std::unique_ptr<TemplateFileServer> files_;
-  std::unique_ptr<api::HttpServer> http_;
+  std::unique_ptr<http::HttpServer> http_;
   std::unique_ptr<TemplateFetcher> fetcher_;
 };
 

@@ -10,23 +10,20 @@ namespace {
 constexpr std::chrono::seconds kWakeLimit{60};
 }  // namespace
 
-ingress::Sandboxes portRoutes(ops::Lifecycle& lifecycle, store::Store& store,
-                              const AccessTokens& tokens) {
+ingress::Sandboxes portRoutes(ops::Lifecycle& lifecycle, const AccessTokens& tokens) {
   ingress::Sandboxes sb;
-  sb.route = [&lifecycle, &store, &tokens](const std::string& id) -> Result<ingress::Route> {
+  sb.route = [&lifecycle, &tokens](const std::string& id) -> Result<ingress::Route> {
     auto agent = lifecycle.agentOf(id);
     bool paused = false;
     if (!agent || agent->failure()) {
       // Only the not-running path looks the state up.
-      if (auto live = store.listLiveSandboxes(); live.ok())
-        for (const auto& s : *live)
-          if (s.id == id &&
-              (s.state == store::SandboxState::kPaused || s.state == store::SandboxState::kPausing))
-            paused = true;
+      if (auto live = lifecycle.liveSandbox(id); live.ok() && *live)
+        paused = (*live)->state == store::SandboxState::kPaused ||
+                 (*live)->state == store::SandboxState::kPausing;
       if (!paused) return Error(Code::kNotFound, "sandbox " + id + " is not running");
       agent = nullptr;
     }
-    Ingress in = ingressFromJson(store.getSandboxIngress(id).value_or(""));
+    Ingress in = ingressFromJson(lifecycle.ingress(id).value_or(""));
     return ingress::Route{std::move(agent),
                           in.public_traffic ? std::string() : tokens.trafficForSandbox(id),
                           in.mask_host, paused};

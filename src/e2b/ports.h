@@ -5,7 +5,6 @@
 #include "e2b/access_token.h"
 #include "ingress/proxy.h"
 #include "ops/lifecycle.h"
-#include "store/store.h"
 
 namespace vessel::e2b {
 
@@ -13,7 +12,6 @@ namespace vessel::e2b {
 // name, guarded only by the traffic token when the sandbox asks for one).
 // A paused sandbox's route is marked paused; `wake` resumes it when it was
 // created with auto-resume (ops::Lifecycle::wake).
-ingress::Sandboxes portRoutes(ops::Lifecycle& lifecycle, store::Store& store,
-                              const AccessTokens& tokens);
+ingress::Sandboxes portRoutes(ops::Lifecycle& lifecycle, const AccessTokens& tokens);
 
 }  // namespace vessel::e2b

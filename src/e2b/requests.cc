@@ -6,10 +6,9 @@
 #include <charconv>
 #include <ctime>
 
-#include "api/json_fields.h"
-#include "api/network_settings.h"
 #include "gateway/credentials/scrubber.h"
 #include "gateway/policy/policy.h"
+#include "http/json_fields.h"
 
 namespace vessel::e2b {
 
@@ -34,7 +33,7 @@ Result<json::object> objectOrEmpty(std::string_view body) {
   std::string_view trimmed = body.substr(body.find_first_not_of(" \t\r\n"));
   if (trimmed.rfind("null", 0) == 0 && trimmed.find_first_not_of(" \t\r\n", 4) == std::string::npos)
     return json::object();
-  return api::parseObject(body, 10);
+  return http::parseObject(body, 10);
 }
 
 bool isNull(const json::value& v) { return v.is_null(); }
@@ -47,7 +46,7 @@ Result<std::map<std::string, std::string>> stringMap(const json::value& v, std::
   if (v.as_object().size() > kMaxEntries) return bad(std::string(what) + " has too many entries");
   for (const auto& [k, val] : v.as_object()) {
     std::string key(k);
-    if (env ? !api::envKey(key, kMaxKey) : (key.empty() || key.size() > kMaxKey))
+    if (env ? !http::envKey(key, kMaxKey) : (key.empty() || key.size() > kMaxKey))
       return bad(std::string(what) + ": bad key '" + key.substr(0, 64) + "'");
     if (!val.is_string() || val.as_string().size() > kMaxValue)
       return bad(std::string(what) + "." + key + " must be a string of at most 1024 bytes");
@@ -99,7 +98,7 @@ Status parseRules(const json::value& v, std::vector<HeaderRule>& out) {
                              " (only header injection is)");
           VESSEL_ASSIGN_OR_RETURN(auto headers, stringMap(tv, "transform.headers", false));
           for (auto& [name, value] : headers) {
-            if (!api::injectableHeader(name))
+            if (!http::injectableHeader(name))
               return bad("network.rules." + h + ": '" + name.substr(0, 64) +
                          "' is not a header the gateway may set");
             if (value.empty()) return bad("network.rules." + h + ": header " + name + " is empty");
@@ -200,19 +199,19 @@ Result<Egress> parseEgress(const json::value* network, const json::value* intern
 }
 
 Result<int64_t> seconds(const json::value& v, std::string_view name) {
-  return api::intField(v, name, 0, kMaxSeconds);
+  return http::intField(v, name, 0, kMaxSeconds);
 }
 
 }  // namespace
 
 Result<NewSandbox> parseNewSandbox(std::string_view body, bool v2) {
-  VESSEL_ASSIGN_OR_RETURN(json::object o, api::parseObject(body, 10));
+  VESSEL_ASSIGN_OR_RETURN(json::object o, http::parseObject(body, 10));
   NewSandbox r;
   if (v2) r.timeout_s = 300;
   bool have_template = false;
   for (const auto& [k, v] : o) {
     if (k == "templateID") {
-      VESSEL_ASSIGN_OR_RETURN(r.template_id, api::strField(v, "templateID", 128));
+      VESSEL_ASSIGN_OR_RETURN(r.template_id, http::strField(v, "templateID", 128));
       have_template = !r.template_id.empty();
     } else if (k == "timeout") {
       if (!isNull(v)) {
@@ -332,7 +331,7 @@ Result<int64_t> parseResume(std::string_view body) {
 }
 
 Result<int64_t> parseTimeout(std::string_view body) {
-  VESSEL_ASSIGN_OR_RETURN(json::object o, api::parseObject(body));
+  VESSEL_ASSIGN_OR_RETURN(json::object o, http::parseObject(body));
   std::optional<int64_t> t;
   for (const auto& [k, v] : o) {
     if (k != "timeout") return bad("unknown field '" + std::string(k) + "'");
@@ -348,7 +347,7 @@ Result<int64_t> parseRefresh(std::string_view body) {
   for (const auto& [k, v] : o) {
     if (k != "duration") return bad("unknown field '" + std::string(k) + "'");
     if (!isNull(v)) {
-      VESSEL_ASSIGN_OR_RETURN(d, api::intField(v, "duration", 0, 3600));
+      VESSEL_ASSIGN_OR_RETURN(d, http::intField(v, "duration", 0, 3600));
     }
   }
   return d;
@@ -372,7 +371,7 @@ Result<ForkRequest> parseFork(std::string_view body) {
     if (k == "count") {
       if (isNull(v)) continue;
       // Vessel forks at most 16 copies at once (E2B: 100).
-      VESSEL_ASSIGN_OR_RETURN(int64_t n, api::intField(v, "count", 1, 16));
+      VESSEL_ASSIGN_OR_RETURN(int64_t n, http::intField(v, "count", 1, 16));
       r.count = static_cast<int>(n);
     } else if (k == "timeout") {
       if (!isNull(v)) {
@@ -391,7 +390,7 @@ Result<std::string> parseSnapshot(std::string_view body) {
   for (const auto& [k, v] : o) {
     if (k != "name") return bad("unknown field '" + std::string(k) + "'");
     if (isNull(v)) continue;
-    VESSEL_ASSIGN_OR_RETURN(name, api::strField(v, "name", 48));
+    VESSEL_ASSIGN_OR_RETURN(name, http::strField(v, "name", 48));
     bool ok = !name.empty();
     for (char c : name)
       ok = ok && ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
@@ -417,15 +416,15 @@ bool secretName(std::string_view n) {
 }
 
 Result<SecretRequest> parseSecret(std::string_view body, bool create) {
-  VESSEL_ASSIGN_OR_RETURN(json::object o, api::parseObject(body));
+  VESSEL_ASSIGN_OR_RETURN(json::object o, http::parseObject(body));
   SecretRequest r;
   bool have_value = false;
   for (const auto& [k, v] : o) {
     if (k == "name" && create) {
-      VESSEL_ASSIGN_OR_RETURN(r.name, api::strField(v, "name", 63));
+      VESSEL_ASSIGN_OR_RETURN(r.name, http::strField(v, "name", 63));
       if (!secretName(r.name)) return bad("name must be 1 to 63 of [a-zA-Z0-9_-]");
     } else if (k == "value") {
-      VESSEL_ASSIGN_OR_RETURN(r.value, api::strField(v, "value", 8192));
+      VESSEL_ASSIGN_OR_RETURN(r.value, http::strField(v, "value", 8192));
       for (char c : r.value)
         if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f)
           return bad("value must not hold control characters (it becomes a header value)");
@@ -449,7 +448,7 @@ Result<SecretRequest> parseSecret(std::string_view body, bool create) {
 
 Result<std::pair<std::optional<int64_t>, std::optional<int64_t>>> parseMetricsRange(
     std::string_view target) {
-  VESSEL_ASSIGN_OR_RETURN(auto params, api::parseQuery(target, {"start", "end"}));
+  VESSEL_ASSIGN_OR_RETURN(auto params, http::parseQuery(target, {"start", "end"}));
   std::pair<std::optional<int64_t>, std::optional<int64_t>> r;
   for (const auto& [k, v] : params) {
     int64_t n = 0;
@@ -510,9 +509,9 @@ Result<ListQuery> parseListQuery(std::string_view target, bool v2) {
   ListQuery q;
   if (!v2) q.states = {store::SandboxState::kRunning};
   VESSEL_ASSIGN_OR_RETURN(
-      auto params, v2 ? api::parseQuery(target, {"metadata", "state", "order", "startedAfter",
-                                                 "template", "limit", "nextToken"})
-                      : api::parseQuery(target, {"metadata"}));
+      auto params, v2 ? http::parseQuery(target, {"metadata", "state", "order", "startedAfter",
+                                                  "template", "limit", "nextToken"})
+                      : http::parseQuery(target, {"metadata"}));
   for (const auto& [k, v] : params) {
     if (k == "metadata") {
       // "k1=v1&k2=v2", each key and value URL-encoded once more by the SDK.
@@ -525,10 +524,10 @@ Result<ListQuery> parseListQuery(std::string_view target, bool v2) {
         if (pair.empty()) continue;
         auto eq = pair.find('=');
         if (eq == std::string_view::npos || eq == 0) return bad("metadata: pairs are KEY=VALUE");
-        VESSEL_ASSIGN_OR_RETURN(std::string key, api::percentDecode(pair.substr(0, eq)));
-        VESSEL_ASSIGN_OR_RETURN(std::string val, api::percentDecode(pair.substr(eq + 1)));
-        VESSEL_ASSIGN_OR_RETURN(key, api::percentDecode(key));
-        VESSEL_ASSIGN_OR_RETURN(val, api::percentDecode(val));
+        VESSEL_ASSIGN_OR_RETURN(std::string key, http::percentDecode(pair.substr(0, eq)));
+        VESSEL_ASSIGN_OR_RETURN(std::string val, http::percentDecode(pair.substr(eq + 1)));
+        VESSEL_ASSIGN_OR_RETURN(key, http::percentDecode(key));
+        VESSEL_ASSIGN_OR_RETURN(val, http::percentDecode(val));
         if (key.empty() || key.size() > kMaxKey || val.size() > kMaxValue)
           return bad("metadata: a key or value is too long");
         q.metadata[key] = val;

@@ -5,26 +5,25 @@
 // second lifecycle and nothing of node/ or hypervisor/: a create is the
 // lifecycle's create, awaited, because E2B answers synchronously (201 once
 // the sandbox runs). The key comes in `X-API-Key` (either form,
-// api::tenantForKey); errors are E2B's `{"code": <HTTP status>, "message"}`,
-// which the SDKs branch on. docs/e2b.md lists the mapping and what is refused.
+// api::tenantForKey, which vesseld hands in); errors are E2B's `{"code": <HTTP status>,
+// "message"}`, which the SDKs branch on. docs/e2b.md lists the mapping and what is refused.
 #include <boost/json/object.hpp>
 #include <chrono>
+#include <functional>
 #include <string>
 #include <vector>
 
-#include "api/http_server.h"
 #include "e2b/access_token.h"
 #include "e2b/requests.h"
+#include "http/server.h"
 #include "ops/lifecycle.h"
-#include "store/store.h"
 #include "templates/store.h"
 
 namespace vessel::e2b {
 
 namespace asio = boost::asio;
-namespace http = boost::beast::http;
-using api::Request;
-using api::Response;
+using http::Request;
+using http::Response;
 
 // The envd version sandboxes report (`envdVersion`): the SDKs enable
 // features by it, so it must match what Vessel's envd front end serves.
@@ -35,20 +34,29 @@ struct RestOptions {
   std::chrono::seconds await_limit{600};
 };
 
+// The tenant an API key belongs to, or kUnauthenticated (api::tenantForKey
+// in vesseld: keys are the native API's, and src/e2b reads no store).
+using TenantForKey = std::function<Result<std::string>(std::string_view key)>;
+
 class RestApi {
  public:
-  RestApi(ops::Lifecycle& lifecycle, store::Store& store, templates::TemplateStore& templates,
-          const AccessTokens& tokens, RestOptions opts = {})
-      : lifecycle_(lifecycle), store_(store), templates_(templates), tokens_(tokens), opts_(opts) {}
-  // Every route under "/" of `server` (a listener of its own).
-  void install(api::HttpServer& server);
+  RestApi(ops::Lifecycle& lifecycle, TenantForKey tenant_for_key,
+          templates::TemplateStore& templates, const AccessTokens& tokens, RestOptions opts = {})
+      : lifecycle_(lifecycle),
+        tenant_for_key_(std::move(tenant_for_key)),
+        templates_(templates),
+        tokens_(tokens),
+        opts_(opts) {}
+  // E2B's route table on `server` (a listener of its own; rest.cc).
+  void install(http::HttpServer& server);
   // The `domain` sandboxes are given (`<port>-<id>.<domain>` reaches their
   // ports, ingress/proxy.h); "" (envd off): none.
   void setSandboxDomain(std::string domain) { domain_ = std::move(domain); }
 
  private:
-  asio::awaitable<std::optional<Response>> handle(const Request& req);
-  // Sandboxes (rest.cc).
+  // The tenant of the request's key (X-API-Key or a bearer token).
+  Result<std::string> tenantOf(const Request& req);
+  // Sandboxes (rest_sandboxes.cc).
   asio::awaitable<Response> create(const Request& req, std::string tenant, bool v2);
   Response list(const Request& req, const std::string& tenant, bool v2);
   asio::awaitable<Response> kill(const Request& req, std::string tenant, std::string id);
@@ -89,7 +97,7 @@ class RestApi {
   boost::json::object listedJson(const store::SandboxRecord& s, bool detail) const;
 
   ops::Lifecycle& lifecycle_;
-  store::Store& store_;
+  TenantForKey tenant_for_key_;
   templates::TemplateStore& templates_;
   const AccessTokens& tokens_;
   RestOptions opts_;
@@ -97,7 +105,7 @@ class RestApi {
 };
 
 // E2B's error body, `{"code": <status>, "message": ...}`, with the status the
-// Vessel error code maps to (api::statusForCode).
+// Vessel error code maps to (http::statusForCode).
 Response errorJson(const Request& req, const Error& e);
 Response jsonBody(const Request& req, http::status status, const boost::json::value& v);
 Response noContent(const Request& req);

@@ -17,6 +17,7 @@
 #include <future>
 #include <thread>
 
+#include "api/auth.h"
 #include "base/clock.h"
 #include "base/sha256.h"
 #include "e2b/access_token.h"
@@ -52,7 +53,9 @@ class RestSecretsTest : public ::testing::Test {
     installBase();
     node_ = std::make_unique<ops::testing::FakeNode>(io_);
     lc_ = std::make_unique<ops::Lifecycle>(io_, *store_, *node_, *templates_, clock_);
-    rest_ = std::make_unique<RestApi>(*lc_, *store_, *templates_, tokens_);
+    rest_ = std::make_unique<RestApi>(
+        *lc_, [this](std::string_view key) { return api::tenantForKey(key, *store_); }, *templates_,
+        tokens_);
     rest_->install(server_);
     ASSERT_TRUE(server_.listen({"127.0.0.1", 0}).ok());
     thread_ = std::thread([this] { io_.run(); });
@@ -99,11 +102,11 @@ class RestSecretsTest : public ::testing::Test {
     return n;
   }
 
-  api::Response call(http::verb method, const std::string& target, const std::string& body = "") {
+  http::Response call(http::verb method, const std::string& target, const std::string& body = "") {
     asio::io_context cio;
     tcp::socket s(cio);
     s.connect({asio::ip::make_address("127.0.0.1"), server_.port()});
-    api::Request req{method, target, 11};
+    http::Request req{method, target, 11};
     req.set(http::field::host, "127.0.0.1");
     req.set("X-API-Key", kKey);
     if (!body.empty()) req.set(http::field::content_type, "application/json");
@@ -111,7 +114,7 @@ class RestSecretsTest : public ::testing::Test {
     req.prepare_payload();
     http::write(s, req);
     boost::beast::flat_buffer b;
-    api::Response res;
+    http::Response res;
     http::read(s, b, res);
     return res;
   }
@@ -131,7 +134,7 @@ class RestSecretsTest : public ::testing::Test {
   std::unique_ptr<ops::Lifecycle> lc_;
   AccessTokens tokens_ = AccessTokens::withKey(std::string(32, 'k'));
   std::unique_ptr<RestApi> rest_;
-  api::HttpServer server_{io_};
+  http::HttpServer server_{io_};
   std::thread thread_;
 };
 

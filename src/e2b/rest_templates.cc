@@ -5,8 +5,8 @@
 
 #include <boost/json.hpp>
 
-#include "api/json_fields.h"
 #include "e2b/rest.h"
+#include "http/json_fields.h"
 #include "ops/events.h"
 #include "templates/naming.h"
 
@@ -83,7 +83,7 @@ asio::awaitable<Response> RestApi::createSnapshot(const Request& req, std::strin
 }
 
 Response RestApi::listSnapshots(const Request& req, const std::string& tenant) {
-  auto params = api::parseQuery(req.target(), {"sandboxID", "name", "limit", "nextToken"});
+  auto params = http::parseQuery(req.target(), {"sandboxID", "name", "limit", "nextToken"});
   if (!params.ok()) return errorJson(req, params.error());
   std::string prefix, name;
   if (auto it = params->find("sandboxID"); it != params->end()) prefix = it->second + "-snap-";
@@ -173,7 +173,7 @@ Response RestApi::templateAlias(const Request& req, const std::string& tenant,
 // credential at once (the gateway resets their connections that carried
 // the old value), as it does through Vessel's own API.
 Response RestApi::listSecrets(const Request& req, const std::string& tenant) {
-  auto params = api::parseQuery(req.target(), {"limit", "nextToken"});
+  auto params = http::parseQuery(req.target(), {"limit", "nextToken"});
   if (!params.ok()) return errorJson(req, params.error());
   auto list = lifecycle_.listCredentials(tenant);
   if (!list.ok()) return errorJson(req, list.error());
@@ -186,7 +186,7 @@ Response RestApi::listSecrets(const Request& req, const std::string& tenant) {
 asio::awaitable<Response> RestApi::createSecret(const Request& req, std::string tenant) {
   auto in = parseSecret(req.body(), true);
   if (!in.ok()) co_return errorJson(req, in.error());
-  auto have = store_.getCredential(tenant, in->name);
+  auto have = lifecycle_.credential(tenant, in->name);
   if (!have.ok()) co_return errorJson(req, have.error());
   if (*have)
     co_return errorJson(req, Error(Code::kAlreadyExists, "secret " + in->name + " already exists"));
@@ -204,7 +204,7 @@ asio::awaitable<Response> RestApi::secret(const Request& req, std::string tenant
                                           std::string name) {
   if (!secretName(name) || name.rfind("e2b-rule-", 0) == 0)
     co_return errorJson(req, Error(Code::kNotFound, "secret " + name.substr(0, 64) + " not found"));
-  auto c = store_.getCredential(tenant, name);
+  auto c = lifecycle_.credential(tenant, name);
   if (!c.ok()) co_return errorJson(req, c.error());
   if (!*c) co_return errorJson(req, Error(Code::kNotFound, "secret " + name + " not found"));
   switch (req.method()) {

@@ -12,6 +12,7 @@
 #include <cerrno>
 
 #include "agentclient/agent_client.h"
+#include "http/relay.h"
 
 namespace vessel::ingress {
 
@@ -36,15 +37,21 @@ constexpr std::chrono::seconds kRefusedRetry{2};
 // The guest connection behind a client connection, and what the coroutine
 // relaying its bytes down to the client has seen.
 struct Relay {
-  explicit Relay(const asio::any_io_executor& ex) : done_event(ex) {}
+  explicit Relay(const asio::any_io_executor& ex) : done_event(ex), answered_event(ex) {}
   SandboxHost target;
   Route route;
   std::unique_ptr<agentclient::PortStream> port;
+  // The guest's answers, framed: one response per request sent, in order;
+  // opaque only after a 101 to a well-formed upgrade (http/relay.h).
+  http::ResponseRelay responses;
   bool done = false;  // the guest closed (or failed): nothing more comes down
   bool failed = false;
   bool switching = false;  // the client goes on to another target: keep it open
   bool abandoned = false;  // the client connection is gone: touch it no more
   asio::steady_timer done_event;
+  // Cancelled whenever a final response ended or the connection switched
+  // (what serve() waits on after an upgrade request).
+  asio::steady_timer answered_event;
 };
 
 asio::awaitable<void> pumpDown(std::shared_ptr<Relay> r, beast::tcp_stream& client) {
@@ -53,16 +60,31 @@ asio::awaitable<void> pumpDown(std::shared_ptr<Relay> r, beast::tcp_stream& clie
     if (r->abandoned) break;
     if (!chunk.ok() || !*chunk) {
       r->failed = !chunk.ok();
+      // A response the guest's close cut short is cut for the client too.
+      if (!r->failed && !r->responses.end().ok()) r->failed = true;
       break;
     }
-    auto [ec, n] = co_await asio::async_write(client, asio::buffer(**chunk), kTok);
-    if (r->abandoned) break;
-    if (ec) {
+    // Only well-formed responses to requests sent go down (what precedes
+    // a framing error still does); a guest that breaks framing is cut.
+    std::string out;
+    uint64_t answered = r->responses.answered();
+    auto framed = r->responses.feed(**chunk, out);
+    if (!out.empty()) {
+      auto [ec, n] = co_await asio::async_write(client, asio::buffer(out), kTok);
+      if (r->abandoned) break;
+      if (ec) {
+        r->failed = true;
+        break;
+      }
+    }
+    if (!framed.ok()) {
       r->failed = true;
       break;
     }
+    if (r->responses.answered() != answered || r->responses.opaque()) r->answered_event.cancel();
   }
   r->done = true;
+  r->answered_event.cancel();
   if (!r->abandoned && !r->switching) {
     // The guest ended its side: so does the client's, at once (an HTTP/1.0
     // answer ends with the connection). A reset is passed on as one.
@@ -82,6 +104,18 @@ asio::awaitable<bool> waitDone(Relay& r, std::chrono::seconds limit) {
   co_return r.done;
 }
 
+// Until the guest answered every request sent (or switched, or closed);
+// false when it did not within `limit`.
+asio::awaitable<bool> waitAnswered(Relay& r, std::chrono::seconds limit) {
+  auto until = std::chrono::steady_clock::now() + limit;
+  while (!r.done && !r.responses.opaque() && r.responses.waiting() > 0) {
+    if (std::chrono::steady_clock::now() >= until) co_return false;
+    r.answered_event.expires_at(until);
+    co_await r.answered_event.async_wait(kTok);
+  }
+  co_return !r.done || r.responses.opaque();
+}
+
 bool tokenOk(const Route& route, const http::request_header<>& h) {
   if (route.traffic_token.empty()) return true;
   auto it = h.find(kTokenHeader);
@@ -93,17 +127,15 @@ bool tokenOk(const Route& route, const http::request_header<>& h) {
   return diff == 0;
 }
 
-bool isUpgrade(const http::request_header<>& h) { return !h[http::field::upgrade].empty(); }
-
 bool hasBody(const http::request_header<>& h) {
   auto cl = h.find(http::field::content_length);
   if (cl != h.end() && cl->value() != "0") return true;
   return h.find(http::field::transfer_encoding) != h.end();
 }
 
-api::Response answer(const http::request_header<>& h, http::status st, json::object body,
-                     bool keep_alive) {
-  api::Response res{st, h.version()};
+http::Response answer(const http::request_header<>& h, http::status st, json::object body,
+                      bool keep_alive) {
+  http::Response res{st, h.version()};
   res.set(http::field::content_type, "application/json");
   res.set(http::field::server, "vessel");
   res.keep_alive(keep_alive);
@@ -115,7 +147,7 @@ api::Response answer(const http::request_header<>& h, http::status st, json::obj
 // The request's body, as it arrives, to the guest: a chunked one chunked
 // again (the parser hands over its data), any other as it is.
 asio::awaitable<bool> forwardBody(beast::tcp_stream& client, beast::flat_buffer& buf,
-                                  api::HeadParser& head, agentclient::PortStream& port) {
+                                  http::HeadParser& head, agentclient::PortStream& port) {
   http::request_parser<http::buffer_body> p(std::move(head));
   p.body_limit(boost::none);
   bool chunked = p.chunked();
@@ -193,18 +225,18 @@ bool Proxy::claims(std::string_view host) const {
   return t && t->port != reserved_;
 }
 
-void Proxy::install(api::HttpServer& server) {
+void Proxy::install(http::HttpServer& server) {
   server.routeHosts([this](std::string_view host) { return claims(host); },
-                    [this](beast::tcp_stream& s, beast::flat_buffer& b, api::HeadParser& h) {
+                    [this](beast::tcp_stream& s, beast::flat_buffer& b, http::HeadParser& h) {
                       return serve(s, b, h);
                     });
 }
 
 asio::awaitable<void> Proxy::serve(beast::tcp_stream& client, beast::flat_buffer& buf,
-                                   api::HeadParser& first) {
+                                   http::HeadParser& first) {
   std::shared_ptr<Relay> relay;
-  std::optional<api::HeadParser> later;
-  api::HeadParser* head = &first;
+  std::optional<http::HeadParser> later;
+  http::HeadParser* head = &first;
   for (;;) {
     const auto& h = head->get();
     auto target = parseSandboxHost(h[http::field::host], domain_);
@@ -220,7 +252,7 @@ asio::awaitable<void> Proxy::serve(beast::tcp_stream& client, beast::flat_buffer
       relay.reset();
     }
     if (!relay) {
-      std::optional<api::Response> refusal;
+      std::optional<http::Response> refusal;
       const std::string& id = target->sandbox_id;
       auto route = sandboxes_.route(id);
       if (route.ok() && route->paused && tokenOk(*route, h) && sandboxes_.wake) {
@@ -283,16 +315,22 @@ asio::awaitable<void> Proxy::serve(beast::tcp_stream& client, beast::flat_buffer
       relay->done_event.expires_at(asio::steady_timer::time_point::max());
       asio::co_spawn(client.get_executor(), pumpDown(relay, client), asio::detached);
     }
-    bool upgrade = isUpgrade(h);
+    // Told before the head goes: the answer may come before write() returns.
+    const bool upgrade = http::wellFormedUpgrade(h);
+    relay->responses.expect({h.method() == http::verb::head, upgrade});
     if (!(co_await relay->port->write(serializeHead(h, relay->route.mask_host, target->port))).ok())
       break;
-    if (upgrade) {
-      // WebSocket and the like: bytes both ways from here on.
-      co_await rawUp(client, buf, *relay->port);
-      co_await waitDone(*relay, std::chrono::hours(24));
-      break;
-    }
     if (!head->is_done() && !co_await forwardBody(client, buf, *head, *relay->port)) break;
+    if (upgrade) {
+      // Only the guest's 101 turns the connection into bytes (WebSocket and
+      // the like); any other answer leaves it HTTP.
+      if (!co_await waitAnswered(*relay, std::chrono::hours(1))) break;
+      if (relay->responses.opaque()) {
+        co_await rawUp(client, buf, *relay->port);
+        co_await waitDone(*relay, std::chrono::hours(24));
+        break;
+      }
+    }
     later.emplace();
     later->header_limit(kMaxHead);
     later->body_limit(boost::none);

@@ -3,14 +3,16 @@
 // `<port>-<sandbox id>.<domain>` goes to that port inside that sandbox,
 // through its agent (agentclient::AgentClient::connectPort), never through
 // the guest's network or the egress gateway. Installed on a listener with
-// api::HttpServer::routeHosts; TLS on the same port is tls.h's.
+// http::HttpServer::routeHosts; TLS on the same port is tls.h's.
 //
 // One guest connection per client connection. Requests are parsed (each
 // head is checked: the same sandbox and port, the traffic token, the Host
-// to show the sandbox), responses are relayed as bytes. A request for
-// another target waits until the guest has answered the earlier ones and
-// closed, then opens a new guest connection; an Upgrade (WebSocket) turns
-// the rest of the connection into bytes both ways.
+// to show the sandbox), and so are responses (http/relay.h): each head
+// bounded, each body framed, interim 1xx passed on, anything else cut. A
+// request for another target waits until the guest has answered the
+// earlier ones and closed, then opens a new guest connection; a 101 to a
+// well-formed upgrade request (WebSocket) turns the rest of the connection
+// into bytes both ways, an Upgrade header alone does not.
 //
 // Answers of its own, as E2B's proxy gives them: 502
 // `{"message":"The sandbox was not found","sandboxId","code":502}` for a
@@ -25,8 +27,8 @@
 #include <memory>
 #include <string>
 
-#include "api/http_server.h"
 #include "base/result.h"
+#include "http/server.h"
 #include "ingress/host.h"
 
 namespace vessel::agentclient {
@@ -36,7 +38,6 @@ class AgentClient;
 namespace vessel::ingress {
 
 namespace asio = boost::asio;
-namespace http = boost::beast::http;
 
 // Where a sandbox's port traffic goes and what it must carry.
 struct Route {
@@ -69,11 +70,11 @@ class Proxy {
       : domain_(std::move(domain)), sandboxes_(std::move(sandboxes)), reserved_(reserved_port) {}
 
   bool claims(std::string_view host) const;
-  // api::HostHandler.
+  // http::HostHandler.
   asio::awaitable<void> serve(boost::beast::tcp_stream& client, boost::beast::flat_buffer& buf,
-                              api::HeadParser& head);
+                              http::HeadParser& head);
   // Installs claims() and serve() on `server`.
-  void install(api::HttpServer& server);
+  void install(http::HttpServer& server);
 
   const std::string& domain() const { return domain_; }
 

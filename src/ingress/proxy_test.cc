@@ -59,6 +59,48 @@ asio::awaitable<void> upstream(tcp::acceptor& a, std::string name) {
   }
 }
 
+// A sandbox server that answers each request head with `answer(head)` as
+// raw bytes (whatever framing it likes), then, when `echo`, sends back
+// whatever else comes on the connection.
+using Canned = std::function<std::string(const http::request<http::empty_body>&)>;
+asio::awaitable<void> rawConn(tcp::socket sock, Canned answer, bool echo) {
+  beast::tcp_stream s(std::move(sock));
+  beast::flat_buffer buf;
+  for (;;) {
+    http::request_parser<http::empty_body> p;
+    auto [ec, n] = co_await http::async_read_header(s, buf, p, kTok);
+    if (ec) break;
+    std::string out = answer(p.get());
+    auto [wec, wn] = co_await asio::async_write(s, asio::buffer(out), kTok);
+    if (wec) break;
+    if (echo) {
+      if (buf.size()) {
+        std::string pending(static_cast<const char*>(buf.data().data()), buf.size());
+        buf.consume(buf.size());
+        co_await asio::async_write(s, asio::buffer(pending), kTok);
+      }
+      char chunk[4096];
+      for (;;) {
+        auto [rec, rn] = co_await s.socket().async_read_some(asio::buffer(chunk), kTok);
+        if (rec) break;
+        auto [eec, en] = co_await asio::async_write(s, asio::buffer(chunk, rn), kTok);
+        if (eec) break;
+      }
+      break;
+    }
+  }
+  boost::system::error_code ec;
+  s.socket().shutdown(tcp::socket::shutdown_send, ec);
+}
+
+asio::awaitable<void> rawUpstream(tcp::acceptor& a, Canned answer, bool echo) {
+  for (;;) {
+    auto [ec, sock] = co_await a.async_accept(kTok);
+    if (ec) co_return;
+    asio::co_spawn(a.get_executor(), rawConn(std::move(sock), answer, echo), asio::detached);
+  }
+}
+
 struct Reply {
   unsigned status = 0;
   std::string body;
@@ -116,10 +158,10 @@ class ProxyTest : public ::testing::Test {
       co_return okStatus();
     };
     proxy_ = std::make_unique<Proxy>("vessel.test:1", std::move(sb), 49983);
-    server_ = std::make_unique<api::HttpServer>(io_);
-    server_->route(http::verb::get, "/health", [](const api::Request& req) {
-      return [](const api::Request& req) -> asio::awaitable<api::Response> {
-        co_return api::jsonResponse(req, http::status::ok, "{\"own\":true}");
+    server_ = std::make_unique<http::HttpServer>(io_);
+    server_->route(http::verb::get, "/health", [](const http::Request& req) {
+      return [](const http::Request& req) -> asio::awaitable<http::Response> {
+        co_return http::jsonResponse(req, http::status::ok, "{\"own\":true}");
       }(req);
     });
     proxy_->install(*server_);
@@ -155,7 +197,7 @@ class ProxyTest : public ::testing::Test {
   asio::io_context io_;
   std::unique_ptr<agentclient::testing::HostAgent> agent_;
   std::unique_ptr<Proxy> proxy_;
-  std::unique_ptr<api::HttpServer> server_;
+  std::unique_ptr<http::HttpServer> server_;
   bool awake_ = false;              // sb-sleeping was woken
   std::vector<std::string> wakes_;  // ids wake was asked for
   std::optional<tcp::acceptor> up1_, up2_;
@@ -297,6 +339,101 @@ TEST_F(ProxyTest, HttpsWithTheIngressCa) {
   ASSERT_TRUE(r.ok()) << r.error().message();
   EXPECT_EQ((*r)[0].status, 200u);
   EXPECT_EQ((*r)[1].body, "one host=" + host(*up1_) + " body=again token=none");
+}
+
+// Responses are framed, not relayed as bytes (http/relay.h): an interim
+// 100 before the answer reaches the client as what it is, and an `Upgrade`
+// header on a 200 leaves the connection HTTP, its next request answered.
+TEST_F(ProxyTest, InterimAndUpgradeHeaderOn200StayFramed) {
+  tcp::acceptor raw(io_, tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0));
+  Canned answer = [](const http::request<http::empty_body>& h) -> std::string {
+    if (h.target() == "/continue")
+      return "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nmade";
+    if (h.target() == "/upgrade")
+      return "HTTP/1.1 200 OK\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+             "Content-Length: 5\r\n\r\nno ws";
+    return "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nplain";
+  };
+  asio::co_spawn(io_, rawUpstream(raw, answer, false), asio::detached);
+  auto cont = get(host(raw));
+  cont.target("/continue");
+  auto up = get(host(raw));
+  up.target("/upgrade");
+  up.set(http::field::upgrade, "websocket");
+  up.set(http::field::connection, "Upgrade");
+  auto after = get(host(raw));
+  auto r = plain({cont, up, after});
+  raw.close();
+  ASSERT_TRUE(r.ok()) << r.error().message();
+  ASSERT_EQ(r->size(), 3u);
+  // Beast's client reads the 100 as a response of its own: then the 200.
+  EXPECT_EQ((*r)[0].status, 100u);
+  EXPECT_EQ((*r)[1].status, 200u);
+  EXPECT_EQ((*r)[1].body, "made");
+  // The 200 to the upgrade request, then `after` answered on the same
+  // connection: it stayed HTTP.
+  EXPECT_EQ((*r)[2].status, 200u);
+  EXPECT_EQ((*r)[2].body, "no ws");
+}
+
+// A 101 to a request that asked for no upgrade is the server's error: the
+// client never sees it, nor the bytes after it.
+TEST_F(ProxyTest, A101NobodyAskedForIsCut) {
+  tcp::acceptor raw(io_, tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0));
+  Canned answer = [](const http::request<http::empty_body>&) -> std::string {
+    return "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+           "\r\nHTTP/1.1 200 OK\r\nContent-Length: 7\r\n\r\nsmuggle";
+  };
+  asio::co_spawn(io_, rawUpstream(raw, answer, false), asio::detached);
+  auto r = plain({get(host(raw))});
+  raw.close();
+  ASSERT_FALSE(r.ok()) << "the client got " << (*r)[0].status << " " << (*r)[0].body;
+}
+
+// A 101 to a well-formed upgrade request switches: bytes both ways.
+TEST_F(ProxyTest, A101ToAnUpgradeRequestSwitches) {
+  tcp::acceptor raw(io_, tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0));
+  Canned answer = [](const http::request<http::empty_body>&) -> std::string {
+    return "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+           "\r\n";
+  };
+  asio::co_spawn(io_, rawUpstream(raw, answer, true), asio::detached);
+  std::string via = host(raw);
+  auto r = runFor(
+      io_,
+      [](asio::io_context& io, uint16_t port,
+         std::string via) -> asio::awaitable<Result<std::pair<unsigned, std::string>>> {
+        beast::tcp_stream s(io);
+        auto [ec] = co_await s.async_connect(
+            tcp::endpoint(asio::ip::make_address("127.0.0.1"), port), kTok);
+        if (ec) co_return Error(Code::kUnavailable, ec.message());
+        http::request<http::empty_body> req{http::verb::get, "/ws", 11};
+        req.set(http::field::host, via);
+        req.set(http::field::upgrade, "websocket");
+        req.set(http::field::connection, "Upgrade");
+        auto [wec, wn] = co_await http::async_write(s, req, kTok);
+        if (wec) co_return Error(Code::kUnavailable, "write: " + wec.message());
+        beast::flat_buffer buf;
+        http::response_parser<http::empty_body> res;
+        auto [rec, rn] = co_await http::async_read_header(s, buf, res, kTok);
+        if (rec) co_return Error(Code::kUnavailable, "read: " + rec.message());
+        std::string frame = "\x81\x04ping not http";
+        auto [fec, fn] = co_await asio::async_write(s, asio::buffer(frame), kTok);
+        if (fec) co_return Error(Code::kUnavailable, "frame: " + fec.message());
+        std::string echoed(static_cast<const char*>(buf.data().data()), buf.size());
+        char chunk[256];
+        while (echoed.size() < frame.size()) {
+          auto [eec, en] = co_await s.socket().async_read_some(asio::buffer(chunk), kTok);
+          if (eec) co_return Error(Code::kUnavailable, "echo: " + eec.message());
+          echoed.append(chunk, en);
+        }
+        co_return std::make_pair(res.get().result_int(), echoed);
+      }(io_, server_->port(), via),
+      30s);
+  raw.close();
+  ASSERT_TRUE(r.ok()) << r.error().message();
+  EXPECT_EQ(r->first, 101u);
+  EXPECT_EQ(r->second, "\x81\x04ping not http");
 }
 
 TEST(SerializeHeadTest, MasksHostAndDropsTheToken) {

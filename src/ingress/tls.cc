@@ -88,7 +88,7 @@ std::string TlsFront::certificateName(const std::string& server_name) const {
   return domain_;
 }
 
-void TlsFront::install(api::HttpServer& server) {
+void TlsFront::install(http::HttpServer& server) {
   server.onTls([this, &server](tcp::socket sock) {
     tcp::endpoint plain = server.localEndpoint();
     // A listener on every address is reached on loopback.

@@ -1,7 +1,7 @@
 #pragma once
 // HTTPS for sandbox ports on the same listener as plain HTTP (E2B's SDKs
 // and tests fetch `https://${sandbox.getHost(port)}`). A connection whose
-// first byte starts a TLS handshake is handed here (api::HttpServer::onTls):
+// first byte starts a TLS handshake is handed here (http::HttpServer::onTls):
 // the handshake presents a certificate for the name the client asked for
 // (SNI), minted by Vessel's ingress CA, and the decrypted bytes go to the
 // listener's own plain HTTP side over loopback, so routing (proxy.h, envd)
@@ -15,8 +15,8 @@
 #include <memory>
 #include <string>
 
-#include "api/http_server.h"
 #include "base/result.h"
+#include "http/server.h"
 
 namespace vessel::gateway::credentials {
 class CertificateAuthority;
@@ -33,7 +33,7 @@ class TlsFront {
   ~TlsFront();
 
   // TLS on `server`'s port, relayed to its plain HTTP.
-  void install(api::HttpServer& server);
+  void install(http::HttpServer& server);
   // Where the CA certificate is (for clients to trust).
   const std::string& caPath() const { return ca_path_; }
   // The leaf presented for a server name (tests).

@@ -173,6 +173,19 @@ class Lifecycle {
   Result<std::vector<store::CredentialRecord>> listCredentials(const std::string& tenant);
   // kNotFound when the tenant has no credential of that name.
   asio::awaitable<Status> deleteCredential(std::string tenant, std::string name);
+  // What front ends keep beside a sandbox and show (lifecycle_frontend.cc),
+  // so that they read and write it through the lifecycle, never the store:
+  // the egress settings as the sandbox was given them (their stored JSON;
+  // "" when it never was), a front end's ingress settings (JSON it owns,
+  // E2B's public traffic and Host mask), a credential by name.
+  Result<std::string> givenNetwork(const std::string& id);
+  Result<std::string> ingress(const std::string& id);
+  Status setIngress(const std::string& id, const std::string& json);
+  Result<std::optional<store::CredentialRecord>> credential(const std::string& tenant,
+                                                            const std::string& name);
+  // A live (not deleted) sandbox by id, whatever its tenant: the sandbox
+  // ports' ingress, which knows only the id from the Host.
+  Result<std::optional<store::SandboxRecord>> liveSandbox(const std::string& id);
   // What the tenant's running sandbox uses now (ops::Usage); a sandbox
   // without a VM (paused, creating) is kFailedPrecondition.
   asio::awaitable<Result<Usage>> usage(std::string tenant, std::string id);

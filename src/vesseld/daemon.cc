@@ -19,7 +19,6 @@
 #include "api/auth.h"
 #include "api/control_plane.h"
 #include "api/data_plane.h"
-#include "api/http_server.h"
 #include "base/fd.h"
 #include "base/log.h"
 #include "base/run_blocking.h"
@@ -28,6 +27,7 @@
 #include "e2b/envd/envd.h"
 #include "e2b/ports.h"
 #include "e2b/rest.h"
+#include "http/server.h"
 #include "hypervisor/qemu/qemu.h"
 #include "ingress/proxy.h"
 #include "ingress/tls.h"
@@ -441,7 +441,9 @@ Status runDaemon(Config cfg) {
            data_server.port(), cfg.data_url);
   // The E2B-compatible REST API: E2B's SDKs with E2B_API_URL pointing here.
   VESSEL_ASSIGN_OR_RETURN(e2b::AccessTokens envd_tokens, e2b::AccessTokens::open(cfg.state_dir));
-  e2b::RestApi e2b_rest(lifecycle, *store, templates, envd_tokens);
+  e2b::RestApi e2b_rest(
+      lifecycle, [&store](std::string_view key) { return api::tenantForKey(key, *store); },
+      templates, envd_tokens);
   HttpServer e2b_server(io);
   e2b_server.setMetrics(metrics, "e2b");
   e2b_rest.install(e2b_server);
@@ -471,7 +473,7 @@ Status runDaemon(Config cfg) {
   // listener, plain or TLS (docs/e2b.md).
   std::string domain =
       cfg.e2b_sandbox_domain.empty() ? std::string("vessel.localhost") : cfg.e2b_sandbox_domain;
-  ingress::Proxy ports(domain, e2b::portRoutes(lifecycle, *store, envd_tokens), 49983);
+  ingress::Proxy ports(domain, e2b::portRoutes(lifecycle, envd_tokens), 49983);
   std::unique_ptr<ingress::TlsFront> ports_tls;
   if (cfg.e2b_envd_listen_addr) {
     ports.install(envd_server);

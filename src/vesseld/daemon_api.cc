@@ -17,7 +17,6 @@
 
 #include "api/auth.h"
 #include "api/control_plane.h"
-#include "api/http_server.h"
 #include "api/sessions.h"
 #include "base/log.h"
 #include "cluster/cluster_node.h"
@@ -25,6 +24,7 @@
 #include "e2b/access_token.h"
 #include "e2b/envd/envd.h"
 #include "e2b/rest.h"
+#include "http/server.h"
 #include "metrics/registry.h"
 #include "ops/lifecycle.h"
 #include "vesseld/daemon_internal.h"
@@ -178,7 +178,9 @@ Status runApi(Config cfg) {
   // The envd access tokens' key is the cluster's, in the store: a node
   // checks the tokens any replica hands out.
   VESSEL_ASSIGN_OR_RETURN(e2b::AccessTokens envd_tokens, e2b::AccessTokens::fromStore(*store));
-  e2b::RestApi e2b_rest(lifecycle, *store, templates, envd_tokens);
+  e2b::RestApi e2b_rest(
+      lifecycle, [&store](std::string_view key) { return api::tenantForKey(key, *store); },
+      templates, envd_tokens);
   HttpServer e2b_server(io);
   e2b_rest.install(e2b_server);
   if (cfg.e2b_listen_addr) {

@@ -20,7 +20,6 @@
 #include <thread>
 
 #include "api/data_plane.h"
-#include "api/http_server.h"
 #include "api/sessions.h"
 #include "base/log.h"
 #include "base/run_blocking.h"
@@ -31,6 +30,7 @@
 #include "cluster/template_transfer.h"
 #include "e2b/access_token.h"
 #include "e2b/envd/envd.h"
+#include "http/server.h"
 #include "hypervisor/testing/fake_hypervisor.h"
 #include "node/accel.h"
 #include "node/runtime.h"
@@ -301,7 +301,7 @@ Status runNode(Config cfg) {
       asio::detached);
 
   cluster::NodeServer node_api(served, cfg.node_token);
-  api::HttpServer node_server(io, cluster::nodeServerLimits());
+  http::HttpServer node_server(io, cluster::nodeServerLimits());
   // Before the node API's own prefix route, which would take these paths.
   cluster::TemplateFileServer template_files(templates, cfg.node_token);
   template_files.install(node_server);
@@ -322,7 +322,7 @@ Status runNode(Config cfg) {
   api::Sessions sessions(*store, so);
   NodeSandboxes live(local, *store);
   api::DataPlane data(io, sessions, live);
-  api::HttpServer data_server(io);
+  http::HttpServer data_server(io);
   data.install(data_server);
   installProbes(data_server, "node", ready);
   VESSEL_TRY(data_server.listen(cfg.data_listen_addr));
@@ -337,8 +337,8 @@ Status runNode(Config cfg) {
   envd_sandboxes.live_ids = [&] { return local.load().ids; };
   e2b::envd::Envd envd(io, std::move(envd_sandboxes), envd_tokens);
   // Uploads arrive whole (multipart), hence the body cap, as in --role=all.
-  api::HttpServer envd_server(io,
-                              api::ServerLimits{16 * 1024, 64u << 20, std::chrono::seconds(60)});
+  http::HttpServer envd_server(io,
+                               http::ServerLimits{16 * 1024, 64u << 20, std::chrono::seconds(60)});
   envd.install(envd_server);
   if (cfg.e2b_envd_listen_addr) {
     VESSEL_TRY(envd_server.listen(*cfg.e2b_envd_listen_addr));

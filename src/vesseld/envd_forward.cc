@@ -4,7 +4,7 @@
 
 namespace vessel::vesseld {
 
-const std::map<std::string, api::Upstream>& EnvdForwarder::upstreams() {
+const std::map<std::string, http::Upstream>& EnvdForwarder::upstreams() {
   auto now = std::chrono::steady_clock::now();
   if (now - read_at_ < std::chrono::seconds(1)) return upstreams_;
   auto nodes = store_.listNodes();
@@ -14,12 +14,12 @@ const std::map<std::string, api::Upstream>& EnvdForwarder::upstreams() {
   int64_t bound = store::nowMs() - lost_after_.count();
   for (const auto& n : *nodes) {
     if (n.lost || n.heartbeat_ms < bound || n.envd_url.empty()) continue;
-    if (auto u = api::upstreamFromUrl(n.envd_url); u.ok()) upstreams_[n.name] = *u;
+    if (auto u = http::upstreamFromUrl(n.envd_url); u.ok()) upstreams_[n.name] = *u;
   }
   return upstreams_;
 }
 
-std::optional<api::Upstream> EnvdForwarder::choose(
+std::optional<http::Upstream> EnvdForwarder::choose(
     const boost::beast::http::request_header<>& head) {
   auto id = e2b::envd::sandboxOfRequest(head, tokens_, [&] {
     std::vector<std::string> ids;

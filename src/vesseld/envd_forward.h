@@ -14,8 +14,8 @@
 #include <optional>
 #include <string>
 
-#include "api/http_forward.h"
 #include "e2b/access_token.h"
+#include "http/forward.h"
 #include "store/store.h"
 
 namespace vessel::vesseld {
@@ -27,16 +27,16 @@ class EnvdForwarder {
       : store_(store), tokens_(tokens), lost_after_(lost_after) {}
 
   // HttpServer::forwardWhen's chooser.
-  std::optional<api::Upstream> choose(const boost::beast::http::request_header<>& head);
+  std::optional<http::Upstream> choose(const boost::beast::http::request_header<>& head);
 
  private:
   // The registry's envd upstreams of live nodes, read again after a second.
-  const std::map<std::string, api::Upstream>& upstreams();
+  const std::map<std::string, http::Upstream>& upstreams();
 
   store::Store& store_;
   const e2b::AccessTokens& tokens_;
   std::chrono::milliseconds lost_after_;
-  std::map<std::string, api::Upstream> upstreams_;  // by node name
+  std::map<std::string, http::Upstream> upstreams_;  // by node name
   std::chrono::steady_clock::time_point read_at_{};
 };
 

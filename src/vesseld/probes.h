@@ -7,11 +7,11 @@
 #include <functional>
 #include <string>
 
-#include "api/http_server.h"
+#include "http/server.h"
 
 namespace vessel::vesseld {
 
 using ReadyCheck = std::function<bool(boost::json::object& out)>;
-void installProbes(api::HttpServer& server, std::string role, ReadyCheck ready);
+void installProbes(http::HttpServer& server, std::string role, ReadyCheck ready);
 
 }  // namespace vessel::vesseld

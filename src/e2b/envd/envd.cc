@@ -318,55 +318,55 @@ Envd::Envd(asio::io_context& io, Sandboxes sandboxes, const AccessTokens& tokens
 
 Envd::~Envd() = default;
 
-void Envd::install(api::HttpServer& server) {
+// envd's route table: Connect's unary and server-stream methods, /files
+// and /health. What the router refuses under the Connect services and
+// /files is a Connect error, as envd's own are.
+void Envd::install(http::HttpServer& server) {
   Services* s = s_.get();
-  server.route(http::verb::get, "/health", [s](const Request& req) { return s->health(req); });
+  http::Router& r = server.router();
+  for (std::string prefix :
+       {std::string(kProcessPrefix), std::string(kFilesystemPrefix), std::string("/files")})
+    r.errorsUnder(std::move(prefix), unaryError);
+  r.get("/health", [s](const Request& req, const http::Params&) { return s->health(req); });
   const char* unary_process[] = {"List",       "SendInput", "CloseStdin",
                                  "SendSignal", "Update",    "StreamInput"};
   for (const char* m : unary_process) {
     std::string method = m;
-    server.route(http::verb::post, std::string(kProcessPrefix) + m,
-                 [s, method](const Request& req) { return s->processUnary(req, method); });
+    r.post(std::string(kProcessPrefix) + m, [s, method](const Request& req, const http::Params&) {
+      return s->processUnary(req, method);
+    });
   }
   const char* unary_fs[] = {
       "Stat",          "MakeDir",          "Move",         "ListDir", "Remove",
       "CreateWatcher", "GetWatcherEvents", "RemoveWatcher"};
   for (const char* m : unary_fs) {
     std::string method = m;
-    server.route(http::verb::post, std::string(kFilesystemPrefix) + m,
-                 [s, method](const Request& req) { return s->filesystemUnary(req, method); });
+    r.post(std::string(kFilesystemPrefix) + m,
+           [s, method](const Request& req, const http::Params&) {
+             return s->filesystemUnary(req, method);
+           });
   }
   // Server streams and GET /files own their connection.
-  server.routePrefix(std::string(kProcessPrefix),
-                     [s](const Request& req,
-                         beast::tcp_stream& stream) -> asio::awaitable<std::optional<Response>> {
-                       std::string path(req.target());
-                       path = path.substr(0, path.find('?'));
-                       std::string method = path.substr(kProcessPrefix.size());
-                       if (req.method() != http::verb::post)
-                         co_return api::methodNotAllowed(req, path, "POST");
-                       if (method == "Start" || method == "Connect")
-                         co_return co_await s->processStream(req, stream, method);
-                       co_return unaryError(req, Error(Code::kNotFound, "no such method " + path));
-                     });
-  server.routePrefix(std::string(kFilesystemPrefix) + "WatchDir",
-                     [s](const Request& req,
-                         beast::tcp_stream& stream) -> asio::awaitable<std::optional<Response>> {
-                       co_return co_await s->watchDir(req, stream);
-                     });
-  server.routePrefix("/files",
-                     [s](const Request& req,
-                         beast::tcp_stream& stream) -> asio::awaitable<std::optional<Response>> {
-                       std::string path(req.target());
-                       path = path.substr(0, path.find('?'));
-                       if (path != "/files")
-                         co_return unaryError(req,
-                                              Error(Code::kNotFound, "no such endpoint: " + path));
-                       if (req.method() == http::verb::get)
-                         co_return co_await s->getFile(req, stream);
-                       if (req.method() == http::verb::post) co_return co_await s->postFile(req);
-                       co_return api::methodNotAllowed(req, path, "GET, POST");
-                     });
+  for (const char* m : {"Start", "Connect"}) {
+    std::string method = m;
+    r.addStream(http::verb::post, std::string(kProcessPrefix) + m,
+                [s, method](const Request& req, const http::Params&, beast::tcp_stream& stream) {
+                  return s->processStream(req, stream, method);
+                });
+  }
+  r.addStream(http::verb::post, std::string(kFilesystemPrefix) + "WatchDir",
+              [s](const Request& req, const http::Params&, beast::tcp_stream& stream) {
+                return s->watchDir(req, stream);
+              });
+  r.addStream(http::verb::get, "/files",
+              [s](const Request& req, const http::Params&, beast::tcp_stream& stream) {
+                return s->getFile(req, stream);
+              });
+  r.addStream(http::verb::post, "/files",
+              [s](const Request& req, const http::Params&,
+                  beast::tcp_stream&) -> asio::awaitable<std::optional<Response>> {
+                co_return co_await s->postFile(req);
+              });
 }
 
 }  // namespace vessel::e2b::envd

@@ -23,8 +23,8 @@
 #include <string>
 #include <vector>
 
-#include "api/http_server.h"
 #include "e2b/access_token.h"
+#include "http/server.h"
 
 namespace vessel::agentclient {
 class AgentClient;
@@ -48,7 +48,7 @@ class Envd {
   ~Envd();
   Envd(const Envd&) = delete;
   Envd& operator=(const Envd&) = delete;
-  void install(api::HttpServer& server);
+  void install(http::HttpServer& server);
 
  private:
   std::unique_ptr<Services> s_;

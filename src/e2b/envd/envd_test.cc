@@ -162,7 +162,7 @@ class EnvdTest : public ::testing::Test {
   AccessTokens tokens_ = AccessTokens::withKey(std::string(32, 'k'));
   std::unique_ptr<agentclient::testing::HostAgent> agent_;
   std::unique_ptr<Envd> envd_;
-  api::HttpServer server_{io_, api::ServerLimits{16 * 1024, 64 << 20, std::chrono::seconds(60)}};
+  http::HttpServer server_{io_, http::ServerLimits{16 * 1024, 64 << 20, std::chrono::seconds(60)}};
   bool alive_ = true;
   std::string dir_;
 };

@@ -13,11 +13,11 @@
 #include <boost/json/serialize.hpp>
 #include <ctime>
 
-#include "api/json_fields.h"
 #include "base/log.h"
 #include "e2b/envd/multipart.h"
 #include "e2b/envd/services.h"
 #include "e2b/envd/signature.h"
+#include "http/json_fields.h"
 
 namespace vessel::e2b::envd {
 
@@ -203,7 +203,7 @@ asio::awaitable<std::optional<Response>> Services::getFile(const Request& req,
                                                            beast::tcp_stream& stream) {
   const std::initializer_list<std::string_view> allowed = {"path", "username", "signature",
                                                            "signature_expiration"};
-  auto q = api::parseQuery(req.target(), allowed);
+  auto q = http::parseQuery(req.target(), allowed);
   if (!q.ok()) co_return filesError(req, q.error());
   auto t = filesTarget(*this, req, *q, "read");
   if (!t.ok()) co_return filesError(req, t.error());
@@ -271,7 +271,7 @@ asio::awaitable<std::optional<Response>> Services::getFile(const Request& req,
 asio::awaitable<Response> Services::postFile(const Request& req) {
   const std::initializer_list<std::string_view> allowed = {"path", "username", "signature",
                                                            "signature_expiration"};
-  auto q = api::parseQuery(req.target(), allowed);
+  auto q = http::parseQuery(req.target(), allowed);
   if (!q.ok()) co_return filesError(req, q.error());
   auto t = filesTarget(*this, req, *q, "write");
   if (!t.ok()) co_return filesError(req, t.error());

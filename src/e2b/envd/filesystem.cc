@@ -196,7 +196,7 @@ asio::awaitable<Response> Services::filesystemUnary(const Request& req, std::str
           metadata[i] = co_await metadataOf(agent, base + "/" + (*listed)[i].path);
     }
     // Sorting and the JSON of up to 100,000 entries: on the render thread,
-    // as the data plane's listings (api::RenderThread).
+    // as the data plane's listings (http::RenderThread).
     auto make = [l = std::move(*listed), md = std::move(metadata), base]() mutable {
       // Sorted by path: the guest's directory order is the filesystem's.
       std::vector<size_t> order(l.size());
@@ -303,7 +303,7 @@ asio::awaitable<Response> Services::filesystemUnary(const Request& req, std::str
 asio::awaitable<std::optional<Response>> Services::watchDir(const Request& req,
                                                             beast::tcp_stream& stream) {
   if (req.method() != http::verb::post)
-    co_return api::methodNotAllowed(req, "/filesystem.Filesystem/WatchDir", "POST");
+    co_return http::methodNotAllowed(req, "/filesystem.Filesystem/WatchDir", "POST");
   auto t = target(req);
   if (!t.ok()) co_return streamError(req, t.error());
   auto msg = singleRequestMessage(req.body());

@@ -2,12 +2,11 @@
 
 #include <ctime>
 
-#include "api/json_fields.h"
 #include "e2b/envd/signature.h"
+#include "http/json_fields.h"
+#include "http/names.h"
 
 namespace vessel::e2b::envd {
-
-namespace http = boost::beast::http;
 
 std::optional<std::string> sandboxFromHost(std::string_view host) {
   constexpr std::string_view kPort = "49983-";
@@ -27,7 +26,7 @@ std::optional<std::string> sandboxOfRequest(
   std::string_view target = head.target();
   std::string_view path = target.substr(0, target.find('?'));
   if (path != "/files") return std::nullopt;
-  auto q = api::parseQuery(target, {"path", "username", "signature", "signature_expiration"});
+  auto q = http::parseQuery(target, {"path", "username", "signature", "signature_expiration"});
   if (!q.ok()) return std::nullopt;
   auto sig = q->find("signature");
   if (sig == q->end()) return std::nullopt;

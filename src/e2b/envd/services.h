@@ -15,21 +15,20 @@
 #include <vector>
 
 #include "agentclient/agent_client.h"
-#include "api/http_server.h"
-#include "api/render_thread.h"
 #include "base/base64.h"
 #include "e2b/access_token.h"
 #include "e2b/envd/envd.h"
 #include "e2b/envd/process_table.h"
+#include "http/render_thread.h"
+#include "http/server.h"
 
 namespace vessel::e2b::envd {
 
 namespace asio = boost::asio;
 namespace beast = boost::beast;
-namespace http = boost::beast::http;
 namespace json = boost::json;
-using api::Request;
-using api::Response;
+using http::Request;
+using http::Response;
 
 // The sandbox a request is for, its agent, and who the call runs as.
 struct Target {
@@ -154,7 +153,7 @@ struct Services {
   std::map<std::string, std::shared_ptr<struct Watcher>> watchers;
   uint64_t next_watcher = 1;
   // ListDir's JSON is made here. Declared after what it uses: joined first.
-  api::RenderThread render;
+  http::RenderThread render;
 
   // The sandbox the request names by header or Host; checks its token.
   Result<Target> target(const Request& req);

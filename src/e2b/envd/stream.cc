@@ -96,7 +96,7 @@ asio::awaitable<std::optional<Response>> serveStream(asio::io_context& io, const
     }
     if (r.index() == 3) {
       Error e(Code::kDeadlineExceeded, spec.deadline_message);
-      if (co_await out.end(&e) && req.keep_alive()) co_return api::writtenKeepAlive();
+      if (co_await out.end(&e) && req.keep_alive()) co_return http::writtenKeepAlive();
       break;
     }
     StreamStep step = std::move(std::get<0>(r));
@@ -109,7 +109,7 @@ asio::awaitable<std::optional<Response>> serveStream(asio::io_context& io, const
     }
     if (step.kind == StreamStep::Kind::kEnd) {
       if (co_await out.end(step.error ? &*step.error : nullptr) && req.keep_alive())
-        co_return api::writtenKeepAlive();
+        co_return http::writtenKeepAlive();
       break;
     }
   }

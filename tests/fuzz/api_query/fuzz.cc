@@ -6,10 +6,11 @@
 #include <cstdint>
 #include <string_view>
 
-#include "api/json_fields.h"
 #include "api/resources.h"
+#include "http/json_fields.h"
 
 using namespace vessel::api;
+using namespace vessel::http;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // SAFETY: libFuzzer guarantees `data` points at `size` readable bytes.

@@ -13,7 +13,7 @@
 
 #include "base/result.h"
 
-namespace vessel::api {
+namespace vessel::http {
 
 Error badRequest(const std::string& what);
 // The body as one JSON object, nested at most `depth` deep.
@@ -26,6 +26,10 @@ Result<std::string> strField(const boost::json::value& v, std::string_view name,
 // A POSIX-style environment variable name of at most `max` bytes.
 bool envKey(std::string_view k, size_t max);
 
+// An HTTP field name the gateway may set: a token, and none of the fields
+// that decide framing, routing or the connection (credentials, E2B rules).
+bool injectableHeader(std::string_view h);
+
 // %XX and '+' decoded.
 Result<std::string> percentDecode(std::string_view s);
 // "a=1&b=x%2Fy" after the '?' of `target` -> {a: "1", b: "x/y"}, percent-
@@ -35,4 +39,4 @@ Result<std::string> percentDecode(std::string_view s);
 Result<std::map<std::string, std::string>> parseQuery(
     std::string_view target, std::initializer_list<std::string_view> allowed);
 
-}  // namespace vessel::api
+}  // namespace vessel::http

@@ -1,11 +1,12 @@
-// The forwarder (api/http_forward.h) between a real client socket and two
+// The forwarder (http/forward.h) between a real client socket and two
 // real upstream HttpServers: a streamed response arrives piece by piece, a
 // response cut by its upstream is cut for the client too, uploads far over
 // the front server's body limit pass through whole, and one keep-alive
 // client connection carries requests for different upstreams in turn.
-#include "api/http_forward.h"
+#include "http/forward.h"
 
 #include <gtest/gtest.h>
+#include <poll.h>
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -15,9 +16,9 @@
 #include <future>
 #include <thread>
 
-#include "api/http_server.h"
+#include "http/server.h"
 
-namespace vessel::api {
+namespace vessel::http {
 namespace {
 
 namespace beast = boost::beast;
@@ -32,34 +33,35 @@ class TestUpstream {
   TestUpstream(asio::io_context& io, std::string name)
       : name_(std::move(name)), server_(io), gate_(io) {
     gate_.expires_at(asio::steady_timer::time_point::max());
-    server_.routePrefix("/who",
-                        [this](const Request& req,
-                               beast::tcp_stream& s) -> asio::awaitable<std::optional<Response>> {
-                          Response res{http::status::ok, req.version()};
-                          res.keep_alive(req.keep_alive());
-                          res.body() = name_ + " " +
-                                       std::to_string(s.socket().remote_endpoint().port()) + " " +
-                                       std::string(req[http::field::host]);
-                          res.prepare_payload();
-                          co_return res;
-                        });
-    server_.routeUpload(http::verb::post, "/upload", 64u << 20,
-                        [](const Request& req, BodyReader& body) -> asio::awaitable<Response> {
-                          uint64_t n = 0, sum = 0;
-                          for (;;) {
-                            auto c = co_await body.next();
-                            if (!c.ok() || !*c) break;
-                            n += (*c)->size();
-                            for (unsigned char ch : **c) sum += ch;
-                          }
-                          Response res{http::status::ok, req.version()};
-                          res.keep_alive(req.keep_alive());
-                          res.body() = std::to_string(n) + " " + std::to_string(sum);
-                          res.prepare_payload();
-                          co_return res;
-                        });
+    server_.router().addStream(
+        http::verb::get, "/who",
+        [this](const Request& req, const Params&,
+               beast::tcp_stream& s) -> asio::awaitable<std::optional<Response>> {
+          Response res{http::status::ok, req.version()};
+          res.keep_alive(req.keep_alive());
+          res.body() = name_ + " " + std::to_string(s.socket().remote_endpoint().port()) + " " +
+                       std::string(req[http::field::host]);
+          res.prepare_payload();
+          co_return res;
+        });
+    server_.router().addUpload(
+        http::verb::post, "/upload", 64u << 20,
+        [](const Request& req, const Params&, BodyReader& body) -> asio::awaitable<Response> {
+          uint64_t n = 0, sum = 0;
+          for (;;) {
+            auto c = co_await body.next();
+            if (!c.ok() || !*c) break;
+            n += (*c)->size();
+            for (unsigned char ch : **c) sum += ch;
+          }
+          Response res{http::status::ok, req.version()};
+          res.keep_alive(req.keep_alive());
+          res.body() = std::to_string(n) + " " + std::to_string(sum);
+          res.prepare_payload();
+          co_return res;
+        });
     auto chunked = [this](bool cut) {
-      return [this, cut](const Request& req,
+      return [this, cut](const Request& req, const Params&,
                          beast::tcp_stream& s) -> asio::awaitable<std::optional<Response>> {
         http::response<http::empty_body> head{http::status::ok, req.version()};
         head.chunked(true);
@@ -80,8 +82,19 @@ class TestUpstream {
         co_return writtenKeepAlive();
       };
     };
-    server_.routePrefix("/stream", chunked(false));
-    server_.routePrefix("/cut", chunked(true));
+    // GET /early: a 103 Early Hints before the final answer.
+    server_.router().addStream(
+        http::verb::get, "/early",
+        [](const Request&, const Params&,
+           beast::tcp_stream& s) -> asio::awaitable<std::optional<Response>> {
+          std::string raw =
+              "HTTP/1.1 103 Early Hints\r\nLink: </style.css>; rel=preload\r\n\r\n"
+              "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nfinal";
+          co_await asio::async_write(s, asio::buffer(raw), asio::as_tuple(asio::use_awaitable));
+          co_return writtenKeepAlive();
+        });
+    server_.router().addStream(http::verb::post, "/stream", chunked(false));
+    server_.router().addStream(http::verb::post, "/cut", chunked(true));
   }
   Status listen() { return server_.listen({"127.0.0.1", 0}); }
   Upstream at() const { return Upstream{"127.0.0.1", server_.port()}; }
@@ -156,6 +169,26 @@ TEST_F(HttpForwardTest, OneKeepAliveConnectionReachesEachRequestsUpstream) {
   auto dead = roundTrip(get("/who", "dead"));
   EXPECT_EQ(dead.result(), http::status::bad_gateway);
   EXPECT_NE(dead.body().find("\"code\":\"unavailable\""), std::string::npos) << dead.body();
+}
+
+// Before the relay's rules, the 103 was taken as the answer: the 200 stayed
+// in the upstream connection's buffer and answered the next request.
+TEST_F(HttpForwardTest, AForwarded1xxIsNotTakenAsFinal) {
+  asio::write(sock_, asio::buffer(get("/early", "a")));
+  http::response<http::string_body> interim;
+  http::read(sock_, buf_, interim);
+  EXPECT_EQ(interim.result_int(), 103);
+  EXPECT_EQ(interim[http::field::link], "</style.css>; rel=preload");
+  // Bounded: the final response must come (it never did before).
+  pollfd p{sock_.native_handle(), POLLIN, 0};
+  ASSERT_TRUE(buf_.size() > 0 || ::poll(&p, 1, 30'000) == 1) << "no final response";
+  http::response<http::string_body> final_res;
+  http::read(sock_, buf_, final_res);
+  EXPECT_EQ(final_res.result_int(), 200);
+  EXPECT_EQ(final_res.body(), "final");
+  // The connection goes on, each request with its own answer.
+  EXPECT_EQ(roundTrip(get("/who", "a")).body().substr(0, 2), "a ");
+  EXPECT_EQ(roundTrip(get("/who", "b")).body().substr(0, 2), "b ");
 }
 
 TEST_F(HttpForwardTest, UploadsStreamThroughWhateverTheirSize) {
@@ -233,4 +266,4 @@ TEST(UpstreamFromUrlTest, ParsesHttpUrlsOnly) {
 }
 
 }  // namespace
-}  // namespace vessel::api
+}  // namespace vessel::http

@@ -1,4 +1,4 @@
-#include "api/http_server.h"
+#include "http/server.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -7,7 +7,7 @@
 #include <boost/beast/core/flat_buffer.hpp>
 #include <thread>
 
-namespace vessel::api {
+namespace vessel::http {
 namespace {
 
 using ::testing::HasSubstr;
@@ -75,4 +75,4 @@ TEST_F(HttpServerTest, GarbageGetsA400) {
 }
 
 }  // namespace
-}  // namespace vessel::api
+}  // namespace vessel::http

@@ -1,4 +1,4 @@
-#include "api/sse_stream.h"
+#include "http/sse.h"
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -6,11 +6,9 @@
 #include <boost/beast/http/empty_body.hpp>
 #include <boost/beast/http/write.hpp>
 
-namespace vessel::api {
+namespace vessel::http {
 
-namespace asio = boost::asio;
 namespace beast = boost::beast;
-namespace http = boost::beast::http;
 
 asio::awaitable<bool> writeSseHead(beast::tcp_stream& stream, const Request& req) {
   http::response<http::empty_body> head{http::status::ok, req.version()};
@@ -48,4 +46,4 @@ void endStream(beast::tcp_stream& stream) {
   stream.socket().shutdown(asio::ip::tcp::socket::shutdown_send, ec);
 }
 
-}  // namespace vessel::api
+}  // namespace vessel::http

@@ -9,9 +9,9 @@
 #include <string>
 #include <string_view>
 
-#include "api/http_server.h"
+#include "http/server.h"
 
-namespace vessel::api {
+namespace vessel::http {
 
 // A comment line this often keeps proxies and clients seeing a live stream.
 constexpr std::chrono::seconds kSseKeepalive{15};
@@ -29,4 +29,4 @@ std::string sseFrame(std::string_view type, std::string_view data_json, int64_t 
 // Half-closes: the client reads the end of the stream.
 void endStream(boost::beast::tcp_stream& stream);
 
-}  // namespace vessel::api
+}  // namespace vessel::http

@@ -1,8 +1,9 @@
-#include "api/json_fields.h"
+#include "http/json_fields.h"
 
 #include <boost/json/parse.hpp>
+#include <cctype>
 
-namespace vessel::api {
+namespace vessel::http {
 
 namespace json = boost::json;
 
@@ -59,6 +60,19 @@ int hexDigit(char c) {
 
 }  // namespace
 
+bool injectableHeader(std::string_view h) {
+  if (h.empty() || h.size() > 64) return false;
+  std::string lower;
+  for (char c : h) {
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_')) return false;
+    lower.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
+  }
+  for (const char* f : {"host", "content-length", "transfer-encoding", "connection", "upgrade",
+                        "te", "trailer", "keep-alive", "expect"})
+    if (lower == f) return false;
+  return lower.rfind("proxy-", 0) != 0;
+}
+
 Result<std::string> percentDecode(std::string_view s) {
   std::string out;
   for (size_t i = 0; i < s.size(); ++i) {
@@ -108,4 +122,4 @@ Result<std::map<std::string, std::string>> parseQuery(
   return out;
 }
 
-}  // namespace vessel::api
+}  // namespace vessel::http

@@ -26,8 +26,9 @@
 #include <string_view>
 
 #include "base/result.h"
+#include "http/names.h"
 
-namespace vessel::api {
+namespace vessel::http {
 
 // Where a request goes: a host (IPv4 address or name) and port, plain HTTP.
 struct Upstream {
@@ -82,4 +83,4 @@ boost::asio::awaitable<Result<Forwarded>> forwardRequest(
     boost::beast::http::request_parser<boost::beast::http::empty_body>& head, const Upstream& to,
     UpstreamConnection& up, const ForwardLimits& limits = {});
 
-}  // namespace vessel::api
+}  // namespace vessel::http

@@ -1,4 +1,4 @@
-#include "api/http_forward.h"
+#include "http/forward.h"
 
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -17,11 +17,11 @@
 #include <charconv>
 #include <string>
 
-namespace vessel::api {
+#include "http/relay.h"
 
-namespace asio = boost::asio;
+namespace vessel::http {
+
 namespace beast = boost::beast;
-namespace http = beast::http;
 using tcp = asio::ip::tcp;
 
 namespace {
@@ -216,24 +216,44 @@ asio::awaitable<Result<Forwarded>> forwardRequest(beast::tcp_stream& client,
     }
   }
 
-  http::response_parser<http::buffer_body> res_parser;
-  res_parser.header_limit(static_cast<uint32_t>(limits.max_response_header_bytes));
-  res_parser.body_limit(boost::none);
-  if (head_only) res_parser.skip(true);
-  auto [rec, rn] = co_await http::async_read_header(up.stream(), up.buffer(), res_parser,
-                                                    asio::as_tuple(asio::use_awaitable));
-  if (rec) {
-    up.close();
-    co_return out;  // the client's connection is cut: no answer came
+  // Interim responses (103 Early Hints, a 100 the upstream sends anyway)
+  // are passed on and the final one is still to come (http/relay.h); the
+  // request's Upgrade was dropped above, so a 101 is the upstream's error.
+  std::optional<http::response_parser<http::buffer_body>> res_parser;
+  for (;;) {
+    res_parser.emplace();
+    res_parser->header_limit(static_cast<uint32_t>(limits.max_response_header_bytes));
+    res_parser->body_limit(boost::none);
+    if (head_only) res_parser->skip(true);
+    auto [rec, rn] = co_await http::async_read_header(up.stream(), up.buffer(), *res_parser,
+                                                      asio::as_tuple(asio::use_awaitable));
+    if (rec) {
+      up.close();
+      co_return out;  // the client's connection is cut: no answer came
+    }
+    auto kind = classifyResponse(res_parser->get().result_int(), false);
+    if (kind == ResponseKind::kFinal) break;
+    if (kind != ResponseKind::kInterim) {
+      up.close();
+      co_return out;  // cut: a switch nobody asked for
+    }
+    auto& interim = res_parser->get();
+    dropHopByHop(interim);
+    http::response_serializer<http::buffer_body> isr(interim);
+    auto [iec, in] =
+        co_await http::async_write_header(client, isr, asio::as_tuple(asio::use_awaitable));
+    if (iec) {
+      up.close();
+      co_return out;
+    }
   }
-  auto& res = res_parser.get();
+  auto& res = res_parser->get();
   out.status = res.result_int();
   const bool upstream_keep_alive = res.keep_alive();
   // A body that only the end of the connection delimits cannot be followed
   // by another request on the client's connection either.
   const bool delimited = head_only || res.chunked() || res.has_content_length() ||
-                         res.result_int() / 100 == 1 || res.result_int() == 204 ||
-                         res.result_int() == 304;
+                         res.result_int() == 204 || res.result_int() == 304;
   dropHopByHop(res);
   res.keep_alive(client_keep_alive && delimited);
   {
@@ -246,7 +266,7 @@ asio::awaitable<Result<Forwarded>> forwardRequest(beast::tcp_stream& client,
       co_return out;
     }
     if (!head_only)
-      co_await relayBody(up.stream(), up.buffer(), res_parser, client, sr, read_ok, write_ok);
+      co_await relayBody(up.stream(), up.buffer(), *res_parser, client, sr, read_ok, write_ok);
     if (!read_ok || !write_ok) {
       up.close();
       co_return out;  // cut: the client sees the body end early, as the upstream's did
@@ -257,4 +277,4 @@ asio::awaitable<Result<Forwarded>> forwardRequest(beast::tcp_stream& client,
   co_return out;
 }
 
-}  // namespace vessel::api
+}  // namespace vessel::http

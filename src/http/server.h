@@ -1,9 +1,9 @@
 #pragma once
 // A small HTTP/1.1 server on Boost.Beast with C++20 coroutines: one
 // coroutine per connection, keep-alive, and hard limits on header and body
-// sizes and on idle time, since every caller is untrusted. Routes map a
-// method and exact path to a handler; a prefix route takes every path under
-// its prefix (the API parses ids out of it) and may write the response to
+// sizes and on idle time, since every caller is untrusted. Requests go
+// through the server's one Router (http/router.h), where every front end
+// declares its route table; a route's handler may write the response to
 // the stream itself, as Server-Sent Events do.
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/io_context.hpp>
@@ -20,18 +20,15 @@
 #include <string_view>
 #include <utility>
 
-#include "api/http_forward.h"
 #include "base/config.h"
 #include "base/result.h"
+#include "http/forward.h"
+#include "http/names.h"
+#include "http/router.h"
 #include "metrics/registry.h"
 
-namespace vessel::api {
+namespace vessel::http {
 
-namespace asio = boost::asio;
-namespace http = boost::beast::http;
-
-using Request = http::request<http::string_body>;
-using Response = http::response<http::string_body>;
 using Handler = std::function<asio::awaitable<Response>(const Request&)>;
 // Returns the response to write, or nullopt when it wrote to the stream
 // itself (then the connection closes afterwards), or writtenKeepAlive()
@@ -99,24 +96,20 @@ Response errorResponse(const Request& req, const Error& e, const boost::json::ob
 // has (RFC 9110 15.5.6) and the usual Error body (code invalid_argument).
 // `allow`: "GET, POST".
 Response methodNotAllowed(const Request& req, std::string_view path, std::string_view allow);
+// The credential of `Authorization: Bearer <token>` (at most 512 bytes in
+// all), or nullopt when the header is missing or malformed. Every front end
+// that takes a key or token authenticates from it.
+std::optional<std::string_view> bearerToken(const Request& req);
 // The one place an error Code becomes an HTTP status.
 http::status statusForCode(Code c);
 
 class HttpServer {
  public:
   HttpServer(asio::io_context& io, ServerLimits limits = {}) : io_(io), limits_(limits) {}
-  void route(http::verb method, std::string path, Handler h) {
-    routes_[{method, std::move(path)}] = std::move(h);
-  }
-  // A method and exact path whose body the handler streams, up to
-  // `max_body` bytes (the server's max_body_bytes does not apply).
-  void routeUpload(http::verb method, std::string path, uint64_t max_body, UploadHandler h) {
-    uploads_[{method, std::move(path)}] = {max_body, std::move(h)};
-  }
-  // Every path starting with `prefix` that no exact route takes, any method.
-  void routePrefix(std::string prefix, StreamHandler h) {
-    prefix_routes_.emplace_back(std::move(prefix), std::move(h));
-  }
+  // The route table every front end adds its routes to (http/router.h).
+  Router& router() { return router_; }
+  // A method and exact path (a pattern without parameters) to a handler.
+  void route(http::verb method, std::string path, Handler h);
   // Requests served elsewhere (api/http_forward.h): `choose` sees each
   // request's head before any route; an Upstream forwards the request
   // there, body and response streamed; nullopt routes it here as usual. An
@@ -148,16 +141,12 @@ class HttpServer {
  private:
   asio::awaitable<void> acceptLoop();
   asio::awaitable<void> serve(asio::ip::tcp::socket sock);
-  asio::awaitable<std::optional<Response>> dispatch(const Request& req,
-                                                    boost::beast::tcp_stream& stream);
   void count(const std::string& method, const Response& res,
              std::chrono::steady_clock::time_point started);
 
   asio::io_context& io_;
   ServerLimits limits_;
-  std::map<std::pair<http::verb, std::string>, Handler> routes_;
-  std::vector<std::pair<std::string, StreamHandler>> prefix_routes_;
-  std::map<std::pair<http::verb, std::string>, std::pair<uint64_t, UploadHandler>> uploads_;
+  Router router_;
   ForwardChooser forward_;
   ForwardLimits forward_limits_;
   std::function<bool(std::string_view)> host_claims_;
@@ -171,4 +160,4 @@ class HttpServer {
   metrics::Family<metrics::Histogram>* latency_ = nullptr;
 };
 
-}  // namespace vessel::api
+}  // namespace vessel::http

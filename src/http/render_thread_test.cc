@@ -1,6 +1,6 @@
-// api::RenderThread: the work runs off the io thread, and the io thread
+// http::RenderThread: the work runs off the io thread, and the io thread
 // serves other work meanwhile; the caller resumes on its own executor.
-#include "api/render_thread.h"
+#include "http/render_thread.h"
 
 #include <gtest/gtest.h>
 
@@ -14,7 +14,7 @@
 #include <string>
 #include <thread>
 
-namespace vessel::api {
+namespace vessel::http {
 namespace {
 
 namespace asio = boost::asio;
@@ -49,4 +49,4 @@ TEST(RenderThreadTest, RendersOffTheIoThreadWhichServesOthersMeanwhile) {
 }
 
 }  // namespace
-}  // namespace vessel::api
+}  // namespace vessel::http

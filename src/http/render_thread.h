@@ -12,7 +12,7 @@
 
 #include "base/offload.h"
 
-namespace vessel::api {
+namespace vessel::http {
 
 class RenderThread {
  public:
@@ -29,4 +29,4 @@ class RenderThread {
   std::unique_ptr<boost::asio::thread_pool> pool_ = std::make_unique<boost::asio::thread_pool>(1);
 };
 
-}  // namespace vessel::api
+}  // namespace vessel::http

@@ -1,0 +1,68 @@
+// The credentials behind E2B's header rules (network.rules with a
+// `transform.headers`): one Vessel credential per rule, named e2b-rule-<hex>,
+// made through the lifecycle before the sandbox that uses it is created or
+// changed, and deleted with it (docs/e2b.md).
+#include "base/new_id.h"
+#include "e2b/rest.h"
+#include "e2b/rest_states.h"
+
+namespace vessel::e2b {
+
+asio::awaitable<Result<ops::NetworkSpec>> RestApi::egressSpec(std::string tenant, const Egress& e) {
+  ops::NetworkSpec spec = e.spec;
+  auto made = co_await makeRuleCredentials(tenant, e, spec);
+  if (!made.ok()) {
+    co_await dropRuleCredentials(tenant, spec.credentials);  // those made before the failing one
+    co_return std::move(made).error();
+  }
+  co_return spec;
+}
+
+asio::awaitable<Status> RestApi::makeRuleCredentials(std::string tenant, const Egress& e,
+                                                     ops::NetworkSpec& spec) {
+  for (const auto& rule : e.headers) {
+    auto value = expandSecrets(rule.value, [&](const std::string& name) -> Result<std::string> {
+      VESSEL_ASSIGN_OR_RETURN(auto c, lifecycle_.credential(tenant, name));
+      if (!c) return Error(Code::kInvalidArgument, "secret '" + name + "' does not exist");
+      return c->value;
+    });
+    if (!value.ok()) co_return std::move(value).error();
+    for (char ch : *value)
+      if (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f)
+        co_return Error(Code::kInvalidArgument,
+                        "header " + rule.header + " holds control characters");
+    // One credential per rule: the gateway injects it for that host only.
+    // Through the lifecycle, as every credential write is, so the node
+    // hears of it (ops::Node::credentialChanged).
+    ops::CredentialSpec c;
+    c.name = "e2b-rule-" + newId("c").substr(2);
+    c.hosts = {rule.host};
+    c.header = rule.header;
+    c.value = *value;
+    if (auto put = co_await lifecycle_.putCredential(tenant, c); !put.ok())
+      co_return std::move(put).error();
+    spec.credentials.push_back(c.name);
+  }
+  co_return okStatus();
+}
+
+asio::awaitable<void> RestApi::dropRuleCredentials(std::string tenant,
+                                                   std::vector<std::string> names) {
+  for (const auto& name : names)
+    if (name.starts_with("e2b-rule-"))
+      if (auto s = co_await lifecycle_.deleteCredential(tenant, name);
+          !s.ok() && s.error().code() != Code::kNotFound)
+        e2bLog().warn("delete credential {}: {}", name, s.error().message());
+}
+
+std::vector<std::string> RestApi::ruleCredentials(const std::string& tenant,
+                                                  const std::string& id) {
+  auto net = lifecycle_.network(tenant, id);
+  if (!net.ok()) return {};
+  std::vector<std::string> out;
+  for (const auto& c : net->credentials)
+    if (c.starts_with("e2b-rule-")) out.push_back(c);
+  return out;
+}
+
+}  // namespace vessel::e2b
