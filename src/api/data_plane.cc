@@ -12,10 +12,10 @@
 #include <boost/asio/write.hpp>
 #include <boost/beast/http/chunk_encode.hpp>
 #include <boost/json.hpp>
-#include <cerrno>
 #include <csignal>
 
 #include "api/data_plane_requests.h"
+#include "agentclient/guest_errors.h"
 #include "api/sse_stream.h"
 #include "base/base64.h"
 #include "base/log.h"
@@ -43,23 +43,9 @@ std::string sseEvent(std::string_view type, const json::object& data) {
   return sseFrame(type, json::serialize(data));
 }
 
-// The guest reports errno-based errors; a few that the generic mapping
-// leaves as internal are the caller's doing and deserve a 4xx.
-Error fromGuest(const Error& e) {
-  if (e.code() != Code::kInternal) return e;
-  switch (e.sysErrno()) {
-    case ENOTEMPTY:
-    case EBUSY:
-    case ETXTBSY:
-    case EXDEV: return Error(Code::kFailedPrecondition, e.context(), e.sysErrno());
-    case ENOTDIR:
-    case EISDIR:
-    case ENAMETOOLONG:
-    case ELOOP: return Error(Code::kInvalidArgument, e.context(), e.sysErrno());
-    case EROFS: return Error(Code::kPermissionDenied, e.context(), e.sysErrno());
-    default: return e;
-  }
-}
+// The guest's errno decides the code (agentclient/guest_errors.h), as for
+// every front end; only the HTTP rendering is this plane's.
+Error fromGuest(const Error& e) { return agentclient::guestError(e); }
 
 Response fail(const Request& req, const Error& e) { return errorResponse(req, fromGuest(e)); }
 

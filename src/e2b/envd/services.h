@@ -81,7 +81,8 @@ inline constexpr const char* kMetadataPrefix = "user.e2b.";
 // has none or the guest cannot say (an agent without xattrs).
 asio::awaitable<json::object> metadataOf(agentclient::AgentClient& agent, const std::string& path);
 
-// Guest errors in envd's terms (ENOENT -> not_found, EEXIST -> already_exists...).
+// Guest errors as every front end maps them (agentclient/guest_errors.h);
+// envd renders the code as a Connect code.
 Error fromGuest(const Error& e);
 
 // A unary Connect answer.
