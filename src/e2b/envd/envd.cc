@@ -298,10 +298,14 @@ asio::awaitable<Response> Services::health(const Request& req) {
   co_return res;
 }
 
-Envd::Envd(asio::io_context& io, Sandboxes sandboxes, const AccessTokens& tokens)
-    : s_(std::make_unique<Services>(io, std::move(sandboxes), tokens)) {}
+Envd::Envd(asio::io_context& io, Sandboxes sandboxes, const AccessTokens& tokens, EnvdLimits limits)
+    : s_(std::make_unique<Services>(io, std::move(sandboxes), tokens, limits)) {}
 
 Envd::~Envd() = default;
+
+void Envd::sandboxEnded(const std::string& id) { s_->dropSandbox(id); }
+
+StateUsage Envd::usage() const { return s_->usage(); }
 
 void Envd::install(api::HttpServer& server) {
   Services* s = s_.get();
