@@ -62,6 +62,19 @@ bool acceptsGzip(const Request& req) {
   return v.find("gzip") != std::string::npos;
 }
 
+// All of a gzip body, refused past `cap` bytes inflated.
+Result<std::string> inflateAll(std::string_view body, size_t cap) {
+  Inflater in(body);
+  std::string out;
+  while (!in.done()) {
+    VESSEL_ASSIGN_OR_RETURN(std::string piece, in.next(kUploadPiece));
+    out += piece;
+    if (out.size() > cap)
+      return Error(Code::kResourceExhausted, "gzip body inflates past the upload limit");
+  }
+  return out;
+}
+
 bool printable(std::string_view s) {
   for (unsigned char c : s)
     if (c < 0x20 || c > 0x7e) return false;
@@ -237,77 +250,15 @@ asio::awaitable<Response> Services::postFile(const Request& req) {
     if (!q->count("path"))
       co_return filesError(
           req, Error(Code::kInvalidArgument, "path is required for octet-stream uploads"));
-    // Streamed into the file a piece at a time: a gzip body is inflated off
-    // the io thread, never whole, within max_inflated.
-    std::optional<Inflater> inflater;
-    if (gzip) inflater.emplace(body);
-    size_t off = 0;
-    uint64_t inflated = 0;
-    UploadSource next = [&]() -> asio::awaitable<Result<std::optional<std::string>>> {
-      if (!inflater) {
-        if (off >= body.size()) co_return std::optional<std::string>();
-        std::string piece = body.substr(off, kUploadPiece);
-        off += piece.size();
-        co_return std::optional<std::string>(std::move(piece));
-      }
-      if (inflater->done()) co_return std::optional<std::string>();
-      auto step = [&inflater] { return inflater->next(kUploadPiece); };
-      auto piece = co_await codec.run(std::move(step));
-      if (!piece.ok()) co_return std::move(piece).error();
-      inflated += piece->size();
-      if (inflated > limits.max_inflated)
-        co_return Error(Code::kResourceExhausted, "gzip body inflates past the upload limit");
-      co_return std::optional<std::string>(std::move(*piece));
-    };
-    // Inflating uploads take turns: each holds a piece and a core.
-    if (gzip) co_await inflating.acquire();
-    ScopeExit turn([&] {
-      if (gzip) inflating.release();
-    });
-    auto entry = co_await writeUpload(*t, *user, (*q)["path"], *metadata, next);
+    auto entry = co_await uploadOctets(*t, *user, (*q)["path"], *metadata, body, gzip);
     if (!entry.ok()) co_return filesError(req, entry.error());
     written.push_back(std::move(*entry));
   } else {
-    auto boundary = multipartBoundary(ctype);
-    if (!boundary.ok()) co_return filesError(req, boundary.error());
-    // Parsed whole: a gzip one is inflated (off the io thread, in turn)
-    // only up to what an uncompressed body may hold.
-    std::string inflated;
-    if (gzip) {
-      co_await inflating.acquire();
-      ScopeExit turn([&] { inflating.release(); });
-      size_t cap = limits.max_inflated_multipart;
-      auto whole = [&body, cap]() -> Result<std::string> {
-        Inflater in(body);
-        std::string out;
-        while (!in.done()) {
-          VESSEL_ASSIGN_OR_RETURN(std::string piece, in.next(kUploadPiece));
-          out += piece;
-          if (out.size() > cap)
-            return Error(Code::kResourceExhausted, "gzip body inflates past the upload limit");
-        }
-        return out;
-      };
-      auto r = co_await codec.run(std::move(whole));
-      if (!r.ok()) co_return filesError(req, r.error());
-      inflated = std::move(*r);
-    }
-    auto parts =
-        parseMultipart(gzip ? std::string_view(inflated) : std::string_view(body), *boundary);
-    if (!parts.ok()) co_return filesError(req, parts.error());
-    for (auto& p : *parts) {
-      if (p.name != "file") continue;
-      std::string fp = q->count("path") ? (*q)["path"] : p.filename;
-      bool sent = false;
-      UploadSource next = [&]() -> asio::awaitable<Result<std::optional<std::string>>> {
-        if (sent) co_return std::optional<std::string>();
-        sent = true;
-        co_return std::optional<std::string>(std::move(p.data));
-      };
-      auto entry = co_await writeUpload(*t, *user, std::move(fp), *metadata, next);
-      if (!entry.ok()) co_return filesError(req, entry.error());
-      written.push_back(std::move(*entry));
-    }
+    std::optional<std::string> path;
+    if (q->count("path")) path = (*q)["path"];
+    auto entries = co_await uploadMultipart(*t, *user, path, *metadata, body, ctype, gzip);
+    if (!entries.ok()) co_return filesError(req, entries.error());
+    written = std::move(*entries);
   }
   if (written.empty())
     co_return filesError(req, Error(Code::kInvalidArgument, "no file in the request"));
@@ -317,6 +268,77 @@ asio::awaitable<Response> Services::postFile(const Request& req) {
   res.body() = json::serialize(written);
   res.prepare_payload();
   co_return res;
+}
+
+asio::awaitable<Result<json::object>> Services::uploadOctets(
+    const Target& t, const UserInfo& user, std::string path,
+    const std::vector<agentproto::Xattr>& metadata, const std::string& body, bool gzip) {
+  // Streamed into the file a piece at a time: a gzip body is inflated off
+  // the io thread, never whole, within max_inflated.
+  std::optional<Inflater> inflater;
+  if (gzip) inflater.emplace(body);
+  size_t off = 0;
+  uint64_t inflated = 0;
+  UploadSource next = [&]() -> asio::awaitable<Result<std::optional<std::string>>> {
+    if (!inflater) {
+      if (off >= body.size()) co_return std::optional<std::string>();
+      std::string piece = body.substr(off, kUploadPiece);
+      off += piece.size();
+      co_return std::optional<std::string>(std::move(piece));
+    }
+    if (inflater->done()) co_return std::optional<std::string>();
+    auto step = [&inflater] { return inflater->next(kUploadPiece); };
+    auto piece = co_await codec.run(std::move(step));
+    if (!piece.ok()) co_return std::move(piece).error();
+    inflated += piece->size();
+    if (inflated > limits.max_inflated)
+      co_return Error(Code::kResourceExhausted, "gzip body inflates past the upload limit");
+    co_return std::optional<std::string>(std::move(*piece));
+  };
+  // Inflating uploads take turns: each holds a piece and a core.
+  if (gzip) co_await inflating.acquire();
+  ScopeExit turn([&] {
+    if (gzip) inflating.release();
+  });
+  co_return co_await writeUpload(t, user, std::move(path), metadata, next);
+}
+
+asio::awaitable<Result<json::array>> Services::uploadMultipart(
+    const Target& t, const UserInfo& user, const std::optional<std::string>& path,
+    const std::vector<agentproto::Xattr>& metadata, const std::string& body,
+    const std::string& ctype, bool gzip) {
+  auto boundary = multipartBoundary(ctype);
+  if (!boundary.ok()) co_return boundary.error();
+  // Parsed whole: a gzip one is inflated (off the io thread, in turn) only
+  // up to max_inflated_multipart.
+  std::string inflated;
+  if (gzip) {
+    co_await inflating.acquire();
+    ScopeExit turn([&] { inflating.release(); });
+    size_t cap = limits.max_inflated_multipart;
+    auto whole = [&body, cap] { return inflateAll(body, cap); };
+    auto r = co_await codec.run(std::move(whole));
+    if (!r.ok()) co_return std::move(r).error();
+    inflated = std::move(*r);
+  }
+  auto parts =
+      parseMultipart(gzip ? std::string_view(inflated) : std::string_view(body), *boundary);
+  if (!parts.ok()) co_return std::move(parts).error();
+  json::array written;
+  for (auto& p : *parts) {
+    if (p.name != "file") continue;
+    std::string fp = path ? *path : p.filename;
+    bool sent = false;
+    UploadSource next = [&]() -> asio::awaitable<Result<std::optional<std::string>>> {
+      if (sent) co_return std::optional<std::string>();
+      sent = true;
+      co_return std::optional<std::string>(std::move(p.data));
+    };
+    auto entry = co_await writeUpload(t, user, std::move(fp), metadata, next);
+    if (!entry.ok()) co_return std::move(entry).error();
+    written.push_back(std::move(*entry));
+  }
+  co_return written;
 }
 
 asio::awaitable<Result<json::object>> Services::writeUpload(

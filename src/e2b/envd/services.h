@@ -253,6 +253,14 @@ struct Services {
   asio::awaitable<Response> postFile(const Request& req);
   // One uploaded file written from `next` (chunks until nullopt): its
   // EntryInfo, or the Error to answer.
+  asio::awaitable<Result<json::object>> uploadOctets(const Target& t, const UserInfo& user,
+                                                     std::string path,
+                                                     const std::vector<agentproto::Xattr>& metadata,
+                                                     const std::string& body, bool gzip);
+  asio::awaitable<Result<json::array>> uploadMultipart(
+      const Target& t, const UserInfo& user, const std::optional<std::string>& path,
+      const std::vector<agentproto::Xattr>& metadata, const std::string& body,
+      const std::string& ctype, bool gzip);
   using UploadSource = std::function<asio::awaitable<Result<std::optional<std::string>>>()>;
   asio::awaitable<Result<json::object>> writeUpload(const Target& t, const UserInfo& user,
                                                     std::string path,
