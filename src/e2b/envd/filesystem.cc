@@ -321,9 +321,12 @@ asio::awaitable<std::optional<Response>> Services::watchDir(const Request& req,
   };
   using Ch = asio::experimental::channel<void(boost::system::error_code, Item)>;
   auto ch = std::make_shared<Ch>(io, 64);
+  // Stops the reader when the stream ends: on a quiet directory it would
+  // otherwise hold the watch (and the agent's stream) until the sandbox ends.
+  auto stop = std::make_shared<asio::cancellation_signal>();
   asio::co_spawn(
       io,
-      [watch, ch]() -> asio::awaitable<void> {
+      [watch, ch, stop]() -> asio::awaitable<void> {
         for (;;) {
           auto ev = co_await watch->next();
           Item it;
@@ -338,7 +341,7 @@ asio::awaitable<std::optional<Response>> Services::watchDir(const Request& req,
           if (ec || last) co_return;
         }
       },
-      asio::detached);
+      asio::bind_cancellation_slot(stop->slot(), asio::detached));
 
   StreamSpec spec;
   spec.first = json::object{{"start", json::object()}};
@@ -367,6 +370,7 @@ asio::awaitable<std::optional<Response>> Services::watchDir(const Request& req,
     co_return step;
   });
   ch->close();
+  stop->emit(asio::cancellation_type::terminal);
   co_return r;
 }
 
