@@ -47,8 +47,7 @@ TEST(AgentGuestErrors, EachErrnoMapsToOneCode) {
   for (const auto& r : rows) {
     Error in(r.from, "agent: rename /a /b", r.sys_errno);
     Error out = guestError(in);
-    EXPECT_EQ(out.code(), r.want) << "errno " << r.sys_errno << " reported as "
-                                  << codeName(r.from);
+    EXPECT_EQ(out.code(), r.want) << "errno " << r.sys_errno << " reported as " << codeName(r.from);
     EXPECT_EQ(out.sysErrno(), r.sys_errno);
     EXPECT_EQ(out.context(), in.context()) << "the guest's words are kept";
   }

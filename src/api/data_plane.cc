@@ -14,8 +14,8 @@
 #include <boost/json.hpp>
 #include <csignal>
 
-#include "api/data_plane_requests.h"
 #include "agentclient/guest_errors.h"
+#include "api/data_plane_requests.h"
 #include "api/sse_stream.h"
 #include "base/base64.h"
 #include "base/log.h"
