@@ -356,7 +356,10 @@ asio::awaitable<Result<WatchEvent>> Watch::next() {
   if (done_) co_return c_->streamError("watch already ended");
   auto f = co_await c_->recv(*s_);
   if (!f.ok()) {
-    done_ = true;
+    // A caller that cancelled its wait leaves the stream going: cancelled
+    // for the agent by the destructor, which a failed stream needs not.
+    auto cs = co_await asio::this_coro::cancellation_state;
+    if (cs.cancelled() == asio::cancellation_type::none) done_ = true;
     co_return std::move(f).error();
   }
   if (f->type == MsgType::kWatchEvent) {

@@ -14,6 +14,7 @@
 #include <cerrno>
 
 #include "agentclient/agent_client.h"
+#include "agentclient/guest_errors.h"
 #include "api/http_names.h"
 #include "base/log.h"
 #include "http/server.h"
@@ -38,23 +39,9 @@ inline std::string sseEvent(std::string_view type, const json::object& data) {
   return sseFrame(type, json::serialize(data));
 }
 
-// The guest reports errno-based errors; a few that the generic mapping
-// leaves as internal are the caller's doing and deserve a 4xx.
-inline Error fromGuest(const Error& e) {
-  if (e.code() != Code::kInternal) return e;
-  switch (e.sysErrno()) {
-    case ENOTEMPTY:
-    case EBUSY:
-    case ETXTBSY:
-    case EXDEV: return Error(Code::kFailedPrecondition, e.context(), e.sysErrno());
-    case ENOTDIR:
-    case EISDIR:
-    case ENAMETOOLONG:
-    case ELOOP: return Error(Code::kInvalidArgument, e.context(), e.sysErrno());
-    case EROFS: return Error(Code::kPermissionDenied, e.context(), e.sysErrno());
-    default: return e;
-  }
-}
+// The guest's errno decides the code, in the one table envd uses too
+// (agentclient/guest_errors.h).
+inline Error fromGuest(const Error& e) { return agentclient::guestError(e); }
 
 inline Response fail(const Request& req, const Error& e) {
   return errorResponse(req, fromGuest(e));

@@ -155,6 +155,17 @@ void OperationLog::setSandbox(const std::string& tenant, const std::string& op_i
   json::object data{{"id", id}, {"state", name}};
   if (!error.empty()) data["error"] = error;
   publish({0, tenant, op_id, id, "sandbox.state", json::serialize(data)});
+  // A listener may register or drop another while called: call a copy.
+  std::erase_if(state_fns_, [](const auto& w) { return w.expired(); });
+  auto fns = state_fns_;
+  for (auto& w : fns)
+    if (auto fn = w.lock()) (*fn)(tenant, id, state);
+}
+
+std::shared_ptr<OperationLog::SandboxStateFn> OperationLog::onSandboxState(SandboxStateFn fn) {
+  auto p = std::make_shared<SandboxStateFn>(std::move(fn));
+  state_fns_.push_back(p);
+  return p;
 }
 
 void OperationLog::publish(store::EventRecord e) {

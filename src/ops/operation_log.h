@@ -10,10 +10,12 @@
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <chrono>
+#include <functional>
 #include <map>
 #include <memory>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "base/clock.h"
 #include "base/result.h"
@@ -54,6 +56,13 @@ class OperationLog {
   void setSandbox(const std::string& tenant, const std::string& op_id, const std::string& id,
                   store::SandboxState state, const std::string& error = "");
 
+  // Someone keeping state for sandboxes (a front end's watchers and
+  // processes) hears of every sandbox state set here, at once, on the io
+  // thread, for as long as it holds the returned pointer.
+  using SandboxStateFn =
+      std::function<void(const std::string& tenant, const std::string& id, store::SandboxState)>;
+  [[nodiscard]] std::shared_ptr<SandboxStateFn> onSandboxState(SandboxStateFn fn);
+
   // Wakes when an event of one tenant (and, if given, one operation) is
   // published; events of other tenants never touch it, so one tenant's
   // burst costs nobody else a store read. An event published while the
@@ -91,6 +100,7 @@ class OperationLog {
   const WallClock& clock_;
   std::string owner_;
   std::shared_ptr<Registry> subs_;
+  std::vector<std::weak_ptr<SandboxStateFn>> state_fns_;
   metrics::Family<metrics::Histogram>* op_latency_ = nullptr;
   metrics::Family<metrics::Counter>* op_errors_ = nullptr;
 };

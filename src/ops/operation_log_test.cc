@@ -106,5 +106,25 @@ TEST_F(OperationLogTest, AwaitEndsOnItsOperationsEventDespiteOtherTraffic) {
   EXPECT_EQ((*got)->state, store::OpState::kDone);
 }
 
+// Front ends free a sandbox's state when it ends: they hear every state
+// set, for as long as they hold their registration.
+TEST_F(OperationLogTest, SandboxStatesReachTheirListenersWhileTheyAreHeld) {
+  std::vector<std::pair<std::string, store::SandboxState>> heard;
+  auto fn = log_->onSandboxState(
+      [&](const std::string& tenant, const std::string& id, store::SandboxState st) {
+        heard.emplace_back(tenant + "/" + id, st);
+      });
+  log_->setSandbox("a", "op-1", "sb-1", store::SandboxState::kDeleting);
+  log_->setSandbox("b", "op-2", "sb-2", store::SandboxState::kFailed, "lost");
+  ASSERT_EQ(heard.size(), 2u);
+  EXPECT_EQ(heard[0].first, "a/sb-1");
+  EXPECT_EQ(heard[0].second, store::SandboxState::kDeleting);
+  EXPECT_EQ(heard[1].first, "b/sb-2");
+  EXPECT_EQ(heard[1].second, store::SandboxState::kFailed);
+  fn.reset();
+  log_->setSandbox("a", "op-3", "sb-1", store::SandboxState::kDeleted);
+  EXPECT_EQ(heard.size(), 2u) << "a dropped registration hears nothing";
+}
+
 }  // namespace
 }  // namespace vessel::ops

@@ -465,7 +465,19 @@ Status runDaemon(Config cfg) {
         if (sb.state == store::SandboxState::kRunning) ids.push_back(sb.id);
     return ids;
   };
+  envd_sandboxes.tenant_of = [&](const std::string& id) {
+    auto sb = store->findSandbox(id);
+    return sb.ok() && *sb ? (*sb)->tenant_id : std::string();
+  };
   e2b::envd::Envd envd(io, std::move(envd_sandboxes), envd_tokens);
+  // A sandbox's watchers and processes go with it (a pause keeps them for
+  // EnvdLimits::keep_detached).
+  auto envd_frees = lifecycle.operations().onSandboxState(
+      [&envd](const std::string&, const std::string& id, store::SandboxState st) {
+        if (st == store::SandboxState::kDeleting || st == store::SandboxState::kDeleted ||
+            st == store::SandboxState::kFailed)
+          envd.sandboxEnded(id);
+      });
   HttpServer envd_server(io, ServerLimits{16 * 1024, 64u << 20, std::chrono::seconds(60)});
   envd_server.setMetrics(metrics, "e2b-envd");
   envd.install(envd_server);

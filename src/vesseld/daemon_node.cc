@@ -335,6 +335,12 @@ Status runNode(Config cfg) {
   e2b::envd::Sandboxes envd_sandboxes;
   envd_sandboxes.agent_of = [&](const std::string& id) { return live.agentOf(id); };
   envd_sandboxes.live_ids = [&] { return local.load().ids; };
+  // No lifecycle here to say a sandbox ended: envd frees what it kept for
+  // one once it has been gone from this node for EnvdLimits::keep_detached.
+  envd_sandboxes.tenant_of = [&](const std::string& id) {
+    auto sb = store->findSandbox(id);
+    return sb.ok() && *sb ? (*sb)->tenant_id : std::string();
+  };
   e2b::envd::Envd envd(io, std::move(envd_sandboxes), envd_tokens);
   // Uploads arrive whole (multipart), hence the body cap, as in --role=all.
   http::HttpServer envd_server(io,

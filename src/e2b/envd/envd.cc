@@ -7,9 +7,9 @@
 #include <boost/beast/http/write.hpp>
 #include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
-#include <cerrno>
 #include <charconv>
 
+#include "agentclient/guest_errors.h"
 #include "e2b/envd/connect.h"
 #include "e2b/envd/route.h"
 #include "e2b/envd/services.h"
@@ -196,22 +196,7 @@ asio::awaitable<json::object> metadataOf(agentclient::AgentClient& agent, const 
   co_return out;
 }
 
-Error fromGuest(const Error& e) {
-  switch (e.sysErrno()) {
-    case ENOENT: return Error(Code::kNotFound, e.context(), e.sysErrno());
-    case EEXIST: return Error(Code::kAlreadyExists, e.context(), e.sysErrno());
-    case ENOTDIR:
-    case EISDIR:
-    case ENAMETOOLONG:
-    case ENOTEMPTY:
-    case ELOOP: return Error(Code::kInvalidArgument, e.context(), e.sysErrno());
-    case EACCES:
-    case EPERM:
-    case EROFS: return Error(Code::kPermissionDenied, e.context(), e.sysErrno());
-    case ENOSPC: return Error(Code::kResourceExhausted, e.context(), e.sysErrno());
-    default: return e;
-  }
-}
+Error fromGuest(const Error& e) { return agentclient::guestError(e); }
 
 Response unaryOk(const Request& req, const json::object& msg) {
   return unaryOkBody(req, json::serialize(msg));
@@ -313,10 +298,14 @@ asio::awaitable<Response> Services::health(const Request& req) {
   co_return res;
 }
 
-Envd::Envd(asio::io_context& io, Sandboxes sandboxes, const AccessTokens& tokens)
-    : s_(std::make_unique<Services>(io, std::move(sandboxes), tokens)) {}
+Envd::Envd(asio::io_context& io, Sandboxes sandboxes, const AccessTokens& tokens, EnvdLimits limits)
+    : s_(std::make_unique<Services>(io, std::move(sandboxes), tokens, limits)) {}
 
 Envd::~Envd() = default;
+
+void Envd::sandboxEnded(const std::string& id) { s_->dropSandbox(id); }
+
+StateUsage Envd::usage() const { return s_->usage(); }
 
 // envd's route table: Connect's unary and server-stream methods, /files
 // and /health. What the router refuses under the Connect services and

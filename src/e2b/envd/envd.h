@@ -18,6 +18,7 @@
 //
 // Used from the io thread only.
 #include <boost/asio/io_context.hpp>
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <string>
@@ -40,15 +41,58 @@ struct Services;
 struct Sandboxes {
   std::function<std::shared_ptr<agentclient::AgentClient>(const std::string&)> agent_of;
   std::function<std::vector<std::string>()> live_ids;
+  // The tenant owning a sandbox, for the per-tenant caps (asked once per
+  // sandbox that gets watchers or processes); unset or "": the sandbox
+  // counts as its own tenant.
+  std::function<std::string(const std::string&)> tenant_of;
+};
+
+// envd's bounds. What envd keeps for a sandbox between requests (polled watchers and their
+// queued events, the processes it started or reconnected to) is capped per
+// sandbox and per tenant, and freed when the sandbox ends: at once when the
+// lifecycle says so (Envd::sandboxEnded), else once the sandbox has not been
+// running for `keep_detached` (a pause keeps it that long, for the resume).
+struct EnvdLimits {
+  size_t watchers_per_sandbox = 64;
+  size_t watchers_per_tenant = 256;
+  // Events a watcher holds until fetched: the oldest go first past either.
+  size_t watcher_events = 4096;
+  size_t watcher_bytes = 256 << 10;
+  size_t processes_per_sandbox = 1024;
+  size_t processes_per_tenant = 4096;
+  std::chrono::milliseconds keep_detached = std::chrono::minutes(10);
+  std::chrono::milliseconds sweep_interval = std::chrono::seconds(30);
+  // gzip-encoded uploads: inflated off the io thread, this many at once
+  // (more wait their turn), an octet-stream one streamed into the file up
+  // to `max_inflated` bytes, a multipart one (parsed whole) up to
+  // `max_inflated_multipart`.
+  size_t inflating_uploads = 2;
+  uint64_t max_inflated = 1ull << 30;
+  size_t max_inflated_multipart = 64u << 20;
+};
+
+// How much envd holds now (tests, metrics).
+struct StateUsage {
+  size_t sandboxes = 0;  // with any state
+  size_t watchers = 0;
+  size_t queued_events = 0;
+  size_t queued_bytes = 0;
+  size_t processes = 0;
 };
 
 class Envd {
  public:
-  Envd(boost::asio::io_context& io, Sandboxes sandboxes, const AccessTokens& tokens);
+  Envd(boost::asio::io_context& io, Sandboxes sandboxes, const AccessTokens& tokens,
+       EnvdLimits limits = {});
   ~Envd();
   Envd(const Envd&) = delete;
   Envd& operator=(const Envd&) = delete;
   void install(http::HttpServer& server);
+
+  // The sandbox is gone (deleting, deleted, failed): its watchers, queued
+  // events and process entries are freed now.
+  void sandboxEnded(const std::string& id);
+  StateUsage usage() const;
 
  private:
   std::unique_ptr<Services> s_;

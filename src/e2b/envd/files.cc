@@ -3,8 +3,6 @@
 // filename the path) or application/octet-stream, gzip-encoded or not.
 // Signed URLs (signature.h) stand in for the access token and may arrive
 // without naming their sandbox: the signature then says which it is.
-#include <zlib.h>
-
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
@@ -14,6 +12,8 @@
 #include <ctime>
 
 #include "base/log.h"
+#include "base/scope_exit.h"
+#include "e2b/envd/gzip.h"
 #include "e2b/envd/multipart.h"
 #include "e2b/envd/services.h"
 #include "e2b/envd/signature.h"
@@ -24,7 +24,8 @@ namespace vessel::e2b::envd {
 namespace {
 
 constexpr auto kWriteTimeout = std::chrono::seconds(30);
-constexpr size_t kMaxInflated = 256u << 20;
+// Uploads go to the agent in pieces of this size (inflated ones too).
+constexpr size_t kUploadPiece = 1 << 20;
 
 const Logger& log() {
   static const Logger l("envd");
@@ -61,66 +62,16 @@ bool acceptsGzip(const Request& req) {
   return v.find("gzip") != std::string::npos;
 }
 
-// Streaming gzip (zlib with the gzip wrapper).
-class Gzip {
- public:
-  Gzip() {
-    ok_ = deflateInit2(&z_, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) ==
-          Z_OK;
-  }
-  ~Gzip() {
-    if (ok_) deflateEnd(&z_);
-  }
-  Gzip(const Gzip&) = delete;
-  Gzip& operator=(const Gzip&) = delete;
-  bool ok() const { return ok_; }
-  std::string feed(std::string_view in, bool finish) {
-    std::string out;
-    z_.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in.data()));
-    z_.avail_in = static_cast<uInt>(in.size());
-    char buf[65536];
-    int rc;
-    do {
-      z_.next_out = reinterpret_cast<Bytef*>(buf);
-      z_.avail_out = sizeof buf;
-      rc = deflate(&z_, finish ? Z_FINISH : Z_NO_FLUSH);
-      out.append(buf, sizeof buf - z_.avail_out);
-    } while (z_.avail_out == 0 || (finish && rc != Z_STREAM_END && rc != Z_STREAM_ERROR));
-    return out;
-  }
-
- private:
-  z_stream z_{};
-  bool ok_ = false;
-};
-
-Result<std::string> gunzip(std::string_view in) {
-  z_stream z{};
-  if (inflateInit2(&z, 15 + 32) != Z_OK) return Error(Code::kInternal, "inflateInit");
+// All of a gzip body, refused past `cap` bytes inflated.
+Result<std::string> inflateAll(std::string_view body, size_t cap) {
+  Inflater in(body);
   std::string out;
-  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in.data()));
-  z.avail_in = static_cast<uInt>(in.size());
-  char buf[65536];
-  int rc = Z_OK;
-  while (rc != Z_STREAM_END) {
-    z.next_out = reinterpret_cast<Bytef*>(buf);
-    z.avail_out = sizeof buf;
-    rc = inflate(&z, Z_NO_FLUSH);
-    if (rc != Z_OK && rc != Z_STREAM_END) {
-      inflateEnd(&z);
-      return Error(Code::kInvalidArgument, "request body is not valid gzip");
-    }
-    out.append(buf, sizeof buf - z.avail_out);
-    if (out.size() > kMaxInflated) {
-      inflateEnd(&z);
+  while (!in.done()) {
+    VESSEL_ASSIGN_OR_RETURN(std::string piece, in.next(kUploadPiece));
+    out += piece;
+    if (out.size() > cap)
       return Error(Code::kResourceExhausted, "gzip body inflates past the upload limit");
-    }
-    if (rc == Z_OK && z.avail_in == 0 && z.avail_out != 0) {
-      inflateEnd(&z);
-      return Error(Code::kInvalidArgument, "gzip body is truncated");
-    }
   }
-  inflateEnd(&z);
   return out;
 }
 
@@ -250,7 +201,10 @@ asio::awaitable<std::optional<Response>> Services::getFile(const Request& req,
     }
     bool end = !chunk->has_value();
     std::string data = end ? std::string() : std::move(**chunk);
-    if (gz) data = gz->feed(data, end);
+    if (gz) {
+      auto deflate = [&gz, &data, end] { return gz->feed(data, end); };
+      data = co_await codec.run(std::move(deflate));
+    }
     stream.expires_after(kWriteTimeout);
     if (!data.empty()) {
       auto body = http::make_chunk(asio::buffer(data));
@@ -281,86 +235,163 @@ asio::awaitable<Response> Services::postFile(const Request& req) {
   auto metadata = metadataHeaders(req);
   if (!metadata.ok()) co_return filesError(req, metadata.error());
 
-  // (path, content) of each file in the request.
-  std::vector<std::pair<std::string, std::string>> files;
-  std::string body = req.body();
+  bool gzip = false;
   if (auto ce = req.find(http::field::content_encoding); ce != req.end()) {
     std::string v(ce->value());
-    if (v == "gzip") {
-      auto in = gunzip(body);
-      if (!in.ok()) co_return filesError(req, in.error());
-      body = std::move(*in);
-    } else if (v != "identity") {
+    if (v == "gzip")
+      gzip = true;
+    else if (v != "identity")
       co_return filesError(req, Error(Code::kInvalidArgument, "unsupported Content-Encoding " + v));
-    }
   }
+  const std::string& body = req.body();
   std::string ctype(req[http::field::content_type]);
-  if (ctype.rfind("multipart/form-data", 0) == 0) {
-    auto boundary = multipartBoundary(ctype);
-    if (!boundary.ok()) co_return filesError(req, boundary.error());
-    auto parts = parseMultipart(body, *boundary);
-    if (!parts.ok()) co_return filesError(req, parts.error());
-    for (auto& p : *parts) {
-      if (p.name != "file") continue;
-      std::string fp = q->count("path") ? (*q)["path"] : p.filename;
-      files.emplace_back(std::move(fp), std::move(p.data));
-    }
-  } else {
+  json::array written;
+  if (ctype.rfind("multipart/form-data", 0) != 0) {
     if (!q->count("path"))
       co_return filesError(
           req, Error(Code::kInvalidArgument, "path is required for octet-stream uploads"));
-    files.emplace_back((*q)["path"], std::move(body));
+    auto entry = co_await uploadOctets(*t, *user, (*q)["path"], *metadata, body, gzip);
+    if (!entry.ok()) co_return filesError(req, entry.error());
+    written.push_back(std::move(*entry));
+  } else {
+    std::optional<std::string> path;
+    if (q->count("path")) path = (*q)["path"];
+    auto entries = co_await uploadMultipart(*t, *user, path, *metadata, body, ctype, gzip);
+    if (!entries.ok()) co_return filesError(req, entries.error());
+    written = std::move(*entries);
   }
-  if (files.empty())
+  if (written.empty())
     co_return filesError(req, Error(Code::kInvalidArgument, "no file in the request"));
-
-  json::array written;
-  for (auto& [p, data] : files) {
-    auto path = resolvePath(p, *user);
-    if (!path.ok()) co_return filesError(req, path.error());
-    std::string parent = path->substr(0, path->find_last_of('/'));
-    if (parent.empty()) parent = "/";
-    if (auto st = co_await ensureDirs(*t->agent, parent, *user); !st.ok())
-      co_return filesError(req, st.error());
-    auto existing = co_await t->agent->stat(*path);
-    if (existing.ok() &&
-        static_cast<agentproto::FileType>(existing->type) == agentproto::FileType::kDir)
-      co_return filesError(req,
-                           Error(Code::kInvalidArgument, "path '" + *path + "' is a directory"));
-    // In place, as envd writes: watchers see a write, and an existing file
-    // keeps its mode and owner.
-    agentclient::WriteFileOptions wo;
-    wo.path = *path;
-    wo.mode = 0644;
-    wo.uid = user->uid;
-    wo.gid = user->gid;
-    wo.in_place = true;
-    auto w = co_await t->agent->writeFile(wo);
-    if (!w.ok()) co_return filesError(req, fromGuest(w.error()));
-    for (size_t off = 0; off < data.size(); off += 1 << 20) {
-      auto st = co_await (*w)->write(std::string_view(data).substr(off, 1 << 20));
-      if (!st.ok()) co_return filesError(req, fromGuest(st.error()));
-    }
-    auto fin = co_await (*w)->finish();
-    if (!fin.ok()) co_return filesError(req, fromGuest(fin.error()));
-    // Every upload replaces the file's metadata (none sent: none kept).
-    auto set = co_await t->agent->setXattrs(*path, kMetadataPrefix, *metadata);
-    if (!set.ok() && !metadata->empty()) co_return filesError(req, fromGuest(set.error()));
-    std::string name = path->substr(path->find_last_of('/') + 1);
-    json::object entry{{"path", *path}, {"name", name}, {"type", "file"}};
-    if (!metadata->empty()) {
-      json::object md;
-      for (const auto& a : *metadata) md[a.name] = a.value;
-      entry["metadata"] = std::move(md);
-    }
-    written.push_back(std::move(entry));
-  }
   Response res{http::status::ok, req.version()};
   res.set(http::field::content_type, "application/json");
   res.keep_alive(req.keep_alive());
   res.body() = json::serialize(written);
   res.prepare_payload();
   co_return res;
+}
+
+asio::awaitable<Result<json::object>> Services::uploadOctets(
+    const Target& t, const UserInfo& user, std::string path,
+    const std::vector<agentproto::Xattr>& metadata, const std::string& body, bool gzip) {
+  // Streamed into the file a piece at a time: a gzip body is inflated off
+  // the io thread, never whole, within max_inflated.
+  std::optional<Inflater> inflater;
+  if (gzip) inflater.emplace(body);
+  size_t off = 0;
+  uint64_t inflated = 0;
+  UploadSource next = [&]() -> asio::awaitable<Result<std::optional<std::string>>> {
+    if (!inflater) {
+      if (off >= body.size()) co_return std::optional<std::string>();
+      std::string piece = body.substr(off, kUploadPiece);
+      off += piece.size();
+      co_return std::optional<std::string>(std::move(piece));
+    }
+    if (inflater->done()) co_return std::optional<std::string>();
+    auto step = [&inflater] { return inflater->next(kUploadPiece); };
+    auto piece = co_await codec.run(std::move(step));
+    if (!piece.ok()) co_return std::move(piece).error();
+    inflated += piece->size();
+    if (inflated > limits.max_inflated)
+      co_return Error(Code::kResourceExhausted, "gzip body inflates past the upload limit");
+    co_return std::optional<std::string>(std::move(*piece));
+  };
+  // Inflating uploads take turns: each holds a piece and a core.
+  if (gzip) co_await inflating.acquire();
+  ScopeExit turn([&] {
+    if (gzip) inflating.release();
+  });
+  co_return co_await writeUpload(t, user, std::move(path), metadata, next);
+}
+
+asio::awaitable<Result<json::array>> Services::uploadMultipart(
+    const Target& t, const UserInfo& user, const std::optional<std::string>& path,
+    const std::vector<agentproto::Xattr>& metadata, const std::string& body,
+    const std::string& ctype, bool gzip) {
+  auto boundary = multipartBoundary(ctype);
+  if (!boundary.ok()) co_return boundary.error();
+  // Parsed whole: a gzip one is inflated (off the io thread, in turn) only
+  // up to max_inflated_multipart.
+  std::string inflated;
+  if (gzip) {
+    co_await inflating.acquire();
+    ScopeExit turn([&] { inflating.release(); });
+    size_t cap = limits.max_inflated_multipart;
+    auto whole = [&body, cap] { return inflateAll(body, cap); };
+    auto r = co_await codec.run(std::move(whole));
+    if (!r.ok()) co_return std::move(r).error();
+    inflated = std::move(*r);
+  }
+  auto parts =
+      parseMultipart(gzip ? std::string_view(inflated) : std::string_view(body), *boundary);
+  if (!parts.ok()) co_return std::move(parts).error();
+  json::array written;
+  for (auto& p : *parts) {
+    if (p.name != "file") continue;
+    std::string fp = path ? *path : p.filename;
+    bool sent = false;
+    UploadSource next = [&]() -> asio::awaitable<Result<std::optional<std::string>>> {
+      if (sent) co_return std::optional<std::string>();
+      sent = true;
+      co_return std::optional<std::string>(std::move(p.data));
+    };
+    auto entry = co_await writeUpload(t, user, std::move(fp), metadata, next);
+    if (!entry.ok()) co_return std::move(entry).error();
+    written.push_back(std::move(*entry));
+  }
+  co_return written;
+}
+
+asio::awaitable<Result<json::object>> Services::writeUpload(
+    const Target& t, const UserInfo& user, std::string p,
+    const std::vector<agentproto::Xattr>& metadata, const UploadSource& next) {
+  auto path = resolvePath(p, user);
+  if (!path.ok()) co_return path.error();
+  std::string parent = path->substr(0, path->find_last_of('/'));
+  if (parent.empty()) parent = "/";
+  if (auto st = co_await ensureDirs(*t.agent, parent, user); !st.ok()) co_return st.error();
+  auto existing = co_await t.agent->stat(*path);
+  if (existing.ok() &&
+      static_cast<agentproto::FileType>(existing->type) == agentproto::FileType::kDir)
+    co_return Error(Code::kInvalidArgument, "path '" + *path + "' is a directory");
+  // In place, as envd writes: watchers see a write, and an existing file
+  // keeps its mode and owner.
+  agentclient::WriteFileOptions wo;
+  wo.path = *path;
+  wo.mode = 0644;
+  wo.uid = user.uid;
+  wo.gid = user.gid;
+  wo.in_place = true;
+  auto w = co_await t.agent->writeFile(wo);
+  if (!w.ok()) co_return fromGuest(w.error());
+  for (;;) {
+    auto piece = co_await next();
+    if (!piece.ok()) {
+      // A file this upload made is not left half written (an upload bomb
+      // refused past the limit); one that was there keeps what it got, as
+      // a failed write in place leaves it.
+      if (!existing.ok()) (void)co_await t.agent->remove(*path, false);
+      co_return std::move(piece).error();
+    }
+    if (!*piece) break;
+    std::string_view data = **piece;
+    for (size_t off = 0; off < data.size(); off += kUploadPiece) {
+      auto st = co_await (*w)->write(data.substr(off, kUploadPiece));
+      if (!st.ok()) co_return fromGuest(st.error());
+    }
+  }
+  auto fin = co_await (*w)->finish();
+  if (!fin.ok()) co_return fromGuest(fin.error());
+  // Every upload replaces the file's metadata (none sent: none kept).
+  auto set = co_await t.agent->setXattrs(*path, kMetadataPrefix, metadata);
+  if (!set.ok() && !metadata.empty()) co_return fromGuest(set.error());
+  std::string name = path->substr(path->find_last_of('/') + 1);
+  json::object entry{{"path", *path}, {"name", name}, {"type", "file"}};
+  if (!metadata.empty()) {
+    json::object md;
+    for (const auto& a : metadata) md[a.name] = a.value;
+    entry["metadata"] = std::move(md);
+  }
+  co_return entry;
 }
 
 }  // namespace vessel::e2b::envd

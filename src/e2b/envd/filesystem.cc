@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <boost/asio/as_tuple.hpp>
+#include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
@@ -23,21 +24,7 @@ using agentproto::FileStat;
 using agentproto::FileType;
 using W = agentproto::WatchEventMsg;
 
-// A polled watcher (CreateWatcher): events pile up, bounded, until fetched.
-struct Watcher {
-  std::string sandbox_id;
-  std::string dir;
-  std::shared_ptr<agentclient::Watch> watch;
-  std::deque<json::object> events;
-  bool failed = false;
-};
-
 namespace {
-
-constexpr size_t kMaxWatcherEvents = 4096;
-// Polled watchers live until removed: a client that never removes them is
-// bounded per sandbox.
-constexpr size_t kMaxWatchersPerSandbox = 64;
 
 std::string ownerName(uint32_t id) {
   if (id == 0) return "root";
@@ -235,43 +222,36 @@ asio::awaitable<Response> Services::filesystemUnary(const Request& req, std::str
     if (!path.ok()) co_return unaryError(req, path.error());
     bool recursive = false;
     if (auto* r = field(in, "recursive"); r && r->is_bool()) recursive = r->as_bool();
-    size_t mine = 0;
-    for (auto it = watchers.begin(); it != watchers.end();) {
-      // Watchers whose sandbox's agent went away are dropped here.
-      if (it->second->failed && it->second->events.empty()) {
-        it = watchers.erase(it);
-        continue;
-      }
-      if (it->second->sandbox_id == t->sandbox_id) ++mine;
-      ++it;
-    }
-    if (mine >= kMaxWatchersPerSandbox)
-      co_return unaryError(req, Error(Code::kResourceExhausted,
-                                      "too many watchers on this sandbox; remove some first"));
+    // Polled watchers live until removed (or their sandbox ends): a client
+    // that never removes them is bounded per sandbox and per tenant.
+    if (auto room = roomForWatcher(t->sandbox_id); !room.ok())
+      co_return unaryError(req, room.error());
     auto w = co_await agent.watch(*path, recursive);
     if (!w.ok()) co_return unaryError(req, fromGuest(w.error()));
     auto watcher = std::make_shared<Watcher>();
     watcher->sandbox_id = t->sandbox_id;
+    watcher->tenant = tenantOf(t->sandbox_id);
     watcher->dir = *path;
     watcher->watch = std::shared_ptr<agentclient::Watch>(std::move(*w));
     std::string id = "w" + std::to_string(next_watcher++);
     watchers[id] = watcher;
     asio::co_spawn(
         io,
-        [watcher]() -> asio::awaitable<void> {
+        [this, watcher]() -> asio::awaitable<void> {
           for (;;) {
             auto ev = co_await watcher->watch->next();
+            // Freed with its sandbox: nothing more is kept, and the watch
+            // (with the agent's stream) goes with this coroutine.
+            if (watcher->dropped) co_return;
             if (!ev.ok()) {
               watcher->failed = true;
               co_return;
             }
-            for (const char* type : eventTypes(ev->kind)) {
-              if (watcher->events.size() >= kMaxWatcherEvents) watcher->events.pop_front();
-              watcher->events.push_back(json::object{{"name", ev->name}, {"type", type}});
-            }
+            for (const char* type : eventTypes(ev->kind))
+              queueEvent(*watcher, json::object{{"name", ev->name}, {"type", type}});
           }
         },
-        asio::detached);
+        asio::bind_cancellation_slot(watcher->stop->slot(), asio::detached));
     co_return unaryOk(req, json::object{{"watcherId", id}});
   }
   if (method == "GetWatcherEvents" || method == "RemoveWatcher") {
@@ -281,7 +261,7 @@ asio::awaitable<Response> Services::filesystemUnary(const Request& req, std::str
     if (it == watchers.end() || it->second->sandbox_id != t->sandbox_id)
       co_return unaryError(req, Error(Code::kNotFound, "watcher " + *id + " not found"));
     if (method == "RemoveWatcher") {
-      watchers.erase(it);
+      dropWatcher(it);
       co_return unaryOk(req, json::object());
     }
     auto w = it->second;
@@ -290,8 +270,9 @@ asio::awaitable<Response> Services::filesystemUnary(const Request& req, std::str
       events.push_back(std::move(w->events.front()));
       w->events.pop_front();
     }
+    w->bytes = 0;
     if (events.empty() && w->failed) {
-      watchers.erase(it);
+      dropWatcher(it);
       co_return unaryError(req, Error(Code::kUnavailable, "watcher's sandbox stream was lost"));
     }
     co_return unaryOk(req, json::object{{"events", std::move(events)}});
@@ -340,9 +321,12 @@ asio::awaitable<std::optional<Response>> Services::watchDir(const Request& req,
   };
   using Ch = asio::experimental::channel<void(boost::system::error_code, Item)>;
   auto ch = std::make_shared<Ch>(io, 64);
+  // Stops the reader when the stream ends: on a quiet directory it would
+  // otherwise hold the watch (and the agent's stream) until the sandbox ends.
+  auto stop = std::make_shared<asio::cancellation_signal>();
   asio::co_spawn(
       io,
-      [watch, ch]() -> asio::awaitable<void> {
+      [watch, ch, stop]() -> asio::awaitable<void> {
         for (;;) {
           auto ev = co_await watch->next();
           Item it;
@@ -357,7 +341,7 @@ asio::awaitable<std::optional<Response>> Services::watchDir(const Request& req,
           if (ec || last) co_return;
         }
       },
-      asio::detached);
+      asio::bind_cancellation_slot(stop->slot(), asio::detached));
 
   StreamSpec spec;
   spec.first = json::object{{"start", json::object()}};
@@ -386,6 +370,7 @@ asio::awaitable<std::optional<Response>> Services::watchDir(const Request& req,
     co_return step;
   });
   ch->close();
+  stop->emit(asio::cancellation_type::terminal);
   co_return r;
 }
 

@@ -157,7 +157,7 @@ asio::awaitable<Response> Services::processUnary(const Request& req, std::string
       if (auto* st = field(*msg, "start"); st && st->is_object()) {
         auto pid = selectedPid(*this, *t, st->as_object());
         if (!pid.ok()) co_return unaryError(req, pid.error());
-        auto e = co_await processes.get(t->sandbox_id, t->agent, *pid);
+        auto e = co_await attachProcess(*t, *pid);
         if (!e.ok()) co_return unaryError(req, fromGuest(e.error()));
         entry = *e;
       } else if (auto* d = field(*msg, "data"); d && d->is_object()) {
@@ -215,7 +215,7 @@ asio::awaitable<Response> Services::processUnary(const Request& req, std::string
     auto rows = uintField(*size, "rows");
     if (!cols.ok() || !rows.ok() || *cols == 0 || *rows == 0 || *cols > 10000 || *rows > 10000)
       co_return unaryError(req, Error(Code::kInvalidArgument, "invalid pty size"));
-    auto e = co_await processes.get(t->sandbox_id, t->agent, *pid);
+    auto e = co_await attachProcess(*t, *pid);
     if (!e.ok()) co_return unaryError(req, fromGuest(e.error()));
     auto st =
         co_await (*e)->handle->resize(static_cast<uint16_t>(*rows), static_cast<uint16_t>(*cols));
@@ -223,7 +223,7 @@ asio::awaitable<Response> Services::processUnary(const Request& req, std::string
     co_return unaryOk(req, json::object());
   }
   // SendInput, CloseStdin: through the process's attached stream.
-  auto e = co_await processes.get(t->sandbox_id, t->agent, *pid);
+  auto e = co_await attachProcess(*t, *pid);
   if (!e.ok()) co_return unaryError(req, fromGuest(e.error()));
   if (!(*e)->handle) co_return unaryError(req, Error(Code::kUnavailable, "process stream lost"));
   if (method == "SendInput") {
@@ -315,13 +315,16 @@ asio::awaitable<std::optional<Response>> Services::processStream(const Request& 
     bool keep_stdin = true;
     if (auto* sv = field(*body, "stdin"); sv && sv->is_bool()) keep_stdin = sv->as_bool();
     bool is_pty = spec.pty;
+    if (auto room = roomForProcess(t->sandbox_id); !room.ok())
+      co_return streamError(req, room.error());
     auto started = co_await t->agent->exec(std::move(spec));
     if (!started.ok()) co_return streamError(req, fromGuest(started.error()));
     if (!keep_stdin && !is_pty) {
       if (auto st = co_await (*started)->closeStdin(); !st.ok())
         lg.warn("process {}: close stdin: {}", (*started)->pid(), st.error().message());
     }
-    entry = processes.add(t->sandbox_id, t->agent, std::move(*started), *proc, tag, is_pty);
+    entry = processes.add(t->sandbox_id, tenantOf(t->sandbox_id), t->agent, std::move(*started),
+                          *proc, tag, is_pty);
     sub = processes.subscribe(entry);
     // A terminal is handed over (its start event, which gives the client
     // the pid to type into) once its program has drawn something, a
@@ -334,7 +337,7 @@ asio::awaitable<std::optional<Response>> Services::processStream(const Request& 
   } else {
     auto pid = selectedPid(*this, *t, *body);
     if (!pid.ok()) co_return streamError(req, pid.error());
-    auto e = co_await processes.get(t->sandbox_id, t->agent, *pid);
+    auto e = co_await attachProcess(*t, *pid);
     if (!e.ok()) co_return streamError(req, fromGuest(e.error()));
     entry = *e;
     sub = processes.subscribe(entry);

@@ -18,12 +18,14 @@ ProcessTable::~ProcessTable() {
 }
 
 std::shared_ptr<ProcEntry> ProcessTable::add(const std::string& sandbox_id,
+                                             const std::string& tenant,
                                              const std::shared_ptr<agentclient::AgentClient>& agent,
                                              std::unique_ptr<agentclient::Process> p,
                                              boost::json::object config, std::string tag,
                                              bool pty) {
   auto e = std::make_shared<ProcEntry>();
   e->sandbox_id = sandbox_id;
+  e->tenant = tenant;
   e->pid = p->pid();
   e->tag = std::move(tag);
   e->config = std::move(config);
@@ -48,9 +50,12 @@ std::optional<uint32_t> ProcessTable::pidForTag(const std::string& sandbox_id,
 }
 
 asio::awaitable<Result<std::shared_ptr<ProcEntry>>> ProcessTable::get(
-    const std::string& sandbox_id, std::shared_ptr<agentclient::AgentClient> agent, uint32_t pid) {
+    const std::string& sandbox_id, std::shared_ptr<agentclient::AgentClient> agent, uint32_t pid,
+    std::function<Status()> room, std::string tenant) {
   auto e = find(sandbox_id, pid);
   if (e && e->handle && e->agent.lock() == agent) co_return e;
+  if (!e && room)
+    if (auto st = room(); !st.ok()) co_return st.error();
   // Unknown here, or attached through an agent that is gone (a pause and
   // resume, a vesseld restart): attach through the current one.
   auto attached = co_await agent->attach(pid);
@@ -64,6 +69,7 @@ asio::awaitable<Result<std::shared_ptr<ProcEntry>>> ProcessTable::get(
   if (!e) {
     e = std::make_shared<ProcEntry>();
     e->sandbox_id = sandbox_id;
+    e->tenant = std::move(tenant);
     e->pid = pid;
     entries_[{sandbox_id, pid}] = e;
   }
@@ -71,6 +77,38 @@ asio::awaitable<Result<std::shared_ptr<ProcEntry>>> ProcessTable::get(
   e->handle = std::shared_ptr<agentclient::Process>(std::move(*attached));
   startPump(e);
   co_return e;
+}
+
+size_t ProcessTable::countSandbox(const std::string& sandbox_id) const {
+  auto lo = entries_.lower_bound({sandbox_id, 0});
+  size_t n = 0;
+  for (auto it = lo; it != entries_.end() && it->first.first == sandbox_id; ++it) ++n;
+  return n;
+}
+
+size_t ProcessTable::countTenant(const std::string& tenant) const {
+  size_t n = 0;
+  for (const auto& [k, e] : entries_) n += e->tenant == tenant ? 1 : 0;
+  return n;
+}
+
+std::vector<std::string> ProcessTable::sandboxIds() const {
+  std::vector<std::string> ids;
+  for (const auto& [k, e] : entries_)
+    if (ids.empty() || ids.back() != k.first) ids.push_back(k.first);
+  return ids;
+}
+
+void ProcessTable::dropSandbox(const std::string& sandbox_id) {
+  auto it = entries_.lower_bound({sandbox_id, 0});
+  while (it != entries_.end() && it->first.first == sandbox_id) {
+    auto& e = it->second;
+    for (auto& ch : e->subscribers) ch->close();
+    e->subscribers.clear();
+    // The pump holds its own handle and stops when it sees this one changed.
+    e->handle.reset();
+    it = entries_.erase(it);
+  }
 }
 
 std::shared_ptr<ProcChannel> ProcessTable::subscribe(const std::shared_ptr<ProcEntry>& e) {

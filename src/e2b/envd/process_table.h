@@ -13,6 +13,7 @@
 #include <boost/asio/experimental/channel.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/json/object.hpp>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -34,6 +35,7 @@ using ProcChannel = asio::experimental::channel<void(boost::system::error_code, 
 
 struct ProcEntry {
   std::string sandbox_id;
+  std::string tenant;  // for the per-tenant cap
   uint32_t pid = 0;
   std::string tag;             // "" when none was given
   boost::json::object config;  // ProcessConfig as the client sent it (for List)
@@ -50,18 +52,31 @@ class ProcessTable {
   ~ProcessTable();
 
   // A process just started through `agent`; its events start flowing.
-  std::shared_ptr<ProcEntry> add(const std::string& sandbox_id,
+  std::shared_ptr<ProcEntry> add(const std::string& sandbox_id, const std::string& tenant,
                                  const std::shared_ptr<agentclient::AgentClient>& agent,
                                  std::unique_ptr<agentclient::Process> p,
                                  boost::json::object config, std::string tag, bool pty);
   // The process `pid` of the sandbox, attached through `agent` (attaching
   // or re-attaching as needed); not_found if the guest has no such process.
+  // `room` says whether a new entry fits the caps (called only when one
+  // would be made).
   asio::awaitable<Result<std::shared_ptr<ProcEntry>>> get(
-      const std::string& sandbox_id, std::shared_ptr<agentclient::AgentClient> agent, uint32_t pid);
+      const std::string& sandbox_id, std::shared_ptr<agentclient::AgentClient> agent, uint32_t pid,
+      std::function<Status()> room = {}, std::string tenant = {});
   // The pid of the running process with `tag`, if this table knows it.
   std::optional<uint32_t> pidForTag(const std::string& sandbox_id, const std::string& tag) const;
   // What the table knows of a pid (for List), without attaching.
   std::shared_ptr<ProcEntry> find(const std::string& sandbox_id, uint32_t pid) const;
+
+  // Entries held for a sandbox, for a tenant (ProcEntry::tenant), in all.
+  size_t countSandbox(const std::string& sandbox_id) const;
+  size_t countTenant(const std::string& tenant) const;
+  size_t size() const { return entries_.size(); }
+  // The sandboxes with entries.
+  std::vector<std::string> sandboxIds() const;
+  // Forgets every entry of the sandbox (it ended): subscribers see their
+  // channel closed, pumps stop at their next event.
+  void dropSandbox(const std::string& sandbox_id);
 
   // A channel that receives every later event of `e`, up to its exit.
   std::shared_ptr<ProcChannel> subscribe(const std::shared_ptr<ProcEntry>& e);

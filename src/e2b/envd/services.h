@@ -1,12 +1,19 @@
 #pragma once
 // envd's internals shared by its routes: the resolved target of a request,
 // the Connect stream writer, protobuf-JSON field access and user defaults.
+#include <algorithm>
+#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/awaitable.hpp>
+#include <boost/asio/cancellation_signal.hpp>
+#include <boost/asio/experimental/channel.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
 #include <boost/json/object.hpp>
 #include <boost/json/value.hpp>
 #include <chrono>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -80,7 +87,8 @@ inline constexpr const char* kMetadataPrefix = "user.e2b.";
 // has none or the guest cannot say (an agent without xattrs).
 asio::awaitable<json::object> metadataOf(agentclient::AgentClient& agent, const std::string& path);
 
-// Guest errors in envd's terms (ENOENT -> not_found, EEXIST -> already_exists...).
+// Guest errors as every front end maps them (agentclient/guest_errors.h);
+// envd renders the code as a Connect code.
 Error fromGuest(const Error& e);
 
 // A unary Connect answer.
@@ -143,17 +151,91 @@ asio::awaitable<std::optional<Response>> serveStream(asio::io_context& io, const
 Result<std::optional<std::chrono::milliseconds>> connectTimeout(const Request& req);
 std::optional<std::chrono::seconds> keepaliveInterval(const Request& req);
 
+// A polled watcher (CreateWatcher): events pile up, bounded, until fetched.
+struct Watcher {
+  std::string sandbox_id;
+  std::string tenant;
+  std::string dir;
+  std::shared_ptr<agentclient::Watch> watch;
+  std::deque<json::object> events;
+  size_t bytes = 0;  // what `events` hold, roughly: names and types
+  bool failed = false;
+  bool dropped = false;  // removed or freed with its sandbox: the reader stops
+  // Cancels the reader's wait for the next event (it owns `watch`).
+  std::shared_ptr<asio::cancellation_signal> stop = std::make_shared<asio::cancellation_signal>();
+};
+
+// At most `n` holders at once; more wait their turn (a channel's buffer
+// as the count).
+class Slots {
+ public:
+  Slots(asio::io_context& io, size_t n) : ch_(io, n) {}
+  asio::awaitable<void> acquire() {
+    (void)co_await ch_.async_send(boost::system::error_code(), asio::as_tuple(asio::use_awaitable));
+  }
+  void release() {
+    ch_.try_receive([](boost::system::error_code) {});
+  }
+
+ private:
+  asio::experimental::channel<void(boost::system::error_code)> ch_;
+};
+
+// What envd knows of a sandbox it holds state for (sandbox_state.cc).
+struct SandboxBook {
+  std::string tenant;
+  // Since when it has not been running (nullopt: running at the last sweep).
+  std::optional<std::chrono::steady_clock::time_point> absent_since;
+};
+
 struct Services {
-  Services(asio::io_context& io, Sandboxes sb, const AccessTokens& tokens)
-      : io(io), sandboxes(std::move(sb)), tokens(tokens), processes(io) {}
+  Services(asio::io_context& io, Sandboxes sb, const AccessTokens& tokens, EnvdLimits lim)
+      : io(io),
+        sandboxes(std::move(sb)),
+        tokens(tokens),
+        limits(lim),
+        processes(io),
+        inflating(io, std::max<size_t>(1, lim.inflating_uploads)) {}
+  ~Services();
   asio::io_context& io;
   Sandboxes sandboxes;
   const AccessTokens& tokens;
+  const EnvdLimits limits;
   ProcessTable processes;
-  std::map<std::string, std::shared_ptr<struct Watcher>> watchers;
+  std::map<std::string, std::shared_ptr<Watcher>> watchers;
   uint64_t next_watcher = 1;
+  std::map<std::string, SandboxBook> books;
+  std::shared_ptr<asio::steady_timer> sweeper;
+
+  // Per-sandbox state (sandbox_state.cc). The tenant of a sandbox envd is
+  // about to keep something for (its book made on first use).
+  const std::string& tenantOf(const std::string& sandbox_id);
+  // Whether another watcher or process entry fits the caps; else the
+  // resource_exhausted to answer.
+  Status roomForWatcher(const std::string& sandbox_id);
+  Status roomForProcess(const std::string& sandbox_id);
+  // Queues a watcher's event, dropping its oldest past the caps.
+  void queueEvent(Watcher& w, json::object ev);
+  // The process table's entry for `pid`, attached through the target's
+  // agent; a new entry only within the caps.
+  asio::awaitable<Result<std::shared_ptr<ProcEntry>>> attachProcess(const Target& t, uint32_t pid);
+  void dropSandbox(const std::string& id);
+  // Removes a watcher: its events freed, its reader (and the agent's
+  // stream) stopped.
+  void dropWatcher(std::map<std::string, std::shared_ptr<Watcher>>::iterator it);
+  // Frees what sandboxes not running for keep_detached hold; runs every
+  // sweep_interval while envd holds anything.
+  void sweep();
+  void armSweeper();
+  asio::awaitable<void> sweepLoop(std::shared_ptr<asio::steady_timer> timer,
+                                  std::shared_ptr<bool> still);
+  std::shared_ptr<bool> alive = std::make_shared<bool>(true);
+  StateUsage usage() const;
+  Slots inflating;  // gzip uploads being inflated
   // ListDir's JSON is made here. Declared after what it uses: joined first.
   http::RenderThread render;
+  // gzip for /files, both ways, off the io thread.
+  http::RenderThread codec;
 
   // The sandbox the request names by header or Host; checks its token.
   Result<Target> target(const Request& req);
@@ -168,6 +250,21 @@ struct Services {
   // Plain routes.
   asio::awaitable<std::optional<Response>> getFile(const Request& req, beast::tcp_stream& stream);
   asio::awaitable<Response> postFile(const Request& req);
+  // One uploaded file written from `next` (chunks until nullopt): its
+  // EntryInfo, or the Error to answer.
+  asio::awaitable<Result<json::object>> uploadOctets(const Target& t, const UserInfo& user,
+                                                     std::string path,
+                                                     const std::vector<agentproto::Xattr>& metadata,
+                                                     const std::string& body, bool gzip);
+  asio::awaitable<Result<json::array>> uploadMultipart(
+      const Target& t, const UserInfo& user, const std::optional<std::string>& path,
+      const std::vector<agentproto::Xattr>& metadata, const std::string& body,
+      const std::string& ctype, bool gzip);
+  using UploadSource = std::function<asio::awaitable<Result<std::optional<std::string>>>()>;
+  asio::awaitable<Result<json::object>> writeUpload(const Target& t, const UserInfo& user,
+                                                    std::string path,
+                                                    const std::vector<agentproto::Xattr>& metadata,
+                                                    const UploadSource& next);
   asio::awaitable<Response> health(const Request& req);
 };
 
