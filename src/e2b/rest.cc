@@ -7,6 +7,7 @@
 #include "api/auth.h"
 #include "base/log.h"
 #include "base/new_id.h"
+#include "e2b/rule_secrets.h"
 #include "ops/events.h"
 
 namespace vessel::e2b {
@@ -128,11 +129,13 @@ json::object RestApi::listedJson(const store::SandboxRecord& s, bool detail) con
         bool full = mode->as_string() == "full";
         o["allowInternetAccess"] = full;
         json::object n;
-        if (!full) {
-          const json::value* allow = v.as_object().if_contains("allow");
+        const json::value* allow = v.as_object().if_contains("allow");
+        const json::value* deny = v.as_object().if_contains("deny");
+        bool denies = deny && deny->is_array() && !deny->as_array().empty();
+        if (!full || denies)
           n["allowOut"] = allow && allow->is_array() ? allow->as_array() : json::array();
-          n["denyOut"] = json::array{"0.0.0.0/0"};
-        }
+        if (!full) n["denyOut"] = json::array{"0.0.0.0/0"};
+        if (full && denies) n["denyOut"] = deny->as_array();
         o["network"] = n;
       }
     }
@@ -256,7 +259,12 @@ asio::awaitable<Status> RestApi::makeRuleCredentials(std::string tenant, const E
   for (const auto& rule : e.headers) {
     auto value = expandSecrets(rule.value, [&](const std::string& name) -> Result<std::string> {
       VESSEL_ASSIGN_OR_RETURN(auto c, store_.getCredential(tenant, name));
-      if (!c) return Error(Code::kInvalidArgument, "secret '" + name + "' does not exist");
+      // A credential bound to other hosts never goes to this one.
+      if (!c || !secretServesHost(c->name, c->hosts_json, rule.host))
+        return Error(Code::kInvalidArgument, "secret '" + name +
+                                                 "' does not exist or is bound to "
+                                                 "hosts other than " +
+                                                 rule.host);
       return c->value;
     });
     if (!value.ok()) co_return std::move(value).error();

@@ -16,6 +16,7 @@
 #include "gateway/http/request_head.h"
 #include "gateway/http_relay.h"
 #include "gateway/name.h"
+#include "gateway/policy/decision.h"
 #include "gateway/tls/client_hello.h"
 
 namespace vessel::gateway {
@@ -92,6 +93,10 @@ asio::awaitable<void> Gateway::handleConn(tcp::socket guest) {
   f.port = orig->port();
   f.guest_address = orig->address().to_string();
   policy::Mode mode = sb->policy.mode;
+  // An address rule covering the destination (or full mode) lets a flow go
+  // there without a name: wait for first bytes only as long as full mode does.
+  bool unnamed_ok =
+      mode == policy::Mode::kFull || sb->policy.allowsAddress(orig->address(), f.port);
   if (mode == policy::Mode::kNone) {
     deny(f, "mode-none");
     resetSocket(guest);
@@ -106,8 +111,7 @@ asio::awaitable<void> Gateway::handleConn(tcp::socket guest) {
   http::ParseResult head;
   enum class Kind { kUnknown, kTls, kHttp, kOpaque } kind = Kind::kUnknown;
   bool timed_out = false;
-  asio::steady_timer timer(
-      io_, mode == policy::Mode::kFull ? cfg_.full_mode_first_bytes : cfg_.classify_timeout);
+  asio::steady_timer timer(io_, unnamed_ok ? cfg_.full_mode_first_bytes : cfg_.classify_timeout);
   for (;;) {
     auto r = co_await (guest.async_wait(tcp::socket::wait_read, kTok) || timer.async_wait(kTok));
     if (r.index() == 1) {
@@ -139,22 +143,26 @@ asio::awaitable<void> Gateway::handleConn(tcp::socket guest) {
   sb = registry_.byId(f.sandbox);
   if (!sb) co_return;
   const policy::Policy& p = sb->policy;
+  unnamed_ok = p.mode == policy::Mode::kFull || p.allowsAddress(orig->address(), f.port);
   std::optional<policy::Credential> cred;
   bool terminate_tls = false;
   bool dial_original = false;
   if (kind == Kind::kTls && hello.state() == tls::ClientHelloParser::State::kDone) {
     const auto& names = hello.hello().server_names;
     if (names.size() != 1) {
-      if (p.mode != policy::Mode::kFull || !names.empty()) {
+      if (!unnamed_ok || !names.empty()) {
         deny(f, names.empty() ? "no-sni" : "multiple-sni");
         resetSocket(guest);
         co_return;
       }
       dial_original = true;
     } else if (hello.hello().has_ech && p.mode != policy::Mode::kFull) {
-      deny(f, "ech");
-      resetSocket(guest);
-      co_return;
+      if (!unnamed_ok) {
+        deny(f, "ech");
+        resetSocket(guest);
+        co_return;
+      }
+      dial_original = true;  // the name is hidden; an address rule covers where it goes
     } else {
       auto n = normalizeName(names[0]);
       if (!n.ok()) {
@@ -176,9 +184,9 @@ asio::awaitable<void> Gateway::handleConn(tcp::socket guest) {
       resetSocket(guest);
       co_return;
     }
-  } else if (p.mode == policy::Mode::kFull) {
-    // Full mode: whatever cannot be named goes to where the guest sent it,
-    // still subject to the inward-address refusal below.
+  } else if (unnamed_ok) {
+    // Full mode or an address rule: whatever cannot be named goes to where
+    // the guest sent it, still subject to the inward-address refusal below.
     dial_original = true;
   } else {
     std::string reason = timed_out             ? "classify-timeout"
@@ -190,24 +198,31 @@ asio::awaitable<void> Gateway::handleConn(tcp::socket guest) {
     co_return;
   }
 
+  // policy/decision.h: by name (the gateway's own resolution), or to the
+  // guest's destination (nothing to name the flow by, or a name no rule
+  // allows sent to an address a rule does); inward addresses stay refused.
+  policy::Decision d =
+      policy::decide(p, classifier_, dial_original ? "" : f.name, orig->address(), f.port);
+  if (d.route == policy::Route::kRefuse) {
+    if (d.reason != "policy") f.address = orig->address().to_string();
+    deny(f, d.reason.empty() ? "policy" : d.reason);
+    resetSocket(guest);
+    co_return;
+  }
+  if (d.route == policy::Route::kByAddress && !dial_original) {
+    // Named, but only the address is allowed: the name decides nothing, so
+    // no credential and no inspection.
+    dial_original = true;
+    cred.reset();
+    terminate_tls = false;
+  }
   std::optional<tcp::socket> up;
+  auto dialled = orig->address();
   if (dial_original) {
-    // Full mode with nothing to name the flow by: the guest's destination is
-    // all there is. Inward addresses stay refused.
-    f.address = orig->address().to_string();
-    if (std::string why = classifier_.refusalReason(orig->address()); !why.empty()) {
-      deny(f, "inward-destination:" + why);
-      resetSocket(guest);
-      co_return;
-    }
     up = co_await dialEndpoint(f, *orig);
   } else {
-    if (!p.allows(f.name, f.port)) {
-      deny(f, "policy");
-      resetSocket(guest);
-      co_return;
-    }
     up = co_await dial(f, f.name);
+    if (up) dialled = up->remote_endpoint(ec).address();
   }
   if (!up) {
     resetSocket(guest);
@@ -215,15 +230,17 @@ asio::awaitable<void> Gateway::handleConn(tcp::socket guest) {
   }
   // The policy may have changed during resolve and connect.
   sb = registry_.byId(f.sandbox);
-  if (!sb || (!dial_original && !sb->policy.allows(f.name, f.port)) ||
-      sb->policy.mode == policy::Mode::kNone) {
+  if (!sb ||
+      !policy::permits(sb->policy, dial_original ? "" : f.name, dialled, f.port, dial_original)) {
     deny(f, "policy-changed");
     resetSocket(guest);
     co_return;
   }
   auto handle = std::make_shared<ConnHandle>();
-  handle->name = f.name;
+  handle->name = dial_original ? "" : f.name;
   handle->port = f.port;
+  handle->address = dialled;
+  handle->by_address = dial_original;
   handle->terminated = terminate_tls;
   if (cred) handle->credential = cred->value;
   tcp::socket* g = &guest;
@@ -233,12 +250,15 @@ asio::awaitable<void> Gateway::handleConn(tcp::socket guest) {
     resetSocket(*u);
   };
   registry_.track(*sb, handle);
+  // A flow to the guest's destination is opaque bytes to that address: no
+  // Host pin (the address, not a name, is what was allowed).
+  bool http = kind == Kind::kHttp && !dial_original;
   registry_.record({"tcp", f.sandbox, f.name, f.address, f.port, true,
-                    terminate_tls ? "terminate" : (kind == Kind::kHttp ? "http" : "splice")});
+                    terminate_tls ? "terminate" : (http ? "http" : "splice")});
 
   if (terminate_tls) {
     co_await terminate(f, guest, *up, std::move(first), std::move(cred), &handle->last_active);
-  } else if (kind == Kind::kHttp) {
+  } else if (http) {
     co_await httpPlain(f, guest, *up, std::move(first), &handle->last_active);
   } else {
     auto [wec, wn] = co_await asio::async_write(*up, asio::buffer(first), kTok);
@@ -257,12 +277,16 @@ asio::awaitable<std::optional<tcp::socket>> Gateway::dial(Flow& f, const std::st
     deny(f, "resolve-failed:" + records.error().message());
     co_return std::nullopt;
   }
-  // Every answer is classified; one inward answer refuses the name (a
-  // rebinding resolver would otherwise win on a retry).
+  // Every answer is classified; one inward (or denied) answer refuses the
+  // name (a rebinding resolver would otherwise win on a retry). The policy
+  // is read again: it may have changed while resolving.
+  Sandbox* sb = registry_.byId(f.sandbox);
+  if (!sb) co_return std::nullopt;
   for (const auto& r : *records) {
-    if (std::string why = classifier_.refusalReason(r.address); !why.empty()) {
+    if (std::string why = policy::refuseAnswer(sb->policy, classifier_, r.address, f.port);
+        !why.empty()) {
       f.address = r.address.to_string();
-      deny(f, "inward-answer:" + why);
+      deny(f, why);
       co_return std::nullopt;
     }
   }
