@@ -25,6 +25,7 @@
 #include "gateway/credentials/ca.h"
 #include "gateway/flow.h"
 #include "gateway/policy/address_class.h"
+#include "gateway/policy/decision.h"
 #include "gateway/registry.h"
 #include "gateway/resolver.h"
 

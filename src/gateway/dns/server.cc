@@ -14,7 +14,6 @@
 #include "gateway/dns/message.h"
 #include "gateway/gateway.h"
 #include "gateway/name.h"
-#include "gateway/policy/decision.h"
 
 namespace vessel::gateway {
 
