@@ -66,10 +66,9 @@ class EgressIpRulesTest : public ::testing::Test {
   std::string tcp(const std::string& host, int port, const std::string& payload) {
     return world_->guestTool(*guest_, {"tcp", host, std::to_string(port), payload});
   }
+  // Plain HTTP to `to`:80 with `host` as its Host (curl reads the whole reply).
   std::string get(const std::string& host, const std::string& path, const std::string& to) {
-    return tcp(
-        to, 80,
-        "GET " + path + " HTTP/1.1\\r\\nHost: " + host + "\\r\\nConnection: close\\r\\n\\r\\n");
+    return world_->curl(*guest_, {"-H", "Host: " + host, "http://" + to + path});
   }
   // Runs `attempt`, waits until the gateway counted verdict `counter`, then
   // requires the attacker's log to be empty; returns what the guest saw.
