@@ -31,8 +31,10 @@ bool credentialName(std::string_view n) {
 namespace {
 
 // `what` (an array of allow-style rules): at most 256, each checked as the
-// gateway will read it.
-Result<std::vector<std::string>> ruleList(const json::value& v, const std::string& what) {
+// gateway will read it. kind: which entries it may hold.
+enum class Entries { kNames, kNamesAndAddresses, kAddresses };
+Result<std::vector<std::string>> ruleList(const json::value& v, const std::string& what,
+                                          Entries kind) {
   if (!v.is_array() || v.as_array().size() > kMaxRules)
     return bad(what + " must be an array of at most 256 names");
   std::vector<std::string> out;
@@ -40,8 +42,20 @@ Result<std::vector<std::string>> ruleList(const json::value& v, const std::strin
     if (!r.is_string() || r.as_string().size() > 300)
       return bad(what + " holds a non-string or an over-long entry");
     std::string text(r.as_string());
-    if (auto rule = gateway::policy::parseRule(text); !rule.ok())
+    bool address = gateway::policy::looksLikeAddress(text);
+    if (address && kind == Entries::kNames)
+      return bad(what + ": '" + text + "': an address; only names are meaningful here");
+    if (!address && kind == Entries::kAddresses)
+      return bad(what + ": '" + text + "': only IP addresses and CIDR ranges can be denied");
+    if (kind == Entries::kAddresses) {
+      if (auto c = gateway::policy::parseDenyRange(text); !c.ok())
+        return bad(what + ": " + c.error().message());
+    } else if (address) {
+      if (auto a = gateway::policy::parseAllowAddress(text); !a.ok())
+        return bad(what + ": " + a.error().message());
+    } else if (auto rule = gateway::policy::parseRule(text); !rule.ok()) {
       return bad(what + ": '" + text + "': " + rule.error().message());
+    }
     out.push_back(std::move(text));
   }
   return out;
@@ -61,10 +75,13 @@ Result<NetworkSettings> parseNetworkSettings(const json::value& network,
         return bad("network.mode must be none, allowlist or full");
       s.mode = std::string(v.as_string());
       has_mode = true;
-    } else if (k == "allow" || k == "inspect") {
-      auto rules = ruleList(v, "network." + std::string(k));
+    } else if (k == "allow" || k == "inspect" || k == "deny") {
+      Entries kind = k == "allow"  ? Entries::kNamesAndAddresses
+                     : k == "deny" ? Entries::kAddresses
+                                   : Entries::kNames;
+      auto rules = ruleList(v, "network." + std::string(k), kind);
       if (!rules.ok()) return std::move(rules).error();
-      (k == "allow" ? s.allow : s.inspect) = std::move(*rules);
+      (k == "allow" ? s.allow : k == "deny" ? s.deny : s.inspect) = std::move(*rules);
     } else {
       return bad("network: unknown field '" + std::string(k) + "'");
     }
@@ -73,8 +90,13 @@ Result<NetworkSettings> parseNetworkSettings(const json::value& network,
   // nothing (never "everything"); no mode and no allow: the node's default.
   if (!has_mode && network.as_object().contains("allow"))
     s.mode = s.allow.empty() ? "none" : "allowlist";
-  if (s.mode != "allowlist" && !s.allow.empty())
-    return bad("network.allow is only meaningful with mode allowlist");
+  // In full mode, allow may hold addresses: exceptions to deny.
+  for (const auto& a : s.allow)
+    if (s.mode != "allowlist" && (s.mode != "full" || !gateway::policy::looksLikeAddress(a)))
+      return bad(
+          "network.allow is only meaningful with mode allowlist (or, for addresses that are "
+          "exceptions to network.deny, mode full)");
+  if (s.mode == "none" && !s.deny.empty()) return bad("network.deny is meaningless with mode none");
   if (s.mode == "none" && !s.inspect.empty())
     return bad("network.inspect is meaningless with mode none");
   if (credentials) {
@@ -98,12 +120,16 @@ Result<NetworkSettings> parseNetworkRequest(std::string_view body) {
 }
 
 json::object networkJson(const NetworkSettings& s) {
-  json::array allow, creds, inspect;
+  json::array allow, creds, inspect, deny;
   for (const auto& a : s.allow) allow.emplace_back(a);
   for (const auto& c : s.credentials) creds.emplace_back(c);
   for (const auto& i : s.inspect) inspect.emplace_back(i);
-  return json::object{
-      {"mode", s.mode}, {"allow", allow}, {"credentials", creds}, {"inspect", inspect}};
+  for (const auto& d : s.deny) deny.emplace_back(d);
+  return json::object{{"mode", s.mode},
+                      {"allow", allow},
+                      {"credentials", creds},
+                      {"inspect", inspect},
+                      {"deny", deny}};
 }
 
 }  // namespace vessel::api

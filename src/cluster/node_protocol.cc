@@ -67,7 +67,8 @@ json::object networkJson(const ops::NetworkSpec& n) {
   return json::object{{"mode", n.mode},
                       {"allow", toArray(n.allow)},
                       {"credentials", toArray(n.credentials)},
-                      {"inspect", toArray(n.inspect)}};
+                      {"inspect", toArray(n.inspect)},
+                      {"deny", toArray(n.deny)}};
 }
 
 // Network settings as a call or a reply carries them, each field bounded.
@@ -79,6 +80,7 @@ Result<ops::NetworkSpec> parseNetwork(const json::value& n) {
   VESSEL_ASSIGN_OR_RETURN(s.allow, stringList(no, "allow", kMaxList, kMaxName));
   VESSEL_ASSIGN_OR_RETURN(s.credentials, stringList(no, "credentials", kMaxList, kMaxName));
   VESSEL_ASSIGN_OR_RETURN(s.inspect, stringList(no, "inspect", kMaxList, kMaxName));
+  VESSEL_ASSIGN_OR_RETURN(s.deny, stringList(no, "deny", kMaxList, kMaxName));
   return s;
 }
 

@@ -166,34 +166,48 @@ Result<Egress> parseEgress(const json::value* network, const json::value* intern
       }
     }
   }
+  // E2B: denyOut holds addresses and CIDR ranges ("0.0.0.0/0": everything);
+  // allowOut names, addresses and ranges, which take precedence over it.
+  namespace pol = gateway::policy;
   bool deny_all = e.internet == false;
+  std::vector<std::string> denied;
   for (const auto& d : deny_out) {
     if (d == kAllTraffic) {
       deny_all = true;
-      continue;
+    } else if (!pol::looksLikeAddress(d)) {
+      return bad("network.denyOut '" + d.substr(0, 64) +
+                 "': only IP addresses and CIDR ranges can be denied");
+    } else if (auto c = pol::parseDenyRange(d); !c.ok()) {
+      return bad("network.denyOut: " + c.error().message());
+    } else {
+      denied.push_back(d);
     }
-    return noMapping("network.denyOut '" + d.substr(0, 64) +
-                     "' (only \"0.0.0.0/0\", all traffic, can be denied: the gateway decides by "
-                     "name, not by address)");
   }
   bool allow_all = false;
+  std::vector<std::string> allowed, addresses;
   for (const auto& a : allow_out) {
     if (a == kAllTraffic) {
       allow_all = true;
       continue;
     }
-    if (ipOrCidr(a))
-      return noMapping("network.allowOut '" + a.substr(0, 64) +
-                       "' (IP and CIDR rules: the gateway allows by name, TLS SNI or HTTP Host)");
-    if (auto r = gateway::policy::parseRule(a); !r.ok())
+    bool address = pol::looksLikeAddress(a);
+    if (address) {
+      if (auto r = pol::parseAllowAddress(a); !r.ok())
+        return bad("network.allowOut: " + r.error().message());
+      addresses.push_back(a);
+    } else if (auto r = pol::parseRule(a); !r.ok()) {
       return bad("network.allowOut '" + a.substr(0, 64) + "': " + r.error().message());
+    }
+    allowed.push_back(a);
   }
+  if (!allow_all) e.spec.deny = std::move(denied);  // everything allowed wins over any deny
   if (deny_all && !allow_all) {
     e.spec.mode = "allowlist";
-    for (const auto& a : allow_out)
-      if (a != kAllTraffic) e.spec.allow.push_back(a);
+    e.spec.allow = std::move(allowed);
   } else {
-    e.spec.mode = "full";  // allowOut entries take precedence over nothing denied
+    // Every name is allowed; allowed addresses are the exceptions to denyOut.
+    e.spec.mode = "full";
+    e.spec.allow = std::move(addresses);
   }
   return e;
 }

@@ -3,7 +3,7 @@
 // openapi-v2-notes.md, and what the `e2b` npm package really sends): each
 // body or query parsed once, bounded, into a typed request for the lifecycle
 // (ops::Lifecycle), or a kInvalidArgument error the API answers 400. What
-// E2B has and Vessel cannot give (IP/CIDR egress rules, egress proxies,
+// E2B has and Vessel cannot give (egress proxies,
 // volumes, IAM tokens, a resume without memory, ...) is refused here with a
 // message that says so, never silently dropped.
 #include <cstdint>
@@ -30,8 +30,10 @@ struct HeaderRule {
 
 // E2B's egress settings mapped onto the gateway's: `allow_internet_access:
 // false` and `denyOut: ["0.0.0.0/0"]` mean an allowlist of the `allowOut`
-// domain names; otherwise everything is allowed. Credentials for the header
-// rules are added by the front end once it has made them.
+// names, addresses and CIDR ranges; otherwise everything is allowed, but the
+// other `denyOut` ranges (allowed addresses excepted: E2B's allowed entries
+// take precedence). Credentials for the header rules are added by the front
+// end once it has made them.
 struct Egress {
   ops::NetworkSpec spec;
   std::vector<HeaderRule> headers;

@@ -62,11 +62,58 @@ TEST(NewSandbox, InternetOffAndAllowOutBecomeAnAllowlist) {
   EXPECT_EQ(all->egress->spec.mode, "full");
 }
 
+// E2B's network tests (packages/js-sdk/tests/sandbox/network.test.ts at
+// e2b@2.45.0): allow one IP with everything else denied, deny one IP,
+// allowed entries winning over denied ones, omitted fields clearing all.
+TEST(NewSandbox, IpAndCidrRulesBecomePolicy) {
+  auto one = parseNewSandbox(
+      R"({"templateID":"base","network":{"allowOut":["1.1.1.1","a.com"],"denyOut":["0.0.0.0/0"]}})",
+      true);
+  ASSERT_TRUE(one.ok()) << one.error().message();
+  EXPECT_EQ(one->egress->spec.mode, "allowlist");
+  EXPECT_THAT(one->egress->spec.allow, ElementsAre("1.1.1.1", "a.com"));
+  EXPECT_TRUE(one->egress->spec.deny.empty());
+  auto deny = parseNewSandbox(R"({"templateID":"base","network":{"denyOut":["8.8.8.8"]}})", true);
+  ASSERT_TRUE(deny.ok()) << deny.error().message();
+  EXPECT_EQ(deny->egress->spec.mode, "full");
+  EXPECT_THAT(deny->egress->spec.deny, ElementsAre("8.8.8.8"));
+  // Allowed addresses are exceptions to the denied ranges; names are
+  // allowed anyway in full mode and add nothing.
+  auto both = parseNewSandbox(R"({"templateID":"base","network":{
+      "allowOut":["8.8.8.8","[2001:db8::1]:443","a.com"],"denyOut":["8.8.8.0/24","2001:db8::/32"]}})",
+                              true);
+  ASSERT_TRUE(both.ok()) << both.error().message();
+  EXPECT_EQ(both->egress->spec.mode, "full");
+  EXPECT_THAT(both->egress->spec.allow, ElementsAre("8.8.8.8", "[2001:db8::1]:443"));
+  EXPECT_THAT(both->egress->spec.deny, ElementsAre("8.8.8.0/24", "2001:db8::/32"));
+  // Allowing all traffic wins over every deny.
+  auto all = parseNewSandbox(
+      R"({"templateID":"base","network":{"allowOut":["0.0.0.0/0"],"denyOut":["8.8.8.8"]}})", true);
+  ASSERT_TRUE(all.ok());
+  EXPECT_EQ(all->egress->spec.mode, "full");
+  EXPECT_TRUE(all->egress->spec.deny.empty());
+  auto update = parseNetworkUpdate(R"({"denyOut":["10.0.0.0/8"]})");
+  ASSERT_TRUE(update.ok()) << update.error().message();
+  EXPECT_THAT(update->spec.deny, ElementsAre("10.0.0.0/8"));
+  // Bounded, strict forms at the edge: bad ranges, names in denyOut, ports
+  // on deny entries, non-canonical IPv4.
+  for (const char* body : {
+           R"({"templateID":"base","network":{"denyOut":["example.com"]}})",
+           R"({"templateID":"base","network":{"denyOut":["1.2.3.4/33"]}})",
+           R"({"templateID":"base","network":{"denyOut":["1.2.3.4:80"]}})",
+           R"({"templateID":"base","network":{"allowOut":["127.1"],"denyOut":["0.0.0.0/0"]}})",
+           R"({"templateID":"base","network":{"allowOut":["2001:db8::/129"]}})",
+           R"({"templateID":"base","network":{"allowOut":["fe80::1%eth0"]}})",
+           R"({"templateID":"base","network":{"allowOut":["1.2.3.4/8/8"]}})",
+       }) {
+    auto r = parseNewSandbox(body, true);
+    ASSERT_FALSE(r.ok()) << body;
+    EXPECT_EQ(r.error().code(), Code::kInvalidArgument);
+  }
+}
+
 TEST(NewSandbox, WhatHasNoMappingIsRefusedSayingSo) {
   for (const char* body : {
-           R"({"templateID":"base","network":{"allowOut":["8.8.8.8"],"denyOut":["0.0.0.0/0"]}})",
-           R"({"templateID":"base","network":{"allowOut":["10.0.0.0/8"]}})",
-           R"({"templateID":"base","network":{"denyOut":["1.2.3.4/32"]}})",
            R"({"templateID":"base","network":{"egressProxy":{"address":"p:1"}}})",
            R"({"templateID":"base","volumeMounts":[{"name":"v","path":"/data"}]})",
            R"({"templateID":"base","iam":{"tokens":{"t":{"audience":"a","tokenType":"jwt"}}}})",
@@ -231,7 +278,8 @@ TEST(NetworkUpdate, ReplacesTheWholePolicy) {
   auto open = parseNetworkUpdate("{}");  // every field omitted: cleared
   ASSERT_TRUE(open.ok());
   EXPECT_EQ(open->spec.mode, "full");
-  EXPECT_FALSE(parseNetworkUpdate(R"({"denyOut":["10.0.0.0/8"]})").ok());
+  EXPECT_TRUE(open->spec.deny.empty());
+  EXPECT_FALSE(parseNetworkUpdate(R"({"denyOut":["*.example.com"]})").ok());
 }
 
 TEST(ListQuery, TheSdksQueryParses) {

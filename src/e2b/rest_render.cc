@@ -58,11 +58,13 @@ json::object RestApi::listedJson(const store::SandboxRecord& s, bool detail) con
         bool full = mode->as_string() == "full";
         o["allowInternetAccess"] = full;
         json::object n;
-        if (!full) {
-          const json::value* allow = v.as_object().if_contains("allow");
+        const json::value* allow = v.as_object().if_contains("allow");
+        const json::value* deny = v.as_object().if_contains("deny");
+        bool denies = deny && deny->is_array() && !deny->as_array().empty();
+        if (!full || denies)
           n["allowOut"] = allow && allow->is_array() ? allow->as_array() : json::array();
-          n["denyOut"] = json::array{"0.0.0.0/0"};
-        }
+        if (!full) n["denyOut"] = json::array{"0.0.0.0/0"};
+        if (full && denies) n["denyOut"] = deny->as_array();
         o["network"] = n;
       }
     }

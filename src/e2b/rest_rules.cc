@@ -5,6 +5,7 @@
 #include "base/new_id.h"
 #include "e2b/rest.h"
 #include "e2b/rest_states.h"
+#include "e2b/rule_secrets.h"
 
 namespace vessel::e2b {
 
@@ -23,7 +24,12 @@ asio::awaitable<Status> RestApi::makeRuleCredentials(std::string tenant, const E
   for (const auto& rule : e.headers) {
     auto value = expandSecrets(rule.value, [&](const std::string& name) -> Result<std::string> {
       VESSEL_ASSIGN_OR_RETURN(auto c, lifecycle_.credential(tenant, name));
-      if (!c) return Error(Code::kInvalidArgument, "secret '" + name + "' does not exist");
+      // A credential bound to other hosts never goes to this one.
+      if (!c || !secretServesHost(c->name, c->hosts_json, rule.host))
+        return Error(Code::kInvalidArgument, "secret '" + name +
+                                                 "' does not exist or is bound to "
+                                                 "hosts other than " +
+                                                 rule.host);
       return c->value;
     });
     if (!value.ok()) co_return std::move(value).error();

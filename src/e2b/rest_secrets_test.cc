@@ -228,5 +228,38 @@ TEST_F(RestSecretsTest, NetworkRuleCredentialsGoThroughTheLifecycle) {
   EXPECT_TRUE(ruleNames().empty());
 }
 
+// A header rule resolves only host-less E2B secrets or credentials bound to
+// the rule's own host (issue 25 item 5): a credential the native API bound to
+// api.github.com cannot be carried to another host by a rule naming it.
+TEST_F(RestSecretsTest, HeaderRulesUseOnlySecretsMeantForTheirHost) {
+  store::CredentialRecord bound;
+  bound.tenant_id = "t1";
+  bound.name = "gh-token";
+  bound.hosts_json = R"(["api.github.com"])";
+  bound.header = "Authorization";
+  bound.value = "Bearer ghp-0123456789abcdef";
+  ASSERT_TRUE(store_->putCredential(bound).ok());
+  auto rule = [](const char* host, const char* secret) {
+    return std::string(R"({"templateID":"base","timeout":300,"network":{"rules":{")") + host +
+           R"(":[{"transform":{"headers":{"X-Key":"${e2b.secrets.)" + secret + R"(}"}}}]}}})";
+  };
+  auto stolen = call(http::verb::post, "/sandboxes", rule("attacker.example.com", "gh-token"));
+  EXPECT_EQ(stolen.result_int(), 400) << stolen.body();
+  EXPECT_TRUE(ruleNames().empty()) << "no credential made for the other host";
+  auto own = call(http::verb::post, "/sandboxes", rule("API.github.com", "gh-token"));
+  EXPECT_EQ(own.result_int(), 201) << own.body();
+  // An E2B secret (no hosts) goes wherever its owner's rule puts it.
+  auto made =
+      call(http::verb::post, "/secrets", R"({"name":"e2b-key","value":"e2b-value-0123456789"})");
+  ASSERT_EQ(made.result_int(), 201) << made.body();
+  auto placed = call(http::verb::post, "/sandboxes", rule("api.example.com", "e2b-key"));
+  EXPECT_EQ(placed.result_int(), 201) << placed.body();
+  // A rule's own copy is never a source, even for its host.
+  auto names = ruleNames();
+  ASSERT_FALSE(names.empty());
+  auto copy = call(http::verb::post, "/sandboxes", rule("api.example.com", names[0].c_str()));
+  EXPECT_EQ(copy.result_int(), 400) << copy.body();
+}
+
 }  // namespace
 }  // namespace vessel::e2b

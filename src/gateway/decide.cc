@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "gateway/name.h"
+#include "gateway/policy/decision.h"
 
 namespace vessel::gateway {
 
@@ -19,10 +20,18 @@ Verdict deny(std::string reason, std::string name = {}) {
   return v;
 }
 
-Verdict dialOriginal(Tier tier) {
+// To where the guest sent it, if an address rule (or full mode) covers the
+// destination and it is not inward: spliced, since the address, not a name,
+// is what was allowed.
+Verdict toDestination(const policy::Policy& p, const policy::AddressClassifier& classes,
+                      const boost::asio::ip::address& destination, uint16_t port,
+                      std::string unnamed_reason) {
+  policy::Decision d = policy::decide(p, classes, "", destination, port);
+  if (d.route == policy::Route::kRefuse)
+    return deny(d.reason.empty() ? std::move(unnamed_reason) : d.reason);
   Verdict v;
   v.action = Action::kDialOriginal;
-  v.tier = tier;
+  v.tier = Tier::kSplice;
   return v;
 }
 
@@ -36,19 +45,31 @@ std::string unnamedReason(const Classified& c) {
 
 }  // namespace
 
-Verdict decide(const Classified& c, const policy::Policy& p, uint16_t port) {
+Verdict decide(const Classified& c, const policy::Policy& p,
+               const policy::AddressClassifier& classes,
+               const boost::asio::ip::address& destination, uint16_t port) {
   const bool full = p.mode == policy::Mode::kFull;
   if (p.mode == policy::Mode::kNone) return deny("mode-none");
+  // An address rule covering the destination (or full mode) lets a flow go
+  // there without a name.
+  const bool unnamed_ok = full || p.allowsAddress(destination, port);
   Verdict v;
   if (c.kind == Kind::kTls && c.complete) {
     const auto& names = c.hello.server_names;
     if (names.size() != 1) {
-      // Full mode dials where the guest sent a hello without SNI; two SNIs
-      // are refused in every mode (which would the upstream use?).
-      if (!full || !names.empty()) return deny(names.empty() ? "no-sni" : "multiple-sni");
-      return dialOriginal(Tier::kSplice);
+      // Where an unnamed flow may go, a hello without SNI goes where the
+      // guest sent it; two SNIs are refused in every mode (which would the
+      // upstream use?).
+      std::string why = names.empty() ? "no-sni" : "multiple-sni";
+      if (!unnamed_ok || !names.empty()) return deny(std::move(why));
+      return toDestination(p, classes, destination, port, std::move(why));
     }
-    if (c.hello.has_ech && !full) return deny("ech");
+    if (c.hello.has_ech && !full) {
+      // The name is hidden: only an address rule covering the destination
+      // lets it through.
+      if (!unnamed_ok) return deny("ech");
+      return toDestination(p, classes, destination, port, "ech");
+    }
     auto n = normalizeName(names[0]);
     if (!n.ok()) return deny("bad-sni");
     v.name = std::move(*n);
@@ -62,14 +83,24 @@ Verdict decide(const Classified& c, const policy::Policy& p, uint16_t port) {
     if (c.head.authority.port && *c.head.authority.port != port)
       return deny("host-port-mismatch", std::move(v.name));
     v.tier = Tier::kHttp;
-  } else if (full) {
-    // Whatever cannot be named goes where the guest sent it. What began
-    // like HTTP is still relayed as HTTP, whose parser then refuses it.
-    return dialOriginal(c.kind == Kind::kHttp ? Tier::kHttp : Tier::kSplice);
+  } else if (unnamed_ok) {
+    // Whatever cannot be named goes where the guest sent it, as opaque bytes.
+    return toDestination(p, classes, destination, port, unnamedReason(c));
   } else {
     return deny(unnamedReason(c));
   }
-  if (!p.allows(v.name, port)) return deny("policy", std::move(v.name));
+  // A name rule sends the flow by the gateway's own resolution; a name no
+  // rule allows, sent to an address a rule does, goes there as opaque bytes
+  // (the name decides nothing: no credential, no inspection).
+  policy::Decision d = policy::decide(p, classes, v.name, destination, port);
+  if (d.route == policy::Route::kRefuse)
+    return deny(d.reason.empty() ? "policy" : d.reason, std::move(v.name));
+  if (d.route == policy::Route::kByAddress) {
+    Verdict o;
+    o.action = Action::kDialOriginal;
+    o.tier = Tier::kSplice;
+    return o;
+  }
   v.action = Action::kDialName;
   return v;
 }

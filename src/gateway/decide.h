@@ -1,7 +1,8 @@
 #pragma once
 // Decide: what the gateway does with one guest connection, from what the
-// first bytes were (classify.h), the sandbox's policy and the port the guest
-// dialled. Pure, so every row of the decision is tested as a table
+// first bytes were (classify.h), the sandbox's policy and where the guest
+// sent it (address and port; an address rule lets a flow go there without a
+// name, policy/decision.h). Pure, so every row of the decision is tested as a table
 // (decide_test.cc) and fuzzed with the classifier (tests/fuzz/first_bytes).
 // proxy.cc carries the verdict out: dial, re-check, relay.
 #include <cstdint>
@@ -9,6 +10,7 @@
 #include <string>
 
 #include "gateway/classify.h"
+#include "gateway/policy/address_class.h"
 #include "gateway/policy/policy.h"
 
 namespace vessel::gateway {
@@ -19,8 +21,9 @@ struct Verdict {
     // Resolve `name` with the gateway's own resolver and dial its answer on
     // the guest's port.
     kDialName,
-    // Full mode with nothing to name the flow by: the guest's destination,
-    // unless it is an inward address (the dial refuses those).
+    // To the guest's destination (an address rule covers it, or full mode
+    // with nothing to name the flow by): opaque bytes, no Host pin, no
+    // credential. Inward destinations are refused here already.
     kDialOriginal,
   };
   // How the bytes are relayed once dialled.
@@ -38,6 +41,8 @@ struct Verdict {
   std::optional<policy::Credential> credential;  // only with kTerminate, on 443
 };
 
-Verdict decide(const Classified& c, const policy::Policy& p, uint16_t port);
+Verdict decide(const Classified& c, const policy::Policy& p,
+               const policy::AddressClassifier& classes,
+               const boost::asio::ip::address& destination, uint16_t port);
 
 }  // namespace vessel::gateway

@@ -58,6 +58,9 @@ struct Row {
   const char* name;    // the pinned name (also logged on a deny)
   const char* reason;  // when denying
   bool credential;     // injected (terminate tier)
+  // Where the guest sent it: a public address no rule names, unless a row
+  // says otherwise.
+  const char* destination = "203.0.113.50";
 };
 
 constexpr Action kDeny = Action::kDeny, kName = Action::kDialName, kOrig = Action::kDialOriginal;
@@ -136,8 +139,12 @@ std::vector<Row> table() {
       {"full: opaque", 'f', fed("ssh-2.0\r\n"), 22, kOrig, kSplice, "", "", false},
       {"full: silence", 'f', silence(), 22, kOrig, kSplice, "", "", false},
       {"full: malformed hello", 'f', badHello(), 443, kOrig, kSplice, "", "", false},
-      {"full: bad http is still relayed as http", 'f', http("Host: a\tx\r\n"), 80, kOrig, kHttp, "",
+      {"full: bad http goes as opaque bytes", 'f', http("Host: a\tx\r\n"), 80, kOrig, kSplice, "",
        "", false},
+      {"full: unnamed to an inward address", 'f', hello({}), 443, kDeny, kSplice, "", "inward",
+       false, "10.1.2.3"},
+      {"full: unnamed to the metadata address", 'f', fed("ssh-2.0\r\n"), 80, kDeny, kSplice, "",
+       "inward", false, "169.254.169.254"},
       // --- none: nothing ---
       {"none: tls", 'n', sni("a.test"), 443, kDeny, kSplice, "", "mode-none", false},
       {"none: http", 'n', http("Host: a.test\r\n"), 80, kDeny, kSplice, "", "mode-none", false},
@@ -148,13 +155,20 @@ std::vector<Row> table() {
 TEST(DecideTest, EveryRow) {
   const policy::Policy allowlist = policyOf("allowlist"), full = policyOf("full"),
                        none = policyOf("none");
+  const policy::AddressClassifier classes;
   for (const Row& r : table()) {
     const policy::Policy& p = r.mode == 'a' ? allowlist : r.mode == 'f' ? full : none;
-    Verdict v = decide(r.first, p, r.port);
+    Verdict v = decide(r.first, p, classes, boost::asio::ip::make_address(r.destination), r.port);
     EXPECT_EQ(v.action, r.action) << r.what << " (reason '" << v.reason << "')";
     EXPECT_EQ(v.name, r.name) << r.what;
     if (r.action == kDeny) {
-      EXPECT_EQ(v.reason, r.reason) << r.what;
+      std::string want = r.reason;
+      if (want == "inward") {  // the classifier names the range
+        std::string why = classes.refusalReason(boost::asio::ip::make_address(r.destination));
+        ASSERT_FALSE(why.empty()) << r.what;
+        want = "inward-destination:" + why;
+      }
+      EXPECT_EQ(v.reason, want) << r.what;
       EXPECT_FALSE(v.credential.has_value()) << r.what;
     } else {
       EXPECT_EQ(v.tier, r.tier) << r.what;
@@ -172,9 +186,10 @@ TEST(DecideTest, WhatIsDialledByNameIsNormalizedAllowedAndPinned) {
   // one, the policy allows it on that port, and a secret rides only on a
   // terminated 443.
   const policy::Policy allowlist = policyOf("allowlist"), full = policyOf("full");
+  const policy::AddressClassifier classes;
   for (const Row& r : table()) {
     const policy::Policy& p = r.mode == 'f' ? full : allowlist;
-    Verdict v = decide(r.first, p, r.port);
+    Verdict v = decide(r.first, p, classes, boost::asio::ip::make_address(r.destination), r.port);
     if (v.action == kName) {
       auto n = normalizeName(v.name);
       ASSERT_TRUE(n.ok()) << r.what;
@@ -189,6 +204,64 @@ TEST(DecideTest, WhatIsDialledByNameIsNormalizedAllowedAndPinned) {
       EXPECT_EQ(r.port, 443) << r.what;
     }
   }
+}
+
+TEST(DecideTest, AnAddressRuleLetsUnnamedFlowsThroughAsOpaqueBytes) {
+  // Address rules (issue 25) beside the first bytes: whatever names nothing,
+  // or hides its name, or names a host no rule allows, goes to an allowed
+  // destination as spliced bytes (no Host pin, no credential); not to any
+  // other address, and never to an inward one whatever the rule says.
+  boost::json::value j = boost::json::parse(R"({"generation":1,"mode":"allowlist",
+    "allow":["a.test","203.0.113.7","198.51.100.0/24:5432"],
+    "credentials":[{"name":"gh","hosts":["api.a.test"],"header":"Authorization",
+                    "value":"Bearer s3cr3t-0123456789abcdef"}]})");
+  auto p = policy::Policy::fromJson(j);
+  ASSERT_TRUE(p.ok()) << p.error().message();
+  const policy::AddressClassifier classes;
+  auto at = [&](const Classified& c, const char* dest, uint16_t port) {
+    return decide(c, *p, classes, boost::asio::ip::make_address(dest), port);
+  };
+  struct Case {
+    const char* what;
+    Classified first;
+    const char* dest;
+    uint16_t port;
+    Action action;
+    const char* reason;
+  };
+  std::vector<Case> cases = {
+      {"no sni to an allowed address", hello({}), "203.0.113.7", 443, kOrig, ""},
+      {"ech to an allowed address", hello({.server_names = {"x.test"}, .ech = true}), "203.0.113.7",
+       443, kOrig, ""},
+      {"opaque bytes to an allowed address, any port", fed("ssh-2.0\r\n"), "203.0.113.7", 22, kOrig,
+       ""},
+      {"silence to an allowed address", silence(), "203.0.113.7", 22, kOrig, ""},
+      {"a name no rule allows, to an allowed address", sni("x.test"), "203.0.113.7", 443, kOrig,
+       ""},
+      {"http for another host, to an allowed address", http("Host: x.test\r\n"), "203.0.113.7", 80,
+       kOrig, ""},
+      {"an allowed range on its port", fed("pg"), "198.51.100.9", 5432, kOrig, ""},
+      {"an allowed range on another port", fed("pg"), "198.51.100.9", 443, kDeny, "unparseable"},
+      {"no sni to another address", hello({}), "203.0.113.8", 443, kDeny, "no-sni"},
+      {"a name no rule allows, elsewhere", sni("x.test"), "203.0.113.8", 443, kDeny, "policy"},
+      {"an allowed name still goes by name", sni("a.test"), "203.0.113.8", 443, kName, ""},
+  };
+  for (auto& c : cases) {
+    Verdict v = at(c.first, c.dest, c.port);
+    EXPECT_EQ(v.action, c.action) << c.what << " (reason '" << v.reason << "')";
+    if (c.action == kDeny) EXPECT_EQ(v.reason, c.reason) << c.what;
+    if (c.action == kOrig) {
+      EXPECT_EQ(v.tier, kSplice) << c.what;
+      EXPECT_FALSE(v.credential.has_value()) << c.what;
+      EXPECT_EQ(v.name, "") << c.what;
+    }
+  }
+  // A credentialed host no name rule allows, sent to an allowed address,
+  // goes there as bytes: the name decides nothing, so no secret rides on it.
+  Verdict cred = at(sni("api.a.test"), "203.0.113.7", 443);
+  EXPECT_EQ(cred.action, kOrig) << cred.reason;
+  EXPECT_FALSE(cred.credential.has_value());
+  EXPECT_EQ(cred.tier, kSplice);
 }
 
 }  // namespace

@@ -27,6 +27,7 @@
 #include "gateway/decide.h"
 #include "gateway/flow.h"
 #include "gateway/policy/address_class.h"
+#include "gateway/policy/decision.h"
 #include "gateway/registry.h"
 #include "gateway/resolver.h"
 
@@ -97,7 +98,8 @@ class Gateway {
   // Registers the connection with `sb` (a policy change resets it), logs
   // the allow, and copies bytes by the verdict's tier, `first` first.
   boost::asio::awaitable<void> relay(Flow& f, Sandbox& sb, tcp::socket& guest, tcp::socket& up,
-                                     std::string first, Verdict v);
+                                     std::string first, Verdict v,
+                                     boost::asio::ip::address dialled);
   boost::asio::awaitable<std::optional<tcp::socket>> dial(Flow& f, const std::string& name);
   boost::asio::awaitable<std::optional<tcp::socket>> dialEndpoint(Flow& f, tcp::endpoint ep);
   using TimePoint = std::chrono::steady_clock::time_point;

@@ -18,6 +18,7 @@
 #include "gateway/flow.h"
 #include "gateway/gateway.h"
 #include "gateway/http_relay.h"
+#include "gateway/policy/decision.h"
 
 namespace vessel::gateway {
 
@@ -95,16 +96,22 @@ asio::awaitable<void> Gateway::handleConn(tcp::socket guest) {
     co_return;
   }
 
+  // An address rule covering the destination (or full mode) lets a flow go
+  // there without a name: wait for first bytes only as long as full mode does.
+  const bool unnamed_ok =
+      sb->policy.mode == policy::Mode::kFull || sb->policy.allowsAddress(orig->address(), f.port);
   auto first =
-      co_await classify(guest, sb->policy.mode == policy::Mode::kFull ? cfg_.full_mode_first_bytes
-                                                                      : cfg_.classify_timeout);
+      co_await classify(guest, unnamed_ok ? cfg_.full_mode_first_bytes : cfg_.classify_timeout);
   if (!first) co_return;  // the guest went away before saying anything useful
   // Re-read the policy: it may have changed while we waited.
   sb = registry_.byId(f.sandbox);
   if (!sb) co_return;
-  Verdict v = decide(*first, sb->policy, f.port);
+  Verdict v = decide(*first, sb->policy, classifier_, orig->address(), f.port);
   f.name = v.name;
   if (v.action == Verdict::Action::kDeny) {
+    // A refusal of where the guest sent it names that address in the log.
+    if (v.reason.rfind("inward-destination:", 0) == 0 || v.reason == "denied-address")
+      f.address = orig->address().to_string();
     deny(f, v.reason);
     resetSocket(guest);
     co_return;
@@ -114,15 +121,17 @@ asio::awaitable<void> Gateway::handleConn(tcp::socket guest) {
     resetSocket(guest);
     co_return;
   }
+  const bool by_address = v.action == Verdict::Action::kDialOriginal;
+  auto dialled = up->remote_endpoint(ec).address();
+  if (ec) dialled = orig->address();
   // The policy may have changed during resolve and connect.
   sb = registry_.byId(f.sandbox);
-  if (!sb || (v.action == Verdict::Action::kDialName && !sb->policy.allows(f.name, f.port)) ||
-      sb->policy.mode == policy::Mode::kNone) {
+  if (!sb || !policy::permits(sb->policy, by_address ? "" : f.name, dialled, f.port, by_address)) {
     deny(f, "policy-changed");
     resetSocket(guest);
     co_return;
   }
-  co_await relay(f, *sb, guest, *up, std::move(first->bytes), std::move(v));
+  co_await relay(f, *sb, guest, *up, std::move(first->bytes), std::move(v), dialled);
   resetSocket(guest);
   resetSocket(*up);
 }
@@ -152,8 +161,8 @@ asio::awaitable<std::optional<Classified>> Gateway::classify(tcp::socket& guest,
 asio::awaitable<std::optional<tcp::socket>> Gateway::dialFor(Flow& f, const Verdict& v,
                                                              tcp::endpoint original) {
   if (v.action == Verdict::Action::kDialName) co_return co_await dial(f, f.name);
-  // Full mode with nothing to name the flow by: the guest's destination is
-  // all there is. Inward addresses stay refused.
+  // To the guest's destination (decide() refused inward ones already; this
+  // is the second line of defence).
   f.address = original.address().to_string();
   if (std::string why = classifier_.refusalReason(original.address()); !why.empty()) {
     deny(f, "inward-destination:" + why);
@@ -163,12 +172,16 @@ asio::awaitable<std::optional<tcp::socket>> Gateway::dialFor(Flow& f, const Verd
 }
 
 asio::awaitable<void> Gateway::relay(Flow& f, Sandbox& sb, tcp::socket& guest, tcp::socket& up,
-                                     std::string first, Verdict v) {
+                                     std::string first, Verdict v,
+                                     boost::asio::ip::address dialled) {
   // Registered first, so a policy change from here on resets the connection.
   const bool terminated = v.tier == Verdict::Tier::kTerminate;
   auto handle = std::make_shared<ConnHandle>();
-  handle->name = f.name;
+  const bool by_address = v.action == Verdict::Action::kDialOriginal;
+  handle->name = by_address ? "" : f.name;
   handle->port = f.port;
+  handle->address = dialled;
+  handle->by_address = by_address;
   handle->terminated = terminated;
   if (v.credential) handle->credential = v.credential->value;
   tcp::socket* g = &guest;
@@ -202,12 +215,16 @@ asio::awaitable<std::optional<tcp::socket>> Gateway::dial(Flow& f, const std::st
     deny(f, "resolve-failed:" + records.error().message());
     co_return std::nullopt;
   }
-  // Every answer is classified; one inward answer refuses the name (a
-  // rebinding resolver would otherwise win on a retry).
+  // Every answer is classified; one inward (or denied) answer refuses the
+  // name (a rebinding resolver would otherwise win on a retry). The policy
+  // is read again: it may have changed while resolving.
+  Sandbox* sb = registry_.byId(f.sandbox);
+  if (!sb) co_return std::nullopt;
   for (const auto& r : *records) {
-    if (std::string why = classifier_.refusalReason(r.address); !why.empty()) {
+    if (std::string why = policy::refuseAnswer(sb->policy, classifier_, r.address, f.port);
+        !why.empty()) {
       f.address = r.address.to_string();
-      deny(f, "inward-answer:" + why);
+      deny(f, why);
       co_return std::nullopt;
     }
   }

@@ -1,5 +1,7 @@
 #include "gateway/registry.h"
 
+#include "gateway/policy/decision.h"
+
 namespace vessel::gateway {
 
 Status Registry::setSandbox(const std::string& id, boost::asio::ip::address source,
@@ -85,10 +87,9 @@ void Registry::enforce(Sandbox& sb) {
     const policy::Credential* cred = c->name.empty() ? nullptr : p.credentialFor(c->name);
     bool same_secret = c->credential.empty() ? cred == nullptr || !c->terminated
                                              : cred != nullptr && cred->value == c->credential;
-    bool still = p.mode == policy::Mode::kFull
-                     ? same_secret
-                     : (!c->name.empty() && p.allows(c->name, c->port) && same_secret &&
-                        (!c->terminated || cred != nullptr || p.inspects(c->name, c->port)));
+    bool still = policy::permits(p, c->name, c->address, c->port, c->by_address) && same_secret &&
+                 (p.mode == policy::Mode::kFull || !c->terminated || cred != nullptr ||
+                  p.inspects(c->name, c->port));
     if (!still) {
       record({"tcp", sb.id, c->name, "", c->port, false, "policy-changed"});
       if (c->reset) c->reset();

@@ -21,7 +21,7 @@ namespace vessel::gateway {
 
 // One proxied connection as the registry sees it.
 struct ConnHandle {
-  std::string name;  // pinned, normalized ("" for full-mode IP flows)
+  std::string name;  // pinned, normalized ("" for flows dialled by address)
   uint16_t port = 0;
   bool terminated = false;  // TLS terminated (credential or inspect)
   // Resets both sides (RST); set by the connection, called on policy change.
@@ -30,6 +30,8 @@ struct ConnHandle {
   // Last byte relayed either way (the idle sweep resets connections idle
   // past the gateway's relay timeout).
   std::chrono::steady_clock::time_point last_active = std::chrono::steady_clock::now();
+  boost::asio::ip::address address;  // the address dialled
+  bool by_address = false;           // to the guest's destination (address rule, full mode)
 };
 
 struct Sandbox {

@@ -35,6 +35,9 @@ struct NetworkSpec {
   std::vector<std::string> allow;        // "name", "*.name", optional ":port"
   std::vector<std::string> credentials;  // credential names
   std::vector<std::string> inspect;      // names (as in allow) whose TLS the gateway terminates
+  // IP/CIDR ranges refused on every port and for every name resolving into
+  // them; IP/CIDR entries of `allow` take precedence.
+  std::vector<std::string> deny;
 };
 
 struct NodeCreate {

@@ -21,12 +21,16 @@ Logger netLog(const std::string& id = "-") { return Logger("node", id); }
 // The stored form: the API's `network` object with the credential names
 // (rows written before this file existed read the same).
 std::string toStored(const ops::NetworkSpec& s) {
-  json::array allow, creds, inspect;
+  json::array allow, creds, inspect, deny;
   for (const auto& a : s.allow) allow.emplace_back(a);
   for (const auto& c : s.credentials) creds.emplace_back(c);
   for (const auto& i : s.inspect) inspect.emplace_back(i);
-  return json::serialize(json::object{
-      {"mode", s.mode}, {"allow", allow}, {"credentials", creds}, {"inspect", inspect}});
+  for (const auto& d : s.deny) deny.emplace_back(d);
+  return json::serialize(json::object{{"mode", s.mode},
+                                      {"allow", allow},
+                                      {"credentials", creds},
+                                      {"inspect", inspect},
+                                      {"deny", deny}});
 }
 
 Result<ops::NetworkSpec> fromStored(std::string_view text) {
@@ -41,7 +45,7 @@ Result<ops::NetworkSpec> fromStored(std::string_view text) {
   s.mode = std::string(mode->as_string());
   if (s.mode != "none" && s.mode != "allowlist" && s.mode != "full") return corrupt;
   for (auto [key, out] : {std::pair{"allow", &s.allow}, std::pair{"credentials", &s.credentials},
-                          std::pair{"inspect", &s.inspect}}) {
+                          std::pair{"inspect", &s.inspect}, std::pair{"deny", &s.deny}}) {
     const auto* list = o.if_contains(key);
     if (!list) continue;
     if (!list->is_array()) return corrupt;
@@ -60,6 +64,7 @@ Error bad(const std::string& what) { return Error(Code::kInvalidArgument, what);
 Status checkWildcards(const ops::NetworkSpec& s) {
   for (const auto* list : {&s.allow, &s.inspect}) {
     for (const std::string& text : *list) {
+      if (gateway::policy::looksLikeAddress(text)) continue;  // IP/CIDR rules have no suffix
       auto r = gateway::policy::parseRule(text);
       if (!r.ok()) return bad("'" + text + "': " + r.error().message());
       if (r->wildcard && gateway::policy::isPublicSuffix(r->name))
@@ -100,6 +105,9 @@ Result<json::object> EgressPolicies::policyFor(const std::string& tenant, const 
   json::array inspect;
   for (const auto& i : s.inspect) inspect.emplace_back(i);
   p["inspect"] = std::move(inspect);
+  json::array deny;
+  for (const auto& d : s.deny) deny.emplace_back(d);
+  p["deny"] = std::move(deny);
   // What the gateway will accept, checked before anything depends on it.
   json::object check = p;
   check["generation"] = 1;  // Egress gives the real one

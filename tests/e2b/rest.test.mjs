@@ -209,13 +209,16 @@ describe('e2b 2.51 (v2 routes)', { timeout: 1_800_000 }, () => {
     // Live change: everything allowed again.
     await Sandbox251.updateNetwork(s.sandboxId, { allowInternetAccess: true })
     assert.equal((await Sandbox251.getInfo(s.sandboxId)).allowInternetAccess, true)
+    // IP and CIDR rules are policy (issue 25); names cannot be denied.
+    await Sandbox251.updateNetwork(s.sandboxId, { denyOut: ['203.0.113.0/24'] })
+    assert.equal((await Sandbox251.getInfo(s.sandboxId)).allowInternetAccess, true)
     await assert.rejects(
-      Sandbox251.updateNetwork(s.sandboxId, { denyOut: ['10.0.0.0/8'] }),
-      /no mapping/,
+      Sandbox251.updateNetwork(s.sandboxId, { denyOut: ['example.com'] }),
+      /only IP addresses and CIDR ranges/,
     )
     await assert.rejects(
-      Sandbox251.create({ network: { allowOut: ['8.8.8.8'], denyOut: ['0.0.0.0/0'] } }),
-      /no mapping/,
+      Sandbox251.updateNetwork(s.sandboxId, { allowOut: ['10.0.0.0/8'], denyOut: ['0.0.0.0/0'] }),
+      /stays refused/,
     )
     assert.equal(await s.kill(slow), true)
   })

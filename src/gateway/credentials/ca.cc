@@ -68,6 +68,27 @@ int selectHttp11(SSL*, const unsigned char** out, unsigned char* outlen, const u
   return SSL_TLSEXT_ERR_OK;
 }
 
+// Whether `cert` is constrained to exactly the DNS subtree `domain` (one
+// permitted DNS name) with every IPv4 and IPv6 address excluded.
+bool constrainedTo(X509* cert, const std::string& domain) {
+  int crit = 0;
+  auto* nc =
+      static_cast<NAME_CONSTRAINTS*>(X509_get_ext_d2i(cert, NID_name_constraints, &crit, nullptr));
+  if (!nc) return false;
+  bool ok = crit == 1 && sk_GENERAL_SUBTREE_num(nc->permittedSubtrees) == 1;
+  if (ok) {
+    GENERAL_NAME* g = sk_GENERAL_SUBTREE_value(nc->permittedSubtrees, 0)->base;
+    ok = g->type == GEN_DNS &&
+         std::string_view(reinterpret_cast<const char*>(ASN1_STRING_get0_data(g->d.dNSName)),
+                          static_cast<size_t>(ASN1_STRING_length(g->d.dNSName))) == domain;
+  }
+  int ip_excluded = 0;
+  for (int i = 0; ok && i < sk_GENERAL_SUBTREE_num(nc->excludedSubtrees); ++i)
+    ip_excluded += sk_GENERAL_SUBTREE_value(nc->excludedSubtrees, i)->base->type == GEN_IPADD;
+  NAME_CONSTRAINTS_free(nc);
+  return ok && ip_excluded == 2;
+}
+
 }  // namespace
 
 std::string opensslError(const std::string& why) {
@@ -78,13 +99,25 @@ std::string opensslError(const std::string& why) {
   return why + ": " + buf;
 }
 
-Result<CertificateAuthority> CertificateAuthority::loadOrCreate(const std::string& dir,
-                                                                const std::string& common_name) {
+Result<CertificateAuthority> CertificateAuthority::loadOrCreate(
+    const std::string& dir, const std::string& common_name, const std::string& permitted_domain) {
   CertificateAuthority ca;
   std::string key_path = dir + "/ca.key", cert_path = dir + "/ca.crt";
   auto key_pem = readFile(key_path);
   auto cert_pem = readFile(cert_path);
-  if (key_pem.ok() && cert_pem.ok()) {
+  for (char ch : permitted_domain)
+    if (!((ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '-' || ch == '.'))
+      return Error(Code::kInvalidArgument, "CA name constraint '" + permitted_domain + "'");
+  bool have = key_pem.ok() && cert_pem.ok(), replace = false;
+  if (have && !permitted_domain.empty()) {
+    // A CA made before the constraint (or for another domain) would make
+    // clients trust it for every name: replace it.
+    BioPtr cb(BIO_new_mem_buf(cert_pem->data(), static_cast<int>(cert_pem->size())));
+    X509Ptr old(PEM_read_bio_X509(cb.get(), nullptr, nullptr, nullptr));
+    replace = old && !constrainedTo(old.get(), permitted_domain);
+    have = !replace;
+  }
+  if (have) {
     BioPtr kb(BIO_new_mem_buf(key_pem->data(), static_cast<int>(key_pem->size())));
     BioPtr cb(BIO_new_mem_buf(cert_pem->data(), static_cast<int>(cert_pem->size())));
     ca.key_.reset(PEM_read_bio_PrivateKey(kb.get(), nullptr, nullptr, nullptr));
@@ -94,7 +127,7 @@ Result<CertificateAuthority> CertificateAuthority::loadOrCreate(const std::strin
     if (::stat(key_path.c_str(), &st) == 0 && (st.st_mode & 077) != 0) {
       return Error(Code::kPermissionDenied, key_path + " is readable by others; want mode 0600");
     }
-  } else if (key_pem.ok() != cert_pem.ok()) {
+  } else if (!replace && key_pem.ok() != cert_pem.ok()) {
     return Error(Code::kFailedPrecondition, "CA in " + dir + " has only one of ca.key, ca.crt");
   } else {
     ca.key_ = newKey();
@@ -115,6 +148,11 @@ Result<CertificateAuthority> CertificateAuthority::loadOrCreate(const std::strin
     if (!addExt(c, c, NID_basic_constraints, "critical,CA:TRUE,pathlen:0") ||
         !addExt(c, c, NID_key_usage, "critical,keyCertSign,cRLSign") ||
         !addExt(c, c, NID_subject_key_identifier, "hash") ||
+        (!permitted_domain.empty() &&
+         !addExt(c, c, NID_name_constraints,
+                 ("critical,permitted;DNS:" + permitted_domain +
+                  ",excluded;IP:0.0.0.0/0.0.0.0,excluded;IP:0:0:0:0:0:0:0:0/0:0:0:0:0:0:0:0")
+                     .c_str())) ||
         X509_sign(c, ca.key_.get(), EVP_sha256()) == 0) {
       return Error(Code::kInternal, opensslError("create CA"));
     }

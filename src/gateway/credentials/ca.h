@@ -30,9 +30,14 @@ using X509Ptr = std::unique_ptr<X509, X509Free>;
 class CertificateAuthority {
  public:
   // Loads dir/ca.key and dir/ca.crt, creating both if neither exists (a
-  // new CA gets `common_name`).
+  // new CA gets `common_name`). `permitted_domain` non-empty: the CA is
+  // name-constrained (critical X.509 nameConstraints) to that DNS subtree
+  // and no IP address, so a client told to trust it trusts it for that
+  // domain only (the ingress CA: the sandbox domain); a CA found without
+  // exactly that constraint (older, or another domain) is replaced.
   static Result<CertificateAuthority> loadOrCreate(
-      const std::string& dir, const std::string& common_name = "Vessel egress CA");
+      const std::string& dir, const std::string& common_name = "Vessel egress CA",
+      const std::string& permitted_domain = "");
 
   const std::string& certificatePem() const { return cert_pem_; }
 

@@ -62,6 +62,51 @@ TEST_F(CaTest, LeafVerifiesForItsNameOnly) {
   EXPECT_TRUE(ca->serverContext("api.a.test").ok());
 }
 
+// The ingress CA (issue 25 item 5): clients are told to trust it, so it
+// must vouch for the sandbox domain only. OpenSSL, with this CA as the only
+// trust anchor, refuses a leaf it issued for any other name.
+TEST_F(CaTest, NameConstrainedCaIsTrustedForItsDomainOnly) {
+  // An unconstrained CA from before: replaced, not kept.
+  auto old = CertificateAuthority::loadOrCreate(dir_, "old");
+  ASSERT_TRUE(old.ok()) << old.error().message();
+  auto ca = CertificateAuthority::loadOrCreate(dir_, "ingress", "vessel.localhost");
+  ASSERT_TRUE(ca.ok()) << ca.error().message();
+  EXPECT_NE(ca->certificatePem(), old->certificatePem());
+  auto again = CertificateAuthority::loadOrCreate(dir_, "ingress", "vessel.localhost");
+  ASSERT_TRUE(again.ok()) << again.error().message();
+  EXPECT_EQ(again->certificatePem(), ca->certificatePem()) << "kept once constrained";
+  auto other = CertificateAuthority::loadOrCreate(dir_, "ingress", "other.localhost");
+  ASSERT_TRUE(other.ok()) << other.error().message();
+  EXPECT_NE(other->certificatePem(), ca->certificatePem()) << "another domain: a new CA";
+  EXPECT_FALSE(CertificateAuthority::loadOrCreate(dir_, "ingress", "a.test,DNS:x.test").ok());
+  ca = CertificateAuthority::loadOrCreate(dir_, "ingress", "vessel.localhost");
+  ASSERT_TRUE(ca.ok()) << ca.error().message();
+
+  BIO* b = BIO_new_mem_buf(ca->certificatePem().data(), -1);
+  X509Ptr root(PEM_read_bio_X509(b, nullptr, nullptr, nullptr));
+  BIO_free(b);
+  X509_STORE* store = X509_STORE_new();
+  X509_STORE_add_cert(store, root.get());
+  PkeyPtr key(EVP_PKEY_Q_keygen(nullptr, nullptr, "EC", "P-256"));
+  auto verify = [&](const char* name) {
+    auto leaf = ca->mintLeaf(name, key.get());
+    EXPECT_TRUE(leaf.ok()) << name;
+    if (!leaf.ok()) return -1;
+    X509_STORE_CTX* ctx = X509_STORE_CTX_new();
+    X509_STORE_CTX_init(ctx, store, leaf->get(), nullptr);
+    int ok = X509_verify_cert(ctx);
+    int err = X509_STORE_CTX_get_error(ctx);
+    X509_STORE_CTX_free(ctx);
+    return ok == 1 ? 0 : err;
+  };
+  EXPECT_EQ(verify("vessel.localhost"), 0);
+  EXPECT_EQ(verify("8000-sb-1.vessel.localhost"), 0);
+  for (const char* name :
+       {"api.github.com", "xvessel.localhost", "vessel.localhost.evil.test", "localhost"})
+    EXPECT_EQ(verify(name), X509_V_ERR_PERMITTED_VIOLATION) << name;
+  X509_STORE_free(store);
+}
+
 TEST_F(CaTest, CachedLeafIsRenewedBeforeItExpires) {
   auto ca = CertificateAuthority::loadOrCreate(dir_);
   ASSERT_TRUE(ca.ok()) << ca.error().message();

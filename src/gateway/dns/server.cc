@@ -78,9 +78,14 @@ asio::awaitable<std::optional<std::string>> Gateway::answerDns(std::string packe
     co_return refuse(*name, nx ? "nxdomain" : "resolve-failed",
                      nx ? dns::Rcode::kNxDomain : dns::Rcode::kServFail);
   }
+  // The policy again: it may have changed while resolving. A denied range
+  // is refused for every name that resolves into it, as an inward one is.
+  sb = registry_.byId(sid);
+  if (!sb) co_return refuse(*name, "policy-changed", dns::Rcode::kRefused);
   for (const auto& r : *records) {
-    if (std::string why = classifier_.refusalReason(r.address); !why.empty()) {
-      co_return refuse(*name, "inward-answer:" + why, dns::Rcode::kRefused);
+    if (std::string why = policy::refuseAnswer(sb->policy, classifier_, r.address, std::nullopt);
+        !why.empty()) {
+      co_return refuse(*name, why, dns::Rcode::kRefused);
     }
   }
   std::vector<dns::Record> answers = *records;

@@ -114,4 +114,16 @@ std::string AddressClassifier::refusalReason(const ip::address& a) const {
   return "";
 }
 
+std::string AddressClassifier::builtinRangeReason(const Cidr& c) const {
+  // A single address: judged as a destination (embedded IPv4 included).
+  if (c.prefix == (c.address.is_v4() ? 32 : 128)) {
+    std::string why = refusalReason(c.address);
+    return why.rfind("denied-range", 0) == 0 || why == "host-address" ? "" : why;
+  }
+  for (const Range& r : builtin_) {
+    if (r.cidr.prefix <= c.prefix && r.cidr.contains(c.address)) return r.reason;
+  }
+  return "";
+}
+
 }  // namespace vessel::gateway::policy

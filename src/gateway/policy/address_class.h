@@ -36,6 +36,11 @@ class AddressClassifier {
 
   // Empty if `a` may be dialled; otherwise the reason ("loopback", ...).
   std::string refusalReason(const boost::asio::ip::address& a) const;
+  // Non-empty if every address of `c` is in one built-in refused range (an
+  // allow rule for it could never open anything: "10.0.0.0/8",
+  // "169.254.169.254"); the edge refuses such a rule instead of accepting
+  // a promise the gateway will not keep.
+  std::string builtinRangeReason(const Cidr& c) const;
 
  private:
   struct Range {

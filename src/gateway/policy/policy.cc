@@ -96,6 +96,26 @@ bool Policy::inspects(std::string_view name, uint16_t port) const {
   return false;
 }
 
+bool Policy::allowsAddress(const boost::asio::ip::address& a, uint16_t port) const {
+  if (mode == Mode::kNone) return false;
+  if (mode == Mode::kFull) return !deniesAddress(a, port);
+  for (const AddressRule& r : addresses) {
+    if (r.matches(a, port)) return true;
+  }
+  return false;
+}
+
+bool Policy::deniesAddress(const boost::asio::ip::address& a, std::optional<uint16_t> port) const {
+  bool denied = false;
+  for (const Cidr& c : deny) denied = denied || c.contains(a);
+  if (!denied) return false;
+  // E2B: allowed entries take precedence over denied ones.
+  for (const AddressRule& r : addresses) {
+    if (r.cidr.contains(a) && (!port || r.matchesPort(*port))) return false;
+  }
+  return true;
+}
+
 namespace {
 
 Result<std::string> str(const json::object& o, std::string_view key) {
@@ -141,8 +161,18 @@ Result<Policy> Policy::fromJson(const json::value& v) {
     return Error(Code::kInvalidArgument, "policy: unknown mode " + mode);
   VESSEL_ASSIGN_OR_RETURN(auto allow, strList(o, "allow"));
   for (const std::string& a : allow) {
+    if (looksLikeAddress(a)) {
+      VESSEL_ASSIGN_OR_RETURN(AddressRule r, parseAddressRule(a));
+      p.addresses.push_back(std::move(r));
+      continue;
+    }
     VESSEL_ASSIGN_OR_RETURN(Rule r, parseRule(a));
     p.rules.push_back(std::move(r));
+  }
+  VESSEL_ASSIGN_OR_RETURN(auto deny, strList(o, "deny"));
+  for (const std::string& d : deny) {
+    VESSEL_ASSIGN_OR_RETURN(Cidr c, parseDenyRange(d));
+    p.deny.push_back(std::move(c));
   }
   if (auto* creds = o.if_contains("credentials")) {
     if (!creds->is_array()) return Error(Code::kInvalidArgument, "policy: credentials");

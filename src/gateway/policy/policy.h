@@ -2,13 +2,16 @@
 // A sandbox's egress policy as the gateway enforces it. Policies arrive over
 // the control socket with a generation number; the gateway keeps the newest
 // and re-checks open connections against it.
+#include <boost/asio/ip/address.hpp>
 #include <boost/json/value.hpp>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "base/result.h"
+#include "gateway/policy/address_rule.h"
 
 namespace vessel::gateway::policy {
 
@@ -45,6 +48,12 @@ struct Policy {
   // Host is checked (defeats fronting to CDN co-tenants; the guest must
   // trust the deployment CA).
   std::vector<Rule> inspect;
+  // IP and CIDR entries of `allow`: destinations a flow may reach without a
+  // name (allowlist mode), and exceptions to `deny` (any mode).
+  std::vector<AddressRule> addresses;
+  // Ranges refused on every port, whether the guest names the address or a
+  // name resolves into it; an address rule covering the destination wins.
+  std::vector<Cidr> deny;
 
   // May the guest resolve `name` at all (DNS)? Any port of a rule counts.
   bool allowsName(std::string_view name) const;
@@ -52,11 +61,20 @@ struct Policy {
   bool allows(std::string_view name, uint16_t port) const;
   const Credential* credentialFor(std::string_view name) const;
   bool inspects(std::string_view name, uint16_t port) const;
+  // May a flow go to a:port, where the guest sent it, with no name to
+  // decide by? Allowlist: an address rule covers it; full: no deny range
+  // refuses it; none: never. The inward ranges (AddressClassifier) are
+  // refused on top of this, whatever a rule says.
+  bool allowsAddress(const boost::asio::ip::address& a, uint16_t port) const;
+  // Is `a` in a deny range and not covered by an address rule (for `port`;
+  // nullopt, a DNS answer: on any port)?
+  bool deniesAddress(const boost::asio::ip::address& a, std::optional<uint16_t> port) const;
 
   // {"generation":N,"mode":"allowlist","allow":["a.test","*.b.test:8443"],
   //  "credentials":[{"name":"gh","hosts":["api.a.test"],
   //                  "header":"Authorization","value":"Bearer x"}],
-  //  "inspect":["a2.test","*.b.test:8443"]}
+  //  "inspect":["a2.test","*.b.test:8443"],
+  //  "deny":["203.0.113.0/24"]}        (allow may hold address rules too)
   static Result<Policy> fromJson(const boost::json::value& v);
 };
 

@@ -20,7 +20,7 @@ void checkNetworkRoundTrip(const NetworkSettings& s) {
   o.erase("credentials");
   auto again = parseNetworkSettings(o, &creds);
   if (!again.ok() || again->mode != s.mode || again->allow != s.allow ||
-      again->inspect != s.inspect || again->credentials != s.credentials)
+      again->inspect != s.inspect || again->deny != s.deny || again->credentials != s.credentials)
     __builtin_trap();
 }
 

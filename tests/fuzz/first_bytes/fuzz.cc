@@ -29,6 +29,9 @@ policy::Policy make(const char* mode) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static const policy::Policy kPolicies[] = {make("allowlist"), make("full"), make("none")};
+  static const policy::AddressClassifier kClasses;
+  static const boost::asio::ip::address kDestination =
+      boost::asio::ip::make_address("203.0.113.50");
   if (size == 0) return 0;
   size_t segment = data[0] + 1u;
   std::string_view in(reinterpret_cast<const char*>(data) + 1, size - 1);  // SAFETY: fuzzer bytes
@@ -42,7 +45,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (c.bytes.size() > kClassifyCap + segment) __builtin_trap();
   for (const auto& p : kPolicies) {
     for (uint16_t port : {80, 443, 8443}) {
-      Verdict v = decide(c, p, port);
+      Verdict v = decide(c, p, kClasses, kDestination, port);
       if (v.action == Verdict::Action::kDialName) {
         auto n = normalizeName(v.name);
         if (!n.ok() || *n != v.name || !p.allows(v.name, port)) __builtin_trap();

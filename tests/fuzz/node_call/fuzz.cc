@@ -29,7 +29,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (!again.ok() || again->network.has_value() != r->network.has_value() ||
         again->usage.has_value() != r->usage.has_value() ||
         (r->network &&
-         (again->network->allow != r->network->allow || again->network->mode != r->network->mode)))
+         (again->network->allow != r->network->allow || again->network->mode != r->network->mode ||
+          again->network->deny != r->network->deny)))
       __builtin_trap();
   }
   return 0;

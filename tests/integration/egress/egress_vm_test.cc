@@ -204,5 +204,87 @@ TEST_F(EgressVmTest, InwardAddressesAreRefusedInFullMode) {
   EXPECT_EQ(world_->attackerLog(), "") << o;
 }
 
+// IP and CIDR rules beside names (issue 25 item 6; E2B's allowOut/denyOut).
+boost::json::value withAddresses(uint64_t generation, const char* mode,
+                                 std::vector<std::string> allow, std::vector<std::string> deny) {
+  boost::json::array a, d;
+  for (auto& r : allow) a.emplace_back(r);
+  for (auto& r : deny) d.emplace_back(r);
+  return boost::json::object{{"generation", generation}, {"mode", mode}, {"allow", a}, {"deny", d}};
+}
+
+std::string request(const std::string& host, const std::string& path, const std::string& to,
+                    int port = 80) {
+  return "printf 'GET " + path + " HTTP/1.1\\r\\nHost: " + host +
+         "\\r\\nConnection: close\\r\\n\\r\\n' | nc -w 5 " + to + " " + std::to_string(port);
+}
+
+TEST_F(EgressVmTest, AnAllowedAddressNeedsNoName) {
+  ASSERT_TRUE(world_
+                  ->setPolicy(*guest_, withAddresses(++generation_, "allowlist",
+                                                     {"a.test", "198.51.100.10"}, {}))
+                  .ok());
+  // Plain HTTP whose Host is the IP literal itself: no name to decide by.
+  std::string o = out(request("198.51.100.10", "/by-ip", "198.51.100.10"));
+  EXPECT_NE(o.find("hello from 198.51.100.10 (a)"), std::string::npos) << o;
+  // A name no rule allows, sent to the allowed address, goes to that address
+  // (never to the name's own, X's).
+  o = out(request("x.test", "/by-ip-named", "198.51.100.10"));
+  EXPECT_NE(o.find("hello from x.test (a)"), std::string::npos) << o;
+  // Not an allowed address: nothing reaches X, on any port.
+  o += out("echo ip-rule-x | nc -w 3 203.0.113.66 22; " +
+           request("203.0.113.66", "/x-by-ip", "203.0.113.66"));
+  EXPECT_EQ(world_->attackerLog(), "") << o;
+  // An address rule without a port covers every port: raw bytes to A's :22
+  // (a port no name rule opens) arrive, and the logger there sees them.
+  o = out("echo ip-rule-raw | nc -w 3 198.51.100.10 22");
+  EXPECT_NE(world_->attackerLog().find("198.51.100.10:22 ip-rule-raw"), std::string::npos) << o;
+}
+
+TEST_F(EgressVmTest, ADeniedRangeIsRefusedForAddressesAndNames) {
+  // Control: full mode reaches both X and A.
+  ASSERT_TRUE(world_->setPolicy(*guest_, fullMode(++generation_)).ok());
+  std::string o = out("echo control-x | nc -w 3 203.0.113.66 22");
+  EXPECT_NE(world_->attackerLog().find("control-x"), std::string::npos) << o;
+  world_->clearLogs();
+  ASSERT_TRUE(world_
+                  ->setPolicy(*guest_, withAddresses(++generation_, "full", {},
+                                                     {"203.0.113.0/24", "198.51.100.10"}))
+                  .ok());
+  int64_t by_address = world_->counter("tcp_deny_denied-address");
+  int64_t by_answer = world_->counter("tcp_deny_denied-answer");
+  o = out("echo denied-x | nc -w 3 203.0.113.66 22");
+  EXPECT_TRUE(world_->waitForCounter("tcp_deny_denied-address", by_address)) << o;
+  // a.test resolves into the denied 198.51.100.10: refused by name too (sent
+  // to X's address, which is denied as well, so no route reaches anything).
+  o += out(request("a.test", "/denied-name", "203.0.113.66"));
+  EXPECT_TRUE(world_->waitForCounter("tcp_deny_denied-answer", by_answer)) << o;
+  EXPECT_EQ(o.find("hello from"), std::string::npos) << o;
+  EXPECT_EQ(world_->apiLog().find("/denied-name"), std::string::npos) << world_->apiLog();
+  EXPECT_EQ(world_->attackerLogNow(), "") << o;
+  // The guest's resolver refuses the name too, rather than hand out a denied address.
+  int64_t dns_before = world_->counter("dns_deny_denied-answer");
+  std::string dns = out("nslookup a.test 172.16.0.1");
+  EXPECT_TRUE(world_->waitForCounter("dns_deny_denied-answer", dns_before)) << dns;
+  EXPECT_EQ(dns.find("198.51.100.10"), std::string::npos) << dns;
+  // Everything else stays reachable: a2.test is outside the denied ranges.
+  o = out(request("a2.test", "/not-denied", "198.51.100.20"));
+  EXPECT_NE(o.find("hello from a2.test (cdn)"), std::string::npos) << o;
+}
+
+TEST_F(EgressVmTest, AnAllowedAddressTakesPrecedenceOverADeniedRange) {
+  ASSERT_TRUE(world_
+                  ->setPolicy(*guest_, withAddresses(++generation_, "full", {"198.51.100.10:80"},
+                                                     {"198.51.100.0/24"}))
+                  .ok());
+  std::string o = out(request("a.test", "/precedence", "198.51.100.10"));
+  EXPECT_NE(o.find("hello from a.test (a)"), std::string::npos) << o;
+  // The exception is for port 80: the rest of the range stays denied.
+  int64_t before = world_->counter("tcp_deny_denied-answer");
+  o = out(request("a2.test", "/still-denied", "198.51.100.20"));
+  EXPECT_TRUE(world_->waitForCounter("tcp_deny_denied-answer", before)) << o;
+  EXPECT_EQ(o.find("hello from"), std::string::npos) << o;
+}
+
 }  // namespace
 }  // namespace vessel::egress_test
