@@ -174,7 +174,7 @@ Status runAll(Config cfg, const Machines& machines) {
         data_server.close();
       },
       [&]() -> asio::awaitable<void> {
-        co_await api->lifecycle().shutdown(cfg.stop_vms_on_exit);
+        co_await api->lifecycle().shutdown(node->settings().stop_vms_on_exit);
         node->stopGateway();
       });
   return okStatus();

@@ -117,16 +117,16 @@ Status runApi(Config cfg) {
   templates.useCatalogue(&catalogue);
 
   asio::io_context io;
-  EgressPolicies network_reader(*store, nullptr, cfg.default_network);
+  ApiSettings settings = apiSettings(cfg, false);
+  EgressPolicies network_reader(*store, nullptr, settings.default_network);
   cluster::ClusterOptions co;
   co.token = cfg.node_token;
-  co.lost_after = std::chrono::seconds(cfg.node_lost_after_s);
+  co.lost_after = settings.lost_after;
   co.network_of = [&](const std::string& id) { return network_reader.stored(id); };
   cluster::ClusterNode nodes(io, *store, co);
   VESSEL_ASSIGN_OR_RETURN(auto api,
-                          ApiStack::build(io, apiSettings(cfg, false), *store, nodes, templates));
-  ReplicaDuty duty(io, *store, api->lifecycle(), replica,
-                   std::chrono::seconds(cfg.node_lost_after_s));
+                          ApiStack::build(io, std::move(settings), *store, nodes, templates));
+  ReplicaDuty duty(io, *store, api->lifecycle(), replica, api->settings().lost_after);
   nodes.start();
   duty.start(io);
 

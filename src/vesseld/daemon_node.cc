@@ -158,6 +158,93 @@ void installMetrics(api::HttpServer& server, metrics::Registry& metrics, NodeSta
                });
 }
 
+// What the node serves: the node API (with /metrics and the probes), the
+// data plane and E2B envd for the sandboxes it runs. Session and envd
+// access tokens are the cluster's, checked against the shared store.
+class NodeListeners {
+ public:
+  NodeListeners(asio::io_context& io, const Config& cfg, store::Store& store, NodeStack& node,
+                cluster::TemplateNode& served, metrics::Registry& metrics, Heartbeats& beats)
+      : io_(io),
+        cfg_(cfg),
+        store_(store),
+        node_(node),
+        metrics_(metrics),
+        beats_(beats),
+        node_api_(served, cfg.node_token),
+        node_server_(io, cluster::nodeServerLimits()),
+        template_files_(node.templates(), cfg.node_token),
+        sessions_(store, api::SessionOptions{.data_url = cfg.data_url}),
+        live_(node.local(), store),
+        data_(io, sessions_, live_),
+        data_server_(io),
+        // Uploads arrive whole (multipart), hence the body cap, as in --role=all.
+        envd_server_(io, api::ServerLimits{16 * 1024, 64u << 20, std::chrono::seconds(60)}) {}
+
+  Status listen() {
+    Logger log("vesseld-node");
+    auto ready = [this](json::object& o) {
+      o["node"] = cfg_.node_name;
+      o["registered"] = beats_.registered();
+      o["gateway"] = node_.gatewayHealthy();
+      return beats_.registered() && node_.gatewayHealthy();
+    };
+    node_server_.setMetrics(metrics_, "node");
+    // Before the node API's own prefix route, which would take these paths.
+    template_files_.install(node_server_);
+    installMetrics(node_server_, metrics_, node_);
+    node_api_.install(node_server_);
+    installProbes(node_server_, "node", ready);
+    VESSEL_TRY(node_server_.listen(cfg_.node_listen_addr));
+    log.info("node API on http://{}:{}", cfg_.node_listen_addr.host, node_server_.port());
+
+    data_server_.setMetrics(metrics_, "data");
+    data_.install(data_server_);
+    installProbes(data_server_, "node", ready);
+    VESSEL_TRY(data_server_.listen(cfg_.data_listen_addr));
+    log.info("data plane on http://{}:{} (clients are told {})", cfg_.data_listen_addr.host,
+             data_server_.port(), cfg_.data_url);
+
+    // API replicas' envd listeners forward to this one (envd_forward.h).
+    VESSEL_ASSIGN_OR_RETURN(e2b::AccessTokens tokens, e2b::AccessTokens::fromStore(store_));
+    envd_tokens_ = std::make_unique<e2b::AccessTokens>(std::move(tokens));
+    e2b::envd::Sandboxes agents;
+    agents.agent_of = [this](const std::string& id) { return live_.agentOf(id); };
+    agents.live_ids = [this] { return node_.local().load().ids; };
+    envd_ = std::make_unique<e2b::envd::Envd>(io_, std::move(agents), *envd_tokens_);
+    envd_server_.setMetrics(metrics_, "e2b-envd");
+    envd_->install(envd_server_);
+    if (!cfg_.e2b_envd_listen_addr) return okStatus();
+    VESSEL_TRY(envd_server_.listen(*cfg_.e2b_envd_listen_addr));
+    log.info("E2B envd on http://{}:{} (API replicas forward to {})",
+             cfg_.e2b_envd_listen_addr->host, envd_server_.port(), cfg_.e2b_envd_advertise);
+    return okStatus();
+  }
+  void close() {
+    node_server_.close();
+    data_server_.close();
+    envd_server_.close();
+  }
+
+ private:
+  asio::io_context& io_;
+  const Config& cfg_;
+  store::Store& store_;
+  NodeStack& node_;
+  metrics::Registry& metrics_;
+  Heartbeats& beats_;
+  cluster::NodeServer node_api_;
+  api::HttpServer node_server_;
+  cluster::TemplateFileServer template_files_;
+  api::Sessions sessions_;
+  NodeSandboxes live_;
+  api::DataPlane data_;
+  api::HttpServer data_server_;
+  std::unique_ptr<e2b::AccessTokens> envd_tokens_;
+  std::unique_ptr<e2b::envd::Envd> envd_;
+  api::HttpServer envd_server_;
+};
+
 }  // namespace
 
 Status runNode(Config cfg, const Machines& machines) {
@@ -188,63 +275,16 @@ Status runNode(Config cfg, const Machines& machines) {
   Heartbeats beats(io, cfg, *store, *node, supervisor, catalogue, served);
   beats.start(io);
 
-  cluster::NodeServer node_api(served, cfg.node_token);
-  api::HttpServer node_server(io, cluster::nodeServerLimits());
-  node_server.setMetrics(metrics, "node");
-  // Before the node API's own prefix route, which would take these paths.
-  cluster::TemplateFileServer template_files(node->templates(), cfg.node_token);
-  template_files.install(node_server);
-  installMetrics(node_server, metrics, *node);
-  node_api.install(node_server);
-  auto ready = [&](json::object& o) {
-    o["node"] = cfg.node_name;
-    o["registered"] = beats.registered();
-    o["gateway"] = node->gatewayHealthy();
-    return beats.registered() && node->gatewayHealthy();
-  };
-  installProbes(node_server, "node", ready);
-  VESSEL_TRY(node_server.listen(cfg.node_listen_addr));
-  log.info("node API on http://{}:{}", cfg.node_listen_addr.host, node_server.port());
-
-  api::Sessions sessions(*store, api::SessionOptions{.data_url = cfg.data_url});
-  NodeSandboxes live(node->local(), *store);
-  api::DataPlane data(io, sessions, live);
-  api::HttpServer data_server(io);
-  data_server.setMetrics(metrics, "data");
-  data.install(data_server);
-  installProbes(data_server, "node", ready);
-  VESSEL_TRY(data_server.listen(cfg.data_listen_addr));
-  log.info("data plane on http://{}:{} (clients are told {})", cfg.data_listen_addr.host,
-           data_server.port(), cfg.data_url);
-
-  // E2B envd for the sandboxes this node runs: API replicas' envd listeners
-  // forward to it (envd_forward.h), with the cluster's access tokens.
-  VESSEL_ASSIGN_OR_RETURN(e2b::AccessTokens envd_tokens, e2b::AccessTokens::fromStore(*store));
-  e2b::envd::Sandboxes envd_sandboxes;
-  envd_sandboxes.agent_of = [&](const std::string& id) { return live.agentOf(id); };
-  envd_sandboxes.live_ids = [&] { return node->local().load().ids; };
-  e2b::envd::Envd envd(io, std::move(envd_sandboxes), envd_tokens);
-  // Uploads arrive whole (multipart), hence the body cap, as in --role=all.
-  api::HttpServer envd_server(io,
-                              api::ServerLimits{16 * 1024, 64u << 20, std::chrono::seconds(60)});
-  envd_server.setMetrics(metrics, "e2b-envd");
-  envd.install(envd_server);
-  if (cfg.e2b_envd_listen_addr) {
-    VESSEL_TRY(envd_server.listen(*cfg.e2b_envd_listen_addr));
-    log.info("E2B envd on http://{}:{} (API replicas forward to {})",
-             cfg.e2b_envd_listen_addr->host, envd_server.port(), cfg.e2b_envd_advertise);
-  }
-
+  NodeListeners listeners(io, cfg, *store, *node, served, metrics, beats);
+  VESSEL_TRY(listeners.listen());
   runUntilStopped(
       io, std::chrono::seconds(30),
       [&] {
         beats.cancel();
-        node_server.close();
-        data_server.close();
-        envd_server.close();
+        listeners.close();
       },
       [&]() -> asio::awaitable<void> {
-        (void)co_await supervisor.shutdown(cfg.stop_vms_on_exit);
+        (void)co_await supervisor.shutdown(node->settings().stop_vms_on_exit);
         node->stopGateway();
       });
   return okStatus();

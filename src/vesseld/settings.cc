@@ -67,10 +67,8 @@ ApiSettings apiSettings(const Config& cfg, bool node_local) {
   s.envd_listen = cfg.e2b_envd_listen_addr;
   s.data_url = cfg.data_url;
   s.default_network = cfg.default_network;
-  s.allow_public_suffix_wildcards = cfg.allow_public_suffix_wildcards;
   s.e2b_sandbox_domain = cfg.e2b_sandbox_domain;
   s.lost_after = std::chrono::seconds(cfg.node_lost_after_s);
-  s.stop_vms_on_exit = cfg.stop_vms_on_exit;
   return s;
 }
 
@@ -141,7 +139,6 @@ json::object apiJson(const ApiSettings& s) {
       {"e2b_sandbox_domain", s.e2b_sandbox_domain},
       {"data_url", s.data_url},
       {"default_network", s.default_network},
-      {"allow_public_suffix_wildcards", s.allow_public_suffix_wildcards},
       {"node_lost_after_s", s.lost_after.count()},
   };
 }

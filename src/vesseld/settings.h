@@ -62,12 +62,12 @@ struct ApiSettings {
   HostPort listen;
   std::optional<HostPort> e2b_listen, envd_listen;
   std::string data_url;  // what sessions name when the node names none
+  // A replica reads stored network settings with this default (the node
+  // that runs the sandbox applies them).
   std::string default_network;
-  bool allow_public_suffix_wildcards = false;
   std::string e2b_sandbox_domain;
   // API replicas: a node or replica silent for this long is lost.
   std::chrono::seconds lost_after{15};
-  bool stop_vms_on_exit = false;
 };
 // `node_local`: the API runs over this machine's node (--role=all), so
 // the lifecycle itself refuses creates while the state disk is short.
