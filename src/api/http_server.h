@@ -21,7 +21,7 @@
 #include <utility>
 
 #include "api/http_forward.h"
-#include "base/host_port.h"
+#include "base/config.h"
 #include "base/result.h"
 #include "metrics/registry.h"
 

@@ -12,27 +12,6 @@
 #include "base/sha256.h"
 #include "node/machine.h"
 
-namespace vessel {
-
-Result<AccelMode> parseAccelMode(std::string_view s) {
-  if (s == "auto") return AccelMode::kAuto;
-  if (s == "kvm") return AccelMode::kKvm;
-  if (s == "tcg") return AccelMode::kTcg;
-  return Error(Code::kInvalidArgument,
-               "accel must be auto, kvm or tcg, not '" + std::string(s) + "'");
-}
-
-std::string_view accelModeName(AccelMode m) {
-  switch (m) {
-    case AccelMode::kAuto: return "auto";
-    case AccelMode::kKvm: return "kvm";
-    case AccelMode::kTcg: return "tcg";
-  }
-  return "?";
-}
-
-}  // namespace vessel
-
 namespace vessel::node {
 
 namespace fs = std::filesystem;

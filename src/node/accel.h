@@ -5,19 +5,9 @@
 // sandbox platform that hangs on such a host is worse than a slow one. The
 // verdict is cached per host so the probe is paid once.
 #include <string>
-#include <string_view>
 
-#include "base/result.h"
+#include "base/config.h"
 #include "hypervisor/hypervisor.h"
-
-namespace vessel {
-
-// What --accel asks for; chooseAccel() turns it into the accelerator used.
-enum class AccelMode { kAuto, kKvm, kTcg };
-Result<AccelMode> parseAccelMode(std::string_view s);
-std::string_view accelModeName(AccelMode m);
-
-}  // namespace vessel
 
 namespace vessel::node {
 

@@ -8,10 +8,10 @@
 #include <memory>
 #include <string>
 
+#include "base/config.h"
 #include "base/fd.h"
 #include "base/result.h"
 #include "store/store.h"
-#include "vesseld/config.h"
 #include "vesseld/machine.h"
 
 namespace vessel::vesseld {

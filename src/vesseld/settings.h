@@ -12,8 +12,8 @@
 #include <optional>
 #include <string>
 
+#include "base/config.h"
 #include "ops/lifecycle.h"
-#include "vesseld/config.h"
 
 namespace vessel::vesseld {
 

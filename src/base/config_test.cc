@@ -1,4 +1,4 @@
-#include "vesseld/config.h"
+#include "base/config.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -62,7 +62,7 @@ TEST(ConfigTest, RolesNeedPostgresAndTheNodeToken) {
   api.node_name = "host-2";
   EXPECT_FALSE(api.validate().ok());
   ::unsetenv("VESSEL_NODE_TOKEN");
-  // The test-only fake hypervisor's own checks: testing/fake_machine_test.cc.
+  // The test-only fake hypervisor's own checks: vesseld/testing/fake_machine_test.cc.
 }
 
 TEST(ConfigTest, ValidateNamesTheBadField) {

@@ -7,11 +7,20 @@
 #include <optional>
 #include <string>
 
-#include "base/host_port.h"
 #include "base/result.h"
-#include "node/accel.h"
 
 namespace vessel {
+
+enum class AccelMode { kAuto, kKvm, kTcg };
+Result<AccelMode> parseAccelMode(std::string_view s);
+std::string_view accelModeName(AccelMode m);
+
+struct HostPort {
+  std::string host;
+  uint16_t port = 0;
+};
+// "127.0.0.1:8080" -> {127.0.0.1, 8080}; the host must be an IPv4 literal.
+Result<HostPort> parseHostPort(std::string_view s);
 
 // "minimal=2,debian=1" -> {minimal: 2, debian: 1}; "" or "none" -> no pools.
 Result<std::map<std::string, size_t>> parseWarmPool(std::string_view s);
@@ -50,6 +59,8 @@ struct Config {
   std::string node_token;
   // API role: a node silent (no heartbeat) for this long is lost.
   int64_t node_lost_after_s = 15;
+  // --hypervisor=fake (hidden, tests): the agent binary its "VMs" run.
+  std::string fake_agent;
   std::string listen = "127.0.0.1:8080";
   // The data plane (session tokens only: exec, files, watch).
   std::string data_listen = "127.0.0.1:8081";
