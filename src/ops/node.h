@@ -142,13 +142,6 @@ class Node {
   virtual void abort(const std::string& id) = 0;
 
   virtual Holding holding(const std::string& id) const = 0;
-  // A call for `id` (create, pause, resume, fork, destroy, adopt) is in
-  // flight here: what the sandbox becomes is that call's caller's to
-  // settle, so supervision leaves it alone (NodeSupervisor).
-  virtual bool busy(const std::string& id) const {
-    (void)id;
-    return false;
-  }
   // What a running sandbox uses now; kFailedPrecondition when it has no VM.
   // Awaitable: it is measured on the sandbox's node.
   virtual asio::awaitable<Result<Usage>> usage(std::string id) = 0;

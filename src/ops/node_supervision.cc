@@ -47,9 +47,13 @@ NodeStep decideNodeStep(NodeEvent ev, std::optional<SandboxState> placed, Holdin
   return nothing();
 }
 
-NodeSupervisor::NodeSupervisor(store::Store& store, Node& node, std::string node_name,
+NodeSupervisor::NodeSupervisor(store::Store& store, Node& node, Busy busy, std::string node_name,
                                const WallClock& clock)
-    : store_(store), node_(node), name_(std::move(node_name)), log_(store, clock) {
+    : store_(store),
+      node_(node),
+      busy_(std::move(busy)),
+      name_(std::move(node_name)),
+      log_(store, clock) {
   node_.onLost([this, alive = std::weak_ptr<bool>(alive_)](
                    const std::string& tenant, const std::string& id, const std::string& why) {
     if (!alive.expired()) lost(tenant, id, why);
@@ -82,7 +86,7 @@ std::optional<SandboxState> NodeSupervisor::liveState(const std::string& tenant,
 void NodeSupervisor::lost(const std::string& tenant, const std::string& id,
                           const std::string& reason) {
   NodeStep step = decideNodeStep(NodeEvent::kLost, liveState(tenant, id), Holding::kNothing,
-                                 node_.busy(id), name_, reason);
+                                 busy_(id), name_, reason);
   if (step.kind != NodeStep::Kind::kFail) return;
   nodeLog().warn("sandbox {} lost: {}", id, reason);
   if (lost_) lost_->with({}).inc();
@@ -101,7 +105,7 @@ asio::awaitable<int> NodeSupervisor::start() {
   for (const auto& sb : *want) {
     auto h = co_await node_.adopt(sb.tenant_id, sb.id);
     Holding holding = h.ok() ? *h : Holding::kNothing;
-    NodeStep step = decideNodeStep(NodeEvent::kStart, sb.state, holding, node_.busy(sb.id), name_);
+    NodeStep step = decideNodeStep(NodeEvent::kStart, sb.state, holding, busy_(sb.id), name_);
     if (step.kind == NodeStep::Kind::kKeep) kept.insert(sb.id);
     if (step.kind == NodeStep::Kind::kFail)
       log_.setSandbox(sb.tenant_id, "", sb.id, SandboxState::kFailed, step.why);
@@ -125,8 +129,7 @@ asio::awaitable<int> NodeSupervisor::resync(std::vector<std::string> held) {
     auto it = placed.find(id);
     std::optional<SandboxState> st;
     if (it != placed.end()) st = it->second;
-    NodeStep step =
-        decideNodeStep(NodeEvent::kResync, st, node_.holding(id), node_.busy(id), name_);
+    NodeStep step = decideNodeStep(NodeEvent::kResync, st, node_.holding(id), busy_(id), name_);
     if (step.kind != NodeStep::Kind::kDestroy) continue;
     nodeLog().info("reconcile: sandbox {}: {}; destroying it", id, step.why);
     if (auto s = co_await node_.destroy(id); !s.ok())

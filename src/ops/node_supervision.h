@@ -9,6 +9,7 @@
 // (a sandbox.state event with every stored change), as Lifecycle does on
 // one machine (ops/recovery.h).
 #include <boost/asio/awaitable.hpp>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -55,7 +56,10 @@ NodeStep decideNodeStep(NodeEvent ev, std::optional<SandboxState> placed, Holdin
 
 class NodeSupervisor {
  public:
-  NodeSupervisor(store::Store& store, Node& node, std::string node_name,
+  // `busy(id)`: a call for the sandbox (create, pause, resume, fork,
+  // destroy, adopt) is in flight on the node, whose caller settles it.
+  using Busy = std::function<bool(const std::string& id)>;
+  NodeSupervisor(store::Store& store, Node& node, Busy busy, std::string node_name,
                  const WallClock& clock = systemWallClock());
   ~NodeSupervisor();
   NodeSupervisor(const NodeSupervisor&) = delete;
@@ -82,6 +86,7 @@ class NodeSupervisor {
 
   store::Store& store_;
   Node& node_;
+  Busy busy_;
   std::string name_;
   OperationLog log_;
   metrics::Family<metrics::Counter>* lost_ = nullptr;

@@ -89,7 +89,8 @@ class NodeSupervisorTest : public ::testing::Test {
     store_ = std::move(*s);
     ASSERT_TRUE(store_->createTenant("t1", "one").ok());
     node_ = std::make_unique<testing::FakeNode>(io_);
-    sup_ = std::make_unique<NodeSupervisor>(*store_, *node_, "n1", clock_);
+    sup_ = std::make_unique<NodeSupervisor>(
+        *store_, *node_, [this](const std::string& id) { return node_->busy(id); }, "n1", clock_);
     sup_->setMetrics(metrics_);
   }
   void TearDown() override {

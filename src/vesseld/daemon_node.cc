@@ -265,7 +265,9 @@ Status runNode(Config cfg, const Machines& machines) {
   cluster::TemplateFetcher fetcher(io, node->templates(), catalogue, *store, fo);
   cluster::TemplateNode served(node->local(), node->templates(), catalogue, *store, fetcher,
                                cfg.node_name);
-  ops::NodeSupervisor supervisor(*store, node->local(), cfg.node_name);
+  LocalNode& local = node->local();
+  ops::NodeSupervisor supervisor(
+      *store, local, [&local](const std::string& id) { return local.busy(id); }, cfg.node_name);
   metrics::Registry metrics;
   supervisor.setMetrics(metrics);
   node->addMetrics(metrics);

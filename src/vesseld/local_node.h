@@ -49,7 +49,9 @@ class LocalNode final : public ops::Node {
   asio::awaitable<Status> destroy(std::string id) override;
   void abort(const std::string& id) override { runtime_.abort(id); }
   ops::Holding holding(const std::string& id) const override;
-  bool busy(const std::string& id) const override { return busy_.count(id) > 0; }
+  // A call for `id` (create, pause, resume, fork, destroy, adopt) is in
+  // flight here (ops::NodeSupervisor leaves such a sandbox to its caller).
+  bool busy(const std::string& id) const { return busy_.count(id) > 0; }
   asio::awaitable<Result<ops::Usage>> usage(std::string id) override;
   std::shared_ptr<agentclient::AgentClient> agent(const std::string& id) override;
   asio::awaitable<Result<ops::Holding>> adopt(std::string tenant, std::string id) override;

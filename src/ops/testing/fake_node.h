@@ -28,7 +28,7 @@ class FakeNode final : public Node {
   std::map<std::string, Holding> adoptable;  // what adopt() finds after a "restart"
   std::set<std::string> fail_build;          // stored template names whose build fails
   bool builds_full = false;                  // build() refuses: the queue is full
-  std::set<std::string> busy_ids;            // ids with a call "in flight" (busy())
+  std::set<std::string> busy_ids;            // ids with a call "in flight" (NodeSupervisor)
   // What tests read.
   std::vector<std::string> calls;  // "create sb-…", "destroy sb-…", …
   std::map<std::string, Holding> held;
@@ -170,7 +170,7 @@ class FakeNode final : public Node {
     auto it = held.find(id);
     return it == held.end() ? Holding::kNothing : it->second;
   }
-  bool busy(const std::string& id) const override { return busy_ids.count(id) > 0; }
+  bool busy(const std::string& id) const { return busy_ids.count(id) > 0; }
   std::shared_ptr<agentclient::AgentClient> agent(const std::string&) override { return nullptr; }
   asio::awaitable<Result<Holding>> adopt(std::string tenant, std::string id) override {
     calls.push_back("adopt " + id);
