@@ -20,17 +20,17 @@ namespace {
 namespace fs = std::filesystem;
 namespace json = boost::json;
 
-struct Run {
+struct Outcome {
   int status = -1;  // exit status
   std::string out;  // stdout and stderr
 };
 
 // `bin` with `args` (no spaces or quotes in them: the test writes them).
-Run run(const std::string& bin, const std::vector<std::string>& args) {
+Outcome run(const std::string& bin, const std::vector<std::string>& args) {
   std::string cmd = bin;
   for (const auto& a : args) cmd += " '" + a + "'";
   cmd += " 2>&1";
-  Run r;
+  Outcome r;
   FILE* p = ::popen(cmd.c_str(), "r");
   if (!p) return r;
   char buf[4096];
@@ -97,7 +97,7 @@ class VesseldRolesTest : public ::testing::Test {
             "--log-level=warn"};
   }
   json::object settings(const std::string& role) {
-    Run r = run(VESSELD_PATH, flags(role));
+    Outcome r = run(VESSELD_PATH, flags(role));
     EXPECT_EQ(r.status, 0) << r.out;
     json::error_code ec;
     json::value v = json::parse(r.out, ec);
@@ -170,7 +170,7 @@ TEST_F(VesseldRolesTest, EveryRoleResolvesTheSameFlagsTheSameWay) {
 TEST_F(VesseldRolesTest, TheFakeHypervisorExistsOnlyInTheTestBinary) {
   auto args = flags("node");
   args.push_back("--hypervisor=fake");
-  Run prod = run(VESSELD_PATH, args);
+  Outcome prod = run(VESSELD_PATH, args);
   EXPECT_EQ(prod.status, 2) << prod.out;
   EXPECT_NE(prod.out.find("hypervisor 'fake' is not supported (supported: qemu)"),
             std::string::npos)
@@ -178,11 +178,11 @@ TEST_F(VesseldRolesTest, TheFakeHypervisorExistsOnlyInTheTestBinary) {
   // The production binary does not even know the fake's flag.
   auto with_agent = flags("all");
   with_agent.push_back("--fake-agent=/etc/hostname");
-  Run flag = run(VESSELD_PATH, with_agent);
+  Outcome flag = run(VESSELD_PATH, with_agent);
   EXPECT_NE(flag.status, 0) << flag.out;
   EXPECT_NE(flag.out.find("--fake-agent"), std::string::npos) << flag.out;
   // The test binary has it, with its own checks (a jailed fake is refused).
-  Run jailed =
+  Outcome jailed =
       run(VESSELD_FAKE_PATH,
           {"--role=node", "--print-config", "--hypervisor=fake", "--fake-agent=/etc/hostname",
            "--kernel=/etc/hostname", "--minimal-image=/etc/hostname",
@@ -192,7 +192,7 @@ TEST_F(VesseldRolesTest, TheFakeHypervisorExistsOnlyInTheTestBinary) {
   EXPECT_NE(jailed.out.find("--no-jail and --no-egress"), std::string::npos) << jailed.out;
   args.push_back("--fake-agent=/etc/hostname");
   args.push_back("--no-egress");
-  Run fake = run(VESSELD_FAKE_PATH, args);
+  Outcome fake = run(VESSELD_FAKE_PATH, args);
   ASSERT_EQ(fake.status, 0) << fake.out;
   EXPECT_NE(fake.out.find("\"hypervisor\":\"fake\""), std::string::npos) << fake.out;
 }
