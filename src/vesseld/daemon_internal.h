@@ -6,35 +6,20 @@
 #include <chrono>
 #include <functional>
 #include <memory>
-#include <optional>
 #include <string>
 
 #include "base/config.h"
 #include "base/fd.h"
 #include "base/result.h"
-#include "hypervisor/qemu/qemu.h"
-#include "node/network/egress.h"
-#include "ops/lifecycle.h"
 #include "store/store.h"
+#include "vesseld/machine.h"
 
 namespace vessel::vesseld {
 
 // One vesseld per state directory (flock, released even on kill -9).
 Result<Fd> lockStateDir(const std::string& dir);
 std::string randomId();
-std::string gatewayBinary(const Config& cfg);
-Result<std::optional<hypervisor::qemu::JailOptions>> jailOptions(const Config& cfg,
-                                                                 const std::string& prefix);
 Result<std::unique_ptr<store::Store>> openStore(const Config& cfg);
-// The egress gateway and its slots as --egress-* configure them, under
-// `slot_prefix` (derived from the state dir, so two vesselds on one host
-// never share a namespace). Only when cfg.egress.
-Result<std::unique_ptr<node::network::Egress>> startEgress(boost::asio::io_context& io,
-                                                           const Config& cfg,
-                                                           const std::string& slot_prefix);
-// Lifetimes and tenant quotas as configured: what every role that runs a
-// Lifecycle sets (the node-local disk checks are the caller's to add).
-ops::Policy lifecyclePolicy(const Config& cfg);
 
 // Runs `io` until SIGINT or SIGTERM, then: `close` (stop taking requests),
 // then `wind_down` (a coroutine: stop or leave the VMs, the gateway), then
@@ -44,8 +29,9 @@ void runUntilStopped(boost::asio::io_context& io, std::chrono::seconds bound,
                      std::function<void()> close,
                      std::function<boost::asio::awaitable<void>()> wind_down);
 
-// The roles of many machines (docs/design.md, "Many machines").
-Status runNode(Config cfg);
+// The roles (docs/design.md, "Many machines").
+Status runAll(Config cfg, const Machines& machines);
+Status runNode(Config cfg, const Machines& machines);
 Status runApi(Config cfg);
 
 }  // namespace vessel::vesseld

@@ -88,6 +88,7 @@ asio::awaitable<Status> LocalNode::takeUp(const std::string& tenant,
 }
 
 asio::awaitable<Status> LocalNode::create(ops::NodeCreate c) {
+  BusyMark busy(*this, c.id);
   node::CreateOptions opts;
   opts.id = c.id;
   opts.env = std::move(c.env);
@@ -103,6 +104,7 @@ asio::awaitable<Status> LocalNode::create(ops::NodeCreate c) {
 }
 
 asio::awaitable<Status> LocalNode::pause(std::string id, bool keep_memory) {
+  BusyMark busy(*this, id);
   auto it = held_.find(id);
   if (it == held_.end() || it->second.sb->state() != node::Sandbox::State::kRunning)
     co_return Error(Code::kUnavailable, "sandbox " + id + " has no VM on this node");
@@ -121,6 +123,7 @@ asio::awaitable<Status> LocalNode::pause(std::string id, bool keep_memory) {
 }
 
 asio::awaitable<Status> LocalNode::resume(std::string tenant, std::string id) {
+  BusyMark busy(*this, id);
   auto r = co_await runtime_.resume(id);
   if (!r.ok()) co_return std::move(r).error();
   if (network_) {
@@ -136,6 +139,9 @@ asio::awaitable<Status> LocalNode::resume(std::string tenant, std::string id) {
 
 asio::awaitable<Result<std::vector<Status>>> LocalNode::fork(std::string tenant, std::string id,
                                                              std::vector<std::string> copies) {
+  BusyMark busy(*this, id);
+  std::vector<std::unique_ptr<BusyMark>> copies_busy;
+  for (const auto& c : copies) copies_busy.push_back(std::make_unique<BusyMark>(*this, c));
   auto it = held_.find(id);
   if (it == held_.end() || it->second.sb->state() != node::Sandbox::State::kRunning)
     co_return Error(Code::kUnavailable, "sandbox " + id + " has no VM on this node");
@@ -194,6 +200,7 @@ Status LocalNode::build(ops::BuildRequest req, ops::BuildCallbacks cb) {
 }
 
 asio::awaitable<Status> LocalNode::destroy(std::string id) {
+  BusyMark busy(*this, id);
   pending_net_.erase(id);
   auto it = held_.find(id);
   if (it == held_.end()) co_return runtime_.discardFiles(id);
@@ -276,6 +283,7 @@ std::shared_ptr<node::Sandbox> LocalNode::sandbox(const std::string& id) const {
 }
 
 asio::awaitable<Result<ops::Holding>> LocalNode::adopt(std::string tenant, std::string id) {
+  BusyMark busy(*this, id);
   auto sb = co_await runtime_.adopt(id);
   if (!sb.ok()) co_return std::move(sb).error();
   if ((*sb)->state() != node::Sandbox::State::kRunning) {

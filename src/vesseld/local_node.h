@@ -49,6 +49,9 @@ class LocalNode final : public ops::Node {
   asio::awaitable<Status> destroy(std::string id) override;
   void abort(const std::string& id) override { runtime_.abort(id); }
   ops::Holding holding(const std::string& id) const override;
+  // A call for `id` (create, pause, resume, fork, destroy, adopt) is in
+  // flight here (ops::NodeSupervisor leaves such a sandbox to its caller).
+  bool busy(const std::string& id) const { return busy_.count(id) > 0; }
   asio::awaitable<Result<ops::Usage>> usage(std::string id) override;
   std::shared_ptr<agentclient::AgentClient> agent(const std::string& id) override;
   asio::awaitable<Result<ops::Holding>> adopt(std::string tenant, std::string id) override;
@@ -84,6 +87,27 @@ class LocalNode final : public ops::Node {
   void watch(const std::string& id);
   asio::awaitable<void> watchLoop(std::string id, uint64_t gen);
 
+  // Marks `id` busy while a call for it runs (a coroutine frame may outlive
+  // this node when the io context goes first: then it touches nothing).
+  class BusyMark {
+   public:
+    BusyMark(LocalNode& n, std::string id) : n_(n), id_(std::move(id)), alive_(n.alive_) {
+      ++n_.busy_[id_];
+    }
+    ~BusyMark() {
+      if (alive_.expired()) return;
+      if (auto it = n_.busy_.find(id_); it != n_.busy_.end() && --it->second == 0)
+        n_.busy_.erase(it);
+    }
+    BusyMark(const BusyMark&) = delete;
+    BusyMark& operator=(const BusyMark&) = delete;
+
+   private:
+    LocalNode& n_;
+    std::string id_;
+    std::weak_ptr<bool> alive_;
+  };
+
   asio::io_context& io_;
   node::Runtime& runtime_;
   EgressPolicies* network_;
@@ -96,6 +120,7 @@ class LocalNode final : public ops::Node {
     std::chrono::steady_clock::time_point at;
   };
   std::map<std::string, CpuSample> cpu_samples_;  // the previous usage() per sandbox
+  std::map<std::string, int> busy_;               // ids with calls in flight, and how many
   uint64_t next_watch_ = 1;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
   // Last: stopped (its thread joined) before anything else goes.

@@ -113,7 +113,8 @@ TEST(BackupRestoreTest, PostgresDumpAndRestore) {
   auto out = Fd::open(dir.path() + "/api.log", O_WRONLY | O_CREAT | O_APPEND, 0644);
   ASSERT_TRUE(out.ok());
   SpawnOptions o;
-  o.argv = {VESSELD_PATH,
+  // The test build of vesseld: --hypervisor=fake is not in the production one.
+  o.argv = {VESSELD_FAKE_PATH,
             "--role=api",
             "--store=" + *url,
             "--hypervisor=fake",

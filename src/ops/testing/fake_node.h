@@ -28,6 +28,7 @@ class FakeNode final : public Node {
   std::map<std::string, Holding> adoptable;  // what adopt() finds after a "restart"
   std::set<std::string> fail_build;          // stored template names whose build fails
   bool builds_full = false;                  // build() refuses: the queue is full
+  std::set<std::string> busy_ids;            // ids with a call "in flight" (NodeSupervisor)
   // What tests read.
   std::vector<std::string> calls;  // "create sb-…", "destroy sb-…", …
   std::map<std::string, Holding> held;
@@ -169,6 +170,7 @@ class FakeNode final : public Node {
     auto it = held.find(id);
     return it == held.end() ? Holding::kNothing : it->second;
   }
+  bool busy(const std::string& id) const { return busy_ids.count(id) > 0; }
   std::shared_ptr<agentclient::AgentClient> agent(const std::string&) override { return nullptr; }
   asio::awaitable<Result<Holding>> adopt(std::string tenant, std::string id) override {
     calls.push_back("adopt " + id);
@@ -178,7 +180,13 @@ class FakeNode final : public Node {
     held[id] = it->second;
     co_return it->second;
   }
-  asio::awaitable<int> discardOrphans(std::set<std::string>) override { co_return 0; }
+  // What the last discardOrphans() was told to keep (leftovers are files
+  // on a real node; the fake has none).
+  std::optional<std::set<std::string>> kept;
+  asio::awaitable<int> discardOrphans(std::set<std::string> keep) override {
+    kept = std::move(keep);
+    co_return 0;
+  }
   asio::awaitable<std::vector<std::string>> shutdown(bool stop_vms) override {
     std::vector<std::string> out;
     if (stop_vms)

@@ -1,0 +1,200 @@
+#include "vesseld/api_stack.h"
+
+#include <boost/json.hpp>
+#include <cstdio>
+#include <filesystem>
+
+#include "api/auth.h"
+#include "base/log.h"
+#include "e2b/ports.h"
+
+namespace vessel::vesseld {
+
+namespace asio = boost::asio;
+namespace fs = std::filesystem;
+namespace json = boost::json;
+using api::Request;
+using api::Response;
+using http::HttpServer;
+
+namespace {
+
+// Uploads arrive whole (multipart), hence the body cap of envd's listener.
+http::ServerLimits envdLimits() {
+  return http::ServerLimits{16 * 1024, 64u << 20, std::chrono::seconds(60)};
+}
+
+}  // namespace
+
+Result<std::unique_ptr<ApiStack>> ApiStack::build(asio::io_context& io, ApiSettings s,
+                                                  store::Store& store, ops::Node& node,
+                                                  templates::TemplateStore& templates) {
+  std::unique_ptr<ApiStack> a(new ApiStack(io, std::move(s)));
+  const ApiSettings& cfg = a->s_;
+  std::error_code ec;
+  fs::create_directories(cfg.state_dir, ec);
+  VESSEL_ASSIGN_OR_RETURN(std::string dev_key, api::ensureDevTenant(store, cfg.state_dir));
+  if (!dev_key.empty()) {
+    // Shown once: only its hash is stored. The file keeps it for `make up`.
+    if (cfg.node_local)
+      std::printf(
+          "vesseld: development tenant 'dev' created; API key (also in %s/dev-api-key, and in "
+          "its E2B form in %s/dev-e2b-api-key):\n%s\n",
+          cfg.state_dir.c_str(), cfg.state_dir.c_str(), dev_key.c_str());
+    else
+      std::printf(
+          "vesseld: development tenant 'dev' created; API key (also in %s/dev-api-key):\n%s\n",
+          cfg.state_dir.c_str(), dev_key.c_str());
+    std::fflush(stdout);
+  }
+  a->lifecycle_ = std::make_unique<ops::Lifecycle>(io, store, node, templates);
+  a->lifecycle_->setMetrics(a->metrics_);
+  a->lifecycle_->setPolicy(cfg.policy);
+  a->control_ = std::make_unique<api::ControlPlane>(io, store, *a->lifecycle_, templates);
+  api::SessionOptions so;
+  so.data_url = cfg.data_url;
+  if (!cfg.node_local)
+    // A session names the data plane of its sandbox's node.
+    so.data_url_of = [&store](const std::string& id) -> std::string {
+      auto node = store.sandboxNode(id);
+      if (!node.ok() || node->empty()) return "";
+      auto all = store.listNodes();
+      if (all.ok())
+        for (const auto& n : *all)
+          if (n.name == *node) return n.data_url;
+      return "";
+    };
+  a->sessions_ = std::make_unique<api::Sessions>(store, so);
+  a->control_->setSessions(a->sessions_.get());
+
+  // E2B access tokens: keyed in the state dir on one machine; the
+  // cluster's key is in the store, so a node checks what any replica hands out.
+  if (cfg.node_local) {
+    VESSEL_ASSIGN_OR_RETURN(auto t, e2b::AccessTokens::open(cfg.state_dir));
+    a->tokens_ = std::make_unique<e2b::AccessTokens>(std::move(t));
+  } else {
+    VESSEL_ASSIGN_OR_RETURN(auto t, e2b::AccessTokens::fromStore(store));
+    a->tokens_ = std::make_unique<e2b::AccessTokens>(std::move(t));
+  }
+  auto tenant_for_key = [&store](std::string_view key) { return api::tenantForKey(key, store); };
+  a->e2b_rest_ =
+      std::make_unique<e2b::RestApi>(*a->lifecycle_, tenant_for_key, templates, *a->tokens_);
+
+  // E2B envd (docs/e2b-envd.md): on one machine the lifecycle's agents;
+  // on a replica none, every request forwarded to its sandbox's node.
+  e2b::envd::Sandboxes agents;
+  if (cfg.node_local) {
+    agents.agent_of = [lc = a->lifecycle_.get()](const std::string& id) { return lc->agentOf(id); };
+    agents.live_ids = [&store] {
+      std::vector<std::string> ids;
+      if (auto live = store.listLiveSandboxes(); live.ok())
+        for (const auto& sb : *live)
+          if (sb.state == store::SandboxState::kRunning) ids.push_back(sb.id);
+      return ids;
+    };
+    agents.tenant_of = [&store](const std::string& id) {
+      auto sb = store.findSandbox(id);
+      return sb.ok() && *sb ? (*sb)->tenant_id : std::string();
+    };
+  } else {
+    agents.agent_of = [](const std::string&) { return nullptr; };
+    agents.live_ids = [] { return std::vector<std::string>{}; };
+    a->envd_forward_ = std::make_unique<EnvdForwarder>(store, *a->tokens_, cfg.lost_after);
+  }
+  a->envd_ = std::make_unique<e2b::envd::Envd>(io, std::move(agents), *a->tokens_);
+  if (cfg.node_local) {
+    // A sandbox's watchers and processes go with it (a pause keeps them for
+    // EnvdLimits::keep_detached).
+    a->envd_frees_ = a->lifecycle_->operations().onSandboxState(
+        [envd = a->envd_.get()](const std::string&, const std::string& id, store::SandboxState st) {
+          if (st == store::SandboxState::kDeleting || st == store::SandboxState::kDeleted ||
+              st == store::SandboxState::kFailed)
+            envd->sandboxEnded(id);
+        });
+  }
+  if (cfg.node_local) {
+    // Sandbox ports (E2B's getHost): <port>-<id>.<domain> on the envd
+    // listener, plain or TLS (docs/e2b.md).
+    std::string domain =
+        cfg.e2b_sandbox_domain.empty() ? std::string("vessel.localhost") : cfg.e2b_sandbox_domain;
+    a->ports_ = std::make_unique<ingress::Proxy>(
+        domain, e2b::portRoutes(*a->lifecycle_, *a->tokens_), 49983);
+  }
+  return a;
+}
+
+ApiStack::~ApiStack() = default;
+
+Status ApiStack::serve(Health health, ReadyCheck ready,
+                       std::function<asio::awaitable<void>()> before_scrape) {
+  Logger log("vesseld");
+  const ApiSettings& cfg = s_;
+  server_ = std::make_unique<HttpServer>(io_);
+  server_->setMetrics(metrics_, "control");
+  control_->install(*server_);
+  // Unauthenticated like /healthz: aggregate numbers only (no ids, no
+  // tenant names), on the control listener, which is loopback by default.
+  server_->route(http::verb::get, "/metrics",
+                 [this, before_scrape](const Request& req) -> asio::awaitable<Response> {
+                   Response res{http::status::ok, req.version()};
+                   res.set(http::field::content_type, metrics::kContentType);
+                   res.keep_alive(req.keep_alive());
+                   if (before_scrape) co_await before_scrape();
+                   res.body() = metrics_.render();
+                   res.prepare_payload();
+                   co_return res;
+                 });
+  server_->route(
+      http::verb::get, "/healthz", [health](const Request& req) -> asio::awaitable<Response> {
+        auto [o, ok] = health();
+        co_return http::jsonResponse(req, ok ? http::status::ok : http::status::service_unavailable,
+                                     json::serialize(o));
+      });
+  installProbes(*server_, cfg.node_local ? "all" : "api", std::move(ready));
+  VESSEL_TRY(server_->listen(cfg.listen));
+  log.info("listening on http://{}:{}", cfg.listen.host, server_->port());
+
+  // The E2B-compatible REST API: E2B's SDKs with E2B_API_URL pointing here.
+  e2b_server_ = std::make_unique<HttpServer>(io_);
+  e2b_server_->setMetrics(metrics_, "e2b");
+  e2b_rest_->install(*e2b_server_);
+  if (cfg.e2b_listen) {
+    VESSEL_TRY(e2b_server_->listen(*cfg.e2b_listen));
+    log.info("E2B REST API on http://{}:{} (E2B_API_URL; key in {}/dev-e2b-api-key)",
+             cfg.e2b_listen->host, e2b_server_->port(), cfg.state_dir);
+  }
+
+  envd_server_ = std::make_unique<HttpServer>(io_, envdLimits());
+  envd_server_->setMetrics(metrics_, "e2b-envd");
+  envd_->install(*envd_server_);
+  if (envd_forward_)
+    envd_server_->forwardWhen(
+        [f = envd_forward_.get()](const http::request_header<>& head) { return f->choose(head); });
+  if (!cfg.envd_listen) return okStatus();
+  if (!ports_) {
+    VESSEL_TRY(envd_server_->listen(*cfg.envd_listen));
+    log.info("E2B envd on http://{}:{} (E2B_SANDBOX_URL; forwarded to the sandboxes' nodes)",
+             cfg.envd_listen->host, envd_server_->port());
+    return okStatus();
+  }
+  std::string domain =
+      cfg.e2b_sandbox_domain.empty() ? std::string("vessel.localhost") : cfg.e2b_sandbox_domain;
+  ports_->install(*envd_server_);
+  VESSEL_ASSIGN_OR_RETURN(ports_tls_, ingress::TlsFront::create(io_, cfg.state_dir, domain));
+  ports_tls_->install(*envd_server_);
+  VESSEL_TRY(envd_server_->listen(*cfg.envd_listen));
+  if (cfg.e2b_sandbox_domain.empty()) domain += ":" + std::to_string(envd_server_->port());
+  e2b_rest_->setSandboxDomain(domain);
+  log.info(
+      "E2B envd on http://{}:{} (E2B_SANDBOX_URL); sandbox ports at "
+      "http(s)://<port>-<id>.{} (CA: {})",
+      cfg.envd_listen->host, envd_server_->port(), domain, ports_tls_->caPath());
+  return okStatus();
+}
+
+void ApiStack::close() {
+  for (auto* s : {server_.get(), e2b_server_.get(), envd_server_.get()})
+    if (s) s->close();
+}
+
+}  // namespace vessel::vesseld
