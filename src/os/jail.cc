@@ -402,6 +402,9 @@ Result<ChildProcess> Jail::spawn(SpawnOptions opts) const {
 }
 
 // Runs in the forked child: raw system calls only, on data planned above.
+// One function over 80 lines because its steps must run in this order in
+// one process (cgroup while /sys is in view, namespaces, mounts, pivot,
+// then the ids last while root still may), and each is a few calls.
 int Jail::enter() const noexcept {
   // 1. Join the cgroup while the host's /sys is still in view.
   char pid[16];

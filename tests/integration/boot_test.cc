@@ -20,6 +20,8 @@
 #include "hypervisor/qemu/qemu.h"
 #include "node/accel.h"
 #include "node/machine.h"
+#include "os/cgroup.h"
+#include "os/jail.h"
 
 namespace vessel {
 namespace {
@@ -218,6 +220,43 @@ TEST_F(BootTest, AutoAccelEndsOnAWorkingAcceleratorAndRemembersIt) {
   auto m = boot(s);
   ASSERT_TRUE(m.ok()) << hypervisor::accelName(first->accel) << ": " << m.error().message();
   stop(*m);
+}
+
+// The probe as vesseld runs it: QEMU in its jail, in no host group. It
+// reaches KVM through the jail's own /dev/kvm node, so the verdict names
+// what the host's KVM did (here: it opens, but the guest does not boot),
+// never the jail's "Permission denied", and is remembered as the host's.
+TEST_F(BootTest, JailedAccelProbeReachesKvmAndNamesTheRealReason) {
+  if (::geteuid() != 0) GTEST_SKIP() << "the jail needs root";
+  if (!Fd::open("/dev/kvm", O_RDWR).ok()) GTEST_SKIP() << "no usable /dev/kvm on this host";
+  auto cgroups = os::detectCgroups("/sys/fs/cgroup", "vessel-test");
+  ASSERT_TRUE(cgroups.ok()) << cgroups.error().message();
+  ScratchDir jail_dir;
+  auto uids =
+      os::UidPool::open({1879240000, 1879240099}, jail_dir.path() + "/leases", jail_dir.path());
+  ASSERT_TRUE(uids.ok()) << uids.error().message();
+  hypervisor::qemu::JailOptions jo;
+  jo.jailer = {*uids, *cgroups, jail_dir.path() + "/jail", prefix_};
+  jo.memfile_shim = "/unused-by-the-probe.so";  // it has no memory file
+  jo.backing_roots = {dir_.path()};
+  hypervisor::qemu::QemuHypervisor jailed({"qemu-system-x86_64", jo});
+  ScratchDir cache;
+  node::ProbeInputs in{testing::kernelPath(),
+                       testing::minimalImage(),
+                       "init=/sbin/vessel-agent",
+                       dir_.path() + "/" + id("jprobe"),
+                       cache.path(),
+                       "test-qemu"};
+  in.deadline = 5s;
+  auto c = runBlocking(io_, node::chooseAccel(AccelMode::kAuto, jailed, in));
+  for (const auto& d : os::Cgroup::dirsFor(jo.jailer.cgroups, "x"))
+    ::rmdir(std::filesystem::path(d).parent_path().c_str());
+  ASSERT_TRUE(c.ok()) << c.error().message();
+  EXPECT_THAT(c->reason, ::testing::Not(HasSubstr("Permission denied")));
+  EXPECT_THAT(c->reason, ::testing::Not(HasSubstr("Could not access KVM")));
+  std::error_code ec;
+  EXPECT_FALSE(std::filesystem::is_empty(cache.path() + "/accel", ec))
+      << "a verdict about the host is remembered: " << c->reason;
 }
 
 }  // namespace
