@@ -239,7 +239,7 @@ int profile(Env& e, int n) {
 // The jail's own memory lives in the kernel (a mount namespace, a tmpfs, a
 // cgroup), so the table also shows the cgroup's charge of a jailed VM.
 int jailOverhead(Env& e, int n) {
-  auto uids = os::UidPool::open({280000, 280999}, "/run/vessel/uids", e.root);
+  auto uids = os::UidPool::open({1879220000, 1879220999}, "/run/vessel/uids", e.root);
   auto cgroups = os::detectCgroups();
   if (!uids.ok() || !cgroups.ok()) {
     std::fprintf(stderr, "jail: needs root and cgroups\n");

@@ -114,7 +114,11 @@ struct Config {
   // Confinement (docs/threat-model.md): every QEMU in a jail of its own,
   // under a uid and gid leased from vm_uid_range. Needs root.
   bool jail = true;
-  std::string vm_uid_range = "200000-265535";
+  // 0x70000000-0x7000ffff: above every range useradd grants in /etc/subuid
+  // (SUB_UID_MAX 600100000) and systemd's container ranges (up to
+  // 1879048191), below its foreign range (2147352576) and 2^31; checked
+  // against the host's files at start (os::checkUidRangeFree).
+  std::string vm_uid_range = "1879048192-1879113727";
   // Host-wide: every vesseld on the host leases from here.
   std::string uid_lease_dir = "/run/vessel/uids";
   // Added to each VM's guest RAM for its cgroup's memory limit.

@@ -28,15 +28,29 @@ std::string cpuModel() {
   return "";
 }
 
-// What the verdict depends on: the host kernel, the CPU, QEMU and the guest
-// kernel. Any change re-probes.
+// Which probe made a verdict. 2: QEMU in the jail reaches /dev/kvm through
+// a node of its own; verdicts of probe 1 may say "Permission denied" where
+// the jail alone kept KVM from a VM, and are not trusted.
+constexpr const char* kProbeVersion = "probe 2";
+
+// What the verdict depends on: the host kernel, the CPU, QEMU, the guest
+// kernel and the probe. Any change re-probes.
 Result<std::string> hostKey(const ProbeInputs& in) {
   utsname u{};
   ::uname(&u);
   VESSEL_ASSIGN_OR_RETURN(std::string kernel_hash, sha256File(in.kernel));
   return sha256Hex(std::string(u.release) + "\n" + u.version + "\n" + cpuModel() + "\n" +
-                   in.qemu_version + "\n" + kernel_hash)
+                   in.qemu_version + "\n" + kernel_hash + "\n" + kProbeVersion)
       .substr(0, 16);
+}
+
+// A probe that QEMU could not even open KVM in says how this vesseld is set
+// up (its jail, a device's permissions), not what the host can do: named,
+// but not remembered, so the next start (set up right) probes again.
+bool aboutAccess(const std::string& reason) {
+  return reason.find("Permission denied") != std::string::npos ||
+         reason.find("Operation not permitted") != std::string::npos ||
+         reason.find("Could not access KVM") != std::string::npos;
 }
 
 asio::awaitable<Result<AccelChoice>> probe(hypervisor::Hypervisor& hv, const ProbeInputs& in) {
@@ -103,6 +117,7 @@ asio::awaitable<Result<AccelChoice>> chooseAccel(AccelMode mode, hypervisor::Hyp
   if (!c.ok()) co_return c;
   if (c->accel == Accel::kTcg)
     log.warn("falling back to TCG (slow software emulation): {}", c->reason);
+  if (aboutAccess(c->reason)) co_return c;
   std::error_code ec;
   fs::create_directories(in.cache_dir + "/accel", ec);
   json::object o{{"accel", std::string(hypervisor::accelName(c->accel))}, {"reason", c->reason}};

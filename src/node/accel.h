@@ -3,7 +3,8 @@
 // booted under it within a short deadline: some hosts (nested or
 // paravirtual KVM) expose /dev/kvm yet cannot run a Linux guest, and a
 // sandbox platform that hangs on such a host is worse than a slow one. The
-// verdict is cached per host so the probe is paid once.
+// verdict is cached per host so the probe is paid once; a probe QEMU that
+// could not open KVM at all (a permission, not the host) is not cached.
 #include <string>
 
 #include "base/config.h"

@@ -3,13 +3,16 @@
 #include <fcntl.h>
 #include <linux/magic.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/vfs.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <cstdio>
 #include <filesystem>
 #include <optional>
 #include <thread>
@@ -35,7 +38,70 @@ Status writeKnob(const std::string& dir, const std::string& knob, const std::str
 
 std::vector<std::string> hierarchies(const CgroupConfig& cfg) {
   if (cfg.unified) return {cfg.fs_root};
-  return {cfg.fs_root + "/memory", cfg.fs_root + "/cpu", cfg.fs_root + "/pids"};
+  std::vector<std::string> h = {cfg.fs_root + "/memory", cfg.fs_root + "/cpu",
+                                cfg.fs_root + "/pids"};
+  if (cfg.v1_blkio) h.push_back(cfg.fs_root + "/blkio");
+  return h;
+}
+
+bool exists(const std::string& path) { return ::access(path.c_str(), F_OK) == 0; }
+
+// The first of `knobs` that takes `value` (the I/O weight's knob depends on
+// the host's scheduler); false when none does.
+bool writeFirst(const std::string& dir, std::initializer_list<const char*> knobs,
+                const std::string& value) {
+  for (const char* k : knobs)
+    if (writeKnob(dir, k, value).ok()) return true;
+  return false;
+}
+
+std::string devName(const CgroupLimits::IoMax& m) {
+  return std::to_string(m.major) + ":" + std::to_string(m.minor);
+}
+
+// v2's io controller, when the hierarchy offers it (a stand-in directory
+// without cgroup.controllers is taken to).
+bool ioAvailable(const std::string& root) {
+  auto c = readFile(root + "/cgroup.controllers", 4096);
+  if (!c.ok()) return true;
+  std::string s = " " + *c + " ";
+  for (char& ch : s)
+    if (ch == '\n') ch = ' ';
+  return s.find(" io ") != std::string::npos;
+}
+
+Status setIoV2(const std::string& d, const CgroupLimits& l) {
+  if (l.io_weight)
+    (void)writeFirst(d, {"io.weight", "io.bfq.weight"},
+                     "default " + std::to_string(std::min<uint32_t>(l.io_weight, 10000)));
+  for (const auto& m : l.io_max) {
+    std::string line = devName(m);
+    auto add = [&](const char* k, uint64_t v) {
+      if (v) line += std::string(" ") + k + "=" + std::to_string(v);
+    };
+    add("rbps", m.rbps);
+    add("wbps", m.wbps);
+    add("riops", m.riops);
+    add("wiops", m.wiops);
+    VESSEL_TRY(writeKnob(d, "io.max", line));
+  }
+  return okStatus();
+}
+
+Status setIoV1(const std::string& d, const CgroupLimits& l) {
+  if (l.io_weight)
+    (void)writeFirst(d, {"blkio.bfq.weight", "blkio.weight"},
+                     std::to_string(std::clamp<uint32_t>(l.io_weight, 1, 1000)));
+  for (const auto& m : l.io_max) {
+    const std::pair<const char*, uint64_t> knobs[] = {
+        {"blkio.throttle.read_bps_device", m.rbps},
+        {"blkio.throttle.write_bps_device", m.wbps},
+        {"blkio.throttle.read_iops_device", m.riops},
+        {"blkio.throttle.write_iops_device", m.wiops}};
+    for (const auto& [k, v] : knobs)
+      if (v) VESSEL_TRY(writeKnob(d, k, devName(m) + " " + std::to_string(v)));
+  }
+  return okStatus();
 }
 
 }  // namespace
@@ -45,6 +111,9 @@ Result<CgroupConfig> detectCgroups(std::string fs_root, std::string parent) {
   if (::statfs(fs_root.c_str(), &st) != 0) return Error::fromErrno("statfs " + fs_root);
   CgroupConfig c{fs_root, parent, st.f_type == CGROUP2_SUPER_MAGIC};
   if (!c.unified) {
+    struct statfs bs {};
+    c.v1_blkio =
+        ::statfs((fs_root + "/blkio").c_str(), &bs) == 0 && bs.f_type == CGROUP_SUPER_MAGIC;
     for (const auto& h : hierarchies(c)) {
       struct statfs hs {};
       if (::statfs(h.c_str(), &hs) != 0 || hs.f_type != CGROUP_SUPER_MAGIC)
@@ -82,8 +151,10 @@ Result<Cgroup> Cgroup::create(const CgroupConfig& cfg, const std::string& name,
     if (cfg.unified) {
       // Controllers are handed down one level at a time; already-enabled
       // ones are no error.
-      (void)writeKnob(h, "cgroup.subtree_control", "+memory +cpu +pids");
-      VESSEL_TRY_CTX(writeKnob(parent, "cgroup.subtree_control", "+memory +cpu +pids"), ctx);
+      const std::string controllers =
+          ioAvailable(h) ? "+memory +cpu +pids +io" : "+memory +cpu +pids";
+      (void)writeKnob(h, "cgroup.subtree_control", controllers);
+      VESSEL_TRY_CTX(writeKnob(parent, "cgroup.subtree_control", controllers), ctx);
     }
     std::string dir = parent + "/" + name;
     if (::mkdir(dir.c_str(), 0755) != 0) return Error::fromErrno("mkdir " + dir).withContext(ctx);
@@ -100,15 +171,31 @@ Result<Cgroup> Cgroup::create(const CgroupConfig& cfg, const std::string& name,
       VESSEL_TRY_CTX(writeKnob(d[0], "cpu.max", std::to_string(limits.cpu_quota_us) + " 100000"),
                      ctx);
     if (limits.pids) VESSEL_TRY_CTX(writeKnob(d[0], "pids.max", std::to_string(limits.pids)), ctx);
+    VESSEL_TRY_CTX(setIoV2(d[0], limits), ctx);
   } else {
-    if (limits.memory_bytes)
+    if (limits.memory_bytes) {
       VESSEL_TRY_CTX(writeKnob(d[0], "memory.limit_in_bytes", std::to_string(limits.memory_bytes)),
                      ctx);
+      // With swap accounting on, v1's memory limit leaves swap unlimited:
+      // memory+swap capped at the same bytes means no swap at all, as
+      // memory.swap.max=0 does on v2. The hierarchy's root shows whether
+      // the knob exists (its leaves have it then).
+      if (exists(cfg.fs_root + "/memory/memory.memsw.limit_in_bytes"))
+        VESSEL_TRY_CTX(
+            writeKnob(d[0], "memory.memsw.limit_in_bytes", std::to_string(limits.memory_bytes)),
+            ctx);
+    }
     if (limits.cpu_quota_us) {
       VESSEL_TRY_CTX(writeKnob(d[1], "cpu.cfs_period_us", "100000"), ctx);
       VESSEL_TRY_CTX(writeKnob(d[1], "cpu.cfs_quota_us", std::to_string(limits.cpu_quota_us)), ctx);
     }
     if (limits.pids) VESSEL_TRY_CTX(writeKnob(d[2], "pids.max", std::to_string(limits.pids)), ctx);
+    if (cfg.v1_blkio) {
+      VESSEL_TRY_CTX(setIoV1(d[3], limits), ctx);
+    } else if (!limits.io_max.empty()) {
+      return Error(Code::kFailedPrecondition,
+                   ctx + ": I/O limits asked for, no v1 blkio hierarchy");
+    }
   }
   return cg;
 }
@@ -179,6 +266,26 @@ boost::asio::awaitable<Status> Cgroup::removeAsync() {
   if (!dirs_.empty() && result.ok()) result = Error::fromErrno("rmdir " + dirs_.front(), EBUSY);
   dirs_.clear();
   co_return result;
+}
+
+Result<std::optional<std::pair<uint32_t, uint32_t>>> blockDeviceOf(const std::string& path) {
+  using Dev = std::optional<std::pair<uint32_t, uint32_t>>;
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return Error::fromErrno("stat " + path);
+  if (::major(st.st_dev) == 0) return Dev();  // anonymous: tmpfs, overlayfs, btrfs
+  std::string sys = "/sys/dev/block/" + std::to_string(::major(st.st_dev)) + ":" +
+                    std::to_string(::minor(st.st_dev));
+  std::error_code ec;
+  fs::path real = fs::canonical(sys, ec);
+  if (ec) return Dev();  // not a block device the kernel lists (no throttling there)
+  if (!exists((real / "partition").string())) return Dev({::major(st.st_dev), ::minor(st.st_dev)});
+  // A partition: its disk is the directory above it in sysfs.
+  auto dev = readFile((real.parent_path() / "dev").string(), 64);
+  if (!dev.ok()) return std::move(dev).error().withContext("disk of " + path);
+  uint32_t maj = 0, min = 0;
+  if (std::sscanf(dev->c_str(), "%u:%u", &maj, &min) != 2)
+    return Error(Code::kInternal, "disk of " + path + ": bad dev '" + *dev + "'");
+  return Dev({maj, min});
 }
 
 size_t sweepCgroups(const CgroupConfig& cfg, const std::string& prefix) {

@@ -6,6 +6,7 @@
 // restarts vesseld does not kill the VMs with it.
 #include <boost/asio/awaitable.hpp>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,8 +19,11 @@ struct CgroupConfig {
   // Directory under each hierarchy that holds the VM leaves.
   std::string parent = "vessel";
   // true: one v2 hierarchy at fs_root; false: v1 hierarchies at
-  // fs_root/{memory,cpu,pids}.
+  // fs_root/{memory,cpu,pids} (and blkio, below).
   bool unified = false;
+  // v1 only: fs_root/blkio is used for the I/O limits (detectCgroups sets
+  // it when that hierarchy is there).
+  bool v1_blkio = true;
 };
 
 // Reads which layout fs_root has (statfs: cgroup2 is unified; otherwise the
@@ -32,7 +36,23 @@ struct CgroupLimits {
   // CPU time per 100 ms period in microseconds (100000 = one CPU); 0: none.
   uint64_t cpu_quota_us = 0;
   uint64_t pids = 0;  // 0: no limit
+  // Proportional I/O share against other groups, 1-10000 (v2's scale; v1's
+  // BFQ takes 1-1000, so it is clamped there); 0: the kernel's default.
+  // Best effort: it needs a scheduler or controller (BFQ, iocost) that the
+  // host may not have.
+  uint32_t io_weight = 0;
+  // Caps per block device (bytes and operations per second; 0: none).
+  struct IoMax {
+    uint32_t major = 0, minor = 0;
+    uint64_t rbps = 0, wbps = 0, riops = 0, wiops = 0;
+  };
+  std::vector<IoMax> io_max;
 };
+
+// The whole block device a file's bytes live on (the disk, not its
+// partition: the kernel throttles whole devices), or nothing for a file
+// system without one (tmpfs, overlayfs).
+Result<std::optional<std::pair<uint32_t, uint32_t>>> blockDeviceOf(const std::string& path);
 
 class Cgroup {
  public:

@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -9,8 +10,11 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <charconv>
+#include <cstring>
 #include <filesystem>
+#include <optional>
 
 #include "base/fd.h"
 #include "base/log.h"
@@ -35,10 +39,100 @@ Result<UidRange> parseUidRange(std::string_view s) {
   return r;
 }
 
+// ---- Host ids ----
+
+namespace {
+
+constexpr size_t kMaxIdFileLines = 65536;
+constexpr size_t kMaxIdLineBytes = 4096;
+
+// Field `n` (0-based) of a ':'-separated line; npos-safe.
+std::optional<std::string_view> field(std::string_view line, size_t n) {
+  size_t start = 0;
+  for (size_t i = 0; i < n; ++i) {
+    size_t c = line.find(':', start);
+    if (c == std::string_view::npos) return std::nullopt;
+    start = c + 1;
+  }
+  size_t end = line.find(':', start);
+  return line.substr(start, end == std::string_view::npos ? line.size() - start : end - start);
+}
+
+std::optional<uint32_t> number(std::optional<std::string_view> f) {
+  uint32_t v = 0;
+  if (!f || f->empty()) return std::nullopt;
+  auto r = std::from_chars(f->data(), f->data() + f->size(), v);
+  if (r.ec != std::errc() || r.ptr != f->data() + f->size()) return std::nullopt;
+  return v;
+}
+
+}  // namespace
+
+Result<std::vector<ClaimedIds>> parseIdFile(std::string_view text, bool sub,
+                                            const std::string& name) {
+  std::vector<ClaimedIds> out;
+  size_t start = 0, line_no = 0;
+  while (start < text.size()) {
+    if (++line_no > kMaxIdFileLines)
+      return Error(Code::kInvalidArgument, name + ": more than 65536 lines");
+    size_t end = text.find('\n', start);
+    if (end == std::string_view::npos) end = text.size();
+    std::string_view line = text.substr(start, end - start);
+    start = end + 1;
+    const std::string where = name + ":" + std::to_string(line_no);
+    if (line.size() > kMaxIdLineBytes)
+      return Error(Code::kInvalidArgument, where + ": line longer than 4096 bytes");
+    if (line.empty() || line[0] == '#') continue;
+    // NIS compat entries (+, -) name no id of their own.
+    if (!sub && (line[0] == '+' || line[0] == '-')) continue;
+    auto who = field(line, 0);
+    auto bad = [&] { return Error(Code::kInvalidArgument, where + ": cannot read this line"); };
+    if (sub) {
+      // name:first:count, exactly three fields.
+      auto first = number(field(line, 1)), count = number(field(line, 2));
+      if (!first || !count || *count == 0 || field(line, 3)) return bad();
+      uint64_t last = uint64_t{*first} + *count - 1;
+      if (last > UINT32_MAX) return bad();
+      out.push_back(
+          {{*first, static_cast<uint32_t>(last)}, where + " (" + std::string(*who) + ")"});
+    } else {
+      auto id = number(field(line, 2));
+      if (!id) return bad();
+      out.push_back({{*id, *id}, where + " (" + std::string(*who) + ")"});
+    }
+  }
+  return out;
+}
+
+Status checkUidRangeFree(UidRange range, const HostIdFiles& files) {
+  const std::string ctx =
+      "VM uid range " + std::to_string(range.first) + "-" + std::to_string(range.last);
+  const std::pair<const std::string*, bool> sources[] = {
+      {&files.passwd, false}, {&files.group, false}, {&files.subuid, true}, {&files.subgid, true}};
+  for (const auto& [path, sub] : sources) {
+    if (path->empty()) continue;
+    auto text = readFile(*path, 16 << 20);
+    if (!text.ok()) {
+      if (text.error().sysErrno() == ENOENT) continue;
+      return std::move(text).error().withContext(ctx);
+    }
+    VESSEL_ASSIGN_OR_RETURN(auto claims, parseIdFile(*text, sub, *path));
+    for (const auto& c : claims)
+      if (c.range.first <= range.last && range.first <= c.range.last)
+        return Error(Code::kFailedPrecondition,
+                     ctx + " overlaps ids " + std::to_string(c.range.first) + "-" +
+                         std::to_string(c.range.last) + " of " + c.source +
+                         ": a VM would own that account's files or share those ids; choose "
+                         "another --vm-uid-range");
+  }
+  return okStatus();
+}
+
 // ---- UidPool ----
 
 Result<std::shared_ptr<UidPool>> UidPool::open(UidRange range, std::string lease_dir,
-                                               std::string owner) {
+                                               std::string owner, const HostIdFiles& host) {
+  VESSEL_TRY(checkUidRangeFree(range, host));
   std::error_code ec;
   fs::create_directories(lease_dir, ec);
   if (ec) return Error(Code::kInternal, "create " + lease_dir + ": " + ec.message());
@@ -149,6 +243,33 @@ Status Jail::plan() {
   const std::string ctx = "jail " + spec_.id;
   std::set<std::string> made;
   std::vector<std::string> dir_mounts;
+  // Device nodes first: each one's directory becomes a tmpfs that allows
+  // devices (the root's does not), and files bound below it later (say
+  // /dev/null) land on that tmpfs. Sealed read-only after the last step.
+  std::vector<std::string> dev_dirs;
+  for (const auto& d : spec_.devices) {
+    const std::string parent = fs::path(d.path).parent_path().string();
+    if (d.path.empty() || d.path[0] != '/' || d.path.find("/../") != std::string::npos ||
+        parent.size() <= 1 || made.count(d.path))
+      return Error(Code::kInvalidArgument, ctx + ": device path '" + d.path + "'");
+    struct stat st {};
+    if (::stat(d.path.c_str(), &st) != 0) return Error::fromErrno(ctx + ": " + d.path);
+    if (!S_ISCHR(st.st_mode) && !S_ISBLK(st.st_mode))
+      return Error(Code::kInvalidArgument, ctx + ": " + d.path + " is not a device");
+    if (std::find(dev_dirs.begin(), dev_dirs.end(), parent) == dev_dirs.end()) {
+      for (const auto& a : ancestors(parent))
+        if (made.insert(a).second) steps_.push_back({Step::kMkdir, dir_ + a, "", 0});
+      made.insert(parent);
+      steps_.push_back({Step::kMkdir, dir_ + parent, "", 0});
+      steps_.push_back({Step::kDevTmpfs, dir_ + parent, "", 0});
+      dev_dirs.push_back(parent);
+    }
+    made.insert(d.path);
+    Step mk{Step::kMknod, dir_ + d.path, "", 0};
+    mk.rdev = st.st_rdev;
+    mk.mode = st.st_mode & S_IFMT;
+    steps_.push_back(mk);
+  }
   for (const auto& m : spec_.mounts) {
     if (m.path.empty() || m.path[0] != '/' || m.path.find("/../") != std::string::npos)
       return Error(Code::kInvalidArgument, ctx + ": mount path '" + m.path + "'");
@@ -177,6 +298,7 @@ Status Jail::plan() {
     made.insert(link);
     steps_.push_back({Step::kSymlink, dir_ + link, to, 0});
   }
+  for (const auto& d : dev_dirs) steps_.push_back({Step::kSeal, dir_ + d, "", 0});
   return okStatus();
 }
 
@@ -257,7 +379,32 @@ Jail::~Jail() {
   if (leased_) cfg_.uids->free(uid_);
 }
 
+Result<ChildProcess> Jail::spawn(SpawnOptions opts) const {
+  const std::string ctx = "jail " + spec_.id + ": spawn " + (opts.argv.empty() ? "" : opts.argv[0]);
+  // The child enters the jail, then runs the caller's own step.
+  std::function<int()> after = std::move(opts.pre_exec);
+  opts.pre_exec = [this, after = std::move(after)]() -> int {
+    if (int e = enter(); e != 0) return e;
+    return after ? after() : 0;
+  };
+  // A PID namespace is entered by a process's children, not by itself:
+  // this thread's next child becomes PID 1 of a new one, and the thread's
+  // own children go back to its old one right after the fork. Namespaces
+  // are per thread, so vesseld's other threads never see the new one.
+  VESSEL_ASSIGN_OR_RETURN(Fd own, Fd::open("/proc/thread-self/ns/pid_for_children", O_RDONLY));
+  if (::unshare(CLONE_NEWPID) != 0) return Error::fromErrno(ctx + ": unshare pid namespace");
+  auto child = ChildProcess::spawn(opts);
+  // Failing, every later child of this thread would land in that
+  // namespace (and fail once its init is gone): a broken invariant.
+  VESSEL_CHECK(::setns(own.get(), CLONE_NEWPID) == 0);
+  if (!child.ok()) return std::move(child).error().withContext("jail " + spec_.id);
+  return child;
+}
+
 // Runs in the forked child: raw system calls only, on data planned above.
+// One function over 80 lines because its steps must run in this order in
+// one process (cgroup while /sys is in view, namespaces, mounts, pivot,
+// then the ids last while root still may), and each is a few calls.
 int Jail::enter() const noexcept {
   // 1. Join the cgroup while the host's /sys is still in view.
   char pid[16];
@@ -272,8 +419,14 @@ int Jail::enter() const noexcept {
     ::close(fd);
     if (w != n) return e ? e : EIO;
   }
-  // 2. A mount namespace of its own whose changes never reach the host.
-  if (::unshare(CLONE_NEWNS) != 0) return errno;
+  // 2. A mount namespace of its own whose changes never reach the host;
+  // a network namespace with nothing in it but a loopback that is down
+  // (no route to the host's loopback APIs, other nodes, the metadata
+  // address or the internet: its tap arrives as an fd, and every socket
+  // vesseld shares with it is path-named, which works across network
+  // namespaces); IPC (no SysV objects or POSIX queues of the host) and UTS
+  // (no host name) of its own.
+  if (::unshare(CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS) != 0) return errno;
   if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) return errno;
   if (::mount("vessel-jail", dir_.c_str(), "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
               "size=1m,nr_inodes=4096,mode=0755") != 0)
@@ -297,6 +450,22 @@ int Jail::enter() const noexcept {
         break;
       case Step::kSymlink:
         if (::symlink(s.source.c_str(), s.target.c_str()) != 0) return errno;
+        break;
+      case Step::kDevTmpfs:
+        if (::mount("vessel-dev", s.target.c_str(), "tmpfs", MS_NOSUID | MS_NOEXEC,
+                    "size=64k,nr_inodes=64,mode=0755") != 0)
+          return errno;
+        break;
+      case Step::kMknod:
+        if (::mknod(s.target.c_str(), s.mode | 0600, s.rdev) != 0) return errno;
+        if (::chown(s.target.c_str(), uid_, uid_) != 0) return errno;
+        break;
+      case Step::kSeal:
+        // Nothing more can be made there, even by a process that had the
+        // capability to make device nodes.
+        if (::mount(nullptr, s.target.c_str(), nullptr,
+                    MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NOEXEC, nullptr) != 0)
+          return errno;
         break;
     }
   }

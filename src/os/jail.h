@@ -4,7 +4,10 @@
 // no capabilities, no_new_privs, a private mount namespace whose root is an
 // empty tmpfs holding only bind mounts of the files that VM needs (at the
 // same paths as on the host, so command lines, qcow2 backing names and the
-// sockets vesseld connects to stay valid), and its own cgroup.
+// sockets vesseld connects to stay valid), device nodes of its own (/dev/kvm
+// owned by its uid, so it needs no host group), its own empty network, IPC
+// and UTS namespaces, a PID namespace in which it is PID 1 (Jail::spawn),
+// and its own cgroup.
 //
 // The mounts exist only in the VM's namespace: when the process dies they
 // go with it. What stays on the host (the cgroup, the empty mount-point
@@ -19,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "base/child_process.h"
 #include "base/result.h"
 #include "os/cgroup.h"
 
@@ -28,8 +32,34 @@ struct UidRange {
   uint32_t first = 0;
   uint32_t last = 0;
 };
-// "200000-265535"; both ends above 0 and at most 2^31.
+// "1879048192-1879113727"; both ends above 0 and at most 2^31.
 Result<UidRange> parseUidRange(std::string_view s);
+
+// The host's own users of ids: /etc/passwd and /etc/group (accounts) and
+// /etc/subuid and /etc/subgid (ranges granted to users for their user
+// namespaces). A VM uid (used as its gid too) that is also one of these
+// would own that account's files or share a container's ids.
+struct HostIdFiles {
+  std::string passwd = "/etc/passwd";
+  std::string group = "/etc/group";
+  std::string subuid = "/etc/subuid";
+  std::string subgid = "/etc/subgid";
+};
+// One id range a host file claims, with where it came from for the error.
+struct ClaimedIds {
+  UidRange range;
+  std::string source;  // "/etc/subuid:3 (alice)"
+};
+// Parses the id ranges named by the text of a passwd/group file (`sub`
+// false: field 3 is one id) or a subuid/subgid file (`sub` true:
+// name:first:count). Bounded: at most 65536 lines of at most 4096 bytes;
+// lines it cannot read are errors (a range that cannot be read cannot be
+// shown not to overlap). Empty lines and '#' comments are skipped.
+Result<std::vector<ClaimedIds>> parseIdFile(std::string_view text, bool sub,
+                                            const std::string& name);
+// Refuses `range` when any id in it is claimed by the files (a missing file
+// claims nothing).
+Status checkUidRangeFree(UidRange range, const HostIdFiles& files = {});
 
 // Leases uids (each used as uid and gid) to VMs. Leases are files in a
 // host-wide directory, created with O_EXCL: two vesselds on one host never
@@ -37,8 +67,9 @@ Result<UidRange> parseUidRange(std::string_view s);
 // adopted VM keeps its uid).
 class UidPool {
  public:
+  // Refuses a range that overlaps the host's ids (checkUidRangeFree).
   static Result<std::shared_ptr<UidPool>> open(UidRange range, std::string lease_dir,
-                                               std::string owner);
+                                               std::string owner, const HostIdFiles& host = {});
   Result<uint32_t> allocate(const std::string& vm);
   // Takes the lease of a running VM found after a restart.
   Status claim(uint32_t uid, const std::string& vm);
@@ -69,6 +100,14 @@ struct JailerConfig {
   std::string name_prefix;
 };
 
+// A device node made for the VM alone, at the host device's path: the same
+// type and number, owned by the VM's uid, mode 0600, on a tmpfs of its own
+// (read-only once made) in the VM's mount namespace. The VM reaches the
+// device without a host group that other files may be shared with.
+struct DeviceNode {
+  std::string path;  // e.g. /dev/kvm; not directly in /
+};
+
 struct BindMount {
   std::string path;  // absolute host path, mounted at the same path inside
   bool writable = false;
@@ -84,6 +123,7 @@ struct JailSpec {
   // Host paths lent to the VM's uid for its life (chown; chowned back to
   // root after): its own writable files and its socket directory.
   std::vector<std::string> owned;
+  std::vector<DeviceNode> devices;
   CgroupLimits limits;
 };
 
@@ -104,9 +144,18 @@ class Jail {
   // before the Jail goes.
   Cgroup& cgroup() { return cgroup_; }
 
-  // For SpawnOptions::pre_exec: joins the cgroup, builds the mount
-  // namespace, pivots into it and drops to the VM's uid. Only
-  // async-signal-safe calls; the Jail must outlive the spawn.
+  // Starts `opts` in the jail: as PID 1 of a PID namespace of its own
+  // (it sees no host process, and when it dies the kernel kills whatever
+  // it left in there), with preExec() below run before opts.pre_exec. The
+  // ChildProcess is the jailed process itself: its pid (the host's),
+  // pidfd and exit status are the usual ones.
+  Result<ChildProcess> spawn(SpawnOptions opts) const;
+
+  // For SpawnOptions::pre_exec: joins the cgroup, unshares the mount,
+  // network, IPC and UTS namespaces, builds the mount view, pivots into it
+  // and drops to the VM's uid. Everything but the PID namespace (which
+  // only spawn() above can give). Only async-signal-safe calls; the Jail
+  // must outlive the spawn.
   std::function<int()> preExec() const {
     return [this] { return enter(); };
   }
@@ -120,10 +169,12 @@ class Jail {
   int enter() const noexcept;
 
   struct Step {
-    enum Kind { kMkdir, kTouch, kBind, kSymlink } kind;
+    enum Kind { kMkdir, kTouch, kBind, kSymlink, kDevTmpfs, kMknod, kSeal } kind;
     std::string target;  // inside the new root (jail dir + path)
     std::string source;
     unsigned long remount_flags = 0;
+    dev_t rdev = 0;   // kMknod
+    mode_t mode = 0;  // kMknod: S_IFCHR or S_IFBLK
   };
   JailerConfig cfg_;
   JailSpec spec_;

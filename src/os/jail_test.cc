@@ -20,6 +20,7 @@
 #include <optional>
 
 #include "base/child_process.h"
+#include "base/config.h"
 #include "base/fd.h"
 
 namespace vessel::os {
@@ -59,10 +60,76 @@ TEST(UidRange, Parses) {
     EXPECT_FALSE(parseUidRange(bad).ok()) << bad;
 }
 
+TEST(HostIds, ParsesAccountsAndGrantsAndRefusesBadLines) {
+  auto pw =
+      parseIdFile("root:x:0:0:root:/root:/bin/bash\n# comment\n\n+nis\nalice:x:1000:1000::/:/\n",
+                  false, "/etc/passwd");
+  ASSERT_TRUE(pw.ok()) << pw.error().message();
+  ASSERT_EQ(pw->size(), 2u);
+  EXPECT_EQ((*pw)[1].range.first, 1000u);
+  EXPECT_EQ((*pw)[1].range.last, 1000u);
+  EXPECT_EQ((*pw)[1].source, "/etc/passwd:5 (alice)");
+  auto sub = parseIdFile("alice:100000:65536\nbob:165536:65536", true, "/etc/subuid");
+  ASSERT_TRUE(sub.ok()) << sub.error().message();
+  ASSERT_EQ(sub->size(), 2u);
+  EXPECT_EQ((*sub)[1].range.first, 165536u);
+  EXPECT_EQ((*sub)[1].range.last, 231071u);
+  // A line that cannot be read is an error, not skipped: its range might
+  // be the one that overlaps.
+  for (const char* bad : {"alice:x", "alice:x:12a:0", "alice:x::0", "alice:x:99999999999:0"})
+    EXPECT_FALSE(parseIdFile(bad, false, "p").ok()) << bad;
+  for (const char* bad : {"alice:100000", "alice:100000:0", "alice:1:2:3", "alice:-1:5",
+                          "alice:4294967295:2", "alice:100000:65536x", "alice::5"})
+    EXPECT_FALSE(parseIdFile(bad, true, "s").ok()) << bad;
+  EXPECT_FALSE(parseIdFile("a:1:" + std::string(5000, '1'), true, "s").ok()) << "overlong line";
+  std::string many;
+  for (int i = 0; i < 70000; ++i) many += "u:x:5:5::/:/\n";
+  EXPECT_FALSE(parseIdFile(many, false, "p").ok()) << "more lines than the bound";
+}
+
+TEST(HostIds, RangeOverlappingAnAccountOrAGrantIsRefused) {
+  Scratch dir;
+  HostIdFiles f{dir.path + "/passwd", dir.path + "/group", dir.path + "/subuid",
+                dir.path + "/subgid"};
+  std::ofstream(f.passwd) << "root:x:0:0::/:/\nsvc:x:1879100000:100::/:/\n";
+  std::ofstream(f.group) << "root:x:0:\n";
+  // The grants useradd makes: 65536 ids per user from 100000 up to
+  // SUB_UID_MAX (600100000).
+  {
+    std::ofstream sub(f.subuid), subg(f.subgid);
+    for (uint64_t first = 100000, i = 0; first + 65535 <= 600100000; first += 65536, ++i) {
+      sub << "user" << i << ":" << first << ":65536\n";
+      subg << "user" << i << ":" << first << ":65536\n";
+    }
+  }
+  // The old default overlapped the second user's grant.
+  auto old_default = checkUidRangeFree({200000, 265535}, f);
+  ASSERT_FALSE(old_default.ok());
+  EXPECT_THAT(old_default.error().message(), HasSubstr(f.subuid + ":2 (user1)"));
+  // The new one overlaps none of them; an account inside a range does.
+  auto def = parseUidRange(Config{}.vm_uid_range);
+  ASSERT_TRUE(def.ok());
+  f.passwd = dir.path + "/none";
+  EXPECT_TRUE(checkUidRangeFree(*def, f).ok()) << checkUidRangeFree(*def, f).error().message();
+  f.passwd = dir.path + "/passwd";
+  auto account = checkUidRangeFree(*def, f);
+  ASSERT_FALSE(account.ok());
+  EXPECT_THAT(account.error().message(), HasSubstr("(svc)"));
+  // Only the subgid file overlapping is enough (the uid is the gid too).
+  f.passwd = dir.path + "/none";
+  std::ofstream(f.subgid, std::ios::app) << "late:1879048192:1\n";
+  EXPECT_FALSE(checkUidRangeFree(*def, f).ok());
+  // A pool is not opened on such a range.
+  EXPECT_FALSE(UidPool::open(*def, dir.path + "/leases", "/state", f).ok());
+  // A file that cannot be read refuses the range too.
+  std::ofstream(f.subgid) << "garbage\n";
+  EXPECT_FALSE(checkUidRangeFree({1879300000, 1879300010}, f).ok());
+}
+
 TEST(UidPool, LeasesAreHostWide) {
   Scratch dir;
-  auto a = UidPool::open({300000, 300002}, dir.path + "/leases", "/state/a");
-  auto b = UidPool::open({300000, 300002}, dir.path + "/leases", "/state/b");
+  auto a = UidPool::open({1879200000, 1879200002}, dir.path + "/leases", "/state/a");
+  auto b = UidPool::open({1879200000, 1879200002}, dir.path + "/leases", "/state/b");
   ASSERT_TRUE(a.ok() && b.ok());
   auto u1 = (*a)->allocate("vm1");
   auto u2 = (*b)->allocate("vm2");
@@ -78,11 +145,11 @@ TEST(UidPool, LeasesAreHostWide) {
   EXPECT_EQ(*u4, *u1);
   // A restarted vesseld (a new pool, same owner) claims its VM's lease;
   // sweep drops only leases no process runs as.
-  auto a2 = UidPool::open({300000, 300002}, dir.path + "/leases", "/state/a");
+  auto a2 = UidPool::open({1879200000, 1879200002}, dir.path + "/leases", "/state/a");
   ASSERT_TRUE(a2.ok());
   EXPECT_TRUE((*a2)->claim(*u3, "vm3").ok());
   EXPECT_EQ((*a2)->sweep(), 0u) << "a claimed lease stays";
-  auto a3 = UidPool::open({300000, 300002}, dir.path + "/leases", "/state/a");
+  auto a3 = UidPool::open({1879200000, 1879200002}, dir.path + "/leases", "/state/a");
   EXPECT_EQ((*a3)->sweep(), 1u) << "vm3's uid runs no process: its lease goes";
   EXPECT_FALSE(fs::exists(dir.path + "/leases/" + std::to_string(*u3)));
   EXPECT_TRUE(fs::exists(dir.path + "/leases/" + std::to_string(*u2))) << "b's lease is b's";
@@ -98,8 +165,50 @@ TEST(Cgroup, UnifiedLayoutWritesV2Knobs) {
   EXPECT_EQ(*readFile(dir + "/memory.max"), std::to_string(512ull << 20));
   EXPECT_EQ(*readFile(dir + "/cpu.max"), "200000 100000");
   EXPECT_EQ(*readFile(dir + "/pids.max"), "130");
-  EXPECT_EQ(*readFile(root.path + "/vessel/cgroup.subtree_control"), "+memory +cpu +pids");
+  EXPECT_EQ(*readFile(root.path + "/vessel/cgroup.subtree_control"), "+memory +cpu +pids +io");
   EXPECT_THAT(cg->procsFiles(), ::testing::ElementsAre(dir + "/cgroup.procs"));
+}
+
+TEST(Cgroup, UnifiedLayoutWritesIoWeightAndLimits) {
+  Scratch root;
+  CgroupConfig cfg{root.path, "vessel", true};
+  CgroupLimits l{512ull << 20, 200000, 130};
+  l.io_weight = 100;
+  l.io_max = {{254, 0, 1000, 2000, 30, 40}};
+  auto cg = Cgroup::create(cfg, "vm-1", l);
+  ASSERT_TRUE(cg.ok()) << cg.error().message();
+  std::string dir = root.path + "/vessel/vm-1";
+  EXPECT_EQ(*readFile(dir + "/io.weight"), "default 100");
+  EXPECT_EQ(*readFile(dir + "/io.max"), "254:0 rbps=1000 wbps=2000 riops=30 wiops=40");
+  EXPECT_EQ(*readFile(dir + "/memory.swap.max"), "0");
+}
+
+TEST(Cgroup, V1LayoutWritesBlkioAndCapsSwapWhereAccounted) {
+  Scratch root;
+  for (const char* h : {"memory", "cpu", "pids", "blkio"})
+    fs::create_directories(root.path + "/" + h);
+  CgroupConfig cfg{root.path, "vessel", false};
+  CgroupLimits l{512ull << 20, 200000, 130};
+  l.io_weight = 5000;  // v2's scale: BFQ's is 1-1000
+  l.io_max = {{8, 0, 1000, 2000, 30, 40}};
+  auto plain = Cgroup::create(cfg, "vm-1", l);
+  ASSERT_TRUE(plain.ok()) << plain.error().message();
+  std::string mem = root.path + "/memory/vessel/vm-1";
+  EXPECT_FALSE(fs::exists(mem + "/memory.memsw.limit_in_bytes")) << "no swap accounting here";
+  std::string blk = root.path + "/blkio/vessel/vm-1";
+  EXPECT_EQ(*readFile(blk + "/blkio.bfq.weight"), "1000");
+  EXPECT_EQ(*readFile(blk + "/blkio.throttle.read_bps_device"), "8:0 1000");
+  EXPECT_EQ(*readFile(blk + "/blkio.throttle.write_bps_device"), "8:0 2000");
+  EXPECT_EQ(*readFile(blk + "/blkio.throttle.read_iops_device"), "8:0 30");
+  EXPECT_EQ(*readFile(blk + "/blkio.throttle.write_iops_device"), "8:0 40");
+  EXPECT_EQ(plain->dirs().size(), 4u);
+  // With swap accounting (the root has memsw knobs), memory+swap is
+  // capped at the memory limit: no swap.
+  std::ofstream(root.path + "/memory/memory.memsw.limit_in_bytes") << "9223372036854771712";
+  auto accounted = Cgroup::create(cfg, "vm-2", l);
+  ASSERT_TRUE(accounted.ok()) << accounted.error().message();
+  EXPECT_EQ(*readFile(root.path + "/memory/vessel/vm-2/memory.memsw.limit_in_bytes"),
+            std::to_string(512ull << 20));
 }
 
 class JailTest : public ::testing::Test {
@@ -108,7 +217,7 @@ class JailTest : public ::testing::Test {
     if (::geteuid() != 0) GTEST_SKIP() << "needs root";
     auto c = detectCgroups("/sys/fs/cgroup", "vessel-test");
     if (!c.ok()) GTEST_SKIP() << c.error().message();
-    auto uids = UidPool::open({310000, 310099}, dir_.path + "/leases", dir_.path);
+    auto uids = UidPool::open({1879210000, 1879210099}, dir_.path + "/leases", dir_.path);
     ASSERT_TRUE(uids.ok());
     cfg_ = {*uids, *c, dir_.path + "/jail", "jt" + std::to_string(::getpid()) + "-"};
   }
@@ -122,11 +231,30 @@ class JailTest : public ::testing::Test {
 };
 
 TEST_F(JailTest, RealCgroupGetsLimitsAndGoes) {
-  auto cg = Cgroup::create(cfg_.cgroups, cfg_.name_prefix + "cg", {256ull << 20, 100000, 64});
+  CgroupLimits l{256ull << 20, 100000, 64};
+  // I/O caps on the disk this test's files are on (none on tmpfs).
+  auto disk = blockDeviceOf(dir_.path);
+  ASSERT_TRUE(disk.ok()) << disk.error().message();
+  if (*disk) l.io_max = {{(*disk)->first, (*disk)->second, 1 << 20, 2 << 20, 100, 200}};
+  l.io_weight = 100;
+  auto cg = Cgroup::create(cfg_.cgroups, cfg_.name_prefix + "cg", l);
   ASSERT_TRUE(cg.ok()) << cg.error().message();
   auto dirs = cg->dirs();
   const std::string& d = dirs[cfg_.cgroups.unified ? 0 : 2];
   EXPECT_EQ(*readFile(d + "/pids.max"), "64\n");
+  if (*disk) {
+    const std::string dev = std::to_string((*disk)->first) + ":" + std::to_string((*disk)->second);
+    if (cfg_.cgroups.unified) {
+      EXPECT_THAT(*readFile(dirs[0] + "/io.max"), HasSubstr(dev + " rbps=1048576 wbps=2097152"));
+    } else if (cfg_.cgroups.v1_blkio) {
+      EXPECT_EQ(*readFile(dirs[3] + "/blkio.throttle.write_bps_device"), dev + " 2097152\n");
+      EXPECT_EQ(*readFile(dirs[3] + "/blkio.throttle.read_iops_device"), dev + " 100\n");
+    }
+  }
+  if (!cfg_.cgroups.unified && fs::exists("/sys/fs/cgroup/memory/memory.memsw.limit_in_bytes")) {
+    EXPECT_EQ(*readFile(dirs[0] + "/memory.memsw.limit_in_bytes"),
+              std::to_string(256ull << 20) + "\n");
+  }
   ASSERT_TRUE(cg->remove().ok());
   for (const auto& x : dirs) EXPECT_FALSE(fs::exists(x)) << x;
 }

@@ -20,6 +20,8 @@
 #include "hypervisor/qemu/qemu.h"
 #include "node/accel.h"
 #include "node/machine.h"
+#include "os/cgroup.h"
+#include "os/jail.h"
 
 namespace vessel {
 namespace {
@@ -218,6 +220,89 @@ TEST_F(BootTest, AutoAccelEndsOnAWorkingAcceleratorAndRemembersIt) {
   auto m = boot(s);
   ASSERT_TRUE(m.ok()) << hypervisor::accelName(first->accel) << ": " << m.error().message();
   stop(*m);
+}
+
+// QEMU's stderr is QEMU's to fill (a taken-over one may write without end):
+// a "QEMU" that writes 3 MiB to stderr before it runs the real one leaves
+// at most the 1 MiB cap and a marker line on the host, and boots.
+TEST_F(BootTest, QemuStderrIsCappedOnTheHost) {
+  ScratchDir bin;
+  std::string flooding = bin.path() + "/flooding-qemu";
+  {
+    std::ofstream f(flooding);
+    f << "#!/bin/sh\nhead -c 3145728 /dev/zero | tr '\\000' x >&2\n"
+         "exec qemu-system-x86_64 \"$@\"\n";
+  }
+  ASSERT_EQ(::chmod(flooding.c_str(), 0755), 0);
+  hypervisor::qemu::QemuHypervisor hv({flooding, std::nullopt});
+  MachineSpec s = minimalSpec(id("flood"), dir_);
+  std::string stderr_path = s.run_dir + "/qemu.stderr";
+  auto m = runBlocking(io_, node::bootMachine(hv, std::move(s), node::Clock::now() + 60s));
+  ASSERT_TRUE(m.ok()) << m.error().message();
+  struct stat st {};
+  ASSERT_EQ(::stat(stderr_path.c_str(), &st), 0);
+  EXPECT_LE(st.st_size, (1 << 20) + 64) << "QEMU's stderr grew past its cap on the host";
+  EXPECT_GE(st.st_size, 1 << 20) << "the first MiB is kept";
+  auto text = readFile(stderr_path, 2 << 20);
+  ASSERT_TRUE(text.ok());
+  EXPECT_THAT(*text, HasSubstr("[vessel: console log truncated here]"));
+  stop(*m);
+}
+
+// A taken-over QEMU that streams its "state" far past its guest's RAM
+// (hostile_qemu.cc): vesseld stops at RAM plus the margin, cancels the
+// migration and keeps no file.
+TEST_F(BootTest, StateStreamIsCappedAtGuestRamPlusAMargin) {
+  hypervisor::qemu::QemuHypervisor hv({HOSTILE_QEMU_PATH, std::nullopt});
+  MachineSpec s = minimalSpec(id("stream"), dir_);
+  s.memory_mib = 16;
+  const std::string state = dir_.path() + "/stream.state";
+  auto vm = runBlocking(io_, hv.start(std::move(s), node::Clock::now() + 30s));
+  ASSERT_TRUE(vm.ok()) << vm.error().message();
+  auto saved = runBlocking(io_, (*vm)->saveState(state, false));
+  ASSERT_FALSE(saved.ok()) << "a state stream of 256 MiB from a 16 MiB guest was kept";
+  EXPECT_EQ(saved.error().code(), Code::kResourceExhausted) << saved.error().message();
+  EXPECT_THAT(saved.error().message(), HasSubstr("state stream passed"));
+  EXPECT_FALSE(std::filesystem::exists(state));
+  EXPECT_FALSE(std::filesystem::exists(state + ".tmp"));
+  EXPECT_TRUE(runBlocking(io_, (*vm)->stop()).ok());
+}
+
+// The probe as vesseld runs it: QEMU in its jail, in no host group. It
+// reaches KVM through the jail's own /dev/kvm node, so the verdict names
+// what the host's KVM did (here: it opens, but the guest does not boot),
+// never the jail's "Permission denied", and is remembered as the host's.
+TEST_F(BootTest, JailedAccelProbeReachesKvmAndNamesTheRealReason) {
+  if (::geteuid() != 0) GTEST_SKIP() << "the jail needs root";
+  if (!Fd::open("/dev/kvm", O_RDWR).ok()) GTEST_SKIP() << "no usable /dev/kvm on this host";
+  auto cgroups = os::detectCgroups("/sys/fs/cgroup", "vessel-test");
+  ASSERT_TRUE(cgroups.ok()) << cgroups.error().message();
+  ScratchDir jail_dir;
+  auto uids =
+      os::UidPool::open({1879240000, 1879240099}, jail_dir.path() + "/leases", jail_dir.path());
+  ASSERT_TRUE(uids.ok()) << uids.error().message();
+  hypervisor::qemu::JailOptions jo;
+  jo.jailer = {*uids, *cgroups, jail_dir.path() + "/jail", prefix_};
+  jo.memfile_shim = "/unused-by-the-probe.so";  // it has no memory file
+  jo.backing_roots = {dir_.path()};
+  hypervisor::qemu::QemuHypervisor jailed({"qemu-system-x86_64", jo});
+  ScratchDir cache;
+  node::ProbeInputs in{testing::kernelPath(),
+                       testing::minimalImage(),
+                       "init=/sbin/vessel-agent",
+                       dir_.path() + "/" + id("jprobe"),
+                       cache.path(),
+                       "test-qemu"};
+  in.deadline = 5s;
+  auto c = runBlocking(io_, node::chooseAccel(AccelMode::kAuto, jailed, in));
+  for (const auto& d : os::Cgroup::dirsFor(jo.jailer.cgroups, "x"))
+    ::rmdir(std::filesystem::path(d).parent_path().c_str());
+  ASSERT_TRUE(c.ok()) << c.error().message();
+  EXPECT_THAT(c->reason, ::testing::Not(HasSubstr("Permission denied")));
+  EXPECT_THAT(c->reason, ::testing::Not(HasSubstr("Could not access KVM")));
+  std::error_code ec;
+  EXPECT_FALSE(std::filesystem::is_empty(cache.path() + "/accel", ec))
+      << "a verdict about the host is remembered: " << c->reason;
 }
 
 }  // namespace

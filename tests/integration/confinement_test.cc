@@ -6,21 +6,29 @@
 // sandbox's disk, memory file and sockets, the host's own files. Then the
 // QEMU is killed with SIGKILL and its kernel objects must be gone once its
 // sandbox is.
+#include <arpa/inet.h>
 #include <fcntl.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <netinet/in.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/msg.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <map>
+#include <optional>
 
 #include "base/child_process.h"
 #include "base/fd.h"
+#include "base/scope_exit.h"
 #include "vesseld_harness.h"
 
 namespace vessel {
@@ -119,6 +127,122 @@ std::vector<int> probeAs(const Qemu& q, const std::vector<std::string>& paths, i
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
       << "the probe could not take on the QEMU's identity (status " << status << ")";
   return result;
+}
+
+// What a taken-over QEMU reaches beyond its files, tried from its network,
+// IPC, PID and mount namespaces with its uid and cgroups: errno of each
+// attempt (0: it got through).
+struct Reach {
+  int loopback_api = -1;  // vesseld's API on 127.0.0.1
+  int loopback = -1;      // the test's own listener on 127.0.0.1
+  int host_address = -1;  // a listener on the host's own address
+  int outside = -1;       // a UDP connect to 192.0.2.1 (a route lookup; no packet is sent)
+  int host_process = -1;  // kill(vesseld, 0)
+  int sysv = -1;          // msgget of the test's queue
+  int pid = -1;           // its pid in there
+};
+
+int connectTo(int type, const sockaddr_in& to) {
+  int s = ::socket(AF_INET, type | SOCK_CLOEXEC, 0);
+  if (s < 0) return errno;
+  int e = ::connect(s, reinterpret_cast<const sockaddr*>(&to), sizeof to) == 0 ? 0 : errno;
+  ::close(s);
+  return e;
+}
+
+sockaddr_in inet(in_addr_t ip, uint16_t port) {
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = ip;
+  a.sin_port = htons(port);
+  return a;
+}
+
+struct Targets {
+  sockaddr_in api, loopback, outside;
+  std::optional<sockaddr_in> host_address;
+  pid_t vesseld = 0;
+  key_t sysv_key = 0;
+};
+
+Reach reachAs(const Qemu& q, const Targets& t) {
+  Reach r;
+  std::vector<Fd> ns;
+  for (const char* n : {"net", "ipc", "pid", "mnt"}) {
+    auto fd = Fd::open("/proc/" + std::to_string(q.pid) + "/ns/" + n, O_RDONLY);
+    if (!fd.ok()) return r;
+    ns.push_back(std::move(*fd));
+  }
+  std::vector<std::string> procs;
+  for (const auto& d : q.cgroup_dirs) procs.push_back(d + "/cgroup.procs");
+  auto pipe = Pipe::create();
+  if (!pipe.ok()) return r;
+  pid_t child = ::fork();
+  if (child == 0) {
+    // The child of a multithreaded test: system calls only.
+    std::string me = std::to_string(::getpid());
+    for (const auto& p : procs) {
+      int fd = ::open(p.c_str(), O_WRONLY);
+      if (fd < 0 || ::write(fd, me.data(), me.size()) < 0) ::_exit(10);
+      ::close(fd);
+    }
+    const int kinds[] = {CLONE_NEWNET, CLONE_NEWIPC, CLONE_NEWPID, CLONE_NEWNS};
+    for (size_t i = 0; i < 4; ++i)
+      if (::setns(ns[i].get(), kinds[i]) != 0) ::_exit(11);
+    if (::chdir("/") != 0 || ::syscall(SYS_setgroups, 0, nullptr) != 0 ||
+        ::syscall(SYS_setresgid, q.uid, q.uid, q.uid) != 0 ||
+        ::syscall(SYS_setresuid, q.uid, q.uid, q.uid) != 0 ||
+        ::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
+      ::_exit(12);
+    // Only a child enters the PID namespace.
+    pid_t inner = ::fork();
+    if (inner == 0) {
+      Reach in;
+      in.loopback_api = connectTo(SOCK_STREAM, t.api);
+      in.loopback = connectTo(SOCK_STREAM, t.loopback);
+      in.host_address = t.host_address ? connectTo(SOCK_STREAM, *t.host_address) : -1;
+      in.outside = connectTo(SOCK_DGRAM, t.outside);
+      in.host_process = ::kill(t.vesseld, 0) == 0 ? 0 : errno;
+      in.sysv = ::msgget(t.sysv_key, 0) >= 0 ? 0 : errno;
+      in.pid = ::getpid();
+      (void)!::write(pipe->write.get(), &in, sizeof in);
+      ::_exit(0);
+    }
+    int st = 0;
+    ::waitpid(inner, &st, 0);
+    ::_exit(inner > 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : 13);
+  }
+  pipe->write.reset();
+  if (::read(pipe->read.get(), &r, sizeof r) != sizeof r) r = Reach{};
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+      << "the probe could not take on the QEMU's namespaces (status " << status << ")";
+  return r;
+}
+
+// An IPv4 address of this host that is not loopback.
+std::optional<in_addr_t> hostAddress() {
+  ifaddrs* all = nullptr;
+  if (::getifaddrs(&all) != 0) return std::nullopt;
+  std::optional<in_addr_t> out;
+  for (ifaddrs* i = all; i && !out; i = i->ifa_next)
+    if (i->ifa_addr && i->ifa_addr->sa_family == AF_INET && (i->ifa_flags & IFF_UP) &&
+        !(i->ifa_flags & IFF_LOOPBACK))
+      out = reinterpret_cast<sockaddr_in*>(i->ifa_addr)->sin_addr.s_addr;
+  ::freeifaddrs(all);
+  return out;
+}
+
+// A listening socket on ip:0; its address.
+std::optional<sockaddr_in> listenOn(Fd& fd, in_addr_t ip) {
+  fd.reset(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  sockaddr_in a = inet(ip, 0);
+  socklen_t len = sizeof a;
+  if (fd.get() < 0 || ::bind(fd.get(), reinterpret_cast<sockaddr*>(&a), len) != 0 ||
+      ::listen(fd.get(), 4) != 0 || ::getsockname(fd.get(), reinterpret_cast<sockaddr*>(&a), &len))
+    return std::nullopt;
+  return a;
 }
 
 std::string findFile(const std::string& root, const std::string& name) {
@@ -221,6 +345,56 @@ TEST_F(ConfinementTest, HypervisorProcessCannotReachStoreCaKeyOrOtherSandbox) {
   // And the sandbox still works.
   EXPECT_EQ(d_->sh(a, "echo alive"), "alive\n");
   EXPECT_EQ(d_->sh(b, "echo alive"), "alive\n");
+}
+
+// The QEMU taken over tries the network and the host's processes and IPC:
+// its network namespace is empty (the API on the loopback, the host's
+// address and any route out are not there), its PID namespace holds only
+// it, its IPC namespace none of the host's objects. Each target is shown
+// reachable from the host first, so what fails inside fails by the jail.
+TEST_F(ConfinementTest, HypervisorProcessHasNoNetworkNoHostProcessesNoHostIpc) {
+  std::string a = d_->createSandbox();
+  ASSERT_FALSE(a.empty()) << d_->log();
+  auto qs = qemus();
+  ASSERT_EQ(qs.size(), 1u);
+  Qemu q = qs.begin()->second;
+  Fd lo_fd, host_fd;
+  Targets t;
+  t.api = inet(htonl(INADDR_LOOPBACK), d_->port());
+  auto lo = listenOn(lo_fd, htonl(INADDR_LOOPBACK));
+  ASSERT_TRUE(lo.has_value());
+  t.loopback = *lo;
+  if (auto ip = hostAddress()) t.host_address = listenOn(host_fd, *ip);
+  t.outside = inet(0, 53);
+  ::inet_pton(AF_INET, "192.0.2.1", &t.outside.sin_addr);
+  t.vesseld = d_->pid();
+  t.sysv_key = static_cast<key_t>(0x7e560000 | (::getpid() & 0xffff));
+  int queue = ::msgget(t.sysv_key, IPC_CREAT | IPC_EXCL | 0666);
+  ASSERT_GE(queue, 0) << strerror(errno);
+  ScopeExit drop_queue([&] { ::msgctl(queue, IPC_RMID, nullptr); });
+  ASSERT_EQ(connectTo(SOCK_STREAM, t.api), 0);
+  ASSERT_EQ(connectTo(SOCK_STREAM, t.loopback), 0);
+  if (t.host_address) {
+    ASSERT_EQ(connectTo(SOCK_STREAM, *t.host_address), 0);
+  }
+  ASSERT_EQ(connectTo(SOCK_DGRAM, t.outside), 0) << "this host has a route out";
+
+  Reach r = reachAs(q, t);
+  EXPECT_EQ(r.loopback_api, ENETUNREACH) << "the QEMU reached vesseld's API";
+  EXPECT_EQ(r.loopback, ENETUNREACH) << "the QEMU reached the host's loopback";
+  if (t.host_address) {
+    EXPECT_EQ(r.host_address, ENETUNREACH) << "the host's own address";
+  }
+  EXPECT_EQ(r.outside, ENETUNREACH) << "the QEMU has a route out";
+  EXPECT_EQ(r.host_process, ESRCH) << "the QEMU sees vesseld's process";
+  EXPECT_EQ(r.sysv, ENOENT) << "the QEMU opened the host's SysV queue";
+  EXPECT_GT(r.pid, 1) << "a process joining its PID namespace gets a pid of that namespace";
+  // From the host: QEMU is PID 1 of its namespace, which holds nothing else.
+  auto status = readFile("/proc/" + std::to_string(q.pid) + "/status", 1 << 16);
+  ASSERT_TRUE(status.ok());
+  EXPECT_THAT(*status, HasSubstr("NSpid:\t" + std::to_string(q.pid) + "\t1\n"));
+  // The guest's network still works through its tap (an fd from before).
+  EXPECT_EQ(d_->sh(a, "echo alive"), "alive\n");
 }
 
 TEST_F(ConfinementTest, KilledQemuLeavesNoCgroupJailOrUidLease) {

@@ -1,6 +1,7 @@
 #pragma once
-// ConsoleLog drains a guest console socket into a file capped at a size:
-// the guest may print without end, and a full host disk is not its to cause.
+// ConsoleLog drains a guest console socket (or QEMU's stderr) into a file
+// capped at a size: the guest may print without end, and a full host disk
+// is not its to cause.
 // Past the cap one marker line is written and the rest is read and dropped,
 // so the guest is never blocked on its console either.
 #include <boost/asio/local/stream_protocol.hpp>
@@ -24,11 +25,15 @@ class ConsoleLog : public std::enable_shared_from_this<ConsoleLog> {
   void close();
   // Sends bytes to the guest console (blocking; small debug input only).
   Status send(std::string_view bytes);
+  // Takes what the socket holds now into the file, without waiting: for a
+  // caller about to read the file while the event loop is not running.
+  void drainNow();
   uint64_t written() const { return written_; }
   bool truncated() const { return truncated_; }
 
  private:
   void readMore();
+  void keep(size_t n);
   Socket socket_;
   Fd file_;
   uint64_t max_;

@@ -75,13 +75,9 @@ asio::awaitable<Status> QemuHypervisor::runConfined(std::vector<std::string> arg
   auto j = os::Jail::create(opts_.jail->jailer, std::move(js));
   if (!j.ok()) co_return std::move(j).error().withContext(what);
   std::unique_ptr<os::Jail> jail = std::move(*j);
-  // No network and no System V IPC (the VM's own jail may add them to
-  // Jail itself; unsharing twice is harmless). Raw system calls, as the
-  // jail's own step.
-  so.pre_exec = [enter = jail->preExec()]() -> int {
-    if (::unshare(CLONE_NEWNET | CLONE_NEWIPC) != 0) return errno;
-    return enter();
-  };
+  // The jail's own step: its uid, no capabilities, its mount view and,
+  // as for QEMU, no network, no System V IPC and its own host name.
+  so.pre_exec = jail->preExec();
   Status st = co_await runTool(std::move(so), limit, what);
   // The tool has exited: its cgroup empties; removed without blocking
   // the io thread, then ~Jail gives the lent files back to root.

@@ -5,6 +5,7 @@
 
 #include <cstring>
 #include <filesystem>
+#include <set>
 
 #include "base/fd.h"
 #include "hypervisor/qemu/qcow2_header.h"
@@ -77,7 +78,9 @@ Result<os::JailSpec> jailSpecFor(const MachineSpec& spec, const JailOptions& opt
   os::JailSpec j;
   j.id = spec.id;
   addSystemMounts(j, binary);
-  if (spec.accel == Accel::kKvm) j.mounts.push_back({"/dev/kvm", true, true, false});
+  // Its own node, owned by its uid: the host's is root:kvm 0660 (or
+  // root-only), and the VM is in no host group.
+  if (spec.accel == Accel::kKvm) j.devices.push_back({"/dev/kvm"});
 
   j.mounts.push_back({spec.kernel, false, false, false});
   for (const Disk& d : spec.disks) {
@@ -116,6 +119,18 @@ Result<os::JailSpec> jailSpecFor(const MachineSpec& spec, const JailOptions& opt
   j.limits.cpu_quota_us = (uint64_t{spec.vcpus} + 1) * 100000;
   // vCPU threads, the main loop, RCU, and QEMU's worker pool (up to 64).
   j.limits.pids = 128 + spec.vcpus;
+  j.limits.io_weight = opts.io_weight;
+  // Every device a file of the VM lives on (its disks, their backing
+  // files, its memory file): usually one.
+  std::set<std::pair<uint32_t, uint32_t>> devs;
+  for (const auto& m : j.mounts) {
+    if (m.device || m.exec) continue;  // /dev nodes, the system's /usr
+    // A file that is not there yet fails the jail's own plan, with its name.
+    auto d = os::blockDeviceOf(m.path);
+    if (d.ok() && *d) devs.insert(**d);
+  }
+  for (const auto& [major, minor] : devs)
+    j.limits.io_max.push_back({major, minor, opts.io_bps, opts.io_bps, opts.io_iops, opts.io_iops});
   return j;
 }
 

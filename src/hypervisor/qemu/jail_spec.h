@@ -1,8 +1,9 @@
 #pragma once
 // What a QEMU needs inside its jail (os/jail.h) for one MachineSpec: the
 // system's /usr (QEMU is dynamically linked and reads its firmware there),
-// /dev/null, /dev/urandom (and /dev/kvm under KVM), the kernel, the disks and
-// their qcow2 backing files, the memory file and the socket directory.
+// /dev/null, /dev/urandom (and, under KVM, a /dev/kvm node of its own uid),
+// the kernel, the disks and their qcow2 backing files, the memory file and
+// the socket directory; and its cgroup's limits.
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -25,6 +26,12 @@ struct JailOptions {
   // else is refused. Which file is the spec's to say (exactly its template's
   // image), never the overlay header's: see checkDiskHeaders.
   std::vector<std::string> backing_roots;
+  // I/O of each VM on the devices holding its files: a weight equal to
+  // an ordinary process's (a VM cannot starve vesseld or its neighbours of
+  // disk time) and caps that one VM's disk cannot exceed.
+  uint32_t io_weight = 100;
+  uint64_t io_bps = 256ull << 20;  // each way
+  uint64_t io_iops = 8000;         // each way
 };
 
 // The fd a jailed QEMU finds a template's memory file on (read-only).

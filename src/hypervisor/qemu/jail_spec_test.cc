@@ -79,6 +79,25 @@ TEST_F(JailSpecTest, HoldsTheVmsFilesAndNothingElse) {
   EXPECT_THAT(j->owned, ::testing::UnorderedElementsAre(disk, dir_ + "/state/vm/run"));
   EXPECT_EQ(j->limits.memory_bytes, (256ull + o.memory_overhead_mib) << 20);
   EXPECT_EQ(j->limits.cpu_quota_us, 300000u);
+  // Its I/O: a weight, and caps on the device its disk is on (if it has one).
+  EXPECT_EQ(j->limits.io_weight, o.io_weight);
+  auto dev = os::blockDeviceOf(disk);
+  ASSERT_TRUE(dev.ok());
+  if (*dev) {
+    ASSERT_EQ(j->limits.io_max.size(), 1u);
+    EXPECT_EQ(j->limits.io_max[0].major, (*dev)->first);
+    EXPECT_EQ(j->limits.io_max[0].minor, (*dev)->second);
+    EXPECT_EQ(j->limits.io_max[0].wbps, o.io_bps);
+    EXPECT_EQ(j->limits.io_max[0].riops, o.io_iops);
+  }
+  EXPECT_TRUE(j->devices.empty()) << "no /dev/kvm under TCG";
+  auto s = spec(disk);
+  s.accel = Accel::kKvm;
+  auto k = jailSpecFor(s, o, "/usr/bin/qemu-system-x86_64");
+  ASSERT_TRUE(k.ok()) << k.error().message();
+  ASSERT_EQ(k->devices.size(), 1u);
+  EXPECT_EQ(k->devices[0].path, "/dev/kvm") << "a node of its own, not the host's bind-mounted";
+  EXPECT_THAT(k->mounts, Not(Contains(Field(&os::BindMount::path, "/dev/kvm"))));
 }
 
 TEST_F(JailSpecTest, BackingFileOutsideTheImageRootsIsRefused) {

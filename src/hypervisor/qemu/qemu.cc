@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -35,6 +36,9 @@ namespace json = boost::json;
 using namespace std::chrono_literals;
 
 namespace {
+
+// QEMU's stderr, kept like the console log (it is QEMU's to fill).
+constexpr uint64_t kStderrMaxBytes = 1 << 20;
 
 // Writes all of data[0, n) to `fd` (a blocking call: for the disk thread).
 Status writeAllTo(int fd, const char* data, size_t n) {
@@ -91,7 +95,8 @@ class QemuVm : public Vm {
  public:
   QemuVm(MachineSpec spec, ChildProcess child, std::shared_ptr<QmpClient> qmp, Socket agent,
          std::shared_ptr<ConsoleLog> console, std::string stderr_path,
-         std::unique_ptr<os::Jail> jail, std::shared_ptr<asio::thread_pool> disk)
+         std::shared_ptr<ConsoleLog> stderr_log, std::unique_ptr<os::Jail> jail,
+         std::shared_ptr<asio::thread_pool> disk)
       : spec_(std::move(spec)),
         jail_(std::move(jail)),
         child_(std::move(child)),
@@ -99,6 +104,7 @@ class QemuVm : public Vm {
         agent_(std::move(agent)),
         console_(std::move(console)),
         stderr_path_(std::move(stderr_path)),
+        stderr_log_(std::move(stderr_log)),
         disk_(std::move(disk)),
         log_("qemu", spec_.id) {
     // A write the host could not store is the guest's error (werror=report,
@@ -140,6 +146,7 @@ class QemuVm : public Vm {
   Status writeConsole(std::string_view bytes) override { return console_->send(bytes); }
 
   std::string diagnostics() const override {
+    if (stderr_log_) stderr_log_->drainNow();
     std::string d;
     std::string err = tailOf(stderr_path_, 2048);
     if (!err.empty()) d += "qemu stderr: " + err;
@@ -237,6 +244,7 @@ class QemuVm : public Vm {
     boost::system::error_code ec;
     agent_.close(ec);
     console_->close();
+    if (stderr_log_) stderr_log_->close();
     child_.release();
     if (jail_) jail_->release();
   }
@@ -324,10 +332,21 @@ class QemuVm : public Vm {
     // on the disk thread (a guest's RAM: the page cache may hold a writer
     // of that much for seconds).
     std::vector<char> buf(1 << 20);
+    // The stream is the guest's to shape (a taken-over QEMU may send
+    // without end): capped at its RAM plus device state and page headers.
+    const uint64_t cap = stateStreamCap(spec_.memory_mib);
+    uint64_t total = 0;
     for (;;) {
       // Whole MiBs (the last one short, with eof): one hand-off per MiB.
       auto [rec, n] =
           co_await asio::async_read(conn, asio::buffer(buf), asio::as_tuple(asio::use_awaitable));
+      total += n;
+      if (total > cap) {
+        (void)co_await qmp_->execute("migrate_cancel");
+        co_return Error(Code::kResourceExhausted, "the state stream passed " +
+                                                      std::to_string(cap >> 20) +
+                                                      " MiB (guest RAM plus a margin): refused");
+      }
       if (n > 0) {
         // Named, not a temporary argument: g++ 12 destroys a prvalue
         // argument of a coroutine twice.
@@ -362,6 +381,7 @@ class QemuVm : public Vm {
     boost::system::error_code ec;
     agent_.close(ec);
     console_->close();
+    if (stderr_log_) stderr_log_->close();
     if (child_.running()) {
       (void)child_.signal(SIGKILL);
       (void)child_.waitFor(5s);
@@ -380,6 +400,7 @@ class QemuVm : public Vm {
   Socket agent_;
   std::shared_ptr<ConsoleLog> console_;
   std::string stderr_path_;
+  std::shared_ptr<ConsoleLog> stderr_log_;  // none for an adopted QEMU
   std::shared_ptr<asio::thread_pool> disk_;
   Logger log_;
   bool stopped_ = false;
@@ -405,9 +426,18 @@ asio::awaitable<Result<std::unique_ptr<Vm>>> QemuHypervisor::start(MachineSpec s
 
   QemuPaths paths{opts_.binary, spec.run_dir + "/qmp.sock", spec.run_dir + "/console.sock",
                   spec.run_dir + "/agent.sock"};
+  // QEMU's stderr is a socket drained into a capped file (as the console
+  // is): a QEMU given the file itself could fill the host's disk.
   std::string stderr_path = spec.run_dir + "/qemu.stderr";
-  auto err_fd = Fd::open(stderr_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-  if (!err_fd.ok()) co_return std::move(err_fd).error().withContext(ctx);
+  int sv[2];
+  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
+    co_return Error::fromErrno(ctx + ": socketpair for stderr");
+  Fd err_fd(sv[1]);
+  Socket err_sock(co_await asio::this_coro::executor);
+  err_sock.assign(asio::local::stream_protocol(), sv[0]);
+  ::shutdown(sv[1], SHUT_RD);
+  auto err_log = ConsoleLog::start(std::move(err_sock), stderr_path, kStderrMaxBytes);
+  if (!err_log.ok()) co_return std::move(err_log).error().withContext(ctx);
 
   SpawnOptions so;
   std::unique_ptr<os::Jail> jail;
@@ -426,7 +456,6 @@ asio::awaitable<Result<std::unique_ptr<Vm>>> QemuHypervisor::start(MachineSpec s
     auto j = os::Jail::create(opts_.jail->jailer, std::move(*js));
     if (!j.ok()) co_return std::move(j).error().withContext(ctx);
     jail = std::move(*j);
-    so.pre_exec = jail->preExec();
     so.env = jailedEnv(spec, *opts_.jail);
     if (!spec.memory_file.empty() && !spec.memory_shared) {
       auto m = Fd::open(spec.memory_file, O_RDONLY);
@@ -436,15 +465,18 @@ asio::awaitable<Result<std::unique_ptr<Vm>>> QemuHypervisor::start(MachineSpec s
     }
   }
   so.argv = buildArgv(spec, paths);
-  so.fds.push_back({err_fd->get(), 2});
+  so.fds.push_back({err_fd.get(), 2});
   if (spec.tap_fd) so.fds.push_back({*spec.tap_fd, kTapChildFd});
   if (spec.incoming_state_fd) so.fds.push_back({*spec.incoming_state_fd, kStateChildFd});
-  auto child = ChildProcess::spawn(so);
+  // In the jail: as PID 1 of a PID namespace of its own.
+  auto child = jail ? jail->spawn(std::move(so)) : ChildProcess::spawn(so);
   if (!child.ok()) co_return std::move(child).error().withContext(ctx);
+  err_fd.reset();
 
   auto fail = [&](Error e) -> Error {
     // Give QEMU a moment to finish writing why it exited.
     auto exit = child->waitFor(200ms);
+    (*err_log)->drainNow();
     std::string why = tailOf(stderr_path, 2048);
     // How it ended says more than the closed socket that showed it.
     std::string how = exit.ok() ? "; QEMU " + exit->describe() + sigbusHint(*exit, spec) : "";
@@ -473,7 +505,7 @@ asio::awaitable<Result<std::unique_ptr<Vm>>> QemuHypervisor::start(MachineSpec s
   remove_dir.dismiss();
   std::unique_ptr<Vm> vm = std::make_unique<QemuVm>(
       std::move(spec), std::move(*child), std::move(*qmp), std::move(*asock), std::move(*console),
-      std::move(stderr_path), std::move(jail), disk_);
+      std::move(stderr_path), std::move(*err_log), std::move(jail), disk_);
   co_return vm;
 }
 
@@ -522,70 +554,13 @@ asio::awaitable<Result<std::unique_ptr<Vm>>> QemuHypervisor::adopt(MachineSpec s
   }
   spec.incoming = false;
   spec.incoming_state_fd.reset();
+  // Its stderr went to the earlier vesseld's socket: what it wrote until
+  // then stays in the file, anything later is lost (QEMU ignores SIGPIPE).
   std::string stderr_path = spec.run_dir + "/qemu.stderr";
   std::unique_ptr<Vm> vm = std::make_unique<QemuVm>(
       std::move(spec), std::move(*child), std::move(*qmp), std::move(*asock), std::move(*console),
-      std::move(stderr_path), std::move(jail), disk_);
+      std::move(stderr_path), nullptr, std::move(jail), disk_);
   co_return vm;
-}
-
-asio::awaitable<Status> QemuHypervisor::stopOrphan(std::string run_dir) {
-  auto ex = co_await asio::this_coro::executor;
-  std::string path = run_dir + "/qmp.sock";
-  for (int attempt = 0; attempt < 50; ++attempt) {
-    Socket s(ex);
-    boost::system::error_code ec;
-    s.connect(asio::local::stream_protocol::endpoint(path), ec);
-    // Nobody listening (or no socket): no QEMU serves this directory.
-    if (ec) co_return okStatus();
-    if (attempt == 0) {
-      auto qmp = co_await QmpClient::handshake(std::move(s), Clock::now() + 5s);
-      if (qmp.ok()) (void)co_await (*qmp)->execute("quit", {}, 2s);
-    }
-    // Until QEMU has gone, its socket still accepts connections.
-    asio::steady_timer t(ex, 100ms);
-    co_await t.async_wait(asio::as_tuple(asio::use_awaitable));
-  }
-  co_return Error(Code::kDeadlineExceeded, "the QEMU serving " + run_dir + " did not quit");
-}
-
-void QemuHypervisor::sweepJails() {
-  if (!opts_.jail) return;
-  const os::JailerConfig& jc = opts_.jail->jailer;
-  Logger log("qemu");
-  size_t uids = jc.uids ? jc.uids->sweep() : 0;
-  size_t groups = os::sweepCgroups(jc.cgroups, jc.name_prefix);
-  size_t dirs = 0;
-  std::error_code ec;
-  for (const auto& e : fs::directory_iterator(jc.jail_root, ec)) {
-    std::string name = e.path().filename().string();
-    if (name.rfind(jc.name_prefix, 0) != 0) continue;
-    // A live VM's cgroup is still there (its QEMU is in it).
-    auto cg = os::Cgroup::dirsFor(jc.cgroups, name);
-    if (!cg.empty() && fs::exists(cg.front(), ec)) continue;
-    if (::rmdir(e.path().c_str()) == 0) ++dirs;
-  }
-  if (uids + groups + dirs > 0)
-    log.info("removed what dead VMs left: {} uid leases, {} cgroups, {} jail dirs", uids, groups,
-             dirs);
-}
-
-Result<std::string> qemuVersion(const std::string& binary) {
-  VESSEL_ASSIGN_OR_RETURN(Pipe p, Pipe::create());
-  SpawnOptions so;
-  so.argv = {binary, "--version"};
-  so.fds = {{p.write.get(), 1}};
-  VESSEL_ASSIGN_OR_RETURN(ChildProcess c, ChildProcess::spawn(so));
-  p.write.reset();
-  std::string out;
-  char buf[512];
-  ssize_t n;
-  while ((n = ::read(p.read.get(), buf, sizeof buf)) > 0 && out.size() < 4096)
-    out.append(buf, static_cast<size_t>(n));
-  auto st = c.waitFor(5s);
-  if (!st.ok() || !st->success()) return Error(Code::kUnavailable, binary + " --version failed");
-  auto nl = out.find('\n');
-  return out.substr(0, nl);
 }
 
 }  // namespace vessel::hypervisor::qemu

@@ -58,6 +58,12 @@ class QemuHypervisor : public Hypervisor {
   std::shared_ptr<boost::asio::thread_pool> disk_;
 };
 
+// The most a VM's saved state may be (bytes): its RAM, an eighth more for
+// page headers and device state, and 64 MiB. A longer stream is refused.
+inline uint64_t stateStreamCap(uint64_t memory_mib) {
+  return (memory_mib + memory_mib / 8 + 64) << 20;
+}
+
 // QEMU's version line ("QEMU emulator version 7.2.22 ..."), for manifests,
 // health output and the acceleration probe's cache key.
 Result<std::string> qemuVersion(const std::string& binary);
