@@ -320,9 +320,8 @@ asio::awaitable<Status> Runtime::createCold(CreateAttempt& attempt, const templa
   fs::create_directories(sb.vm_dir_, ec);
   VESSEL_CO_TRY(co_await hv_.createOverlay(sb.vm_dir_ + "/disk.qcow2",
                                            t.path(templates::kRootfsFile), "raw"));
-  hypervisor::MachineSpec s =
-      machineSpec(sb.vm_dir_, sb.vcpus_, sb.memory_mib_, t.manifest.cmdline,
-                  t.path(templates::kRootfsFile));
+  hypervisor::MachineSpec s = machineSpec(sb.vm_dir_, sb.vcpus_, sb.memory_mib_, t.manifest.cmdline,
+                                          t.path(templates::kRootfsFile));
   VESSEL_CO_TRY(co_await attachNetwork(s, t.manifest, sb.slot_));
   auto m = co_await bootMachine(hv_, s, Clock::now() + opts_.ready_timeout);
   if (!m.ok()) co_return std::move(m).error();

@@ -91,7 +91,7 @@ TEST_F(JailSpecTest, HoldsTheVmsFilesAndNothingElse) {
     EXPECT_EQ(j->limits.io_max[0].riops, o.io_iops);
   }
   EXPECT_TRUE(j->devices.empty()) << "no /dev/kvm under TCG";
-  auto s = spec(disk);
+  auto s = spec(disk, dir_ + "/cache/rootfs.ext4");
   s.accel = Accel::kKvm;
   auto k = jailSpecFor(s, o, "/usr/bin/qemu-system-x86_64");
   ASSERT_TRUE(k.ok()) << k.error().message();
