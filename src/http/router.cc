@@ -1,5 +1,6 @@
 #include "http/router.h"
 
+#include <algorithm>
 #include <charconv>
 
 #include "base/result.h"
@@ -61,7 +62,9 @@ Router::Router() {
   types_["segment"] = [](std::string_view) { return okStatus(); };
 }
 
-void Router::paramType(std::string name, ParamCheck check) { types_[name] = std::move(check); }
+void Router::paramType(std::string name, ParamCheck check) {
+  types_[std::move(name)] = std::move(check);
+}
 
 void Router::errorsUnder(std::string prefix, ErrorRenderer render) {
   renderers_.emplace_back(std::move(prefix), std::move(render));
@@ -152,7 +155,7 @@ Result<Params> Router::fit(const std::vector<Segment>& pattern,
 Router::Match Router::match(const request_header<>& head, std::string_view path) const {
   Match m;
   auto segs = split(path);
-  std::string allow;
+  std::vector<verb> methods;  // of the patterns that fit the path
   std::optional<Error> bad;
   const Route* found = nullptr;
   Params found_params;
@@ -171,9 +174,15 @@ Router::Match Router::match(const request_header<>& head, std::string_view path)
       found = &c.route;
       found_params = std::move(*p);
     }
-    std::string m_name(to_string(c.route.method));
-    if (allow.find(m_name) == std::string::npos) allow += (allow.empty() ? "" : ", ") + m_name;
+    if (std::find(methods.begin(), methods.end(), c.route.method) == methods.end())
+      methods.push_back(c.route.method);
   }
+  // Allow in one order whatever order the table declares its routes in.
+  std::string allow;
+  for (verb v :
+       {verb::get, verb::head, verb::post, verb::put, verb::patch, verb::delete_, verb::options})
+    if (std::find(methods.begin(), methods.end(), v) != methods.end())
+      allow += (allow.empty() ? "" : ", ") + std::string(to_string(v));
   if (found) {
     m.route = found;
     m.params = std::move(found_params);
