@@ -1,5 +1,6 @@
 #include "http/relay.h"
 
+#include <algorithm>
 #include <boost/beast/core/string.hpp>
 
 namespace vessel::http {
@@ -74,6 +75,21 @@ Status ResponseRelay::step(std::string& out, bool& progressed) {
     parser_->body_limit(boost::none);  // streamed, never held
     parser_->eager(true);
     if (asked_.front().head) parser_->skip(true);
+  }
+  if (!parser_->is_header_done()) {
+    // Checked here as well as by Beast, which judges a start line only once
+    // it holds the whole head: a refusal must not depend on how the bytes
+    // were split into reads (tests/fuzz/response_relay).
+    static constexpr std::string_view kStart = "HTTP/1.";
+    size_t n = std::min(pending_.size(), kStart.size());
+    if (std::string_view(pending_).substr(0, n) != kStart.substr(0, n))
+      return protocol("bad response from the server: bad version");
+    // And Beast is handed a head only whole, for the same reason: what it
+    // checks of a partial head depends on where the reads were cut.
+    if (pending_.find("\r\n\r\n") == std::string::npos) {
+      if (pending_.size() > max_head_) return protocol("the server's response head is too large");
+      return okStatus();  // no progress until the head is whole
+    }
   }
   char scratch[kScratch];
   parser_->get().body().data = scratch;
