@@ -82,6 +82,8 @@ struct Row {
 
 }  // namespace
 
+// Long because a benchmark reads best as its script: set-up, each
+// measured phase, the table, in order.
 int run() {
   const std::string vesseld = VESSELD_PATH, agent = VESSEL_AGENT_BINARY;
   const std::string kernel = env("VESSEL_KERNEL"), image = env("VESSEL_MINIMAL_IMAGE");

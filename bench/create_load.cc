@@ -128,6 +128,8 @@ std::vector<double> ms(const std::vector<Sample>& v) {
 
 }  // namespace
 
+// Long because a benchmark reads best as its script: each load shape
+// measured in turn beside its baseline, then the table.
 int runLoad(LoadEnv& e, boost::json::object& out, bool b2b_only) {
   node::RuntimeOptions o;
   o.root = e.root + "/rt-load";

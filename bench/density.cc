@@ -186,6 +186,8 @@ std::vector<int> steps() {
   return out;
 }
 
+// Long because a benchmark reads best as its script: the ramp, each
+// step's measurements, the table.
 int run() {
   testing::Vesseld d(VESSELD_PATH, {"--tenant-max-sandboxes=100000", "--tenant-max-memory=10000000",
                                     "--tenant-max-vcpus=100000", "--tenant-max-disk=10000000",

@@ -17,4 +17,8 @@ if command -v node >/dev/null && [ -d tests/e2b/node_modules/e2b ]; then
   echo "== bench/e2b"
   VESSELD_PATH=build/$preset/cmd/vesseld/vesseld VESSEL_CLI_PATH=build/$preset/cmd/vessel/vessel \
     node bench/e2b/e2b.mjs
+  # The sandbox-ports proxy (bench/ports); bench/compare.sh runs it for two builds.
+  echo "== bench/ports"
+  VESSELD_PATH=build/$preset/cmd/vesseld/vesseld VESSEL_CLI_PATH=build/$preset/cmd/vessel/vessel \
+    node bench/ports/ports.mjs
 fi

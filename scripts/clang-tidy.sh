@@ -27,7 +27,8 @@ files=(
   src/e2b/requests.cc src/e2b/envd/connect.cc src/e2b/envd/multipart.cc src/e2b/envd/signature.cc
   src/e2b/envd/route.cc
   src/hypervisor/qemu/qmp.cc
-  src/templates/manifest.cc src/templates/build_spec.cc
+  src/templates/manifest.cc src/templates/build_spec.cc src/templates/image_ref.cc
+  src/images/image_config.cc
   src/cluster/node_protocol.cc src/cluster/template_transfer.cc src/templates/catalogue.cc
   src/ingress/host.cc
 )

@@ -15,7 +15,15 @@
 #   E2B_REPO         a git directory of e2b-dev/E2B holding the tag; default:
 #                    a shallow clone of https://github.com/e2b-dev/E2B
 #   E2B_SUITE_TAG    default e2b@2.45.0
-#   E2B_API_URL, E2B_SANDBOX_URL   default http://127.0.0.1:3000 and :49983
+#   E2B_API_URL      default http://127.0.0.1:3000
+#   E2B_SANDBOX_URL  unset by default: the SDK reaches each sandbox's envd at
+#                    https://49983-<id>.<domain>, the domain the API answers
+#                    (vessel.localhost:49983), trusting Vessel's ingress CA
+#                    ($VESSEL_INGRESS_CA, default $VESSEL_STATE_DIR/
+#                    ingress-ca.pem) through NODE_EXTRA_CA_CERTS (a bundle
+#                    of it and any file that variable already names). Set it to send every
+#                    envd call to one URL instead; signed file URLs then name
+#                    no sandbox, and Vessel refuses them (docs/e2b.md).
 #   E2B_API_KEY      default the contents of $VESSEL_STATE_DIR/dev-e2b-api-key
 #                    (VESSEL_STATE_DIR default /var/lib/vessel)
 #   VITEST_ARGS      more vitest flags (e.g. --maxWorkers=1, -t 'name')
@@ -86,7 +94,22 @@ fi
 
 state=${VESSEL_STATE_DIR:-/var/lib/vessel}
 export E2B_API_URL=${E2B_API_URL:-http://127.0.0.1:3000}
-export E2B_SANDBOX_URL=${E2B_SANDBOX_URL:-http://127.0.0.1:49983}
+if [ -z "${E2B_SANDBOX_URL:-}" ]; then
+  unset E2B_SANDBOX_URL
+  ca=${VESSEL_INGRESS_CA:-$state/ingress-ca.pem}
+  [ -r "$ca" ] || {
+    echo "e2b-sdk-suite: no ingress CA at $ca (set VESSEL_STATE_DIR or VESSEL_INGRESS_CA)" >&2
+    exit 2
+  }
+  # Node reads one extra CA file: a bundle already named there (some
+  # machines set the system's) is kept, with the ingress CA added.
+  bundle=$dir/extra-ca.pem
+  { if [ -n "${NODE_EXTRA_CA_CERTS:-}" ] && [ -r "$NODE_EXTRA_CA_CERTS" ] &&
+    [ "$NODE_EXTRA_CA_CERTS" != "$bundle" ]; then cat "$NODE_EXTRA_CA_CERTS"; fi
+    cat "$ca"; } >"$bundle.tmp"
+  mv "$bundle.tmp" "$bundle"
+  export NODE_EXTRA_CA_CERTS=$bundle
+fi
 export E2B_API_KEY=${E2B_API_KEY:-$(cat "$state/dev-e2b-api-key")}
 unset E2B_DEBUG E2B_DOMAIN E2B_ACCESS_TOKEN
 

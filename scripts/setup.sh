@@ -5,6 +5,8 @@ set -euo pipefail
 VESSEL_APT_PACKAGES=(
   # build
   build-essential cmake ninja-build ccache pkg-config clang clang-format clang-tidy libclang-rt-14-dev
+  # the size check (scripts/check-sizes.sh) finds functions' ends with it
+  universal-ctags
   # libraries
   libboost1.81-dev libboost-json1.81-dev libcli11-dev libspdlog-dev libfmt-dev libsqlite3-dev
   sqlite3 libssl-dev libgtest-dev libgmock-dev libbenchmark-dev libseccomp-dev libcap-ng-dev
@@ -14,6 +16,9 @@ VESSEL_APT_PACKAGES=(
   # guests: hypervisor, kernel source and its build tools, image tools
   qemu-system-x86 qemu-utils linux-source-6.1 bc bison flex libelf-dev cpio xz-utils
   busybox-static e2fsprogs debootstrap
+  # templates from OCI images (issue 26): pull and check (skopeo), unpack
+  # (umoci); the tests run a real registry on 127.0.0.1 (docker-registry)
+  skopeo umoci docker-registry
   # network isolation
   nftables iproute2
   # tools used by scripts and tests (systemd: systemd-analyze verify of the units)

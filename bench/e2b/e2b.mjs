@@ -3,6 +3,10 @@
 // first `commands.run('true')` through the SDK (REST on the E2B port, then
 // envd), against POST /v1/sandboxes {template: base}, its operation's event
 // stream until done, a session and POST /v1/exec `true` on the data plane.
+// The SDK runs every command as `/bin/bash -l -c <command>` (a login shell,
+// as E2B's envd runs what it is given), so a third side runs exactly that
+// on the native API: the SDK's path against the native one for the same
+// guest work, and the first command alone (after the create) beside both.
 // The two alternate, one create at a time, each after the warm pool has
 // refilled (an idle node, as `make up` runs it: --warm-pool minimal=2,base=1,
 // egress on), so the machine's noise falls on both alike. Every sandbox is
@@ -22,15 +26,11 @@ const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..')
 const require = createRequire(path.join(repo, 'tests/e2b/package.json'))
 const { Sandbox } = await import(pathToFileURL(require.resolve('e2b')).href)
 const { Vesseld } = await import(pathToFileURL(path.join(repo, 'tests/e2b/vesseld.mjs')).href)
+const { stats } = await import(pathToFileURL(path.join(repo, 'bench/stats.mjs')).href)
 
 const n = Number(process.env.VESSEL_BENCH_E2B_N ?? 10)
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms))
 
-function stats(v) {
-  const s = [...v].sort((a, b) => a - b)
-  const at = (q) => (s.length ? s[Math.min(s.length - 1, Math.ceil(q * s.length) - 1)] : 0)
-  return { n: s.length, p50: at(0.5), p99: at(0.99), max: s.length ? s[s.length - 1] : 0 }
-}
 
 async function waitPoolFull(d) {
   for (let i = 0; i < 600; i++) {
@@ -53,7 +53,7 @@ async function viaSdk(d) {
   return { create: created - t0, total: first - t0 }
 }
 
-async function viaNative(d) {
+async function viaNative(d, cmd = ['true']) {
   const t0 = performance.now()
   const c = await d.vessel('POST', '/v1/sandboxes', { template: 'base' })
   if (c.status !== 202) throw new Error(`native create: ${JSON.stringify(c)}`)
@@ -70,11 +70,11 @@ async function viaNative(d) {
   const x = await fetch(`${s.body.data_url}/v1/exec`, {
     method: 'POST',
     headers: { Authorization: `Bearer ${s.body.token}` },
-    body: JSON.stringify({ cmd: ['true'] }),
+    body: JSON.stringify({ cmd }),
   })
   const out = await x.text()
   const first = performance.now()
-  if (!/"exit_code":0/.test(out)) throw new Error(`native: true did not exit 0: ${out.slice(-300)}`)
+  if (!/"exit_code":0/.test(out)) throw new Error(`native: ${cmd} did not exit 0: ${out.slice(-300)}`)
   const del = await d.vessel('DELETE', `/v1/sandboxes/${id}`)
   if (del.status === 202)
     await (await fetch(`${d.vesselUrl}/v1/operations/${del.body.operation.id}/events`, {
@@ -88,23 +88,32 @@ let rc = 0
 try {
   await d.start()
   process.env.E2B_SANDBOX_URL = d.envdUrl
-  const sdk = { create: [], total: [] }
-  const native = { create: [], total: [] }
+  const sides = [
+    ['sdk', viaSdk, { create: [], total: [], first: [] }],
+    ['native', viaNative, { create: [], total: [], first: [] }],
+    ['native-login', (v) => viaNative(v, ['/bin/bash', '-l', '-c', 'true']), { create: [], total: [], first: [] }],
+  ]
   for (let i = 0; i < n; i++) {
-    for (const [name, f, into] of [['sdk', viaSdk, sdk], ['native', viaNative, native]]) {
+    for (const [name, f, into] of sides) {
       await waitPoolFull(d)
       await sleep(1000)
       const r = await f(d)
       into.create.push(r.create)
       into.total.push(r.total)
-      process.stderr.write(`${name} ${i + 1}/${n}: create ${r.create.toFixed(0)} ms, first command ${r.total.toFixed(0)} ms\n`)
+      into.first.push(r.total - r.create)
+      process.stderr.write(`${name} ${i + 1}/${n}: create ${r.create.toFixed(0)} ms, create + first command ${r.total.toFixed(0)} ms\n`)
     }
   }
+  const [sdk, native, login] = sides.map((s) => s[2])
   const rows = [
     ['E2B SDK: Sandbox.create', stats(sdk.create)],
     ['E2B SDK: create + first commands.run', stats(sdk.total)],
+    ['E2B SDK: first commands.run (`true`: bash -l -c true)', stats(sdk.first)],
     ['native API: create until running', stats(native.create)],
     ['native API: create + first exec', stats(native.total)],
+    ['native API: first exec (`true`)', stats(native.first)],
+    ['native API: create + first exec of the SDK\'s bash -l -c true', stats(login.total)],
+    ['native API: first exec of the SDK\'s bash -l -c true', stats(login.first)],
   ]
   console.log('\n| path (template base, warm pool, one at a time) | n | p50 ms | p99 ms | max ms |')
   console.log('|---|---|---|---|---|')

@@ -17,6 +17,7 @@ Result<DataSession> openSession(const std::string& sandbox_id, int ttl_seconds,
   if (!s.ok()) return std::move(s).error().withContext("open a session on " + sandbox_id);
   client::ClientOptions o;
   o.url = client::str(*s, "data_url");
+  o.ca_file = control.options().ca_file;  // the data plane's certificate is the API's
   if (const char* u = std::getenv("VESSEL_DATA_URL"); u && *u) o.url = u;
   o.token = client::str(*s, "token");
   o.max_response_bytes = max_response_bytes;

@@ -130,6 +130,8 @@ int exitCodeFor(const Error& e) {
 
 }  // namespace
 
+// Long because it is one client session from start to exit code (session,
+// exec, stdin pump, event loop, signals), whose parts share its state.
 int runExec(const ExecOptions& o) {
   json::object body;
   if (!o.shell.empty()) {

@@ -229,6 +229,8 @@ int runExtend(const std::string& id, std::optional<int64_t> timeout_s,
 
 }  // namespace
 
+// Long because it is the table of `vessel sandbox` subcommands and their
+// flags, one entry each, read in one place as `--help` shows them.
 void addSandbox(CLI::App& app, std::function<int()>* run) {
   auto* s = app.add_subcommand("sandbox", "create and manage sandboxes (through the API)");
   s->require_subcommand(1);

@@ -6,6 +6,7 @@
 
 #include <CLI/CLI.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/json.hpp>
 #include <cstdio>
 #include <filesystem>
 
@@ -16,6 +17,7 @@
 #include "cmd/vessel/api_common.h"
 #include "cmd/vessel/commands.h"
 #include "hypervisor/qemu/qemu.h"
+#include "images/converter.h"
 #include "node/template_builder.h"
 #include "templates/build_spec.h"
 
@@ -25,8 +27,31 @@ namespace {
 
 struct TemplateOptions {
   std::string spec_file, store, kernel, minimal_image, accel = "tcg";
-  bool local = false, async = false;
+  std::string from_image, name;  // --from-image REF --name NAME
+  bool local = false, async = false, image_cmd = false;
 };
+
+// The spec to build: -f's file, with --from-image, --name and --image-cmd
+// laid over it (or alone: `--from-image REF --name NAME` needs no file).
+Result<std::string> specText(const TemplateOptions& o) {
+  boost::json::object spec;
+  if (!o.spec_file.empty()) {
+    VESSEL_ASSIGN_OR_RETURN(std::string text, readFile(o.spec_file));
+    boost::system::error_code ec;
+    auto v = boost::json::parse(text, ec);
+    if (ec || !v.is_object())
+      return Error(Code::kInvalidArgument, o.spec_file + ": not a JSON object");
+    if (o.from_image.empty() && o.name.empty() && !o.image_cmd) return text;
+    spec = std::move(v.as_object());
+  }
+  if (!o.from_image.empty()) {
+    spec.erase("base");
+    spec["from_image"] = o.from_image;
+  }
+  if (!o.name.empty()) spec["name"] = o.name;
+  if (o.image_cmd) spec["image_cmd"] = true;
+  return boost::json::serialize(spec);
+}
 
 std::string defaultStore() {
   const char* c = std::getenv("VESSEL_CACHE_DIR");
@@ -41,6 +66,22 @@ Result<templates::TemplateStore> openStore(const TemplateOptions& o) {
   return templates::TemplateStore(o.store, qv, ks);
 }
 
+// --local with from_image: converted as vesseld converts them, into the
+// cache beside the store; the image's defaults go into `in`.
+Result<std::string> convertLocally(const TemplateOptions& o, const std::string& from_image,
+                                   node::BuildInputs& in) {
+  images::ConverterOptions io;
+  io.cache_dir = std::filesystem::path(o.store).parent_path().string() + "/images/oci";
+  io.agent_image = o.minimal_image;
+  VESSEL_ASSIGN_OR_RETURN(templates::ImageRef ref, templates::parseImageRef(from_image));
+  VESSEL_ASSIGN_OR_RETURN(images::ConvertedImage image,
+                          images::convertImage(io, ref, [](const std::string& step, int) {
+                            std::fprintf(stderr, "[  0%%] %s\n", step.c_str());
+                          }));
+  node::useConvertedImage(in, image);
+  return image.rootfs;
+}
+
 int runLocalBuild(const TemplateOptions& o) {
   initLogging("warn");
   if (o.kernel.empty() || o.minimal_image.empty()) {
@@ -49,7 +90,7 @@ int runLocalBuild(const TemplateOptions& o) {
                  "(or VESSEL_KERNEL and VESSEL_MINIMAL_IMAGE)\n");
     return 2;
   }
-  auto text = readFile(o.spec_file);
+  auto text = specText(o);
   if (!text.ok()) {
     std::fprintf(stderr, "vessel: %s\n", text.error().message().c_str());
     return 2;
@@ -62,7 +103,15 @@ int runLocalBuild(const TemplateOptions& o) {
   // Built-in bases are images setup built: minimal from --minimal-image,
   // any other NAME from $VESSEL_<NAME>_IMAGE (e.g. VESSEL_DEBIAN_IMAGE).
   std::string base_image = o.minimal_image;
-  if (spec->base != "minimal") {
+  node::BuildInputs in;
+  if (!spec->from_image.empty()) {
+    auto image = convertLocally(o, spec->from_image, in);
+    if (!image.ok()) {
+      std::fprintf(stderr, "vessel: %s\n", image.error().message().c_str());
+      return 1;
+    }
+    base_image = *image;
+  } else if (spec->base != "minimal") {
     std::string var = "VESSEL_";
     for (char c : spec->base) var += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
     var += "_IMAGE";
@@ -81,7 +130,6 @@ int runLocalBuild(const TemplateOptions& o) {
   }
   std::string work = o.store + "/.work-" + std::to_string(::getpid());
   std::filesystem::create_directories(work);
-  node::BuildInputs in;
   in.base_image = base_image;
   in.kernel = o.kernel;
   in.kernel_sha256 = *sha256File(o.kernel);
@@ -106,12 +154,14 @@ int runLocalBuild(const TemplateOptions& o) {
 }
 
 int runApiBuild(const TemplateOptions& o) {
-  auto text = readFile(o.spec_file);
+  auto text = specText(o);
   if (!text.ok()) return fail(text.error());
   auto c = apiClient();
   auto r = c.request("POST", "/v1/templates", *text, "application/json");
   if (!r.ok()) return fail(r.error());
-  if (r->status != 202) return fail(client::errorFromResponse(*r).withContext(o.spec_file));
+  if (r->status != 202)
+    return fail(client::errorFromResponse(*r).withContext(o.spec_file.empty() ? o.from_image
+                                                                              : o.spec_file));
   auto v = client::parseJson(r->body);
   if (!v.ok()) return fail(v.error());
   std::string op = client::str(*client::field(*v, "operation"), "id");
@@ -169,8 +219,18 @@ void addTemplate(CLI::App& app, std::function<int()>* run) {
   auto* t = app.add_subcommand("template", "build and list templates");
   t->require_subcommand(1);
   auto* b = t->add_subcommand(
-      "build", "build a template from a JSON build spec through the API; print NAME@VERSION");
-  b->add_option("-f,--file", o->spec_file, "build spec (JSON)")->required();
+      "build",
+      "build a template from a JSON build spec or an OCI image through the API; print "
+      "NAME@VERSION");
+  auto* file = b->add_option("-f,--file", o->spec_file, "build spec (JSON)");
+  auto* image = b->add_option("--from-image", o->from_image,
+                              "an OCI image (e.g. ubuntu:22.04, 127.0.0.1:5000/app:1) whose "
+                              "filesystem the template runs in (the spec's from_image)");
+  b->add_option("--name", o->name, "the template's name (the spec's name)");
+  b->add_flag("--image-cmd", o->image_cmd,
+              "start the image's Entrypoint and Cmd before the snapshot (image_cmd)")
+      ->needs(image);
+
   b->add_flag("--async", o->async, "print the operation id and return");
   auto* local =
       b->add_flag("--local", o->local, "build into a local template store, without vesseld");
@@ -182,7 +242,10 @@ void addTemplate(CLI::App& app, std::function<int()>* run) {
   b->add_option("--minimal-image", o->minimal_image, "--local: the minimal base image")
       ->envname("VESSEL_MINIMAL_IMAGE");
   b->add_option("--accel", o->accel, "--local: tcg or kvm")->check(CLI::IsMember({"tcg", "kvm"}));
-  b->callback([o, run] { *run = [o] { return o->local ? runLocalBuild(*o) : runApiBuild(*o); }; });
+  b->callback([o, run, file, image] {
+    if (file->count() == 0 && image->count() == 0) throw CLI::RequiredError("-f or --from-image");
+    *run = [o] { return o->local ? runLocalBuild(*o) : runApiBuild(*o); };
+  });
   auto* l = t->add_subcommand("list", "list the templates you can use")->alias("ls");
   auto* list_local = l->add_flag("--local", o->local, "list a local template store instead");
   l->add_option("--store", o->store, "--local: template store directory")

@@ -94,6 +94,9 @@ Proc* Processes::byStream(uint32_t stream) {
   return nullptr;
 }
 
+// Long because fork and exec are one sequence in one function: what the
+// child does between fork and exec must be async-signal-safe and read
+// top to bottom (pipes, session, ids, cwd, environment, then exec).
 void Processes::exec(uint32_t stream, const Frame& f) {
   auto m = agentproto::decodeMsg<agentproto::ExecMsg>(f.payload);
   if (!m.ok()) return ch_.sendError(stream, m.error());

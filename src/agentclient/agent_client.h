@@ -44,6 +44,10 @@ struct ExecSpec {
   uint16_t rows = 24;
   uint16_t cols = 80;
   std::chrono::milliseconds timeout{0};  // 0 = none; on expiry the group is killed
+  // Who asked, for the command log (CommandObserver): a front end's
+  // caller: a data-plane session ("ses-…"), or "envd"; never a token. "" for the host's own
+  // commands (set-up, a front end's helpers), which are not logged.
+  std::string origin;
 };
 
 struct ExitInfo {
@@ -51,6 +55,32 @@ struct ExitInfo {
   int code = 0;
   int signal = 0;
   bool timed_out = false;
+};
+
+// A command a front end ran (ExecSpec::origin set), as the command log
+// keeps it: what ran, as whom, where, and when; never its environment's
+// values (they may hold secrets) nor its input or output, only their sizes.
+struct CommandNote {
+  std::string origin;
+  std::vector<std::string> argv;       // or, for a shell command, {"/bin/sh", "-c", shell}
+  std::vector<std::string> env_names;  // the names it set, without their values
+  std::string user, cwd;
+  bool pty = false;
+  uint32_t pid = 0;
+  int64_t started_ms = 0;  // wall clock, ms since the epoch
+  std::chrono::steady_clock::time_point started;
+  uint64_t bytes_in = 0, bytes_out = 0;  // stdin written; stdout and stderr read
+};
+
+// Hears of each logged command on the client's executor: started() once
+// the agent has started it, ended() once a handle (its exec's, or an
+// attach's) reads its exit. A command whose exit nobody reads (detached,
+// or its sandbox ended first) has no ended().
+class CommandObserver {
+ public:
+  virtual ~CommandObserver() = default;
+  virtual void started(const CommandNote& c) = 0;
+  virtual void ended(const CommandNote& c, const ExitInfo& exit) = 0;
 };
 
 struct ProcessEvent {
@@ -200,6 +230,9 @@ class PortStream {
 // than on the wire).
 constexpr size_t kMaxReplyBytes = 16u << 20;
 constexpr size_t kMaxListEntries = 100'000;
+// Logged commands a client follows at once; past it, new ones are logged
+// as started only.
+constexpr size_t kMaxNotedCommands = 4096;
 
 class AgentClient : public std::enable_shared_from_this<AgentClient> {
  public:
@@ -224,6 +257,10 @@ class AgentClient : public std::enable_shared_from_this<AgentClient> {
   // The name errors are prefixed with: a pooled VM's client is renamed to
   // the sandbox that claims it.
   void setName(std::string name) { name_ = std::move(name); }
+  // The command log (CommandObserver): execs with an origin are told to
+  // `o`. Set by whoever hands the client to the front ends.
+  void setCommandObserver(std::shared_ptr<CommandObserver> o) { observer_ = std::move(o); }
+  const std::shared_ptr<CommandObserver>& commandObserver() const { return observer_; }
   // Fails every outstanding and later call with kUnavailable and closes the
   // channel; the guest sees the host disconnect.
   void close();
@@ -302,6 +339,9 @@ class AgentClient : public std::enable_shared_from_this<AgentClient> {
                                    std::string_view payload);
   void cancel(internal::Stream& s);
   Error streamError(const char* what) const;
+  // The command log's counts and end, from the Process handles.
+  void noteBytes(uint32_t pid, size_t n, bool in);
+  void noteExit(uint32_t pid, const ExitInfo& e);
 
  private:
   AgentClient(Socket channel, std::string leftover, std::string name);
@@ -332,6 +372,7 @@ class AgentClient : public std::enable_shared_from_this<AgentClient> {
   asio::awaitable<Status> callStatus(int kind, M m);
   asio::awaitable<Result<std::unique_ptr<Process>>> startProcess(
       Result<std::shared_ptr<internal::Stream>> s);
+  void noteStart(const ExecSpec& spec, const agentproto::ExecMsg& m, uint32_t pid);
 
   Socket sock_;
   std::string name_;
@@ -344,6 +385,10 @@ class AgentClient : public std::enable_shared_from_this<AgentClient> {
   std::optional<Error> failure_;
   std::set<asio::steady_timer*> closed_waiters_;
   std::chrono::milliseconds reply_timeout_{0};
+  std::shared_ptr<CommandObserver> observer_;
+  // Logged commands not yet ended, by pid; at most kMaxNotedCommands (a
+  // guest's pids are reused only after exit, which removes the entry).
+  std::map<uint32_t, CommandNote> commands_;
 };
 
 }  // namespace vessel::agentclient

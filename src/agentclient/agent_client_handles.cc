@@ -59,7 +59,44 @@ asio::awaitable<Result<std::unique_ptr<Process>>> AgentClient::exec(ExecSpec spe
   m.cwd = spec.cwd;
   m.env = spec.env;
   auto op = startProcess(open(internal::kProcess, m));
-  co_return co_await std::move(op);
+  auto p = co_await std::move(op);
+  if (p.ok() && observer_ && !spec.origin.empty()) noteStart(spec, m, (*p)->pid());
+  co_return std::move(p);
+}
+
+void AgentClient::noteStart(const ExecSpec& spec, const agentproto::ExecMsg& m, uint32_t pid) {
+  CommandNote n;
+  n.origin = spec.origin;
+  n.argv = spec.shell.empty() ? m.argv : std::vector<std::string>{"/bin/sh", "-c", spec.shell};
+  for (const auto& kv : spec.env) n.env_names.push_back(kv.substr(0, kv.find('=')));
+  n.user = spec.user;
+  n.cwd = spec.cwd;
+  n.pty = spec.pty;
+  n.pid = pid;
+  n.started_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                     std::chrono::system_clock::now().time_since_epoch())
+                     .count();
+  n.started = std::chrono::steady_clock::now();
+  // The observer may drop the last reference to this client: hold one.
+  auto self = shared_from_this();
+  auto obs = observer_;
+  obs->started(n);
+  if (commands_.size() < kMaxNotedCommands) commands_[pid] = std::move(n);
+}
+
+void AgentClient::noteBytes(uint32_t pid, size_t n, bool in) {
+  if (commands_.empty()) return;
+  auto it = commands_.find(pid);
+  if (it == commands_.end()) return;
+  (in ? it->second.bytes_in : it->second.bytes_out) += n;
+}
+
+void AgentClient::noteExit(uint32_t pid, const ExitInfo& e) {
+  auto it = commands_.find(pid);
+  if (it == commands_.end()) return;
+  CommandNote n = std::move(it->second);
+  commands_.erase(it);
+  if (auto obs = observer_) obs->ended(n, e);
 }
 
 asio::awaitable<Result<std::unique_ptr<Process>>> AgentClient::attach(uint32_t pid) {
@@ -82,8 +119,7 @@ asio::awaitable<Status> AgentClient::resize(uint32_t pid, uint16_t rows, uint16_
 
 asio::awaitable<Result<std::vector<ProcessInfo>>> AgentClient::listProcesses() {
   std::vector<ProcessInfo> out;
-  // Named, not temporary arguments: g++ 12 destroys a prvalue argument of a
-  // coroutine twice.
+  // g++ 12: named arguments, see CONTRIBUTING.md "Coroutines under g++ 12" rule 1.
   auto each = [this, &out](const Frame& f) -> Status {
     auto m = agentproto::decodeMsg<agentproto::ProcListMsg>(f.payload);
     if (!m.ok()) return std::move(m).error();
@@ -144,6 +180,7 @@ asio::awaitable<Result<ProcessEvent>> Process::next() {
       ev.kind =
           f->type == MsgType::kStdout ? ProcessEvent::Kind::kStdout : ProcessEvent::Kind::kStderr;
       ev.data = std::move(f->payload);
+      c_->noteBytes(pid_, ev.data.size(), false);
       co_return ev;
     case MsgType::kExit: {
       done_ = true;
@@ -151,6 +188,7 @@ asio::awaitable<Result<ProcessEvent>> Process::next() {
       if (!m.ok()) co_return std::move(m).error();
       ev.kind = ProcessEvent::Kind::kExit;
       ev.exit = {m->exited != 0, m->code, m->signal, m->timed_out != 0};
+      c_->noteExit(pid_, ev.exit);
       co_return ev;
     }
     case MsgType::kError: done_ = true; co_return errorFrame(*f);
@@ -162,6 +200,7 @@ asio::awaitable<Status> Process::writeStdin(std::string_view data) {
   while (!data.empty()) {
     size_t n = std::min(data.size(), agentproto::kDataChunk);
     VESSEL_CO_TRY(co_await c_->sendData(*s_, MsgType::kStdin, data.substr(0, n)));
+    c_->noteBytes(pid_, n, true);
     data.remove_prefix(n);
   }
   co_return okStatus();

@@ -112,8 +112,7 @@ asio::awaitable<Status> AgentClient::callEach(int kind, M m, F each) {
 template <typename M>
 asio::awaitable<Result<std::vector<Frame>>> AgentClient::call(int kind, M m) {
   std::vector<Frame> out;
-  // Named, not a temporary argument: g++ 12 destroys a prvalue argument of
-  // a coroutine twice.
+  // g++ 12: named argument, see CONTRIBUTING.md "Coroutines under g++ 12" rule 1.
   auto collect = [&out](Frame& f) {
     out.push_back(std::move(f));
     return okStatus();
@@ -127,8 +126,8 @@ asio::awaitable<Result<std::vector<Frame>>> AgentClient::call(int kind, M m) {
 // Like call(), for requests whose only answer is Ok or Error.
 template <typename M>
 asio::awaitable<Status> AgentClient::callStatus(int kind, M m) {
-  // GCC 12 mis-destroys temporaries that live across a co_await: build the
-  // awaitable in its own statement.
+  // g++ 12: the awaitable in its own statement, not a temporary across the
+  // co_await; see CONTRIBUTING.md "Coroutines under g++ 12" rule 1.
   auto op = call(kind, std::move(m));
   auto r = co_await std::move(op);
   if (!r.ok()) co_return std::move(r).error();

@@ -328,5 +328,69 @@ TEST_F(AgentClientTest, AgentDeathFailsCallsAsUnavailable) {
   c_.reset();
 }
 
+// The command log's observer: told of each command a front end ran (an
+// origin set) at its start and at its exit, whichever handle reads it; the
+// environment's names, never its values; the host's own commands not at all.
+TEST_F(AgentClientTest, CommandObserverHearsFrontEndCommandsOnce) {
+  struct Seen : CommandObserver {
+    std::vector<CommandNote> started_, ended_;
+    std::vector<ExitInfo> exits;
+    void started(const CommandNote& c) override { started_.push_back(c); }
+    void ended(const CommandNote& c, const ExitInfo& e) override {
+      ended_.push_back(c);
+      exits.push_back(e);
+    }
+  };
+  auto seen = std::make_shared<Seen>();
+  c_->setCommandObserver(seen);
+  ASSERT_TRUE(sh("echo host").ok());  // no origin: not logged
+  EXPECT_TRUE(seen->started_.empty());
+
+  ExecSpec s;
+  s.shell = "printf hello; exit 4";
+  s.env = {"SECRET=do-not-log-me"};
+  s.origin = "ses-0123456789ab";
+  auto r = runFor(io_, c_->run(s), 30s);
+  ASSERT_TRUE(r.ok()) << r.error().message();
+  ASSERT_EQ(seen->started_.size(), 1u);
+  ASSERT_EQ(seen->ended_.size(), 1u);
+  const CommandNote& n = seen->ended_[0];
+  EXPECT_EQ(n.origin, "ses-0123456789ab");
+  EXPECT_EQ(n.argv, (std::vector<std::string>{"/bin/sh", "-c", "printf hello; exit 4"}));
+  EXPECT_EQ(n.env_names, std::vector<std::string>{"SECRET"});
+  EXPECT_EQ(n.bytes_out, 5u);
+  EXPECT_GT(n.pid, 0u);
+  EXPECT_EQ(seen->exits[0].code, 4);
+
+  // Detached, then its exit read through an attach: reported there, once.
+  std::string gate = dir_ + "/gate";
+  ASSERT_EQ(::mkfifo(gate.c_str(), 0666), 0);
+  ExecSpec d;
+  d.shell = "read x < " + gate + "; exit 5";
+  d.user = "root";
+  d.origin = "envd";
+  auto p = runFor(io_, c_->exec(d));
+  ASSERT_TRUE(p.ok());
+  uint32_t pid = (*p)->pid();
+  p->reset();
+  {
+    int fd = ::open(gate.c_str(), O_WRONLY | O_CLOEXEC);
+    ASSERT_GE(fd, 0);
+    ASSERT_EQ(::write(fd, "\n", 1), 1);
+    ::close(fd);
+  }
+  auto q = runFor(io_, c_->attach(pid));
+  ASSERT_TRUE(q.ok()) << q.error().message();
+  for (;;) {
+    auto e = runFor(io_, (*q)->next(), 10s);
+    ASSERT_TRUE(e.ok()) << e.error().message();
+    if (e->kind == ProcessEvent::Kind::kExit) break;
+  }
+  ASSERT_EQ(seen->ended_.size(), 2u);
+  EXPECT_EQ(seen->ended_[1].origin, "envd");
+  EXPECT_EQ(seen->exits[1].code, 5);
+  EXPECT_EQ(seen->started_.size(), 2u);
+}
+
 }  // namespace
 }  // namespace vessel::agentclient

@@ -113,6 +113,14 @@ void ControlPlane::install(HttpServer& server) {
   };
   r.addStream(http::verb::get, "/v1/operations/{op:operation}/events", events(true));
   r.addStream(http::verb::get, "/v1/events", events(false));
+  r.addStream(http::verb::get, "/v1/sandboxes/{id:sandbox}/logs",
+              [this](const Request& req, const Params& p,
+                     boost::beast::tcp_stream& stream) -> asio::awaitable<std::optional<Response>> {
+                auto tenant = authenticate(req, store_);
+                if (!tenant.ok()) co_return errorResponse(req, tenant.error());
+                std::string id = p["id"];
+                co_return co_await sandboxLogs(req, stream, *tenant, std::move(id));
+              });
   network_.install(r, authed);
 }
 
@@ -142,7 +150,9 @@ Response ControlPlane::createSandbox(const Request& req, const std::string& tena
   c.memory_mib = in->memory_mib;
   c.disk_mib = in->disk_mib;
   c.env = std::move(in->env);
-  c.metadata_json = json::serialize(in->metadata);
+  // Checked at parse: an object of strings.
+  for (const auto& [k, v] : in->metadata)
+    if (v.is_string()) c.metadata.emplace(std::string(k), std::string(v.as_string()));
   c.network = std::move(in->network);
   c.cold = in->cold;
   c.timeout_s = in->timeout_s;

@@ -45,6 +45,10 @@ class ControlPlane : public LiveSandboxes {
   asio::awaitable<std::optional<Response>> streamEvents(const Request& req,
                                                         boost::beast::tcp_stream& stream,
                                                         std::string tenant, std::string op_id);
+  // The sandbox's log, as JSON lines or followed as SSE (logs_api.cc).
+  asio::awaitable<std::optional<Response>> sandboxLogs(const Request& req,
+                                                       boost::beast::tcp_stream& stream,
+                                                       std::string tenant, std::string id);
   // Templates (templates_api.cc).
   Response buildTemplate(const Request& req, const std::string& tenant);
   Response listTemplates(const Request& req, const std::string& tenant);

@@ -100,7 +100,7 @@ Result<DataPlane::Target> DataPlane::bind(const Request& req, Response* refusal)
     *refusal = refuse(req, e);
     return e;
   }
-  return Target{s->sandbox_id, std::move(agent)};
+  return Target{s->sandbox_id, std::move(agent), s->session_id};
 }
 
 }  // namespace vessel::api

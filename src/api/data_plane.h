@@ -37,6 +37,7 @@ class DataPlane {
   struct Target {
     std::string sandbox_id;
     std::shared_ptr<agentclient::AgentClient> agent;
+    std::string session_id;  // Sessions::Bound::session_id, for the command log
   };
   // The session's sandbox and its agent, or the response refusing the request.
   Result<Target> bind(const Request& req, Response* refusal);

@@ -1,7 +1,4 @@
 // The data plane's processes: exec streamed as SSE, stdin, signals, resize, list.
-#include <boost/asio/bind_cancellation_slot.hpp>
-#include <boost/asio/co_spawn.hpp>
-#include <boost/asio/detached.hpp>
 #include <csignal>
 
 #include "api/data_plane.h"
@@ -19,6 +16,7 @@ asio::awaitable<std::optional<Response>> DataPlane::exec(const Request& req,
                                                          beast::tcp_stream& stream, Target t) {
   auto in = parseExecRequest(req.body());
   if (!in.ok()) co_return fail(req, in.error());
+  in->spec.origin = t.session_id;  // the command log's "who"
   auto started = t.agent->exec(in->spec);
   auto p = co_await std::move(started);
   if (!p.ok()) co_return fail(req, p.error());
@@ -37,7 +35,8 @@ asio::awaitable<std::optional<Response>> DataPlane::exec(const Request& req,
   });
 
   stream.expires_never();
-  if (!co_await writeSseHead(stream, req)) {
+  bool head_written = co_await writeSseHead(stream, req);
+  if (!head_written) {
     (void)co_await t.agent->signal(pid, SIGKILL);
     co_return std::nullopt;
   }
@@ -45,20 +44,19 @@ asio::awaitable<std::optional<Response>> DataPlane::exec(const Request& req,
   std::string first = sseEvent("start", start);
   bool alive = co_await writeAll(stream, std::move(first));
 
-  auto ch = std::make_shared<Channel<agentclient::ProcessEvent>>(io_, kChannelDepth);
-  auto stop = std::make_shared<asio::cancellation_signal>();
-  asio::co_spawn(io_, pump<agentclient::ProcessEvent>(proc, ch, stop),
-                 asio::bind_cancellation_slot(stop->slot(), asio::detached));
+  agentclient::EventStream<agentclient::ProcessEvent> events(io_, proc, kChannelDepth);
   asio::steady_timer keepalive(io_);
+  asio::steady_timer never(io_, asio::steady_timer::time_point::max());
   bool exited = false;
   while (alive) {
-    auto [woke, item] = co_await nextOrGone<agentclient::ProcessEvent>(*ch, stream, keepalive);
-    if (woke == Woke::kClientGone) break;
-    if (woke == Woke::kKeepalive) {
+    auto woke = co_await nextEvent(events, stream, keepalive, never);
+    if (woke.woke == Woke::kClientGone) break;
+    if (woke.woke != Woke::kNext) {
       std::string ping(kSsePing);
       alive = co_await writeAll(stream, std::move(ping));
       continue;
     }
+    const agentclient::StreamItem<agentclient::ProcessEvent>& item = *woke.next;
     std::string msg;
     if (item.error) {
       // The agent went away (or another client attached): say why, then end.
@@ -84,8 +82,7 @@ asio::awaitable<std::optional<Response>> DataPlane::exec(const Request& req,
     auto kill = t.agent->signal(pid, SIGKILL);
     (void)co_await std::move(kill);
   }
-  stop->emit(asio::cancellation_type::terminal);
-  ch->close();
+  events.stop();
   endStream(stream);
   co_return std::nullopt;
 }
@@ -132,8 +129,7 @@ asio::awaitable<Response> DataPlane::process(const Request& req, Target t, std::
 asio::awaitable<Response> DataPlane::listProcesses(const Request& req, Target t) {
   auto l = co_await t.agent->listProcesses();
   if (!l.ok()) co_return fail(req, l.error());
-  // Named, not a temporary argument: g++ 12 destroys a prvalue argument of
-  // a coroutine twice.
+  // g++ 12: named argument, see CONTRIBUTING.md "Coroutines under g++ 12" rule 1.
   auto render = [l = std::move(*l)] {
     json::array items;
     items.reserve(l.size());

@@ -1,16 +1,11 @@
 // The data plane's files: download and upload streamed, list, stat, mkdir,
 // move, remove, and directory watches as SSE.
-#include <boost/asio/bind_cancellation_slot.hpp>
-#include <boost/asio/co_spawn.hpp>
-#include <boost/asio/detached.hpp>
-#include <boost/asio/write.hpp>
-#include <boost/beast/http/chunk_encode.hpp>
-
 #include "api/data_plane.h"
 #include "api/data_plane_requests.h"
 #include "api/data_plane_stream.h"
 #include "base/base64.h"
 #include "base/scope_exit.h"
+#include "http/headers.h"
 
 namespace vessel::api {
 
@@ -30,31 +25,17 @@ asio::awaitable<std::optional<Response>> DataPlane::download(const Request& req,
   // Chunked: a transfer cut short by a failure is visibly incomplete.
   http::response<http::empty_body> head{http::status::ok, req.version()};
   head.set(http::field::content_type, "application/octet-stream");
+  http::setDownloadHeaders(head, "attachment", path->substr(path->find_last_of('/') + 1));
   head.set(http::field::server, "vessel");
-  head.chunked(true);
   head.keep_alive(false);
-  http::response_serializer<http::empty_body> sr(head);
-  stream.expires_after(kWriteTimeout);
-  auto [hec, hn] =
-      co_await http::async_write_header(stream, sr, asio::as_tuple(asio::use_awaitable));
-  if (hec) co_return std::nullopt;
-  for (;;) {
-    auto chunk = co_await (*reader)->read();
-    if (!chunk.ok()) {
-      log().forSandbox(t.sandbox_id).warn("download {}: {}", *path, chunk.error().message());
-      break;  // no last chunk: the client sees a truncated transfer
-    }
-    stream.expires_after(kWriteTimeout);
-    if (!chunk->has_value()) {
-      auto last = http::make_chunk_last();
-      auto [ec, n] = co_await asio::async_write(stream, last, asio::as_tuple(asio::use_awaitable));
-      break;
-    }
-    if ((*chunk)->empty()) continue;
-    auto body = http::make_chunk(asio::buffer(**chunk));
-    auto [ec, n] = co_await asio::async_write(stream, body, asio::as_tuple(asio::use_awaitable));
-    if (ec) break;
-  }
+  ChunkedWriter out(stream, kWriteTimeout);
+  bool started = co_await out.head(std::move(head));
+  if (!started) co_return std::nullopt;
+  auto read = [&reader] { return (*reader)->read(); };
+  auto copied = co_await copyChunks(out, read);
+  // A failure leaves out the last chunk: the client sees a truncated transfer.
+  if (!copied.ok())
+    log().forSandbox(t.sandbox_id).warn("download {}: {}", *path, copied.error().message());
   endStream(stream);
   co_return std::nullopt;
 }
@@ -187,24 +168,24 @@ asio::awaitable<std::optional<Response>> DataPlane::watch(const Request& req,
   std::shared_ptr<agentclient::Watch> watch(std::move(*w));
 
   stream.expires_never();
-  if (!co_await writeSseHead(stream, req)) co_return std::nullopt;
+  bool head_written = co_await writeSseHead(stream, req);
+  if (!head_written) co_return std::nullopt;
   // The watch is in place before this event: changes after it are seen.
   json::object ready{{"path", *path}};
   std::string first = sseEvent("ready", ready);
   bool alive = co_await writeAll(stream, std::move(first));
-  auto ch = std::make_shared<Channel<agentclient::WatchEvent>>(io_, kChannelDepth);
-  auto stop = std::make_shared<asio::cancellation_signal>();
-  asio::co_spawn(io_, pump<agentclient::WatchEvent>(std::move(watch), ch, stop),
-                 asio::bind_cancellation_slot(stop->slot(), asio::detached));
+  agentclient::EventStream<agentclient::WatchEvent> events(io_, std::move(watch), kChannelDepth);
   asio::steady_timer keepalive(io_);
+  asio::steady_timer never(io_, asio::steady_timer::time_point::max());
   while (alive) {
-    auto [woke, item] = co_await nextOrGone<agentclient::WatchEvent>(*ch, stream, keepalive);
-    if (woke == Woke::kClientGone) break;
-    if (woke == Woke::kKeepalive) {
+    auto woke = co_await nextEvent(events, stream, keepalive, never);
+    if (woke.woke == Woke::kClientGone) break;
+    if (woke.woke != Woke::kNext) {
       std::string ping(kSsePing);
       alive = co_await writeAll(stream, std::move(ping));
       continue;
     }
+    const agentclient::StreamItem<agentclient::WatchEvent>& item = *woke.next;
     if (item.error) {
       std::string msg = sseEvent("error", errorJson(*item.error));
       (void)co_await writeAll(stream, std::move(msg));
@@ -217,8 +198,7 @@ asio::awaitable<std::optional<Response>> DataPlane::watch(const Request& req,
     }
     if (!out.empty()) alive = co_await writeAll(stream, std::move(out));
   }
-  stop->emit(asio::cancellation_type::terminal);
-  ch->close();
+  events.stop();
   endStream(stream);
   co_return std::nullopt;
 }

@@ -5,6 +5,7 @@
 #include <csignal>
 
 #include "api/resources.h"
+#include "base/env_var.h"
 #include "http/json_fields.h"
 
 namespace vessel::api {
@@ -14,7 +15,6 @@ namespace json = boost::json;
 namespace {
 
 Error bad(const std::string& what) { return badRequest(what); }
-bool envKey(std::string_view k) { return api::envKey(k, 255); }
 
 bool userName(std::string_view u) {
   if (u.empty() || u.size() > 32 || !((u[0] >= 'a' && u[0] <= 'z') || u[0] == '_')) return false;
@@ -71,10 +71,10 @@ Result<ExecRequest> parseExecRequest(std::string_view body) {
       if (!f.is_object() || f.as_object().size() > 256)
         return bad("env must be an object of at most 256 strings");
       for (const auto& [ek, ev] : f.as_object()) {
-        if (!envKey(ek))
+        if (!portableEnvName(ek))
           return bad("env: bad variable name '" + std::string(ek).substr(0, 64) + "'");
         VESSEL_ASSIGN_OR_RETURN(std::string v, strField(ev, "env." + std::string(ek), 32768));
-        if (v.find('\0') != std::string::npos) return bad("env values must not contain NUL");
+        if (!envValue(v)) return bad("env values must not contain NUL");
         r.spec.env.push_back(std::string(ek) + "=" + v);
       }
     } else if (k == "cwd") {

@@ -29,10 +29,10 @@ Result<json::value> parseBody(std::string_view body) {
 }
 
 json::object credentialJson(const store::CredentialRecord& c) {
-  boost::system::error_code ec;
-  json::value hosts = json::parse(c.hosts_json, ec);
+  json::array hosts;
+  for (const auto& h : c.hosts) hosts.emplace_back(h);
   return json::object{{"name", c.name},
-                      {"hosts", ec ? json::value(json::array()) : hosts},
+                      {"hosts", std::move(hosts)},
                       {"header", c.header},
                       {"created_at", rfc3339(c.created_ms)}};
 }
@@ -117,14 +117,14 @@ asio::awaitable<Response> NetworkApi::putNetwork(const Request& req, std::string
   if (auto sb = lifecycle_.get(tenant, id); !sb.ok()) co_return errorResponse(req, sb.error());
   auto s = parseNetworkRequest(req.body());
   if (!s.ok()) co_return errorResponse(req, s.error());
-  auto now = co_await lifecycle_.setNetwork(tenant, id, std::move(*s));
+  auto now = co_await lifecycle_.egress().setNetwork(tenant, id, std::move(*s));
   if (!now.ok()) co_return errorResponse(req, now.error());
   co_return jsonResponse(req, http::status::ok, json::serialize(networkJson(*now)));
 }
 
 Response NetworkApi::getNetwork(const Request& req, const std::string& tenant,
                                 const std::string& id) {
-  auto s = lifecycle_.network(tenant, id);
+  auto s = lifecycle_.egress().network(tenant, id);
   if (!s.ok()) return errorResponse(req, s.error());
   return jsonResponse(req, http::status::ok, json::serialize(networkJson(*s)));
 }
@@ -136,13 +136,13 @@ asio::awaitable<Response> NetworkApi::createCredential(const Request& req, std::
   if (!c.ok()) co_return errorResponse(req, c.error());
   // Running sandboxes using it get the new value at once (ops). The value
   // is never sent back.
-  auto stored = co_await lifecycle_.putCredential(tenant, std::move(*c));
+  auto stored = co_await lifecycle_.egress().putCredential(tenant, std::move(*c));
   if (!stored.ok()) co_return errorResponse(req, stored.error());
   co_return jsonResponse(req, http::status::created, json::serialize(credentialJson(*stored)));
 }
 
 Response NetworkApi::listCredentials(const Request& req, const std::string& tenant) {
-  auto list = lifecycle_.listCredentials(tenant);
+  auto list = lifecycle_.egress().listCredentials(tenant);
   if (!list.ok()) return errorResponse(req, list.error());
   json::array items;
   for (const auto& c : *list) items.push_back(credentialJson(c));
@@ -153,7 +153,7 @@ Response NetworkApi::listCredentials(const Request& req, const std::string& tena
 asio::awaitable<Response> NetworkApi::deleteCredential(const Request& req, std::string tenant,
                                                        std::string name) {
   // Revocation reaches live sandboxes before this answers (ops).
-  if (auto s = co_await lifecycle_.deleteCredential(tenant, name); !s.ok())
+  if (auto s = co_await lifecycle_.egress().deleteCredential(tenant, name); !s.ok())
     co_return errorResponse(req, s.error());
   co_return jsonResponse(req, http::status::no_content, "");
 }

@@ -5,6 +5,8 @@
 #include <ctime>
 
 #include "api/http_names.h"
+#include "base/env_var.h"
+#include "base/rfc3339.h"
 #include "base/sha256.h"
 #include "http/json_fields.h"
 
@@ -19,8 +21,6 @@ constexpr size_t kMaxEnv = 64, kMaxMetadata = 32, kMaxKey = 63, kMaxValue = 1024
 constexpr int64_t kMaxSeconds = 366 * 24 * 3600;
 
 Error bad(const std::string& what) { return badRequest(what); }
-
-bool envKey(std::string_view k) { return api::envKey(k, kMaxKey); }
 
 }  // namespace
 
@@ -64,9 +64,10 @@ Result<CreateRequest> parseCreateRequest(std::string_view body) {
       if (!f.is_object()) return bad("env must be an object of strings");
       if (f.as_object().size() > kMaxEnv) return bad("env has too many entries");
       for (const auto& [ek, ev] : f.as_object()) {
-        if (!envKey(ek)) return bad("env: bad variable name '" + std::string(ek) + "'");
-        if (!ev.is_string() || ev.as_string().size() > kMaxValue)
-          return bad("env." + std::string(ek) + " must be a string of at most 1024 bytes");
+        if (!portableEnvName(ek, kMaxKey))
+          return bad("env: bad variable name '" + std::string(ek) + "'");
+        if (!ev.is_string() || ev.as_string().size() > kMaxValue || !envValue(ev.as_string()))
+          return bad("env." + std::string(ek) + " must be a string of at most 1024 bytes, no NUL");
         r.env.push_back(std::string(ek) + "=" + std::string(ev.as_string()));
       }
     } else if (k == "metadata") {
@@ -150,6 +151,37 @@ Result<ExtendRequest> parseExtendRequest(std::string_view body) {
   }
   if (!r.timeout_s && !r.lifetime_s) return bad("extend needs timeout or lifetime (seconds)");
   return r;
+}
+
+Result<LogsQuery> parseLogsQuery(std::string_view target) {
+  LogsQuery l;
+  VESSEL_ASSIGN_OR_RETURN(auto params,
+                          parseQuery(target, {"kind", "since", "after", "limit", "follow"}));
+  for (const auto& [k, v] : params) {
+    if (k == "kind") {
+      if (!ops::knownLogKind(v)) return bad("kind must be lifecycle or command");
+      l.q.kind = v;
+    } else if (k == "since") {
+      auto ms = parseRfc3339(v);
+      if (!ms.ok()) return std::move(ms).error().withContext("since");
+      l.q.since_ms = *ms;
+    } else if (k == "follow") {
+      if (v != "true" && v != "false") return bad("follow must be true or false");
+      l.follow = v == "true";
+    } else {
+      int64_t n = 0;
+      auto [p, e] = std::from_chars(v.data(), v.data() + v.size(), n);
+      if (e != std::errc() || p != v.data() + v.size() || n < 0)
+        return bad(k + " must be a non-negative integer");
+      if (k == "after") {
+        l.q.after_seq = n;
+      } else {
+        if (n < 1 || n > 1000) return bad("limit must be between 1 and 1000");
+        l.q.limit = static_cast<int>(n);
+      }
+    }
+  }
+  return l;
 }
 
 Result<ListQuery> parseListQuery(std::string_view target) {

@@ -72,6 +72,16 @@ struct ListQuery {
   std::map<std::string, std::string> metadata;
 };
 Result<ListQuery> parseListQuery(std::string_view target);
+
+// GET /v1/sandboxes/{id}/logs?kind=K&since=T&after=SEQ&limit=N&follow=true
+// (docs/logs.md): since an RFC 3339 time, after a sequence number (an
+// entry's seq: the next page, or where a follow resumes).
+struct LogsQuery {
+  store::LogQuery q;
+  bool follow = false;
+};
+Result<LogsQuery> parseLogsQuery(std::string_view target);
+using ops::logMessage;
 using ops::metadataMatches;
 using ops::operationJson;
 using ops::rfc3339;

@@ -28,9 +28,9 @@ TEST(ResourcesTest, CreateRequestRejectsBadInputNamingTheField) {
   for (const char* body :
        {"{", "[]", "null", R"({"x":1})", R"({"template":""})", R"({"vcpus":0})", R"({"vcpus":-1})",
         R"({"vcpus":1.5})", R"({"memory_mib":18446744073709551615})", R"({"env":{"A=B":"x"}})",
-        R"({"env":{"A":1}})", R"({"disk_mib":63})", R"({"disk_mib":"512"})",
-        R"({"disk_mib":16777217})", R"({"metadata":[]})", R"({"metadata":{"k":{"nested":"x"}}})",
-        "[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]]]"}) {
+        R"({"env":{"A":1}})", R"({"env":{"A":"x\u0000y"}})", R"({"disk_mib":63})",
+        R"({"disk_mib":"512"})", R"({"disk_mib":16777217})", R"({"metadata":[]})",
+        R"({"metadata":{"k":{"nested":"x"}}})", "[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]]]"}) {
     auto r = parseCreateRequest(body);
     ASSERT_FALSE(r.ok()) << body;
     EXPECT_EQ(r.error().code(), Code::kInvalidArgument) << body;
@@ -89,10 +89,10 @@ TEST(ResourcesTest, ListQuery) {
   ASSERT_TRUE(m.ok()) << m.error().message();
   EXPECT_EQ(m->metadata.size(), 2u);
   EXPECT_EQ(m->metadata.at("team"), "a b");
-  EXPECT_TRUE(metadataMatches(R"({"team":"a b","x":"1","y":"2"})", m->metadata));
-  EXPECT_FALSE(metadataMatches(R"({"team":"a b"})", m->metadata));
-  EXPECT_FALSE(metadataMatches(R"({"team":"a b","x":1})", m->metadata));
-  EXPECT_TRUE(metadataMatches("{}", {}));
+  EXPECT_TRUE(metadataMatches({{"team", "a b"}, {"x", "1"}, {"y", "2"}}, m->metadata));
+  EXPECT_FALSE(metadataMatches({{"team", "a b"}}, m->metadata));
+  EXPECT_FALSE(metadataMatches({{"team", "a b"}, {"x", "2"}}, m->metadata));
+  EXPECT_TRUE(metadataMatches({}, {}));
 }
 
 TEST(ResourcesTest, ForkIntoATemplate) {
@@ -158,6 +158,30 @@ TEST(ResourcesTest, TemplateNamesAreScopedToTheirTenant) {
   EXPECT_EQ(visibleTemplateName("other", mine), std::nullopt);
   EXPECT_EQ(visibleTemplateName("other", "minimal"), "minimal");
   EXPECT_NE(tenantTemplateName("other", "py"), mine);
+}
+
+TEST(ResourcesTest, LogsQuery) {
+  auto q = parseLogsQuery(
+      "/v1/sandboxes/sb-1/logs?kind=command&since=2026-01-02T03%3A04%3A05Z&after=7&limit=20"
+      "&follow=true");
+  ASSERT_TRUE(q.ok()) << q.error().message();
+  EXPECT_EQ(q->q.kind, "command");
+  EXPECT_EQ(q->q.since_ms, 1767323045000);
+  EXPECT_EQ(q->q.after_seq, 7);
+  EXPECT_EQ(q->q.limit, 20);
+  EXPECT_TRUE(q->follow);
+  auto none = parseLogsQuery("/v1/sandboxes/sb-1/logs");
+  ASSERT_TRUE(none.ok());
+  EXPECT_EQ(none->q.limit, 1000);
+  EXPECT_FALSE(none->follow);
+  for (const char* bad : {"?kind=console", "?since=yesterday", "?limit=0", "?limit=1001",
+                          "?after=-1", "?follow=yes", "?other=1"}) {
+    auto r = parseLogsQuery(std::string("/v1/sandboxes/sb-1/logs") + bad);
+    EXPECT_FALSE(r.ok()) << bad;
+    if (!r.ok()) {
+      EXPECT_EQ(r.error().code(), Code::kInvalidArgument) << bad;
+    }
+  }
 }
 
 }  // namespace

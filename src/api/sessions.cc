@@ -116,7 +116,7 @@ Result<Sessions::Bound> Sessions::resolve(std::string_view token, std::string* s
     return Error(Code::kFailedPrecondition,
                  "sandbox " + rec.sandbox_id + " is " + st + ", not running");
   }
-  return Bound{rec.tenant_id, rec.sandbox_id};
+  return Bound{rec.tenant_id, rec.sandbox_id, "ses-" + rec.token_sha256.substr(0, 12)};
 }
 
 }  // namespace vessel::api

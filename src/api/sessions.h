@@ -52,6 +52,9 @@ class Sessions {
                              std::chrono::seconds ttl, std::string* state = nullptr);
   struct Bound {
     std::string tenant_id, sandbox_id;
+    // Names the session in logs: "ses-" and the first 12 hex digits of
+    // the token's SHA-256, never the token.
+    std::string session_id;
   };
   // The live session `token` names: kUnauthenticated for an unknown,
   // revoked or expired token, kFailedPrecondition (with the state in

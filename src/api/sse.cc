@@ -46,7 +46,8 @@ asio::awaitable<std::optional<Response>> ControlPlane::streamEvents(const Reques
                               Error(Code::kNotFound, "operation " + op_id + " does not exist"));
   }
 
-  if (!co_await writeSseHead(stream, req)) co_return std::nullopt;
+  bool head_written = co_await writeSseHead(stream, req);
+  if (!head_written) co_return std::nullopt;
 
   // Subscribed before the first read: nothing published after it is missed.
   // An operation's stream is woken by that operation's events only.
@@ -70,7 +71,7 @@ asio::awaitable<std::optional<Response>> ControlPlane::streamEvents(const Reques
       if (!op_id.empty() && terminalType(e.type)) ended = true;
     }
     if (!out.empty()) {
-      // (Named results: g++ 12 miscompiles co_await inside && and ||.)
+      // (g++ 12: named result, see CONTRIBUTING.md "Coroutines under g++ 12" rule 3.)
       bool written = co_await writeAll(stream, std::move(out));
       if (!written || ended) break;
       continue;

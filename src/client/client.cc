@@ -1,8 +1,12 @@
 #include "client/client.h"
 
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
+
 #include <boost/asio/connect.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ssl.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/http.hpp>
@@ -12,6 +16,8 @@
 #include <cstdlib>
 #include <fstream>
 
+#include "base/fd.h"
+
 namespace vessel::client {
 
 namespace asio = boost::asio;
@@ -19,6 +25,7 @@ namespace beast = boost::beast;
 namespace http = beast::http;
 namespace json = boost::json;
 using tcp = asio::ip::tcp;
+namespace ssl = asio::ssl;
 
 namespace {
 
@@ -64,28 +71,36 @@ std::string trim(std::string s) {
 
 struct Client::Conn {
   asio::io_context io;
-  beast::tcp_stream stream{io};
+  beast::tcp_stream tcp{io};  // the connection, or the TLS stream's lower layer
+  std::unique_ptr<ssl::context> ctx;
+  std::unique_ptr<ssl::stream<beast::tcp_stream&>> tls;  // https:// only
   beast::flat_buffer buf;
   std::optional<http::response_parser<http::buffer_body>> sse;
 
-  // Runs one asynchronous operation to completion, bounded by `t` (0: no
+  // Runs one asynchronous operation on the connection's stream (TLS or
+  // plain: `start(stream, handler)`) to completion, bounded by `t` (0: no
   // bound). Synchronous Beast calls cannot time out; these can.
   template <typename Start>
   boost::system::error_code run(Start start, std::chrono::milliseconds t) {
     if (t.count() > 0)
-      stream.expires_after(t);
+      tcp.expires_after(t);
     else
-      stream.expires_never();
+      tcp.expires_never();
     boost::system::error_code out = asio::error::would_block;
-    start([&out](boost::system::error_code ec, auto&&...) { out = ec; });
+    auto done = [&out](boost::system::error_code ec, auto&&...) { out = ec; };
+    if (tls)
+      start(*tls, done);
+    else
+      start(tcp, done);
     io.restart();
     io.run();
     return out;
   }
   ~Conn() {
+    // No TLS close_notify: the request or stream is over either way.
     boost::system::error_code ec;
-    stream.socket().shutdown(tcp::socket::shutdown_both, ec);
-    stream.socket().close(ec);
+    tcp.socket().shutdown(tcp::socket::shutdown_both, ec);
+    tcp.socket().close(ec);
   }
 };
 
@@ -93,11 +108,17 @@ Result<Url> parseUrl(std::string_view url) {
   auto bad = [&](const std::string& why) {
     return Error(Code::kInvalidArgument, "API URL '" + std::string(url) + "': " + why);
   };
-  constexpr std::string_view kScheme = "http://";
-  if (url.substr(0, kScheme.size()) != kScheme)
-    return bad("must start with http:// (the API speaks plain HTTP on loopback)");
-  std::string_view rest = url.substr(kScheme.size());
   Url u;
+  std::string_view rest;
+  if (url.substr(0, 7) == "http://") {
+    rest = url.substr(7);
+  } else if (url.substr(0, 8) == "https://") {
+    rest = url.substr(8);
+    u.tls = true;
+    u.port = 443;
+  } else {
+    return bad("must start with http:// or https://");
+  }
   auto slash = rest.find('/');
   std::string_view authority = rest.substr(0, slash);
   if (slash != std::string_view::npos) {
@@ -135,6 +156,7 @@ Result<Url> parseUrl(std::string_view url) {
 ClientOptions optionsFromEnv() {
   ClientOptions o;
   if (const char* u = std::getenv("VESSEL_API_URL"); u && *u) o.url = u;
+  if (const char* ca = std::getenv("VESSEL_CA_FILE"); ca && *ca) o.ca_file = ca;
   if (const char* k = std::getenv("VESSEL_API_KEY"); k && *k) {
     o.token = k;
   } else {
@@ -179,11 +201,58 @@ Result<std::unique_ptr<Client::Conn>> Client::connect() {
   boost::system::error_code ec;
   auto eps = resolver.resolve(url_->host, std::to_string(url_->port), ec);
   if (ec) return unreachable("resolve " + url_->host, ec.message());
-  ec = c->run([&](auto h) { c->stream.async_connect(eps, std::move(h)); }, opts_.timeout);
+  ec = c->run([&](auto&, auto h) { c->tcp.async_connect(eps, std::move(h)); }, opts_.timeout);
   if (ec == beast::error::timeout)
     return unreachable("connect", "no answer within " + seconds(opts_.timeout));
   if (ec) return unreachable("connect", ec.message());
+  if (url_->tls) VESSEL_TRY(handshake(*c));
   return c;
+}
+
+// The server is verified against --ca-file / VESSEL_CA_FILE, else the
+// system's trust store, for the URL's host name or IP address.
+Status Client::handshake(Conn& c) const {
+  c.ctx = std::make_unique<ssl::context>(ssl::context::tls_client);
+  SSL_CTX_set_min_proto_version(c.ctx->native_handle(), TLS1_2_VERSION);
+  boost::system::error_code ec;
+  if (!opts_.ca_file.empty()) {
+    auto pem = readFile(opts_.ca_file, 4 << 20);
+    if (!pem.ok())
+      return std::move(pem).error().withContext("CA file (--ca-file or VESSEL_CA_FILE)");
+    c.ctx->add_certificate_authority(asio::buffer(*pem), ec);
+    if (ec)
+      return Error(Code::kInvalidArgument, "CA file " + opts_.ca_file +
+                                               ": no PEM certificate in it (" + ec.message() + ")");
+  } else {
+    c.ctx->set_default_verify_paths(ec);
+  }
+  c.ctx->set_verify_mode(ssl::verify_peer);
+  c.tls = std::make_unique<ssl::stream<beast::tcp_stream&>>(c.tcp, *c.ctx);
+  SSL* s = c.tls->native_handle();
+  boost::system::error_code ipec;
+  (void)asio::ip::make_address(url_->host, ipec);
+  if (ipec) {
+    SSL_set_tlsext_host_name(s, url_->host.c_str());
+    SSL_set1_host(s, url_->host.c_str());
+  } else {
+    X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(s), url_->host.c_str());
+  }
+  ec = c.run([&](auto&, auto h) { c.tls->async_handshake(ssl::stream_base::client, std::move(h)); },
+             opts_.timeout);
+  if (!ec) return okStatus();
+  long verdict = SSL_get_verify_result(s);
+  if (verdict != X509_V_OK)
+    return Error(
+        Code::kUnauthenticated,
+        "the TLS certificate of " + opts_.url + " is not trusted (" +
+            X509_verify_cert_error_string(verdict) + "); " +
+            (opts_.ca_file.empty() ? std::string("pass the CA that signed it with --ca-file or "
+                                                 "VESSEL_CA_FILE")
+                                   : "it was checked against " + opts_.ca_file +
+                                         ", which is not the CA that signed it"));
+  if (ec == beast::error::timeout)
+    return unreachable("TLS handshake", "no answer within " + seconds(opts_.timeout));
+  return unreachable("TLS handshake", ec.message());
 }
 
 template <typename Req>
@@ -230,7 +299,7 @@ Status Client::send(Conn& c, std::string_view method, std::string_view path, std
   VESSEL_TRY(prepare(req, method, path, content_type, headers));
   req.body() = std::move(body);
   req.prepare_payload();
-  auto ec = c.run([&](auto h) { http::async_write(c.stream, req, std::move(h)); }, opts_.timeout);
+  auto ec = c.run([&](auto& s, auto h) { http::async_write(s, req, std::move(h)); }, opts_.timeout);
   if (ec) return sendError(ec, method, path, opts_.timeout);
   return okStatus();
 }
@@ -240,7 +309,7 @@ Result<HttpResponse> Client::finishSmall(Conn& c, Parser&& head, const std::stri
   http::response_parser<http::string_body> p(std::move(head));
   p.body_limit(1 << 20);
   auto ec =
-      c.run([&](auto h) { http::async_read(c.stream, c.buf, p, std::move(h)); }, opts_.timeout);
+      c.run([&](auto& s, auto h) { http::async_read(s, c.buf, p, std::move(h)); }, opts_.timeout);
   if (ec) return Error(Code::kUnavailable, where + ": reading the answer: " + ec.message());
   return toResponse(p.release());
 }
@@ -255,15 +324,16 @@ Result<HttpResponse> Client::sendFile(std::string_view method, std::string_view 
   if (ec) return Error(Code::kNotFound, "open " + local + ": " + ec.message());
   req.prepare_payload();
   VESSEL_ASSIGN_OR_RETURN(auto c, connect());
-  ec = c->run([&](auto h) { http::async_write(c->stream, req, std::move(h)); }, timeout);
+  ec = c->run([&](auto& s, auto h) { http::async_write(s, req, std::move(h)); }, timeout);
   // The server may answer (413, 404) before it has read the whole body.
   if (ec && ec != boost::asio::error::broken_pipe && ec != boost::asio::error::connection_reset)
     return sendError(ec, method, path, timeout);
   http::response_parser<http::empty_body> head;
   head.header_limit(static_cast<uint32_t>(kMaxHeaderBytes));
   std::string where = std::string(method) + " " + std::string(path);
-  auto rec = c->run([&](auto h) { http::async_read_header(c->stream, c->buf, head, std::move(h)); },
-                    opts_.timeout);
+  auto rec =
+      c->run([&](auto& s, auto h) { http::async_read_header(s, c->buf, head, std::move(h)); },
+             opts_.timeout);
   if (rec) {
     if (ec) return sendError(ec, method, path, timeout);
     return Error(Code::kUnavailable, where + ": reading the answer: " + rec.message());
@@ -279,14 +349,14 @@ Result<HttpResponse> Client::receiveFile(std::string_view path, const std::strin
   http::response_parser<http::file_body> p;
   p.header_limit(static_cast<uint32_t>(kMaxHeaderBytes));
   p.body_limit(opts_.max_response_bytes);
-  auto ec = c->run([&](auto h) { http::async_read_header(c->stream, c->buf, p, std::move(h)); },
+  auto ec = c->run([&](auto& s, auto h) { http::async_read_header(s, c->buf, p, std::move(h)); },
                    opts_.timeout);
   if (ec) return Error(Code::kUnavailable, where + ": reading the answer: " + ec.message());
   int status = p.get().result_int();
   if (status < 200 || status > 299) return finishSmall(*c, std::move(p), where);
   p.get().body().open(local.c_str(), beast::file_mode::write, ec);
   if (ec) return Error(Code::kInternal, "create " + local + ": " + ec.message());
-  ec = c->run([&](auto h) { http::async_read(c->stream, c->buf, p, std::move(h)); }, timeout);
+  ec = c->run([&](auto& s, auto h) { http::async_read(s, c->buf, p, std::move(h)); }, timeout);
   if (ec == beast::error::timeout)
     return Error(Code::kDeadlineExceeded, where + ": not done within " + seconds(timeout));
   if (ec == http::error::body_limit)
@@ -308,7 +378,7 @@ Result<HttpResponse> Client::request(std::string_view method, std::string_view p
   p.header_limit(static_cast<uint32_t>(kMaxHeaderBytes));
   p.body_limit(opts_.max_response_bytes);
   auto ec =
-      c->run([&](auto h) { http::async_read(c->stream, c->buf, p, std::move(h)); }, opts_.timeout);
+      c->run([&](auto& s, auto h) { http::async_read(s, c->buf, p, std::move(h)); }, opts_.timeout);
   std::string where = std::string(method) + " " + std::string(path);
   if (ec == beast::error::timeout)
     return Error(Code::kDeadlineExceeded, where + ": no answer within " + seconds(opts_.timeout));
@@ -361,7 +431,7 @@ Result<EventStream> Client::stream(std::string_view method, std::string_view pat
   auto& p = c->sse.emplace();
   p.header_limit(static_cast<uint32_t>(kMaxHeaderBytes));
   p.body_limit(boost::none);  // a stream has no end we could know
-  auto ec = c->run([&](auto h) { http::async_read_header(c->stream, c->buf, p, std::move(h)); },
+  auto ec = c->run([&](auto& s, auto h) { http::async_read_header(s, c->buf, p, std::move(h)); },
                    opts_.timeout);
   if (ec == beast::error::timeout)
     return Error(Code::kDeadlineExceeded, where + ": no answer within " + seconds(opts_.timeout));
@@ -375,7 +445,7 @@ Result<EventStream> Client::stream(std::string_view method, std::string_view pat
     while (!p.is_done() && r.body.size() < kMaxErrorBody) {
       p.get().body().data = tmp;
       p.get().body().size = sizeof tmp;
-      ec = c->run([&](auto h) { http::async_read_some(c->stream, c->buf, p, std::move(h)); },
+      ec = c->run([&](auto& s, auto h) { http::async_read_some(s, c->buf, p, std::move(h)); },
                   opts_.timeout);
       r.body.append(tmp, sizeof tmp - p.get().body().size);
       if (ec && ec != http::error::need_buffer) break;
@@ -414,7 +484,7 @@ Result<std::optional<SseEvent>> EventStream::next() {
     p.get().body().data = tmp;
     p.get().body().size = sizeof tmp;
     auto ec = conn_->run(
-        [&](auto h) { http::async_read_some(conn_->stream, conn_->buf, p, std::move(h)); }, idle_);
+        [&](auto& s, auto h) { http::async_read_some(s, conn_->buf, p, std::move(h)); }, idle_);
     size_t got = sizeof tmp - p.get().body().size;
     if (got > 0) VESSEL_TRY_CTX(parser_.feed(std::string_view(tmp, got)), where_);
     if (ec == http::error::need_buffer) continue;

@@ -22,10 +22,12 @@
 
 namespace vessel::client {
 
-// "http://host[:port][/prefix]"; only plain HTTP (the API listens on loopback).
+// "http://host[:port][/prefix]" or "https://..." (the server verified,
+// ClientOptions::ca_file).
 struct Url {
+  bool tls = false;
   std::string host;
-  uint16_t port = 80;
+  uint16_t port = 80;     // 443 for https:// without a port
   std::string base_path;  // "" or "/prefix" without a trailing slash
 };
 Result<Url> parseUrl(std::string_view url);
@@ -33,12 +35,16 @@ Result<Url> parseUrl(std::string_view url);
 struct ClientOptions {
   std::string url = "http://127.0.0.1:8080";
   std::string token;  // sent as "Authorization: Bearer <token>" when not empty
+  // https:// URLs: the PEM CA certificate(s) the server's certificate must
+  // chain to; "" is the system's trust store.
+  std::string ca_file;
   // Bounds connecting, sending a request and receiving a whole response.
   std::chrono::milliseconds timeout{60000};
   size_t max_response_bytes = 64 << 20;
 };
 
-// VESSEL_API_URL (default http://127.0.0.1:8080) and VESSEL_API_KEY. Without
+// VESSEL_API_URL (default http://127.0.0.1:8080), VESSEL_CA_FILE and
+// VESSEL_API_KEY. Without
 // a key it falls back to the development key `make up` writes,
 // $VESSEL_STATE_DIR/dev-api-key (default /var/lib/vessel), when readable.
 ClientOptions optionsFromEnv();
@@ -101,6 +107,7 @@ class Client {
 
  private:
   Result<std::unique_ptr<Conn>> connect();
+  Status handshake(Conn& c) const;
   Status send(Conn& c, std::string_view method, std::string_view path, std::string body,
               std::string content_type, const Headers& headers);
   // The request line and headers every request carries.

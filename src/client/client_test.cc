@@ -17,6 +17,8 @@
 #include <thread>
 
 #include "http/server.h"
+#include "http/testing/test_pki.h"
+#include "http/tls.h"
 
 namespace vessel::client {
 namespace {
@@ -139,8 +141,13 @@ TEST(ParseUrl, Forms) {
   ASSERT_TRUE(c.ok());
   EXPECT_EQ(c->host, "::1");
   EXPECT_EQ(c->port, 9000);
-  for (const char* bad : {"https://x", "127.0.0.1:8080", "http://", "http://h:0", "http://h:99999",
-                          "http://u:p@h:1", "http://h:12x"})
+  auto d = parseUrl("https://vessel.example");
+  ASSERT_TRUE(d.ok());
+  EXPECT_TRUE(d->tls);
+  EXPECT_EQ(d->port, 443);
+  EXPECT_FALSE(a->tls);
+  for (const char* bad : {"ftp://x", "127.0.0.1:8080", "http://", "https://", "http://h:0",
+                          "http://h:99999", "http://u:p@h:1", "http://h:12x"})
     EXPECT_FALSE(parseUrl(bad).ok()) << bad;
 }
 
@@ -154,8 +161,12 @@ TEST(OptionsFromEnv, KeyFromEnvironmentOrDevKeyFile) {
   auto o = optionsFromEnv();
   EXPECT_EQ(o.url, "http://127.0.0.1:1234");
   EXPECT_EQ(o.token, "vsk_from_file");
+  EXPECT_EQ(o.ca_file, "");
   ::setenv("VESSEL_API_KEY", "vsk_from_env", 1);
+  ::setenv("VESSEL_CA_FILE", "/etc/vessel/tls-ca.pem", 1);
   EXPECT_EQ(optionsFromEnv().token, "vsk_from_env");
+  EXPECT_EQ(optionsFromEnv().ca_file, "/etc/vessel/tls-ca.pem");
+  ::unsetenv("VESSEL_CA_FILE");
   ::unsetenv("VESSEL_API_KEY");
   ::unsetenv("VESSEL_API_URL");
   ::unsetenv("VESSEL_STATE_DIR");
@@ -295,6 +306,86 @@ TEST_F(ClientTest, SilentStreamHitsTheIdleTimeout) {
   ASSERT_FALSE(e.ok());
   EXPECT_EQ(e.error().code(), Code::kDeadlineExceeded);
   EXPECT_THAT(e.error().message(), HasSubstr("GET /v1/sse/silent: nothing received"));
+}
+
+// https:// against the one HTTP server with TLS on (http/tls.h) and a
+// real certificate: verified with ca_file (VESSEL_CA_FILE, the CLI's
+// --ca-file), refused with a clear message against another CA or the
+// system's store, event streams and all.
+class ClientTlsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = ::testing::TempDir() + "/client-tls-" + std::to_string(::getpid());
+    ASSERT_TRUE(http::testing::makeTestPki(dir_ + "/a", "ca-a", "vessel", "IP:127.0.0.1", &a_));
+    ASSERT_TRUE(http::testing::makeTestPki(dir_ + "/b", "ca-b", "vessel", "IP:127.0.0.1", &b_));
+    auto ctx = http::serverContextFromFiles(a_.cert, a_.key);
+    ASSERT_TRUE(ctx.ok()) << ctx.error().message();
+    server_.route(http::verb::get, "/v1/echo", [](const Request& r) -> asio::awaitable<Response> {
+      json::object o{{"auth", std::string(r[http::field::authorization])}};
+      co_return http::jsonResponse(r, http::status::ok, json::serialize(o));
+    });
+    server_.router().addStream(
+        http::verb::get, "/v1/sse",
+        [](const Request&, const http::Params&, boost::beast::tcp_stream& s) {
+          return writeRaw(s,
+                          "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\n"
+                          "event: one\ndata: {}\n\n");
+        });
+    auto t = http::TlsTerminator::create(threads_, [c = *ctx](const std::string&) { return c; });
+    ASSERT_TRUE(t.ok());
+    tls_ = std::move(*t);
+    tls_->install(server_, http::TlsMode::kOnly);
+    ASSERT_TRUE(server_.listen({"127.0.0.1", 0}).ok());
+    thread_ = std::thread([this] { io_.run(); });
+  }
+  void TearDown() override {
+    asio::post(io_, [this] { server_.close(); });
+    io_.stop();
+    thread_.join();
+    std::filesystem::remove_all(dir_);
+  }
+  Client client(const std::string& ca) {
+    ClientOptions o;
+    o.url = "https://127.0.0.1:" + std::to_string(server_.port());
+    o.token = "vsk_tls";
+    o.ca_file = ca;
+    o.timeout = std::chrono::seconds(30);
+    return Client(o);
+  }
+
+  std::string dir_;
+  http::testing::TestPki a_, b_;
+  asio::io_context io_;
+  http::HttpServer server_{io_};
+  http::TlsThreads threads_{1};
+  std::unique_ptr<http::TlsTerminator> tls_;
+  std::thread thread_;
+};
+
+TEST_F(ClientTlsTest, VerifiesTheServerWithTheCaFile) {
+  auto r = client(a_.ca).get("/v1/echo");
+  ASSERT_TRUE(r.ok()) << r.error().message();
+  EXPECT_EQ(str(*r, "auth"), "Bearer vsk_tls");
+  auto events = client(a_.ca).stream("GET", "/v1/sse");
+  ASSERT_TRUE(events.ok()) << events.error().message();
+  auto e = events->next();
+  ASSERT_TRUE(e.ok() && e->has_value()) << (e.ok() ? "ended" : e.error().message());
+  EXPECT_EQ((*e)->type, "one");
+}
+
+TEST_F(ClientTlsTest, RefusesAServerAnotherCaSigned) {
+  auto wrong = client(b_.ca).get("/v1/echo");
+  ASSERT_FALSE(wrong.ok());
+  EXPECT_EQ(wrong.error().code(), Code::kUnauthenticated);
+  EXPECT_THAT(wrong.error().message(), HasSubstr("is not trusted"));
+  EXPECT_THAT(wrong.error().message(), HasSubstr(b_.ca + ", which is not the CA that signed it"));
+  // Without a CA file, the system's store, which has never heard of it.
+  auto system = client("").get("/v1/echo");
+  ASSERT_FALSE(system.ok());
+  EXPECT_THAT(system.error().message(), HasSubstr("--ca-file or VESSEL_CA_FILE"));
+  auto missing = client(dir_ + "/nope.pem").get("/v1/echo");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_THAT(missing.error().message(), HasSubstr("nope.pem"));
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <boost/json.hpp>
 
 #include "base/log.h"
+#include "cluster/template_transfer.h"
 
 namespace vessel::cluster {
 
@@ -16,15 +17,6 @@ namespace json = boost::json;
 namespace {
 
 Logger clusterLog() { return Logger("cluster"); }
-
-bool hasTemplate(const store::NodeRecord& n, const std::string& name) {
-  boost::system::error_code ec;
-  json::value v = json::parse(n.templates_json, ec);
-  if (ec || !v.is_array()) return false;
-  for (const auto& t : v.as_array())
-    if (t.is_string() && t.as_string() == name) return true;
-  return false;
-}
 
 }  // namespace
 
@@ -44,8 +36,8 @@ std::vector<std::string> rankNodes(const std::vector<store::NodeRecord>& nodes,
     auto p = placed.find(n.name);
     uint64_t used = p == placed.end() ? 0 : p->second;
     int64_t free = static_cast<int64_t>(n.memory_free_mib) - static_cast<int64_t>(used);
-    keys.push_back({free < static_cast<int64_t>(memory_mib), !hasTemplate(n, template_name), -free,
-                    n.sandboxes, n.name});
+    keys.push_back({free < static_cast<int64_t>(memory_mib), !nodeHasTemplate(n, template_name),
+                    -free, n.sandboxes, n.name});
   }
   std::sort(keys.begin(), keys.end(), [](const Key& a, const Key& b) { return a.tie() < b.tie(); });
   std::vector<std::string> out;

@@ -21,13 +21,13 @@ namespace {
 
 using namespace std::chrono_literals;
 
-store::NodeRecord rec(const std::string& name, uint64_t free, const std::string& templates,
+store::NodeRecord rec(const std::string& name, uint64_t free, std::vector<std::string> templates,
                       int64_t hb, bool lost = false) {
   store::NodeRecord n;
   n.name = name;
   n.memory_mib = 8192;
   n.memory_free_mib = free;
-  n.templates_json = templates;
+  n.templates = std::move(templates);
   n.heartbeat_ms = hb;
   n.lost = lost;
   return n;
@@ -36,12 +36,12 @@ store::NodeRecord rec(const std::string& name, uint64_t free, const std::string&
 TEST(RankNodesTest, TemplateThenFreeMemoryAndOnlyLiveNodes) {
   const int64_t now = 1'000'000;
   std::vector<store::NodeRecord> nodes = {
-      rec("a", 4000, R"(["minimal"])", now - 1000),
-      rec("b", 6000, R"([])", now - 1000),
-      rec("c", 5000, R"(["minimal"])", now - 1000),
-      rec("d", 9000, R"(["minimal"])", now - 60'000),      // silent too long
-      rec("e", 9000, R"(["minimal"])", now - 1000, true),  // marked lost
-      rec("f", 100, R"(["minimal"])", now - 1000),         // no room
+      rec("a", 4000, {"minimal"}, now - 1000),
+      rec("b", 6000, {}, now - 1000),
+      rec("c", 5000, {"minimal"}, now - 1000),
+      rec("d", 9000, {"minimal"}, now - 60'000),      // silent too long
+      rec("e", 9000, {"minimal"}, now - 1000, true),  // marked lost
+      rec("f", 100, {"minimal"}, now - 1000),         // no room
   };
   auto order = rankNodes(nodes, "minimal", 256, now, 15s, {});
   EXPECT_EQ(order, (std::vector<std::string>{"c", "a", "b", "f"}));
@@ -83,7 +83,7 @@ class ClusterNodeTest : public ::testing::Test {
   }
   void heartbeat(int i, int64_t at_ms) {
     clock_.set(at_ms);
-    store::NodeRecord n = rec(name(i), 4096, R"(["minimal"])", 0);
+    store::NodeRecord n = rec(name(i), 4096, {"minimal"}, 0);
     n.advertise_url = "http://127.0.0.1:" + std::to_string(http_[i]->port());
     ASSERT_TRUE(store_->heartbeatNode(n).ok());
   }
@@ -196,7 +196,7 @@ TEST_F(ClusterNodeTest, ASilentNodeIsLostItsCallsFailAndCreatesGoElsewhere) {
   ops::NodeCreate c{"sb-h", "t1", "minimal"};
   c.memory_mib = 256;
   // Placed on n1 by making n0 look full for this one create.
-  store::NodeRecord full = rec("n0", 0, R"([])", 0);
+  store::NodeRecord full = rec("n0", 0, {}, 0);
   full.advertise_url = "http://127.0.0.1:" + std::to_string(http_[0]->port());
   clock_.set(store::nowMs());
   ASSERT_TRUE(store_->heartbeatNode(full).ok());

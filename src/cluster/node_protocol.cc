@@ -63,24 +63,11 @@ json::array toArray(const std::vector<std::string>& v) {
   return a;
 }
 
-json::object networkJson(const ops::NetworkSpec& n) {
-  return json::object{{"mode", n.mode},
-                      {"allow", toArray(n.allow)},
-                      {"credentials", toArray(n.credentials)},
-                      {"inspect", toArray(n.inspect)},
-                      {"deny", toArray(n.deny)}};
-}
-
-// Network settings as a call or a reply carries them, each field bounded.
+// Network settings as a call or a reply carries them: the store's codec.
+json::object networkJson(const ops::NetworkSpec& n) { return store::encodeNetwork(n); }
 Result<ops::NetworkSpec> parseNetwork(const json::value& n) {
-  if (!n.is_object()) return bad("network must be an object");
-  const auto& no = n.as_object();
-  ops::NetworkSpec s;
-  VESSEL_ASSIGN_OR_RETURN(s.mode, stringField(no, "mode", 16, false));
-  VESSEL_ASSIGN_OR_RETURN(s.allow, stringList(no, "allow", kMaxList, kMaxName));
-  VESSEL_ASSIGN_OR_RETURN(s.credentials, stringList(no, "credentials", kMaxList, kMaxName));
-  VESSEL_ASSIGN_OR_RETURN(s.inspect, stringList(no, "inspect", kMaxList, kMaxName));
-  VESSEL_ASSIGN_OR_RETURN(s.deny, stringList(no, "deny", kMaxList, kMaxName));
+  auto s = store::decodeNetwork(n);
+  if (!s.ok()) return bad(s.error().message());
   return s;
 }
 

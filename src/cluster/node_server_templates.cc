@@ -37,10 +37,12 @@ asio::awaitable<Result<NodeReply>> NodeServer::templateCall(const std::string& n
     co_return r;
   }
   // build
-  if (c.base.empty() || c.spec.empty())
-    co_return Error(Code::kInvalidArgument, "node call build: base and spec");
+  if (c.spec.empty()) co_return Error(Code::kInvalidArgument, "node call build: spec");
   auto spec = templates::parseBuildSpec(c.spec);
   if (!spec.ok()) co_return std::move(spec).error().withContext("node call build");
+  // A from_image build has no base template: the node converts the image.
+  if (c.base.empty() && spec->from_image.empty())
+    co_return Error(Code::kInvalidArgument, "node call build: base");
   ops::BuildRequest req;
   req.spec = std::move(*spec);
   // The spec's own name is a placeholder: stored names are longer than

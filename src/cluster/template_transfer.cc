@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
@@ -29,7 +30,6 @@ namespace vessel::cluster {
 
 namespace beast = boost::beast;
 namespace fs = std::filesystem;
-namespace json = boost::json;
 using tcp = asio::ip::tcp;
 
 namespace {
@@ -90,12 +90,7 @@ Result<TemplateFileRef> parseTemplateFilePath(std::string_view target) {
 }
 
 bool nodeHasTemplate(const store::NodeRecord& n, const std::string& name) {
-  boost::system::error_code ec;
-  json::value v = json::parse(n.templates_json, ec);
-  if (ec || !v.is_array()) return false;
-  for (const auto& t : v.as_array())
-    if (t.is_string() && t.as_string() == name) return true;
-  return false;
+  return std::find(n.templates.begin(), n.templates.end(), name) != n.templates.end();
 }
 
 // --- The sending side -----------------------------------------------------
@@ -180,8 +175,7 @@ asio::awaitable<std::optional<http::Response>> TemplateFileServer::serve(
   uint64_t off = 0;
   while (off < size) {
     // Disk reads (GiBs of a template's memory) on the reader thread.
-    // Named and moved, as everywhere: g++ 12 destroys a prvalue argument of
-    // a coroutine twice.
+    // g++ 12: named argument, see CONTRIBUTING.md "Coroutines under g++ 12" rule 1.
     auto read = [buf, file, off, size]() -> ssize_t {
       size_t want = static_cast<size_t>(std::min<uint64_t>(kChunk, size - off));
       return ::pread(file->get(), buf->data(), want, static_cast<off_t>(off));
@@ -214,6 +208,8 @@ namespace {
 
 // One file into `path`, hashed as it is written; its size and sha256 must
 // be the catalogue's. On the fetch thread's own io_context.
+// Long because the request, the response head's checks and the body's
+// hashed write are one stream that must fail as one.
 asio::awaitable<Result<templates::TemplateStore::HashedFile>> downloadFile(
     const client::Url& url, std::string token, TemplateFileRef ref, uint64_t want_size,
     std::string want_sha, std::string path, std::chrono::seconds idle,
@@ -315,8 +311,8 @@ Result<std::map<std::string, templates::TemplateStore::HashedFile>> downloadTemp
   if (ec) return Error(Code::kInternal, "create " + staging + ": " + ec.message());
   std::map<std::string, templates::TemplateStore::HashedFile> out;
   for (const auto& kv : e.manifest.files) {
-    // Not a structured binding: the lambdas below capture these (clang 14
-    // refuses a captured binding).
+    // Not a structured binding: the lambdas below capture these (CONTRIBUTING.md
+    // "Coroutines under g++ 12" rule 4).
     const std::string& file = kv.first;
     const std::string& sha = kv.second;
     auto size = e.sizes.find(file);
@@ -327,8 +323,7 @@ Result<std::map<std::string, templates::TemplateStore::HashedFile>> downloadTemp
     asio::co_spawn(
         io,
         [&]() -> asio::awaitable<void> {
-          // Named, not a braced temporary: g++ 12 destroys a prvalue
-          // argument of a coroutine twice.
+          // g++ 12: named argument, see CONTRIBUTING.md "Coroutines under g++ 12" rule 1.
           TemplateFileRef ref{e.manifest.name, e.manifest.version, file};
           std::string path = staging + "/" + file;
           r.emplace(

@@ -47,7 +47,7 @@ struct TemplateFileRef {
 std::string templateFilePath(const TemplateFileRef& f);
 Result<TemplateFileRef> parseTemplateFilePath(std::string_view target);
 
-// Whether a node's heartbeat lists `name` among its templates (NodeRecord::templates_json).
+// Whether a node's heartbeat lists `name` among its templates (NodeRecord::templates).
 bool nodeHasTemplate(const store::NodeRecord& n, const std::string& name);
 
 // The sending side: serves the files of the templates installed in `store`

@@ -101,7 +101,7 @@ class TemplateTransferTest : public ::testing::Test {
     store::NodeRecord n;
     n.name = "a";
     n.advertise_url = "http://127.0.0.1:" + std::to_string(http_->port());
-    n.templates_json = R"(["solo"])";
+    n.templates = {"solo"};
     ASSERT_TRUE(store_->heartbeatNode(n).ok());
     ASSERT_EQ(registerInstalled(*a_, *catalogue_), 1);
     fetcher_ = std::make_unique<TemplateFetcher>(io_, *b_, *catalogue_, *store_,
@@ -216,7 +216,7 @@ TEST_F(TemplateTransferTest, AWrongTokenGetsNothing) {
 // the template yet is still asked.
 TEST_F(TemplateTransferTest, ASourceWhoseHeartbeatLagsIsStillAsked) {
   store::NodeRecord n = (*store_->listNodes())[0];
-  n.templates_json = "[]";
+  n.templates.clear();
   ASSERT_TRUE(store_->heartbeatNode(n).ok());
   auto s = runBlocking(io_, fetcher_->ensure("solo"));
   ASSERT_TRUE(s.ok()) << s.error().message();

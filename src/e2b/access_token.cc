@@ -25,10 +25,27 @@ std::string hex(const unsigned char* p, size_t n) {
   return out;
 }
 
+std::string hmacHex(std::string_view key, std::string_view label, std::string_view id) {
+  std::string msg(label);
+  msg.append(id);
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int n = 0;
+  HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()),
+       reinterpret_cast<const unsigned char*>(msg.data()), msg.size(), md, &n);
+  return hex(md, n);
+}
+
+bool sameInConstantTime(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && CRYPTO_memcmp(a.data(), b.data(), a.size()) == 0;
+}
+
 }  // namespace
 
 Result<AccessTokens> AccessTokens::open(const std::string& state_dir) {
-  std::string path = state_dir + "/e2b-token-key";
+  return openFile(state_dir + "/e2b-token-key");
+}
+
+Result<AccessTokens> AccessTokens::openFile(const std::string& path) {
   auto existing = Fd::open(path, O_RDONLY);
   if (existing.ok()) {
     char buf[kKeyBytes + 1];
@@ -52,26 +69,16 @@ Result<AccessTokens> AccessTokens::open(const std::string& state_dir) {
   return AccessTokens(std::move(key));
 }
 
-Result<AccessTokens> AccessTokens::fromStore(store::Store& store) {
-  unsigned char key[kKeyBytes];
-  if (RAND_bytes(key, kKeyBytes) != 1) return Error(Code::kInternal, "RAND_bytes failed");
-  VESSEL_ASSIGN_OR_RETURN(std::string stored,
-                          store.getOrSetMeta("e2b_token_key", hex(key, kKeyBytes)));
-  if (stored.size() != 2 * kKeyBytes)
-    return Error(Code::kInvalidArgument, "the store's e2b_token_key is not a 32-byte hex key");
-  std::string raw;
-  for (size_t i = 0; i < stored.size(); i += 2) {
-    auto nibble = [](char c) -> int {
-      if (c >= '0' && c <= '9') return c - '0';
-      if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-      return -1;
-    };
-    int hi = nibble(stored[i]), lo = nibble(stored[i + 1]);
-    if (hi < 0 || lo < 0)
-      return Error(Code::kInvalidArgument, "the store's e2b_token_key is not a 32-byte hex key");
-    raw.push_back(static_cast<char>(hi << 4 | lo));
-  }
-  return AccessTokens(std::move(raw));
+Status AccessTokens::forgetStoredKey(store::Store& store) {
+  VESSEL_ASSIGN_OR_RETURN(auto stored, store.getMeta("e2b_token_key"));
+  if (!stored || stored->empty()) return okStatus();
+  return store.setMeta("e2b_token_key", "");
+}
+
+AccessTokens AccessTokens::nodeSide(std::string forward_secret) {
+  AccessTokens t{std::string()};
+  t.forward_secret_ = std::move(forward_secret);
+  return t;
 }
 
 AccessTokens AccessTokens::withKey(std::string key) { return AccessTokens(std::move(key)); }
@@ -85,18 +92,24 @@ std::string AccessTokens::trafficForSandbox(std::string_view sandbox_id) const {
 }
 
 std::string AccessTokens::mac(std::string_view label, std::string_view sandbox_id) const {
-  std::string msg(label);
-  msg.append(sandbox_id);
-  unsigned char md[EVP_MAX_MD_SIZE];
-  unsigned int n = 0;
-  HMAC(EVP_sha256(), key_.data(), static_cast<int>(key_.size()),
-       reinterpret_cast<const unsigned char*>(msg.data()), msg.size(), md, &n);
-  return hex(md, n);
+  return hmacHex(key_, label, sandbox_id);
 }
 
 bool AccessTokens::check(std::string_view sandbox_id, std::string_view token) const {
-  std::string want = forSandbox(sandbox_id);
-  return token.size() == want.size() && CRYPTO_memcmp(want.data(), token.data(), want.size()) == 0;
+  // Without the key every "token" would be HMAC under an empty key, which
+  // anyone can compute.
+  if (!hasKey()) return false;
+  return sameInConstantTime(forSandbox(sandbox_id), token);
+}
+
+std::string AccessTokens::forwardProof(std::string_view sandbox_id) const {
+  if (forward_secret_.empty()) return "";
+  return hmacHex(forward_secret_, "envd-forward:", sandbox_id);
+}
+
+bool AccessTokens::forwarded(std::string_view sandbox_id, std::string_view proof) const {
+  if (forward_secret_.empty() || sandbox_id.empty()) return false;
+  return sameInConstantTime(forwardProof(sandbox_id), proof);
 }
 
 }  // namespace vessel::e2b

@@ -5,6 +5,14 @@
 // sandbox. A token is HMAC-SHA256(key, "envd-access-token:" + sandbox id) in
 // hex, under a 32-byte key kept in the state directory (0600). Deleting the
 // key file revokes every token at the next start.
+//
+// Many machines (docs/threat-model.md): only the API replicas hold the key
+// (--e2b-token-key-file, the same file on each). Neither the store nor a
+// node has it, so a taken-over node cannot compute another sandbox's token.
+// A replica checks the token (or a /files signature) of each envd request
+// before forwarding it to the sandbox's node, and vouches for it with a
+// forward proof: HMAC(node token, "envd-forward:" + sandbox id), which the
+// node checks in place of the token (forwarded()).
 #include <string>
 #include <string_view>
 
@@ -21,11 +29,17 @@ class AccessTokens {
   // Reads <state_dir>/e2b-token-key, creating it with 32 random bytes on the
   // first start. A key of any other size is an error (not replaced).
   static Result<AccessTokens> open(const std::string& state_dir);
-  // Many machines: the key every API replica and node shares, kept in the
-  // store (meta `e2b_token_key`, hex), made by the first process to start.
-  // A replica hands out tokens a node checks, and any replica checks
-  // tokens another handed out.
-  static Result<AccessTokens> fromStore(store::Store& store);
+  // The same, from a given file (created like open()'s when missing).
+  static Result<AccessTokens> openFile(const std::string& path);
+  // Before the key left the store (issue 24): a store that still holds
+  // meta `e2b_token_key` gets it cleared, so it stops being a way to
+  // compute tokens. Tokens under that key are revoked by the new key.
+  static Status forgetStoredKey(store::Store& store);
+  // A node: no key, so no token is computable or accepted; a request is
+  // let in only with a replica's forward proof under `forward_secret`.
+  static AccessTokens nodeSide(std::string forward_secret);
+  // A replica's: its key, and the secret its forward proofs are made with.
+  void setForwardSecret(std::string secret) { forward_secret_ = std::move(secret); }
   // For tests: a given key (32 bytes).
   static AccessTokens withKey(std::string key);
 
@@ -37,11 +51,22 @@ class AccessTokens {
   // allowPublicTraffic false: the same construction under another label,
   // so it is neither the envd token nor derivable from it.
   std::string trafficForSandbox(std::string_view sandbox_id) const;
+  // Whether this side holds the key (a node does not: forSandbox() is then
+  // meaningless and must not be used to check a signature).
+  bool hasKey() const { return !key_.empty(); }
+
+  // The header a replica adds to a request it authenticated and forwards.
+  static constexpr const char* kForwardHeader = "X-Vessel-Envd-Forward";
+  // "" without a forward secret.
+  std::string forwardProof(std::string_view sandbox_id) const;
+  // In constant time: whether `proof` is a replica's for `sandbox_id`.
+  bool forwarded(std::string_view sandbox_id, std::string_view proof) const;
 
  private:
   std::string mac(std::string_view label, std::string_view sandbox_id) const;
   explicit AccessTokens(std::string key) : key_(std::move(key)) {}
   std::string key_;
+  std::string forward_secret_;
 };
 
 }  // namespace vessel::e2b

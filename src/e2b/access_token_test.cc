@@ -27,22 +27,38 @@ TEST(AccessTokensTest, OnePerSandboxStableAndKeyed) {
   EXPECT_FALSE(b.check("sb-1", t));
 }
 
-// Many machines: two processes on one store check each other's tokens.
-TEST(AccessTokensTest, TheStoresKeyIsSharedByEveryProcess) {
+// Many machines: a node holds no key, so it neither computes nor accepts a
+// token (not even one made under the empty key); it accepts only a
+// replica's forward proof, bound to the sandbox it names.
+TEST(AccessTokensTest, ANodeAcceptsOnlyAReplicasForwardProof) {
+  auto replica = AccessTokens::withKey(std::string(32, 'a'));
+  replica.setForwardSecret("node-secret-0123456789");
+  auto node = AccessTokens::nodeSide("node-secret-0123456789");
+  EXPECT_FALSE(node.hasKey());
+  EXPECT_FALSE(node.check("sb-1", replica.forSandbox("sb-1")));
+  EXPECT_FALSE(node.check("sb-1", AccessTokens::withKey("").forSandbox("sb-1")));
+  std::string proof = replica.forwardProof("sb-1");
+  EXPECT_EQ(proof.size(), 64u);
+  EXPECT_TRUE(node.forwarded("sb-1", proof));
+  EXPECT_FALSE(node.forwarded("sb-2", proof));
+  EXPECT_FALSE(node.forwarded("sb-1", replica.forSandbox("sb-1")));
+  EXPECT_FALSE(AccessTokens::nodeSide("other-secret-0123456789").forwarded("sb-1", proof));
+  EXPECT_FALSE(AccessTokens::nodeSide("").forwarded("sb-1", ""));
+}
+
+// A store from before the key left it gets the key cleared.
+TEST(AccessTokensTest, TheStoresOldKeyIsForgotten) {
   std::string path = ::testing::TempDir() + "/e2b-token-store-" + std::to_string(::getpid());
   std::filesystem::remove(path);
   {
     auto st = store::openSqlite(path);
     ASSERT_TRUE(st.ok()) << st.error().message();
-    auto a = AccessTokens::fromStore(**st);
-    auto b = AccessTokens::fromStore(**st);
-    ASSERT_TRUE(a.ok()) << a.error().message();
-    ASSERT_TRUE(b.ok());
-    EXPECT_TRUE(b->check("sb-1", a->forSandbox("sb-1")));
-    EXPECT_NE(a->forSandbox("sb-1"),
-              AccessTokens::withKey(std::string(32, 'a')).forSandbox("sb-1"));
-    ASSERT_TRUE((*st)->setMeta("e2b_token_key", "not-hex").ok());
-    EXPECT_FALSE(AccessTokens::fromStore(**st).ok());
+    ASSERT_TRUE((*st)->setMeta("e2b_token_key", std::string(64, 'a')).ok());
+    ASSERT_TRUE(AccessTokens::forgetStoredKey(**st).ok());
+    auto left = (*st)->getMeta("e2b_token_key");
+    ASSERT_TRUE(left.ok());
+    EXPECT_TRUE(!*left || (*left)->empty());
+    EXPECT_TRUE(AccessTokens::forgetStoredKey(**st).ok());
   }
   for (const char* sfx : {"", "-wal", "-shm"}) std::filesystem::remove(path + sfx);
 }

@@ -10,23 +10,41 @@ namespace {
 constexpr std::chrono::seconds kWakeLimit{60};
 }  // namespace
 
-ingress::Sandboxes portRoutes(ops::Lifecycle& lifecycle, const AccessTokens& tokens) {
+// The one place the proxy reads a sandbox's port settings (the merge point
+// with the settings moving into ops' create request).
+// None stored (a native create that asked for nothing) and unreadable
+// settings are private: ports fail closed. E2B's creates always store theirs.
+Ingress portSettings(ops::Lifecycle& lifecycle, const std::string& id) {
+  auto stored = lifecycle.ingress(id);
+  if (!stored.ok() || !stored->has_value()) return Ingress{false, ""};
+  return **stored;
+}
+
+ingress::Sandboxes portRoutes(ops::Lifecycle& lifecycle, const AccessTokens& tokens,
+                              PortAccess access) {
   ingress::Sandboxes sb;
-  sb.route = [&lifecycle, &tokens](const std::string& id) -> Result<ingress::Route> {
+  sb.route = [&lifecycle, &tokens, access](const std::string& id) -> Result<ingress::Route> {
     auto agent = lifecycle.agentOf(id);
     bool paused = false;
     if (!agent || agent->failure()) {
-      // Only the not-running path looks the state up.
-      if (auto live = lifecycle.liveSandbox(id); live.ok() && *live)
-        paused = (*live)->state == store::SandboxState::kPaused ||
-                 (*live)->state == store::SandboxState::kPausing;
+      // Only the not-running path looks the state up, in memory.
+      if (access.state_of) {
+        auto st = access.state_of(id);
+        paused =
+            st && (*st == store::SandboxState::kPaused || *st == store::SandboxState::kPausing);
+      }
       if (!paused) return Error(Code::kNotFound, "sandbox " + id + " is not running");
       agent = nullptr;
     }
-    Ingress in = ingressFromJson(lifecycle.ingress(id).value_or(""));
-    return ingress::Route{std::move(agent),
-                          in.public_traffic ? std::string() : tokens.trafficForSandbox(id),
-                          in.mask_host, paused};
+    Ingress in = portSettings(lifecycle, id);
+    ingress::Route r{std::move(agent),
+                     in.public_traffic ? std::string() : tokens.trafficForSandbox(id), in.mask_host,
+                     paused};
+    if (!in.public_traffic && access.session_of)
+      r.accepts = [session_of = access.session_of, id](std::string_view token) {
+        return session_of(id, token);
+      };
+    return r;
   };
   // Traffic to a paused sandbox created with auto-resume resumes it (E2B's
   // lifecycle.autoResume); the lifecycle refuses the others.

@@ -6,6 +6,7 @@
 #include <charconv>
 #include <ctime>
 
+#include "base/env_var.h"
 #include "gateway/credentials/scrubber.h"
 #include "gateway/policy/policy.h"
 #include "http/json_fields.h"
@@ -46,10 +47,12 @@ Result<std::map<std::string, std::string>> stringMap(const json::value& v, std::
   if (v.as_object().size() > kMaxEntries) return bad(std::string(what) + " has too many entries");
   for (const auto& [k, val] : v.as_object()) {
     std::string key(k);
-    if (env ? !http::envKey(key, kMaxKey) : (key.empty() || key.size() > kMaxKey))
+    if (env ? !portableEnvName(key, kMaxKey) : (key.empty() || key.size() > kMaxKey))
       return bad(std::string(what) + ": bad key '" + key.substr(0, 64) + "'");
-    if (!val.is_string() || val.as_string().size() > kMaxValue)
-      return bad(std::string(what) + "." + key + " must be a string of at most 1024 bytes");
+    if (!val.is_string() || val.as_string().size() > kMaxValue ||
+        (env && !envValue(val.as_string())))
+      return bad(std::string(what) + "." + key + " must be a string of at most 1024 bytes" +
+                 (env ? ", no NUL" : ""));
     out[key] = std::string(val.as_string());
   }
   return out;
@@ -126,6 +129,8 @@ Result<std::string> maskHost(const json::value& v) {
 // The E2B network object (create or update) and allow_internet_access;
 // the create's ingress settings go to `ingress`, and whether any egress
 // setting was given to `egress_given`.
+// Long because it is the one reader of E2B's network object: every field
+// is checked in one place, beside the others it conflicts with.
 Result<Egress> parseEgress(const json::value* network, const json::value* internet, bool update,
                            Ingress* ingress = nullptr, bool* egress_given = nullptr) {
   Egress e;
@@ -285,24 +290,6 @@ Result<NewSandbox> parseNewSandbox(std::string_view body, bool v2) {
     if (egress_given) r.egress = std::move(e);
   }
   return r;
-}
-
-std::string ingressJson(const Ingress& i) {
-  json::object o{{"public", i.public_traffic}};
-  if (!i.mask_host.empty()) o["maskHost"] = i.mask_host;
-  return json::serialize(o);
-}
-
-Ingress ingressFromJson(std::string_view text) {
-  Ingress i;
-  boost::system::error_code ec;
-  json::value v = json::parse(text, ec);
-  if (ec || !v.is_object()) return i;
-  if (auto* p = v.as_object().if_contains("public"); p && p->is_bool())
-    i.public_traffic = p->as_bool();
-  if (auto* m = v.as_object().if_contains("maskHost"); m && m->is_string())
-    i.mask_host = std::string(m->as_string());
-  return i;
 }
 
 Result<int64_t> parseConnect(std::string_view body, bool v2) {
@@ -475,50 +462,6 @@ Result<std::pair<std::optional<int64_t>, std::optional<int64_t>>> parseMetricsRa
   return r;
 }
 
-Result<int64_t> parseRfc3339(std::string_view s) {
-  // YYYY-MM-DDTHH:MM:SS[.fraction](Z|+HH:MM|-HH:MM)
-  auto num = [&](size_t at, size_t len, int& out) {
-    if (at + len > s.size()) return false;
-    auto [p, ec] = std::from_chars(s.data() + at, s.data() + at + len, out);
-    return ec == std::errc() && p == s.data() + at + len;
-  };
-  std::tm tm{};
-  int y, mo, d, h, mi, sec;
-  if (s.size() < 20 || s.size() > 40 || s[4] != '-' || s[7] != '-' ||
-      (s[10] != 'T' && s[10] != 't' && s[10] != ' ') || s[13] != ':' || s[16] != ':' ||
-      !num(0, 4, y) || !num(5, 2, mo) || !num(8, 2, d) || !num(11, 2, h) || !num(14, 2, mi) ||
-      !num(17, 2, sec) || mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || sec > 60)
-    return bad("startedAfter must be an RFC 3339 date-time");
-  size_t i = 19;
-  int ms = 0;
-  if (s[i] == '.') {
-    size_t start = ++i;
-    while (i < s.size() && s[i] >= '0' && s[i] <= '9') ++i;
-    if (i == start || i - start > 9) return bad("startedAfter: bad fraction of a second");
-    std::string frac(s.substr(start, std::min<size_t>(3, i - start)));
-    while (frac.size() < 3) frac.push_back('0');
-    ms = std::stoi(frac);
-  }
-  int offset_min = 0;
-  if (i < s.size() && (s[i] == 'Z' || s[i] == 'z') && i + 1 == s.size()) {
-  } else if (i + 6 == s.size() && (s[i] == '+' || s[i] == '-') && s[i + 3] == ':') {
-    int oh, om;
-    if (!num(i + 1, 2, oh) || !num(i + 4, 2, om) || oh > 23 || om > 59)
-      return bad("startedAfter: bad offset");
-    offset_min = (oh * 60 + om) * (s[i] == '+' ? 1 : -1);
-  } else {
-    return bad("startedAfter must end in Z or an offset");
-  }
-  tm.tm_year = y - 1900;
-  tm.tm_mon = mo - 1;
-  tm.tm_mday = d;
-  tm.tm_hour = h;
-  tm.tm_min = mi;
-  tm.tm_sec = sec;
-  int64_t secs = static_cast<int64_t>(::timegm(&tm)) - offset_min * 60;
-  return secs * 1000 + ms;
-}
-
 Result<ListQuery> parseListQuery(std::string_view target, bool v2) {
   ListQuery q;
   if (!v2) q.states = {store::SandboxState::kRunning};
@@ -564,7 +507,9 @@ Result<ListQuery> parseListQuery(std::string_view target, bool v2) {
       if (v != "asc" && v != "desc") return bad("order must be asc or desc");
       q.newest_first = v == "desc";
     } else if (k == "startedAfter") {
-      VESSEL_ASSIGN_OR_RETURN(q.started_after_ms, parseRfc3339(v));
+      auto after = parseRfc3339(v);
+      if (!after.ok()) return std::move(after).error().withContext("startedAfter");
+      q.started_after_ms = *after;
     } else if (k == "template") {
       if (v.empty() || v.size() > 128) return bad("template must be 1 to 128 characters");
       q.template_id = v;

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "base/result.h"
+#include "base/rfc3339.h"
 #include "ops/node.h"
 #include "store/states.h"
 
@@ -41,16 +42,9 @@ struct Egress {
 };
 
 // Who may reach the sandbox's ports and what Host they see (E2B's
-// network.allowPublicTraffic and network.maskRequestHost; docs/e2b.md).
-struct Ingress {
-  bool public_traffic = true;  // false: requests need the traffic token
-  std::string mask_host;       // "": the Host as sent; else it, ${PORT} replaced
-  bool operator==(const Ingress&) const = default;
-};
-// Ingress settings as the store keeps them (JSON), and back; "" or
-// anything unreadable is the default (public, Host as sent).
-std::string ingressJson(const Ingress& i);
-Ingress ingressFromJson(std::string_view json);
+// network.allowPublicTraffic and network.maskRequestHost; docs/e2b.md):
+// the lifecycle's type, stored with the sandbox at its create.
+using Ingress = ops::IngressSpec;
 
 struct NewSandbox {
   std::string template_id = "base";
@@ -122,8 +116,7 @@ Result<ListQuery> parseListQuery(std::string_view target, bool v2);
 Result<std::pair<std::optional<int64_t>, std::optional<int64_t>>> parseMetricsRange(
     std::string_view target);
 
-// "2026-01-02T03:04:05Z" / "...05.123Z" / "...05+02:00" -> ms since the epoch.
-Result<int64_t> parseRfc3339(std::string_view s);
+using vessel::parseRfc3339;  // base/rfc3339.h
 
 template <typename Lookup>
 Result<std::string> expandSecrets(std::string_view value, Lookup&& lookup) {

@@ -140,6 +140,10 @@ void RestApi::install(http::HttpServer& server) {
         }));
   r.get("/sandboxes/{id:sandbox}/metrics",
         authed([this](const Request& q, T t, P p) { return metrics(q, std::move(t), p["id"]); }));
+  r.get("/sandboxes/{id:sandbox}/logs",
+        now([this](const Request& q, CT t, P p) { return logs(q, t, p["id"], false); }));
+  r.get("/v2/sandboxes/{id:sandbox}/logs",
+        now([this](const Request& q, CT t, P p) { return logs(q, t, p["id"], true); }));
   r.get("/snapshots", now([this](const Request& q, CT t, P) { return listSnapshots(q, t); }));
   r.get("/templates", now([this](const Request& q, CT t, P) { return listTemplates(q, t); }));
   r.del("/templates/{template}",

@@ -10,6 +10,7 @@
 #include <boost/json/object.hpp>
 #include <chrono>
 #include <functional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -68,6 +69,8 @@ class RestApi {
   asio::awaitable<Response> updateNetwork(const Request& req, std::string tenant, std::string id);
   asio::awaitable<Response> fork(const Request& req, std::string tenant, std::string id);
   asio::awaitable<Response> metrics(const Request& req, std::string tenant, std::string id);
+  // The sandbox's log, in v1's or v2's shape (rest_logs.cc).
+  Response logs(const Request& req, const std::string& tenant, const std::string& id, bool v2);
   // Snapshots, templates and secrets (rest_templates.cc).
   asio::awaitable<Response> createSnapshot(const Request& req, std::string tenant, std::string id);
   Response listSnapshots(const Request& req, const std::string& tenant);
@@ -91,7 +94,11 @@ class RestApi {
   // The credentials made for a sandbox's header rules (e2b-rule-*), and
   // their deletion through the lifecycle; other names are left alone.
   std::vector<std::string> ruleCredentials(const std::string& tenant, const std::string& id);
-  asio::awaitable<void> dropRuleCredentials(std::string tenant, std::vector<std::string> names);
+  // Deletes the rule credentials among `names` that no live sandbox of the
+  // tenant other than `ending` still names (a fork's copies share them).
+  asio::awaitable<void> dropRuleCredentials(std::string tenant, std::vector<std::string> names,
+                                            std::string ending = "");
+  Result<std::set<std::string>> rulesHeldBy(const std::string& tenant, const std::string& except);
   // Sandbox and SandboxDetail / ListedSandbox objects.
   boost::json::object sandboxJson(const store::SandboxRecord& s) const;
   boost::json::object listedJson(const store::SandboxRecord& s, bool detail) const;

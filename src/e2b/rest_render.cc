@@ -11,7 +11,8 @@ namespace vessel::e2b {
 namespace json = boost::json;
 
 json::object RestApi::sandboxJson(const store::SandboxRecord& s) const {
-  Ingress in = ingressFromJson(lifecycle_.ingress(s.id).value_or(""));
+  // The record carries its ingress settings (none given: E2B's default, public).
+  Ingress in = s.ingress.value_or(Ingress{});
   json::object o{{"sandboxID", s.id},
                  {"templateID", s.template_name},
                  {"alias", s.template_name},
@@ -26,8 +27,8 @@ json::object RestApi::sandboxJson(const store::SandboxRecord& s) const {
 }
 
 json::object RestApi::listedJson(const store::SandboxRecord& s, bool detail) const {
-  boost::system::error_code ec;
-  json::value md = json::parse(s.metadata_json, ec);
+  json::object md;
+  for (const auto& [k, v] : s.metadata) md[k] = v;
   json::object o{
       {"sandboxID", s.id},
       {"templateID", s.template_name},
@@ -42,7 +43,7 @@ json::object RestApi::listedJson(const store::SandboxRecord& s, bool detail) con
       // The size it was given; a record from before disk sizes has the
       // built-in images' 1 GiB.
       {"diskSizeMB", s.disk_mib > 0 ? static_cast<int64_t>(s.disk_mib) : int64_t{1024}},
-      {"metadata", ec || !md.is_object() ? json::object() : md.as_object()},
+      {"metadata", std::move(md)},
       {"state", paused(s.state) ? "paused" : "running"},
       {"envdVersion", kEnvdVersion}};
   if (detail) {
@@ -50,26 +51,24 @@ json::object RestApi::listedJson(const store::SandboxRecord& s, bool detail) con
     o["domain"] = domain_.empty() ? json::value(nullptr) : json::value(domain_);
     o["lifecycle"] = json::object{{"autoResume", s.auto_resume},
                                   {"onTimeout", s.pause_on_timeout ? "pause" : "kill"}};
-    auto net = lifecycle_.givenNetwork(s.id);
-    if (net.ok() && !net->empty()) {
-      json::value v = json::parse(*net, ec);
-      const json::value* mode = !ec && v.is_object() ? v.as_object().if_contains("mode") : nullptr;
-      if (mode && mode->is_string()) {
-        bool full = mode->as_string() == "full";
-        o["allowInternetAccess"] = full;
-        json::object n;
-        const json::value* allow = v.as_object().if_contains("allow");
-        const json::value* deny = v.as_object().if_contains("deny");
-        bool denies = deny && deny->is_array() && !deny->as_array().empty();
-        if (!full || denies)
-          n["allowOut"] = allow && allow->is_array() ? allow->as_array() : json::array();
-        if (!full) n["denyOut"] = json::array{"0.0.0.0/0"};
-        if (full && denies) n["denyOut"] = deny->as_array();
-        o["network"] = n;
-      }
+    auto net = lifecycle_.egress().givenNetwork(s.id);
+    if (net.ok() && *net && !(*net)->mode.empty()) {
+      const ops::NetworkSpec& given = **net;
+      bool full = given.mode == "full";
+      o["allowInternetAccess"] = full;
+      json::object n;
+      auto strings = [](const std::vector<std::string>& v) {
+        json::array a;
+        for (const auto& e : v) a.emplace_back(e);
+        return a;
+      };
+      if (!full || !given.deny.empty()) n["allowOut"] = strings(given.allow);
+      if (!full) n["denyOut"] = json::array{"0.0.0.0/0"};
+      if (full && !given.deny.empty()) n["denyOut"] = strings(given.deny);
+      o["network"] = n;
     }
-    Ingress in = ingressFromJson(lifecycle_.ingress(s.id).value_or(""));
-    if (in != Ingress{}) {
+    if (s.ingress && *s.ingress != Ingress{}) {
+      const Ingress& in = *s.ingress;
       if (!o.contains("network")) o["network"] = json::object();
       json::object& n = o["network"].as_object();
       n["allowPublicTraffic"] = in.public_traffic;

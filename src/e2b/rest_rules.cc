@@ -23,9 +23,9 @@ asio::awaitable<Status> RestApi::makeRuleCredentials(std::string tenant, const E
                                                      ops::NetworkSpec& spec) {
   for (const auto& rule : e.headers) {
     auto value = expandSecrets(rule.value, [&](const std::string& name) -> Result<std::string> {
-      VESSEL_ASSIGN_OR_RETURN(auto c, lifecycle_.credential(tenant, name));
+      VESSEL_ASSIGN_OR_RETURN(auto c, lifecycle_.egress().credential(tenant, name));
       // A credential bound to other hosts never goes to this one.
-      if (!c || !secretServesHost(c->name, c->hosts_json, rule.host))
+      if (!c || !secretServesHost(c->name, c->hosts, rule.host))
         return Error(Code::kInvalidArgument, "secret '" + name +
                                                  "' does not exist or is bound to "
                                                  "hosts other than " +
@@ -45,7 +45,7 @@ asio::awaitable<Status> RestApi::makeRuleCredentials(std::string tenant, const E
     c.hosts = {rule.host};
     c.header = rule.header;
     c.value = *value;
-    if (auto put = co_await lifecycle_.putCredential(tenant, c); !put.ok())
+    if (auto put = co_await lifecycle_.egress().putCredential(tenant, c); !put.ok())
       co_return std::move(put).error();
     spec.credentials.push_back(c.name);
   }
@@ -53,17 +53,51 @@ asio::awaitable<Status> RestApi::makeRuleCredentials(std::string tenant, const E
 }
 
 asio::awaitable<void> RestApi::dropRuleCredentials(std::string tenant,
-                                                   std::vector<std::string> names) {
-  for (const auto& name : names)
-    if (name.starts_with("e2b-rule-"))
-      if (auto s = co_await lifecycle_.deleteCredential(tenant, name);
-          !s.ok() && s.error().code() != Code::kNotFound)
-        e2bLog().warn("delete credential {}: {}", name, s.error().message());
+                                                   std::vector<std::string> names,
+                                                   std::string ending) {
+  std::erase_if(names, [](const std::string& n) { return !n.starts_with("e2b-rule-"); });
+  if (names.empty()) co_return;
+  // A fork's copies carry their parent's network settings, rule
+  // credentials included: a credential goes with the last live sandbox
+  // that names it, never while a parent or a sibling still does. Read only
+  // when there is one to drop (a sandbox with header rules), and bounded by
+  // the tenant's quota of sandboxes.
+  auto held = rulesHeldBy(tenant, ending);
+  if (!held.ok()) {
+    e2bLog().warn("rule credentials of {} kept: {}", ending, held.error().message());
+    co_return;  // kept rather than taken from a sandbox that uses it
+  }
+  for (const auto& name : names) {
+    if (held->count(name)) continue;
+    if (auto s = co_await lifecycle_.egress().deleteCredential(tenant, name);
+        !s.ok() && s.error().code() != Code::kNotFound)
+      e2bLog().warn("delete credential {}: {}", name, s.error().message());
+  }
+}
+
+Result<std::set<std::string>> RestApi::rulesHeldBy(const std::string& tenant,
+                                                   const std::string& except) {
+  std::set<std::string> held;
+  ops::ListRequest l;
+  l.tenant = tenant;
+  l.page_size = 200;
+  for (;;) {
+    VESSEL_ASSIGN_OR_RETURN(auto page, lifecycle_.list(l));
+    for (const auto& sb : page.sandboxes) {
+      if (sb.id == except || sb.state == store::SandboxState::kDeleting ||
+          sb.state == store::SandboxState::kDeleted || sb.state == store::SandboxState::kFailed)
+        continue;
+      for (auto& c : ruleCredentials(tenant, sb.id)) held.insert(std::move(c));
+    }
+    if (page.next_page_token.empty()) break;
+    l.page_token = page.next_page_token;
+  }
+  return held;
 }
 
 std::vector<std::string> RestApi::ruleCredentials(const std::string& tenant,
                                                   const std::string& id) {
-  auto net = lifecycle_.network(tenant, id);
+  auto net = lifecycle_.egress().network(tenant, id);
   if (!net.ok()) return {};
   std::vector<std::string> out;
   for (const auto& c : net->credentials)

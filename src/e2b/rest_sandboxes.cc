@@ -33,9 +33,7 @@ asio::awaitable<Response> RestApi::create(const Request& req, std::string tenant
   c.tenant = tenant;
   c.template_name = *name;
   c.env = std::move(in->env);
-  json::object md;
-  for (auto& [k, v] : in->metadata) md[k] = v;
-  c.metadata_json = json::serialize(md);
+  c.metadata = std::move(in->metadata);
   // E2B's timeout is a lifetime counted from now; nothing idles out.
   c.timeout_s = 0;
   c.lifetime_s = std::max<int64_t>(in->timeout_s, 1);
@@ -47,12 +45,10 @@ asio::awaitable<Response> RestApi::create(const Request& req, std::string tenant
     if (!spec.ok()) co_return errorJson(req, spec.error());
     c.network = std::move(*spec);
   }
+  // Stored with the sandbox, in its create's transaction: its ports follow
+  // them from the start, and its forks keep them.
+  c.ingress = in->ingress;
   auto r = lifecycle_.create(c);
-  // Stored before the sandbox can run: its ports follow them from the start.
-  if (r.ok() && in->ingress != Ingress{}) {
-    if (auto st = lifecycle_.setIngress(r->sandbox.id, ingressJson(in->ingress)); !st.ok())
-      e2bLog().warn("ingress settings of {}: {}", r->sandbox.id, st.error().message());
-  }
   if (!r.ok()) {
     // Refused before it existed: the rules' credentials go too.
     if (c.network) co_await dropRuleCredentials(tenant, c.network->credentials);
@@ -115,7 +111,7 @@ asio::awaitable<Response> RestApi::kill(const Request& req, std::string tenant, 
     if (r.error().code() == Code::kFailedPrecondition) co_return noContent(req);
     co_return errorJson(req, r.error());
   }
-  co_await dropRuleCredentials(tenant, rules);
+  co_await dropRuleCredentials(tenant, rules, id);
   if (auto s = co_await finish(tenant, r->operation); !s.ok()) co_return errorJson(req, s.error());
   co_return noContent(req);
 }
@@ -201,7 +197,7 @@ asio::awaitable<Response> RestApi::updateNetwork(const Request& req, std::string
   auto old = ruleCredentials(tenant, id);
   auto spec = co_await egressSpec(tenant, *e);
   if (!spec.ok()) co_return errorJson(req, spec.error());
-  if (auto s = co_await lifecycle_.setNetwork(tenant, id, *spec); !s.ok()) {
+  if (auto s = co_await lifecycle_.egress().setNetwork(tenant, id, *spec); !s.ok()) {
     co_await dropRuleCredentials(tenant, spec->credentials);
     co_return errorJson(req, s.error());
   }
@@ -214,9 +210,6 @@ asio::awaitable<Response> RestApi::fork(const Request& req, std::string tenant, 
   if (!in.ok()) co_return errorJson(req, in.error());
   auto r = lifecycle_.fork(tenant, id, in->count);
   if (!r.ok()) co_return errorJson(req, r.error());
-  // Copies reach their ports as their parent does.
-  if (auto pi = lifecycle_.ingress(id); pi.ok() && !pi->empty())
-    for (const auto& copy : r->copies) (void)lifecycle_.setIngress(copy.id, *pi);
   Status s = co_await finish(tenant, r->operation);
   json::array out;
   for (const auto& copy : r->copies) {

@@ -150,7 +150,7 @@ TEST_F(RestSecretsTest, CreateUpdateDeleteReachTheNode) {
   store::CredentialRecord vessel_side;
   vessel_side.tenant_id = "t1";
   vessel_side.name = "gh-token";
-  vessel_side.hosts_json = R"(["api.github.com"])";
+  vessel_side.hosts = {"api.github.com"};
   vessel_side.header = "Authorization";
   vessel_side.value = "first-value-0123456789";
   ASSERT_TRUE(store_->putCredential(vessel_side).ok());
@@ -165,7 +165,7 @@ TEST_F(RestSecretsTest, CreateUpdateDeleteReachTheNode) {
   ASSERT_TRUE(stored.ok() && *stored);
   EXPECT_EQ((*stored)->value, "second-value-0123456789");
   EXPECT_EQ((*stored)->header, "Authorization");
-  EXPECT_EQ((*stored)->hosts_json, R"(["api.github.com"])");
+  EXPECT_EQ((*stored)->hosts, std::vector<std::string>{"api.github.com"});
 
   auto listed = call(http::verb::get, "/secrets");
   ASSERT_EQ(listed.result_int(), 200);
@@ -201,7 +201,7 @@ TEST_F(RestSecretsTest, NetworkRuleCredentialsGoThroughTheLifecycle) {
   ASSERT_TRUE(c.ok() && *c);
   EXPECT_EQ((*c)->header, "X-Key");
   EXPECT_EQ((*c)->value, "one");
-  EXPECT_EQ((*c)->hosts_json, R"(["api.example.com"])");
+  EXPECT_EQ((*c)->hosts, std::vector<std::string>{"api.example.com"});
 
   // New rules: a new credential made, the old one deleted, both through it.
   auto updated =
@@ -228,6 +228,40 @@ TEST_F(RestSecretsTest, NetworkRuleCredentialsGoThroughTheLifecycle) {
   EXPECT_TRUE(ruleNames().empty());
 }
 
+// A fork's copies carry their parent's rules, and with them its rule
+// credentials (issue 25 item 5): killing a copy leaves the credential the
+// parent and the other copy still use; the last one killed takes it.
+TEST_F(RestSecretsTest, ARuleCredentialGoesWithTheLastSandboxThatNamesIt) {
+  auto created = call(http::verb::post, "/sandboxes",
+                      R"({"templateID":"base","timeout":300,"network":{"rules":{)"
+                      R"("api.example.com":[{"transform":{"headers":{"X-Key":"one"}}}]}}})");
+  ASSERT_EQ(created.result_int(), 201) << created.body();
+  std::string parent(json::parse(created.body()).at("sandboxID").as_string());
+  auto forked = call(http::verb::post, "/sandboxes/" + parent + "/fork", R"({"count":2})");
+  ASSERT_EQ(forked.result_int(), 201) << forked.body();
+  std::vector<std::string> copies;
+  json::value answer = json::parse(forked.body());
+  ASSERT_TRUE(answer.is_array()) << forked.body();
+  for (const auto& c : answer.as_array())
+    if (c.as_object().contains("sandbox"))
+      copies.emplace_back(c.at("sandbox").at("sandboxID").as_string());
+  ASSERT_EQ(copies.size(), 2u);
+  auto names = ruleNames();
+  ASSERT_EQ(names.size(), 1u) << "the copies share the parent's credential";
+
+  for (const auto& id : {copies[0], parent}) {
+    auto killed = call(http::verb::delete_, "/sandboxes/" + id);
+    ASSERT_EQ(killed.result_int(), 204) << killed.body();
+    EXPECT_EQ(ruleNames(), names) << "still named by a live sandbox";
+    auto c = store_->getCredential("t1", names[0]);
+    ASSERT_TRUE(c.ok() && *c);
+    EXPECT_EQ((*c)->value, "one");
+  }
+  auto last = call(http::verb::delete_, "/sandboxes/" + copies[1]);
+  ASSERT_EQ(last.result_int(), 204) << last.body();
+  EXPECT_TRUE(ruleNames().empty()) << "the last sandbox naming it took it";
+}
+
 // A header rule resolves only host-less E2B secrets or credentials bound to
 // the rule's own host (issue 25 item 5): a credential the native API bound to
 // api.github.com cannot be carried to another host by a rule naming it.
@@ -235,7 +269,7 @@ TEST_F(RestSecretsTest, HeaderRulesUseOnlySecretsMeantForTheirHost) {
   store::CredentialRecord bound;
   bound.tenant_id = "t1";
   bound.name = "gh-token";
-  bound.hosts_json = R"(["api.github.com"])";
+  bound.hosts = {"api.github.com"};
   bound.header = "Authorization";
   bound.value = "Bearer ghp-0123456789abcdef";
   ASSERT_TRUE(store_->putCredential(bound).ok());

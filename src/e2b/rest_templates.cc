@@ -175,7 +175,7 @@ Response RestApi::templateAlias(const Request& req, const std::string& tenant,
 Response RestApi::listSecrets(const Request& req, const std::string& tenant) {
   auto params = http::parseQuery(req.target(), {"limit", "nextToken"});
   if (!params.ok()) return errorJson(req, params.error());
-  auto list = lifecycle_.listCredentials(tenant);
+  auto list = lifecycle_.egress().listCredentials(tenant);
   if (!list.ok()) return errorJson(req, list.error());
   json::array out;
   for (const auto& c : *list)
@@ -186,7 +186,7 @@ Response RestApi::listSecrets(const Request& req, const std::string& tenant) {
 asio::awaitable<Response> RestApi::createSecret(const Request& req, std::string tenant) {
   auto in = parseSecret(req.body(), true);
   if (!in.ok()) co_return errorJson(req, in.error());
-  auto have = lifecycle_.credential(tenant, in->name);
+  auto have = lifecycle_.egress().credential(tenant, in->name);
   if (!have.ok()) co_return errorJson(req, have.error());
   if (*have)
     co_return errorJson(req, Error(Code::kAlreadyExists, "secret " + in->name + " already exists"));
@@ -195,7 +195,7 @@ asio::awaitable<Response> RestApi::createSecret(const Request& req, std::string 
   ops::CredentialSpec c;
   c.name = in->name;
   c.value = in->value;
-  auto put = co_await lifecycle_.putCredential(tenant, c);
+  auto put = co_await lifecycle_.egress().putCredential(tenant, c);
   if (!put.ok()) co_return errorJson(req, put.error());
   co_return jsonBody(req, http::status::created, secretJson(*put));
 }
@@ -204,13 +204,13 @@ asio::awaitable<Response> RestApi::secret(const Request& req, std::string tenant
                                           std::string name) {
   if (!secretName(name) || name.rfind("e2b-rule-", 0) == 0)
     co_return errorJson(req, Error(Code::kNotFound, "secret " + name.substr(0, 64) + " not found"));
-  auto c = lifecycle_.credential(tenant, name);
+  auto c = lifecycle_.egress().credential(tenant, name);
   if (!c.ok()) co_return errorJson(req, c.error());
   if (!*c) co_return errorJson(req, Error(Code::kNotFound, "secret " + name + " not found"));
   switch (req.method()) {
     case http::verb::get: co_return jsonBody(req, http::status::ok, secretJson(**c));
     case http::verb::delete_:
-      if (auto s = co_await lifecycle_.deleteCredential(tenant, name); !s.ok())
+      if (auto s = co_await lifecycle_.egress().deleteCredential(tenant, name); !s.ok())
         co_return errorJson(req, s.error());
       co_return noContent(req);
     case http::verb::post: {
@@ -221,12 +221,8 @@ asio::awaitable<Response> RestApi::secret(const Request& req, std::string tenant
       up.name = name;
       up.header = (*c)->header;
       up.value = in->value;
-      boost::system::error_code ec;
-      json::value hosts = json::parse((*c)->hosts_json, ec);
-      if (!ec && hosts.is_array())
-        for (const auto& h : hosts.as_array())
-          if (h.is_string()) up.hosts.emplace_back(h.as_string());
-      auto put = co_await lifecycle_.putCredential(tenant, up);
+      up.hosts = (*c)->hosts;
+      auto put = co_await lifecycle_.egress().putCredential(tenant, up);
       if (!put.ok()) co_return errorJson(req, put.error());
       // E2B keeps a secret's creation time across updates.
       put->created_ms = (*c)->created_ms;

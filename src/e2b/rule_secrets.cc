@@ -19,16 +19,14 @@ std::string folded(std::string_view n) {
 
 }  // namespace
 
-bool secretServesHost(std::string_view name, std::string_view hosts_json, std::string_view host) {
+bool secretServesHost(std::string_view name, const std::vector<std::string>& hosts,
+                      std::string_view host) {
   if (name.starts_with("e2b-rule-")) return false;
-  boost::system::error_code ec;
-  boost::json::value hosts = boost::json::parse(hosts_json, ec);
-  if (ec || !hosts.is_array()) return false;  // unreadable: bound to nothing we can check
-  if (hosts.as_array().empty()) return true;  // host-less: an E2B secret
+  if (hosts.empty()) return true;  // host-less: an E2B secret
   std::string want = folded(host);
   if (want.empty()) return false;
-  for (const auto& h : hosts.as_array())
-    if (h.is_string() && folded(std::string_view(h.as_string())) == want) return true;
+  for (const auto& h : hosts)
+    if (folded(h) == want) return true;
   return false;
 }
 

@@ -5,11 +5,14 @@
 // the native API bound to hosts only to a rule for one of those hosts, so
 // a rule for another host cannot carry it there. The copies made for rules
 // (`e2b-rule-*`) are never a rule's source.
+#include <string>
 #include <string_view>
+#include <vector>
 
 namespace vessel::e2b {
 
-// hosts_json: the credential's stored host list (a JSON array of names).
-bool secretServesHost(std::string_view name, std::string_view hosts_json, std::string_view host);
+// hosts: the credential's host names (none: an E2B secret, any host).
+bool secretServesHost(std::string_view name, const std::vector<std::string>& hosts,
+                      std::string_view host);
 
 }  // namespace vessel::e2b

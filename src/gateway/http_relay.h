@@ -89,6 +89,9 @@ boost::asio::awaitable<void> relayHttp(Guest& guest, Up& up, GuestSocket& guest_
                                        std::string first, RequestRules rules,
                                        std::optional<std::vector<std::string>> secrets);
 
+// Relays the guest's requests, one head at a time, each decided before a
+// byte goes upstream. Long because the loop keeps one request's state
+// (head, body framing, early answer) in view from read to write.
 template <class Guest, class Up>
 boost::asio::awaitable<void> relayRequests(Guest& guest, Up& up, std::string buf,
                                            RequestRules rules, RelayState& st) {
@@ -193,6 +196,8 @@ boost::asio::awaitable<void> relayRequests(Guest& guest, Up& up, std::string buf
 
 // Relays responses; returns when the connection is over (upstream closed,
 // an early answer was relayed, or an error). `deny` logs and resets.
+// Long because the loop keeps one response's state (interim answers,
+// framing, an upgrade's 101) in view from head to body.
 template <class From, class To>
 boost::asio::awaitable<void> relayResponses(From& from, To& to,
                                             std::optional<std::vector<std::string>> secrets,

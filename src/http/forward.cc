@@ -165,6 +165,9 @@ asio::awaitable<Status> UpstreamConnection::ensure(const Upstream& to,
   co_return okStatus();
 }
 
+// Long because one forwarded exchange is one sequence (head checks, the
+// upstream connection, the body pumped up, the response relayed down)
+// whose steps share the two streams and one cleanup.
 asio::awaitable<Result<Forwarded>> forwardRequest(beast::tcp_stream& client,
                                                   beast::flat_buffer& client_buf,
                                                   http::request_parser<http::empty_body>& head,

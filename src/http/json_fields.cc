@@ -38,14 +38,6 @@ Result<std::string> strField(const json::value& v, std::string_view name, size_t
   return std::string(v.as_string());
 }
 
-bool envKey(std::string_view k, size_t max) {
-  if (k.empty() || k.size() > max || (k[0] >= '0' && k[0] <= '9')) return false;
-  for (char c : k)
-    if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_'))
-      return false;
-  return true;
-}
-
 namespace {
 
 constexpr size_t kMaxParams = 16;   // query parameters per request

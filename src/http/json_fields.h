@@ -23,8 +23,6 @@ Result<int64_t> intField(const boost::json::value& v, std::string_view name, int
                          int64_t hi);
 // A string of at most `max` bytes.
 Result<std::string> strField(const boost::json::value& v, std::string_view name, size_t max);
-// A POSIX-style environment variable name of at most `max` bytes.
-bool envKey(std::string_view k, size_t max);
 
 // An HTTP field name the gateway may set: a token, and none of the fields
 // that decide framing, routing or the connection (credentials, E2B rules).

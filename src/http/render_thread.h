@@ -17,8 +17,8 @@ namespace vessel::http {
 class RenderThread {
  public:
   // `render` runs on the thread; the caller resumes on its own executor
-  // with the result. Pass a named function object (std::move(f)): g++ 12
-  // destroys a prvalue argument of a coroutine twice.
+  // with the result. Pass a named function object (std::move(f)): see
+  // CONTRIBUTING.md "Coroutines under g++ 12" rule 1.
   template <class F>
   boost::asio::awaitable<std::invoke_result_t<F>> run(F render) {
     return offload(*pool_, std::move(render));

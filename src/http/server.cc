@@ -1,5 +1,7 @@
 #include "http/server.h"
 
+#include <sys/random.h>
+
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
@@ -10,13 +12,35 @@
 #include <boost/beast/core/string.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
 #include <boost/json.hpp>
+#include <cstdio>
+#include <random>
 
 #include "base/log.h"
+#include "http/headers.h"
 
 namespace vessel::http {
 
 namespace beast = boost::beast;
 using tcp = asio::ip::tcp;
+
+namespace {
+
+// "req-" and 16 random hex digits: unique enough to grep one request
+// across replicas, and cheap (a generator per thread, seeded once).
+std::string requestId() {
+  thread_local std::mt19937_64 rng([] {
+    uint64_t seed = 0;
+    if (::getrandom(&seed, sizeof seed, 0) != sizeof seed) seed = std::random_device{}();
+    return seed;
+  }());
+  static const char* kHex = "0123456789abcdef";
+  uint64_t v = rng();
+  std::string id = "req-";
+  for (int i = 15; i >= 0; --i) id.push_back(kHex[(v >> (i * 4)) & 15]);
+  return id;
+}
+
+}  // namespace
 
 http::status statusForCode(Code c) {
   switch (c) {
@@ -62,6 +86,8 @@ Response errorResponse(const Request& req, const Error& e) {
 Response errorResponse(const Request& req, const Error& e, const boost::json::object& details) {
   boost::json::object o{{"code", std::string(codeName(e.code()))}, {"message", e.message()}};
   if (!details.empty()) o["details"] = details;
+  // The id the request is logged under, so a report of an error finds its line.
+  if (auto it = req.find("X-Request-Id"); it != req.end()) o["request_id"] = it->value();
   return jsonResponse(req, statusForCode(e.code()), boost::json::serialize(o));
 }
 
@@ -123,8 +149,43 @@ asio::awaitable<void> HttpServer::acceptLoop() {
     auto [ec, sock] = co_await acceptor_->async_accept(asio::as_tuple(asio::use_awaitable));
     if (ec == asio::error::operation_aborted || !acceptor_->is_open()) co_return;
     if (ec) continue;  // e.g. EMFILE: keep serving the connections we have
-    asio::co_spawn(io_, serve(std::move(sock)), asio::detached);
+    asio::ip::address peer = peerOf(sock);
+    if (open_ >= limits_.max_connections || per_peer_[peer] >= limits_.max_connections_per_peer) {
+      if (per_peer_[peer] == 0) per_peer_.erase(peer);
+      // Refused before a byte of it is read (and never waited on).
+      static const std::string k503 =
+          "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
+          "Connection: close\r\nContent-Length: 67\r\n\r\n"
+          "{\"code\":\"unavailable\",\"message\":\"too many connections, try again\"}\n";
+      boost::system::error_code wec;
+      sock.non_blocking(true, wec);
+      sock.send(asio::buffer(k503), 0, wec);
+      sock.shutdown(tcp::socket::shutdown_both, wec);
+      continue;
+    }
+    // No Nagle: a response written in pieces (a head, then a stream's
+    // events, a chunked body's last chunk) would otherwise wait for the
+    // client's delayed ACK of the previous piece, up to 40 ms a piece.
+    boost::system::error_code nd;
+    sock.set_option(tcp::no_delay(true), nd);
+    ++open_;
+    ++per_peer_[peer];
+    // Released when the connection's coroutine ends (a plain completion
+    // handler: no coroutine wrapper, see CONTRIBUTING.md on g++ 12).
+    asio::co_spawn(io_, serve(std::move(sock)), [this, peer](std::exception_ptr) {
+      --open_;
+      if (auto it = per_peer_.find(peer); it != per_peer_.end() && --it->second == 0)
+        per_peer_.erase(it);
+    });
   }
+}
+
+asio::ip::address HttpServer::peerOf(const tcp::socket& sock) const {
+  boost::system::error_code ec;
+  tcp::endpoint remote = sock.remote_endpoint(ec);
+  if (peer_resolver_)
+    if (auto p = peer_resolver_(remote)) return *p;
+  return remote.address();
 }
 
 namespace {
@@ -185,7 +246,17 @@ asio::awaitable<Result<std::optional<std::string>>> BodyReader::next() {
 // steps (TLS hand-off, head, host claim, forward, upload, body, route,
 // write) share the connection's state and are read best in their order.
 asio::awaitable<void> HttpServer::serve(tcp::socket sock) {
-  if (tls_handoff_) {
+  if (tls_handoff_ && tls_only_) {
+    // Only the TLS relay's connections are plain (they are registered
+    // with the resolver before they connect); anyone else speaks TLS.
+    boost::system::error_code rec;
+    tcp::endpoint remote = sock.remote_endpoint(rec);
+    if (rec) co_return;
+    if (!peer_resolver_ || !peer_resolver_(remote)) {
+      tls_handoff_(std::move(sock));
+      co_return;
+    }
+  } else if (tls_handoff_) {
     // Peek at the first byte, within the idle limit: a TLS ClientHello
     // record starts with 0x16, which no HTTP method does.
     asio::steady_timer idle(io_, limits_.idle_timeout);
@@ -209,6 +280,7 @@ asio::awaitable<void> HttpServer::serve(tcp::socket sock) {
   beast::flat_buffer buf;
   std::optional<UpstreamConnection> upstream;  // forwarded requests' (forwardWhen)
   for (;;) {
+    Served served{requestId(), "-"};
     // The head first: an upload route streams its body, every other route
     // gets it whole, bounded.
     http::request_parser<http::empty_body> head;
@@ -220,11 +292,23 @@ asio::awaitable<void> HttpServer::serve(tcp::socket sock) {
     if (ec == http::error::end_of_stream || ec == beast::error::timeout) break;
     if (ec) {
       Response res = readError(ec);
-      count("-", res, std::chrono::steady_clock::now());
+      count("-", res, std::chrono::steady_clock::now(), served);
       co_await http::async_write(stream, res, asio::as_tuple(asio::use_awaitable));
       break;
     }
-    if (host_claims_ && host_claims_(head.get()[http::field::host])) {
+    // Where the request goes, read once: two Host fields are refused, an
+    // absolute-form target names its own authority (http/headers.h).
+    auto authority = requestAuthority(head.get());
+    if (!authority.ok()) {
+      Request dummy;
+      dummy.version(11);
+      Response res = errorResponse(dummy, authority.error());
+      res.keep_alive(false);
+      count("-", res, std::chrono::steady_clock::now(), served);
+      co_await http::async_write(stream, res, asio::as_tuple(asio::use_awaitable));
+      break;
+    }
+    if (host_claims_ && host_claims_(*authority)) {
       // Another server's request (a sandbox's port): the connection is its.
       stream.expires_never();
       co_await host_handler_(stream, buf, head);
@@ -242,17 +326,31 @@ asio::awaitable<void> HttpServer::serve(tcp::socket sock) {
         Response res = errorResponse(dummy, fw.error());
         res.result(http::status::bad_gateway);
         res.keep_alive(false);  // its body is still unread
-        count(method, res, started);
+        count(method, res, started, served);
         stream.expires_after(limits_.idle_timeout);
         co_await http::async_write(stream, res, asio::as_tuple(asio::use_awaitable));
         break;
       }
+      served.route = "forward";
       Response seen{static_cast<http::status>(fw->status), 11};
-      count(method, seen, started);
+      count(method, seen, started, served);
       if (!fw->keep_alive) break;
       continue;
     }
+    // Ours from here on, whatever the client sent: handlers, the router's
+    // refusals and every error body (errorResponse) name it.
+    head.get().set("X-Request-Id", served.id);
     Router::Match match = router_.match(head.get(), pathOf(head.get().target()));
+    if (match.route) served.route = match.route->pattern;
+    const bool has_body = head.chunked() || (head.content_length() && *head.content_length() > 0);
+    std::optional<Response> refused;
+    if (head_check_ && has_body && match.route) refused = head_check_(head.get());
+    if (refused) {
+      refused->keep_alive(false);  // its body is still unread
+      count(method, *refused, started, served);
+      co_await http::async_write(stream, *refused, asio::as_tuple(asio::use_awaitable));
+      break;
+    }
     if (match.route && match.route->upload) {
       http::request_parser<http::buffer_body> parser(std::move(head));
       parser.body_limit(boost::none);  // BodyReader enforces the route's limit
@@ -263,7 +361,7 @@ asio::awaitable<void> HttpServer::serve(tcp::socket sock) {
       Response res = co_await match.route->upload(req, match.params, body);
       // A body the handler left unread cannot be skipped safely: close.
       if (!body.done()) res.keep_alive(false);
-      count(method, res, started);
+      count(method, res, started, served);
       stream.expires_after(limits_.idle_timeout);
       auto [wec, wn] = co_await http::async_write(stream, res, asio::as_tuple(asio::use_awaitable));
       if (wec || !res.keep_alive()) break;
@@ -272,8 +370,16 @@ asio::awaitable<void> HttpServer::serve(tcp::socket sock) {
     // A declared length is judged now; a chunked body as it arrives.
     if (head.content_length() && *head.content_length() > limits_.max_body_bytes) {
       Response res = readError(http::error::body_limit);
-      count("-", res, started);
+      count("-", res, started, served);
       co_await http::async_write(stream, res, asio::as_tuple(asio::use_awaitable));
+      break;
+    }
+    if (match.refusal && has_body) {
+      // No route takes it: refused without reading what it carries.
+      Response no_route = *match.refusal;
+      no_route.keep_alive(false);
+      count(method, no_route, started, served);
+      co_await http::async_write(stream, no_route, asio::as_tuple(asio::use_awaitable));
       break;
     }
     http::request_parser<http::string_body> parser(std::move(head));
@@ -283,11 +389,11 @@ asio::awaitable<void> HttpServer::serve(tcp::socket sock) {
     if (bec == beast::error::timeout) break;
     if (bec) {
       Response res = readError(bec);
-      count("-", res, started);
+      count("-", res, started, served);
       co_await http::async_write(stream, res, asio::as_tuple(asio::use_awaitable));
       break;
     }
-    Request req = parser.release();
+    Request req = parser.release();  // with its X-Request-Id, which event streams echo
     std::optional<Response> out;
     if (match.refusal) {
       out = std::move(*match.refusal);
@@ -300,12 +406,12 @@ asio::awaitable<void> HttpServer::serve(tcp::socket sock) {
     if (!out || isWrittenKeepAlive(*out)) {
       // The handler wrote (and ended) the response itself: an event stream.
       Response sse{http::status::ok, req.version()};
-      count(method, sse, started);
+      count(method, sse, started, served);
       if (out && stream.socket().is_open()) continue;
       break;
     }
     Response& res = *out;
-    count(method, res, started);
+    count(method, res, started, served);
     auto [wec, wn] = co_await http::async_write(stream, res, asio::as_tuple(asio::use_awaitable));
     if (wec || !res.keep_alive()) break;
   }
@@ -313,8 +419,21 @@ asio::awaitable<void> HttpServer::serve(tcp::socket sock) {
   stream.socket().shutdown(tcp::socket::shutdown_send, ec);
 }
 
-void HttpServer::count(const std::string& method, const Response& res,
-                       std::chrono::steady_clock::time_point started) {
+void HttpServer::count(const std::string& method, Response& res,
+                       std::chrono::steady_clock::time_point started, const Served& served) {
+  // Every request once: its id (also the response's X-Request-Id), route,
+  // status and duration. A line per request, so nothing more is built.
+  res.set("X-Request-Id", served.id);
+  auto took = std::chrono::steady_clock::now() - started;
+  char ms[32];
+  std::snprintf(ms, sizeof ms, "%.1f", std::chrono::duration<double, std::milli>(took).count());
+  std::string status = std::to_string(res.result_int());
+  Logger("http").infoWith("request", {{"plane", plane_.empty() ? "-" : plane_},
+                                      {"request_id", served.id},
+                                      {"method", method},
+                                      {"route", served.route},
+                                      {"status", status},
+                                      {"duration_ms", ms}});
   if (!requests_) return;
   // Methods are a closed set for the label; anything odd is "other".
   static const char* kKnown[] = {"GET", "POST", "PUT", "DELETE", "PATCH", "HEAD", "OPTIONS", "-"};
@@ -322,8 +441,7 @@ void HttpServer::count(const std::string& method, const Response& res,
   for (const char* k : kKnown)
     if (method == k) m = k;
   requests_->with({plane_, m, std::to_string(res.result_int())}).inc();
-  latency_->with({plane_, m})
-      .observe(std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
+  latency_->with({plane_, m}).observe(std::chrono::duration<double>(took).count());
   if (res.result_int() >= 400 && res.body().size() < 64 * 1024) {
     boost::system::error_code ec;
     auto v = boost::json::parse(res.body(), ec);

@@ -20,7 +20,7 @@
 #include <string_view>
 #include <utility>
 
-#include "base/config.h"
+#include "base/host_port.h"
 #include "base/result.h"
 #include "http/forward.h"
 #include "http/names.h"
@@ -84,6 +84,11 @@ struct ServerLimits {
   size_t max_header_bytes = 16 * 1024;
   size_t max_body_bytes = 1 << 20;
   std::chrono::seconds idle_timeout{60};
+  // Open connections at once, in all and from one peer address (TLS ones
+  // by the address behind the TLS front, peerResolver): over either, a new
+  // connection gets a 503 and is closed before anything of it is read.
+  size_t max_connections = 4096;
+  size_t max_connections_per_peer = 256;
 };
 
 // A JSON response; the body is serialized by the caller.
@@ -114,7 +119,8 @@ class HttpServer {
   // request's head before any route; an Upstream forwards the request
   // there, body and response streamed; nullopt routes it here as usual. An
   // upstream that cannot be reached is a 502 (code unavailable).
-  using ForwardChooser = std::function<std::optional<Upstream>(const http::request_header<>&)>;
+  // `choose` may change the head (the forwarded request carries it).
+  using ForwardChooser = std::function<std::optional<Upstream>(http::request_header<>&)>;
   void forwardWhen(ForwardChooser choose, ForwardLimits limits = {}) {
     forward_ = std::move(choose);
     forward_limits_ = limits;
@@ -125,9 +131,32 @@ class HttpServer {
     host_claims_ = std::move(claims);
     host_handler_ = std::move(take);
   }
-  // Connections whose first byte starts a TLS handshake (0x16) go to `h`
-  // instead: TLS and plain HTTP on one port.
-  void onTls(std::function<void(asio::ip::tcp::socket)> h) { tls_handoff_ = std::move(h); }
+  // Checks a request's head before any of its body is read (a token, a
+  // signature): an answer refuses it and closes the connection, its body
+  // unread; nullopt lets it on to its route. Asked only of requests that
+  // carry a body and go to a route here (not forwarded, not a host's).
+  using HeadCheck = std::function<std::optional<Response>(const http::request_header<>&)>;
+  void checkHeads(HeadCheck check) { head_check_ = std::move(check); }
+  // TLS (http/tls.h): connections whose first byte starts a TLS handshake
+  // (0x16) go to `h` instead, TLS and plain HTTP on one port; with `only`,
+  // every connection does but those the peerResolver names (the TLS
+  // relay's own), and no plain HTTP is spoken to anyone else.
+  void onTls(std::function<void(asio::ip::tcp::socket)> h, bool only = false) {
+    tls_handoff_ = std::move(h);
+    tls_only_ = only;
+  }
+  // Whether this listener speaks TLS only.
+  bool tlsOnly() const { return tls_handoff_ && tls_only_; }
+  // Who a connection's remote end stands for: a front that relays to this
+  // listener over loopback (TLS) names the peer it relays for; nullopt is
+  // the remote address itself.
+  using PeerResolver =
+      std::function<std::optional<asio::ip::address>(const asio::ip::tcp::endpoint& remote)>;
+  void peerResolver(PeerResolver r) { peer_resolver_ = std::move(r); }
+  // The peer a connection counts against (peerResolver applied).
+  asio::ip::address peerOf(const asio::ip::tcp::socket& sock) const;
+  // Connections open now (what the caps count).
+  size_t connections() const { return open_; }
   // Counts requests (by method and status), their latency and error
   // responses (by code) in `r`, which must outlive the server.
   void setMetrics(metrics::Registry& r, std::string plane);
@@ -141,8 +170,13 @@ class HttpServer {
  private:
   asio::awaitable<void> acceptLoop();
   asio::awaitable<void> serve(asio::ip::tcp::socket sock);
-  void count(const std::string& method, const Response& res,
-             std::chrono::steady_clock::time_point started);
+  // One request's id and the route it took ("-": none; "forward").
+  struct Served {
+    std::string id;
+    std::string route;
+  };
+  void count(const std::string& method, Response& res,
+             std::chrono::steady_clock::time_point started, const Served& served);
 
   asio::io_context& io_;
   ServerLimits limits_;
@@ -152,6 +186,11 @@ class HttpServer {
   std::function<bool(std::string_view)> host_claims_;
   HostHandler host_handler_;
   std::function<void(asio::ip::tcp::socket)> tls_handoff_;
+  bool tls_only_ = false;
+  PeerResolver peer_resolver_;
+  HeadCheck head_check_;
+  size_t open_ = 0;
+  std::map<asio::ip::address, size_t> per_peer_;
   std::unique_ptr<asio::ip::tcp::acceptor> acceptor_;
   uint16_t port_ = 0;
   std::string plane_;

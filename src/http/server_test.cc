@@ -5,6 +5,7 @@
 
 #include <boost/asio/connect.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
+#include <boost/json/parse.hpp>
 #include <thread>
 
 namespace vessel::http {
@@ -72,6 +73,31 @@ TEST_F(HttpServerTest, GarbageGetsA400) {
   EXPECT_EQ(r.result(), http::status::bad_request);
   // And the server still serves afterwards.
   EXPECT_EQ(send("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n").result(), http::status::ok);
+}
+
+// Every answer, the router's own refusals and a client's claimed id
+// included, carries an id of the server's making, a new one each time.
+TEST_F(HttpServerTest, EveryResponseCarriesItsRequestId) {
+  auto a = send("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n");
+  auto b = send("GET /healthz HTTP/1.1\r\nHost: x\r\nX-Request-Id: mine\r\n\r\n");
+  auto missing = send("GET /nope HTTP/1.1\r\nHost: x\r\n\r\n");
+  auto big = send("POST /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n" +
+                  std::string(100, 'b'));
+  for (const auto* r : {&a, &b, &missing, &big}) {
+    std::string id((*r)["X-Request-Id"]);
+    EXPECT_THAT(id, ::testing::MatchesRegex("req-[0-9a-f]{16}"));
+  }
+  EXPECT_NE(a["X-Request-Id"], b["X-Request-Id"]);
+  // An error's body names the id too, the router's refusals included.
+  auto wrong_method = send("DELETE /healthz HTTP/1.1\r\nHost: x\r\nX-Request-Id: mine\r\n\r\n");
+  for (const auto* r : {&missing, &wrong_method}) {
+    auto body = boost::json::parse(r->body());
+    ASSERT_TRUE(body.is_object()) << r->body();
+    const auto* id = body.as_object().if_contains("request_id");
+    ASSERT_NE(id, nullptr) << r->body();
+    EXPECT_EQ(id->as_string(), std::string((*r)["X-Request-Id"])) << r->body();
+  }
+  EXPECT_NE(wrong_method["X-Request-Id"], "mine");
 }
 
 }  // namespace

@@ -15,6 +15,7 @@ asio::awaitable<bool> writeSseHead(beast::tcp_stream& stream, const Request& req
   head.set(http::field::content_type, "text/event-stream");
   head.set(http::field::cache_control, "no-cache");
   head.set(http::field::server, "vessel");
+  if (auto it = req.find("X-Request-Id"); it != req.end()) head.set("X-Request-Id", it->value());
   head.keep_alive(false);
   http::response_serializer<http::empty_body> sr(head);
   stream.expires_after(kSseWriteTimeout);

@@ -149,8 +149,8 @@ std::string Registry::render() const {
   SampleWriter w;
   {
     std::lock_guard<std::mutex> l(mu_);
-    // Names taken from each entry, not structured bindings: the lambdas
-    // below capture them, which clang 14 cannot do with bindings.
+    // Names taken from each entry, not structured bindings (the lambdas below
+    // capture them): see CONTRIBUTING.md "Coroutines under g++ 12" rule 4.
     for (const auto& entry : counters_) {
       const std::string& name = entry.first;
       const auto& f = entry.second;

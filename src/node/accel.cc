@@ -81,6 +81,23 @@ asio::awaitable<Result<AccelChoice>> probe(hypervisor::Hypervisor& hv, const Pro
 
 }  // namespace
 
+Result<AccelMode> parseAccelMode(std::string_view s) {
+  if (s == "auto") return AccelMode::kAuto;
+  if (s == "kvm") return AccelMode::kKvm;
+  if (s == "tcg") return AccelMode::kTcg;
+  return Error(Code::kInvalidArgument,
+               "accel must be auto, kvm or tcg, not '" + std::string(s) + "'");
+}
+
+std::string_view accelModeName(AccelMode m) {
+  switch (m) {
+    case AccelMode::kAuto: return "auto";
+    case AccelMode::kKvm: return "kvm";
+    case AccelMode::kTcg: return "tcg";
+  }
+  return "?";
+}
+
 asio::awaitable<Result<AccelChoice>> chooseAccel(AccelMode mode, hypervisor::Hypervisor& hv,
                                                  const ProbeInputs& in) {
   Logger log("accel");

@@ -6,14 +6,20 @@
 // verdict is cached per host so the probe is paid once; a probe QEMU that
 // could not open KVM at all (a permission, not the host) is not cached.
 #include <string>
+#include <string_view>
 
-#include "base/config.h"
+#include "base/result.h"
 #include "hypervisor/hypervisor.h"
 
 namespace vessel::node {
 
 namespace asio = boost::asio;
 using Clock = std::chrono::steady_clock;
+
+// --accel: KVM only after a probe (auto), KVM or TCG.
+enum class AccelMode { kAuto, kKvm, kTcg };
+Result<AccelMode> parseAccelMode(std::string_view s);
+std::string_view accelModeName(AccelMode m);
 
 struct AccelChoice {
   hypervisor::Accel accel = hypervisor::Accel::kTcg;

@@ -89,5 +89,13 @@ TEST_F(AccelCacheTest, ProbeThatFailedOnTheHostsKvmIsRemembered) {
   EXPECT_EQ(hv.starts, 1);
 }
 
+TEST(AccelModeTest, AccelModes) {
+  EXPECT_EQ(*parseAccelMode("tcg"), AccelMode::kTcg);
+  EXPECT_EQ(*parseAccelMode("auto"), AccelMode::kAuto);
+  auto bad = parseAccelMode("xen");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message().find("auto, kvm or tcg"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace vessel::node

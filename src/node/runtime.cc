@@ -278,7 +278,9 @@ asio::awaitable<Result<std::shared_ptr<Sandbox>>> Runtime::create(std::string te
   VESSEL_CO_TRY(attempt.makeDir());
   sb->template_id_ = (*t)->id();
   sb->hostname_ = opts.hostname.empty() ? sb->id_ : opts.hostname;
-  sb->env_ = opts.env;
+  // The template's defaults, under the create's own (the later entry wins).
+  sb->env_ = (*t)->manifest.env;
+  sb->env_.insert(sb->env_.end(), opts.env.begin(), opts.env.end());
   sb->net_ = opts.network;
   sb->vcpus_ = (*t)->manifest.vcpus;
   sb->memory_mib_ = (*t)->manifest.memory_mib;
@@ -292,7 +294,7 @@ asio::awaitable<Result<std::shared_ptr<Sandbox>>> Runtime::create(std::string te
                                                   std::to_string(base) + " MiB");
     sb->disk_mib_ = opts.disk_mib;
   }
-  // Not a conditional expression: g++ 12 miscompiles co_await inside one.
+  // Not a conditional expression: CONTRIBUTING.md "Coroutines under g++ 12" rule 3.
   Status made = okStatus();
   if (opts.cold)
     made = co_await createCold(attempt, **t);
@@ -509,7 +511,7 @@ asio::awaitable<Status> Runtime::pauseDiskOnly(Sandbox& sb) {
   if (auto s = co_await sb.vm_->stop(); !s.ok())
     Logger("runtime", sb.id_).warn("stop after sync: {}", s.error().message());
   sb.vm_.reset();
-  releaseSlot(sb.slot_);  // resume takes a fresh one
+  co_await releaseSlot(sb.slot_);  // resume takes a fresh one
   sb.state_ = Sandbox::State::kPaused;
   sb.disk_only_ = true;
   VESSEL_CO_TRY(writeRecord(sb));
@@ -525,7 +527,7 @@ asio::awaitable<Status> Runtime::bootDisk(Sandbox& sb, const templates::Template
   VESSEL_CO_TRY(co_await attachNetwork(s, m, sb.slot_));
   auto booted = co_await bootMachine(hv_, s, Clock::now() + opts_.ready_timeout);
   if (!booted.ok()) {
-    releaseSlot(sb.slot_);
+    co_await releaseSlot(sb.slot_);
     co_return std::move(booted).error();
   }
   sb.vm_ = std::move(booted->vm);
@@ -540,7 +542,7 @@ asio::awaitable<Status> Runtime::bootDisk(Sandbox& sb, const templates::Template
     sb.agent_.reset();
     (void)co_await sb.vm_->stop();
     sb.vm_.reset();
-    releaseSlot(sb.slot_);
+    co_await releaseSlot(sb.slot_);
     co_return fin;
   }
   co_return okStatus();

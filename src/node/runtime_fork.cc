@@ -102,6 +102,8 @@ asio::awaitable<Result<std::vector<std::shared_ptr<Sandbox>>>> Runtime::forkAs(
   co_return out;
 }
 
+// Long because it is four numbered steps over one staging directory
+// (state, flattened disk, RAM-less save, manifest); the comments number them.
 asio::awaitable<Result<std::shared_ptr<const templates::Template>>> Runtime::forkToTemplate(
     Sandbox& sb, std::string name) {
   std::string ctx = "fork sandbox " + sb.id_ + " into template " + name;
@@ -195,8 +197,7 @@ asio::awaitable<Result<std::shared_ptr<const templates::Template>>> Runtime::for
   // whose stamps have not changed, instead of hashing them on this thread.
   std::map<std::string, templates::TemplateStore::HashedFile> hashed;
   for (const char* f : {templates::kRootfsFile, templates::kMemoryFile, templates::kStateFile}) {
-    // Named, not a temporary argument: g++ 12 destroys a prvalue argument
-    // of a coroutine twice.
+    // g++ 12: named argument, see CONTRIBUTING.md "Coroutines under g++ 12" rule 1.
     auto hash = [p = staging + "/" + f] { return templates::TemplateStore::hashFile(p); };
     auto h = co_await offload(*hashing_, std::move(hash));
     if (!h.ok()) co_return std::move(h).error().withContext(ctx);

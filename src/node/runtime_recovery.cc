@@ -77,7 +77,7 @@ asio::awaitable<Result<std::shared_ptr<Sandbox>>> Runtime::adopt(const std::stri
   sb->vm_ = std::move(*vm);
   // A pause that was saving when the old vesseld died left the vCPUs
   // stopped; the sandbox is still running as far as anyone knows.
-  // (No co_await inside a conditional expression: g++ 12 miscompiles it.)
+  // (g++ 12: named result, see CONTRIBUTING.md "Coroutines under g++ 12" rule 3.)
   Status st = co_await sb->vm_->resumeVcpus();
   if (st.ok()) {
     auto c = co_await agentclient::AgentClient::reconnect(std::move(sb->vm_->agentChannel()), id,

@@ -12,6 +12,7 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <condition_variable>
+#include <cstdlib>
 #include <filesystem>
 #include <mutex>
 #include <optional>
@@ -21,6 +22,7 @@
 #include "base/scope_exit.h"
 #include "base/sha256.h"
 #include "hypervisor/testing/fake_hypervisor.h"
+#include "node/network/slot_pool.h"
 
 namespace vessel::node {
 namespace {
@@ -65,8 +67,9 @@ class RuntimeTest : public ::testing::Test {
     if (!rt_) rt_ = std::make_unique<Runtime>(io_, *hv_, *templates_, opts_);
     return *rt_;
   }
-  void installTemplate(const std::string& name) {
-    auto s = hypervisor::testing::installFakeTemplate(*templates_, dir_ + "/staging-" + name, name);
+  void installTemplate(const std::string& name, bool network = false) {
+    auto s = hypervisor::testing::installFakeTemplate(*templates_, dir_ + "/staging-" + name, name,
+                                                      64, network);
     ASSERT_TRUE(s.ok()) << s.error().message();
   }
 
@@ -74,8 +77,8 @@ class RuntimeTest : public ::testing::Test {
   T run(asio::awaitable<T> a, std::chrono::milliseconds limit = 20s) {
     return runFor(io_, std::move(a), limit);
   }
-  std::shared_ptr<Sandbox> create(CreateOptions o = {}) {
-    auto sb = run(runtime().create("base", std::move(o)));
+  std::shared_ptr<Sandbox> create(CreateOptions o = {}, const std::string& tmpl = "base") {
+    auto sb = run(runtime().create(tmpl, std::move(o)));
     EXPECT_TRUE(sb.ok()) << sb.error().message();
     return sb.ok() ? *sb : nullptr;
   }
@@ -176,6 +179,40 @@ TEST_F(RuntimeTest, ADiskOnlyPauseKeepsNoMemoryAndResumeBootsAgain) {
   EXPECT_THAT(*rec, HasSubstr("\"running\""));
   ASSERT_TRUE(run(runtime().destroy(**back)).ok());
   EXPECT_EQ(hv_->live(), 0u);
+}
+
+// A disk-only pause gives its egress slot back to the pool (resume takes a
+// fresh one), and so does a boot that fails: a paused sandbox holds no
+// namespace, veth or nftables of its own.
+TEST_F(RuntimeTest, ADiskOnlyPauseGivesItsNetworkSlotBack) {
+  if (::geteuid() != 0) GTEST_SKIP() << "slots need root";
+  std::string id = std::to_string(::getpid());
+  // The gateway's namespace, empty (no gateway runs here). By `ip`: node's
+  // tests may not include os (layers.txt).
+  std::string gw = "vt-rt-gw-" + id;
+  ASSERT_EQ(std::system(("ip netns add " + gw).c_str()), 0);
+  ScopeExit drop([&] { (void)std::system(("ip netns del " + gw).c_str()); });
+  network::NetworkLayout layout;
+  layout.gateway_netns = gw;
+  layout.prefix = "vr" + id.substr(id.size() > 4 ? id.size() - 4 : 0);
+  auto pool = network::SlotPool::create(layout, 0);
+  ASSERT_TRUE(pool.ok()) << pool.error().message();
+  installTemplate("net", /*network=*/true);
+  opts_.slots = pool->get();
+  CreateOptions o;
+  o.id = "sb-net";
+  auto sb = create(o, "net");
+  ASSERT_TRUE(sb);
+  EXPECT_EQ((*pool)->attached(), 1u);
+  ASSERT_TRUE(run(runtime().pause(*sb, false)).ok());
+  EXPECT_EQ((*pool)->attached(), 0u) << "a disk-only paused sandbox kept its slot";
+  auto back = run(runtime().resume("sb-net"));
+  ASSERT_TRUE(back.ok()) << back.error().message();
+  EXPECT_EQ((*pool)->attached(), 1u);
+  ASSERT_TRUE(run(runtime().destroy(**back)).ok());
+  EXPECT_EQ((*pool)->attached(), 0u);
+  rt_.reset();    // before the pool it borrows
+  pool->reset();  // and the pool before its gateway's namespace
 }
 
 TEST_F(RuntimeTest, ForkMakesRunningCopiesAndTheOriginalCarriesOn) {

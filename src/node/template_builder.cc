@@ -36,8 +36,67 @@ std::string nowRfc3339() {
   return out;
 }
 
+// The template's default env: the image's, then the spec's (later wins).
+std::vector<std::string> templateEnv(const templates::BuildSpec& spec, const BuildInputs& in) {
+  std::vector<std::string> env = in.image_env;
+  env.insert(env.end(), spec.env.begin(), spec.env.end());
+  return env;
+}
+
+// An image's User ("name", "uid", "name:group") as the agent looks users
+// up (by name; groups come from the account).
+std::string imageUser(const std::string& u) {
+  std::string name = u.substr(0, u.find(':'));
+  return name.empty() || name == "0" ? "root" : name;
+}
+
+// Vessel's processes run as `user` unless told: an image that has no such
+// account gets one (in the guest, where the image's files are the guest's
+// own business). Images without a shell keep what they have.
+constexpr const char* kAddUser =
+    "grep -q '^user:' /etc/passwd 2>/dev/null || { mkdir -p /home/user /etc && "
+    "echo 'user:x:1000:1000:user:/home/user:/bin/sh' >> /etc/passwd && "
+    "{ grep -q '^user:' /etc/group 2>/dev/null || echo 'user:x:1000:' >> /etc/group; } && "
+    "chown 1000:1000 /home/user; }";
+
+asio::awaitable<Status> prepareImage(agentclient::AgentClient& a, const templates::BuildSpec& spec,
+                                     const BuildInputs& in, const Progress& progress) {
+  progress("prepare image", 25);
+  agentclient::ExecSpec e;
+  e.argv = {"/bin/sh", "-c", kAddUser};
+  e.user = "root";
+  auto r = co_await a.run(e);
+  if (!r.ok())
+    Logger("templates")
+        .warn("build {}: no `user` account added: {}", spec.name, r.error().message());
+  std::vector<std::string> env = templateEnv(spec, in);
+  if (!env.empty()) VESSEL_CO_TRY(co_await a.setDefaultEnv(env));
+  co_return okStatus();
+}
+
+asio::awaitable<Status> startImageCmd(agentclient::AgentClient& a, const BuildInputs& in,
+                                      const Progress& progress) {
+  if (in.image_start.empty())
+    co_return Error(Code::kFailedPrecondition,
+                    "image_cmd: the image has neither Entrypoint nor Cmd");
+  std::string shown;
+  for (const auto& w : in.image_start) shown += (shown.empty() ? "" : " ") + w;
+  progress("start: " + shown, 70);
+  agentclient::ExecSpec e;
+  e.argv = in.image_start;
+  e.user = imageUser(in.image_user);
+  e.cwd = in.image_workdir;
+  auto p = co_await a.exec(e);
+  if (!p.ok())
+    co_return std::move(p).error().withContext("start the image's command '" + shown + "'");
+  (*p)->detach();  // keeps running inside the snapshot
+  co_return okStatus();
+}
+
 asio::awaitable<Status> applySpec(agentclient::AgentClient& a, const templates::BuildSpec& spec,
-                                  const Progress& progress, Clock::time_point deadline) {
+                                  const BuildInputs& in, const Progress& progress,
+                                  Clock::time_point deadline) {
+  if (in.from_image) VESSEL_CO_TRY(co_await prepareImage(a, spec, in, progress));
   for (const auto& [path, content] : spec.files) {
     progress("write " + path, 30);
     auto dir = fs::path(path).parent_path().string();
@@ -63,7 +122,8 @@ asio::awaitable<Status> applySpec(agentclient::AgentClient& a, const templates::
                       "build command '" + cmd + "' failed (exit " + std::to_string(r->exit.code) +
                           "): " + r->err.substr(r->err.size() > 2000 ? r->err.size() - 2000 : 0));
   }
-  if (!spec.env.empty()) VESSEL_CO_TRY(co_await a.setDefaultEnv(spec.env));
+  if (!in.from_image && !spec.env.empty()) VESSEL_CO_TRY(co_await a.setDefaultEnv(spec.env));
+  if (spec.image_cmd) VESSEL_CO_TRY(co_await startImageCmd(a, in, progress));
   if (!spec.start.empty()) {
     progress("start: " + spec.start, 70);
     agentclient::ExecSpec e;
@@ -97,6 +157,9 @@ asio::awaitable<Status> applySpec(agentclient::AgentClient& a, const templates::
 
 }  // namespace
 
+// Long because a build is one sequence (hash, cache, room, copy, boot,
+// apply, snapshot, commit) whose steps share the staging directory and
+// the deadline; each step is a call, and its order is the point.
 asio::awaitable<Result<std::shared_ptr<const templates::Template>>> buildTemplate(
     hypervisor::Hypervisor& hv, templates::TemplateStore& store, const templates::BuildSpec& spec,
     const BuildInputs& in, Progress progress) {
@@ -112,6 +175,15 @@ asio::awaitable<Result<std::shared_ptr<const templates::Template>>> buildTemplat
   std::string hash = sha256Hex(canonicalSpec(spec) + "\n" + *base_sha + "\n" + in.kernel_sha256 +
                                "\n" + in.qemu_version + "\nnic\ntsc");
   std::string version = hash.substr(0, 16);
+  // The env goes into the manifest, which is read bounded.
+  size_t env_bytes = 0;
+  for (const auto& e : templateEnv(spec, in)) env_bytes += e.size();
+  if (templateEnv(spec, in).size() > templates::kMaxManifestEnv ||
+      env_bytes > templates::kMaxManifestEnvBytes)
+    co_return Error(Code::kInvalidArgument,
+                    ctx + ": env (with the image's) exceeds " +
+                        std::to_string(templates::kMaxManifestEnv) + " entries or " +
+                        std::to_string(templates::kMaxManifestEnvBytes / 1024) + " KiB");
   if (auto cached = store.open(spec.name, version); cached.ok()) {
     progress("cached", 100);
     co_return cached;
@@ -154,7 +226,7 @@ asio::awaitable<Result<std::shared_ptr<const templates::Template>>> buildTemplat
   if (!mach.ok()) co_return std::move(mach).error().withContext(ctx);
   auto agent = agentclient::AgentClient::create(std::move(mach->vm->agentChannel()),
                                                 std::move(mach->leftover), m.id);
-  auto applied = co_await applySpec(*agent, spec, progress, deadline);
+  auto applied = co_await applySpec(*agent, spec, in, progress, deadline);
   Status snap = applied;
   if (snap.ok()) {
     progress("snapshot", 85);
@@ -176,6 +248,7 @@ asio::awaitable<Result<std::shared_ptr<const templates::Template>>> buildTemplat
   man.vcpus = spec.vcpus;
   man.memory_mib = spec.memory_mib;
   man.disk_mib = spec.disk_mib;
+  man.env = templateEnv(spec, in);
   man.network = true;
   man.created_at = nowRfc3339();
   for (const char* f : {templates::kRootfsFile, templates::kMemoryFile, templates::kStateFile}) {
@@ -189,6 +262,16 @@ asio::awaitable<Result<std::shared_ptr<const templates::Template>>> buildTemplat
   progress("done", 100);
   log.info("built template {}", (*t)->id());
   co_return t;
+}
+
+void useConvertedImage(BuildInputs& in, const images::ConvertedImage& image) {
+  in.base_image = image.rootfs;
+  in.from_image = true;
+  in.image_env = image.config.env;
+  in.image_start = image.config.entrypoint;
+  in.image_start.insert(in.image_start.end(), image.config.cmd.begin(), image.config.cmd.end());
+  in.image_user = image.config.user;
+  in.image_workdir = image.config.working_dir;
 }
 
 }  // namespace vessel::node

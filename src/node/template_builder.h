@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "hypervisor/hypervisor.h"
+#include "images/converter.h"
 #include "templates/build_spec.h"
 #include "templates/store.h"
 
@@ -26,7 +27,22 @@ struct BuildInputs {
   hypervisor::Accel accel = hypervisor::Accel::kTcg;
   std::string work_dir;  // scratch space for the build VM
   std::chrono::seconds timeout{300};
+  // A from_image build (the caller converted the image, images/converter.h):
+  // its config's defaults. Env comes before the spec's env and applies to
+  // the build's commands too; `image_start` (Entrypoint then Cmd) is the
+  // start command when the spec sets image_cmd, run as image_user in
+  // image_workdir.
+  bool from_image = false;
+  std::vector<std::string> image_env;
+  std::vector<std::string> image_start;
+  std::string image_user, image_workdir;
 };
+
+// A from_image build's inputs from its converted image: its root
+// filesystem as the base, and its config's defaults (Env, Entrypoint then
+// Cmd, User, WorkingDir). The one place both builders (the node's worker,
+// `vessel template build --local`) take them from.
+void useConvertedImage(BuildInputs& in, const images::ConvertedImage& image);
 
 // Progress: a step description and a percentage (0-100).
 using Progress = std::function<void(const std::string& step, int percent)>;

@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "node/template_builder.h"
+#include "templates/image_ref.h"
 #include "templates/store.h"
 
 namespace vessel::node {
@@ -57,18 +58,47 @@ void TemplateWorker::loop() {
   }
 }
 
+Status TemplateWorker::convertFromImage(Job& job, BuildInputs& in) {
+  if (env_.images.cache_dir.empty())
+    return Error(Code::kUnavailable, "builds from images are not enabled on this node");
+  auto ref = templates::parseImageRef(job.spec.from_image);
+  if (!ref.ok()) return std::move(ref).error();
+  // The conversion's steps are the build's first 0-5 %.
+  auto progress = [&job](const std::string& step, int percent) {
+    if (job.progress) job.progress(step, percent / 20);
+  };
+  VESSEL_ASSIGN_OR_RETURN(images::ConvertedImage image,
+                          images::convertImage(env_.images, *ref, progress));
+  useConvertedImage(in, image);
+  return okStatus();
+}
+
 void TemplateWorker::build(Job& job) {
   std::unique_ptr<hypervisor::Hypervisor> hv = env_.hypervisor();
   templates::TemplateStore store(env_.template_root, env_.qemu_version, env_.kernel_sha256);
   // This store is the worker's own: the daemon's threshold must be set on
   // it too, or buildTemplate()'s check passes on a full disk.
   store.setMinFreeMib(env_.min_free_mib);
+  BuildInputs in;
   // The base is the base template's disk as it was snapshotted; the build
   // boots it afresh. Held for the build: collection leaves it alone.
-  auto base = store.open(job.base);
-  if (!base.ok()) {
-    job.done(std::move(base).error().withContext("base template " + job.base));
-    return;
+  std::shared_ptr<const templates::Template> base;
+  if (job.spec.from_image.empty()) {
+    auto b = store.open(job.base);
+    if (!b.ok()) {
+      job.done(std::move(b).error().withContext("base template " + job.base));
+      return;
+    }
+    base = std::move(*b);
+    in.base_image = base->path(templates::kRootfsFile);
+  } else {
+    // A converted image lives in the image cache (never written: the build
+    // copies it), found there by digest or made now.
+    auto image = convertFromImage(job, in);
+    if (!image.ok()) {
+      job.done(std::move(image).error().withContext("build template " + job.spec.name));
+      return;
+    }
   }
   // Short: the build VM's sockets live under it (unix socket paths are
   // limited to 108 bytes). Builds run one at a time, so one dir serves.
@@ -76,8 +106,6 @@ void TemplateWorker::build(Job& job) {
   std::error_code ec;
   std::filesystem::remove_all(work, ec);
   std::filesystem::create_directories(work, ec);
-  BuildInputs in;
-  in.base_image = (*base)->path(templates::kRootfsFile);
   in.kernel = env_.kernel;
   in.kernel_sha256 = env_.kernel_sha256;
   in.qemu_version = env_.qemu_version;

@@ -15,11 +15,14 @@
 #include <thread>
 
 #include "hypervisor/hypervisor.h"
+#include "images/converter.h"
 #include "templates/build_spec.h"
 #include "templates/manifest.h"
 #include "templates/store.h"
 
 namespace vessel::node {
+
+struct BuildInputs;  // node/template_builder.h
 
 struct TemplateBuildEnv {
   // The worker thread's own hypervisor, made on that thread (vesseld: QEMU,
@@ -34,6 +37,9 @@ struct TemplateBuildEnv {
   // Builds are refused while the store's filesystem has less free (MiB;
   // --min-free-disk-mib); 0: no check.
   uint64_t min_free_mib = 0;
+  // from_image builds: how images are pulled and converted (its cache_dir
+  // empty: such builds are refused).
+  images::ConverterOptions images;
 };
 
 class TemplateWorker {
@@ -41,6 +47,7 @@ class TemplateWorker {
   struct Job {
     templates::BuildSpec spec;  // spec.name: the name the template is stored under
     std::string base;           // the stored name of the template whose disk it boots
+                                // ("" for a from_image build: the image's filesystem)
     std::function<void(const std::string& step, int percent)> progress;
     std::function<void(Result<templates::Manifest>)> done;
     // Before done, for a build that succeeded: the checksums of the new
@@ -64,6 +71,7 @@ class TemplateWorker {
  private:
   void loop();
   void build(Job& job);
+  Status convertFromImage(Job& job, BuildInputs& in);
 
   TemplateBuildEnv env_;
   std::mutex mu_;

@@ -19,14 +19,14 @@ std::string rfc3339(int64_t ms) {
 }
 
 json::object sandboxJson(const store::SandboxRecord& s) {
-  boost::system::error_code ec;
-  json::value md = json::parse(s.metadata_json, ec);
+  json::object md;
+  for (const auto& [k, v] : s.metadata) md[k] = v;
   json::object o{{"id", s.id},
                  {"template", s.template_name},
                  {"state", std::string(store::stateName(s.state))},
                  {"vcpus", s.vcpus},
                  {"memory_mib", s.memory_mib},
-                 {"metadata", ec || !md.is_object() ? json::object() : md.as_object()},
+                 {"metadata", std::move(md)},
                  {"created_at", rfc3339(s.created_ms)},
                  {"updated_at", rfc3339(s.updated_ms)}};
   if (!s.error.empty()) o["error"] = s.error;

@@ -1,5 +1,6 @@
 // The lifecycle's requests that start nothing, or start a create: get,
-// list, extend, create, templates, activity, the reaper and metrics.
+// list, extend, create, activity and metrics. The reaper is ops/reaper.h,
+// template naming ops/template_catalogue.h.
 // Actions on existing sandboxes are in lifecycle_actions.cc, restart
 // recovery and supervision in lifecycle_recovery.cc.
 #include "ops/lifecycle.h"
@@ -24,24 +25,25 @@ namespace {
 
 Logger opsLog() { return Logger("ops"); }
 
-bool plainName(const std::string& n) {
-  if (n.empty() || n.size() > 64) return false;
-  for (char c : n)
-    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_') return false;
-  return true;
+// The sandbox log's first entry of a create: from which template, restored
+// from its snapshot or booted, and its shape.
+json::object createdEntry(const CreateRequest& in, const store::SandboxRecord& sb,
+                          const std::string& op_id) {
+  return {{"template", in.template_name},
+          {"from", in.cold ? "boot" : "snapshot"},
+          {"vcpus", sb.vcpus},
+          {"memory_mib", sb.memory_mib},
+          {"disk_mib", sb.disk_mib},
+          {"operation", op_id}};
 }
 
 }  // namespace
 
-bool metadataMatches(const std::string& metadata_json,
+bool metadataMatches(const std::map<std::string, std::string>& have,
                      const std::map<std::string, std::string>& want) {
-  if (want.empty()) return true;
-  boost::system::error_code ec;
-  json::value v = json::parse(metadata_json, ec);
-  if (ec || !v.is_object()) return false;
   for (const auto& [k, val] : want) {
-    auto* f = v.as_object().if_contains(k);
-    if (!f || !f->is_string() || f->as_string() != val) return false;
+    auto f = have.find(k);
+    if (f == have.end() || f->second != val) return false;
   }
   return true;
 }
@@ -53,23 +55,41 @@ Lifecycle::Lifecycle(asio::io_context& io, store::Store& store, Node& node,
       node_(node),
       templates_(templates),
       clock_(clock),
-      log_(store, clock) {
+      sandbox_log_(store, clock),
+      log_(store, clock),
+      catalogue_(templates),
+      egress_(
+          store, node, clock,
+          [this](const std::string& tenant, const std::string& id) { return get(tenant, id); },
+          [this](const std::string& id) { noteActivity(id); }),
+      reaper_(io, store, log_, clock, policy_,
+              ReapActions{[this](const store::SandboxRecord& sb) -> Status {
+                            auto r = remove(sb.tenant_id, sb.id);
+                            if (!r.ok()) return std::move(r).error();
+                            return okStatus();
+                          },
+                          [this](const store::SandboxRecord& sb) -> Status {
+                            auto r = startAction(sb.tenant_id, sb.id, Action::kPause,
+                                                 sb.pause_memory, /*on_timeout=*/true);
+                            if (!r.ok()) return std::move(r).error();
+                            return okStatus();
+                          }}) {
   node_.onLost([this, alive = std::weak_ptr<bool>(alive_)](
                    const std::string& tenant, const std::string& id, const std::string& why) {
     if (!alive.expired()) onLost(tenant, id, why);
   });
+  log_.setSandboxLog(&sandbox_log_);
+  reaper_.setSandboxLog(&sandbox_log_);
 }
 
 Lifecycle::~Lifecycle() {
   alive_.reset();
   node_.onLost(nullptr);
-  if (reap_timer_) reap_timer_->cancel();
 }
 
 void Lifecycle::setMetrics(metrics::Registry& r) {
   log_.setMetrics(r);
-  reaped_ = &r.counter("vessel_sandboxes_expired_total",
-                       "Sandboxes the reaper ended, by reason (idle, lifetime)", {"reason"});
+  reaper_.setMetrics(r);
   lost_ = &r.counter("vessel_sandboxes_lost_total",
                      "Running sandboxes failed because their VM exited or their agent channel "
                      "failed without anyone asking",
@@ -103,7 +123,7 @@ bool listed(const ListRequest& req, const store::SandboxRecord& s) {
   if (!req.states.empty() && !req.states.count(s.state)) return false;
   if (req.created_after_ms && s.created_ms < *req.created_after_ms) return false;
   if (!req.template_name.empty() && s.template_name != req.template_name) return false;
-  return metadataMatches(s.metadata_json, req.metadata);
+  return metadataMatches(s.metadata, req.metadata);
 }
 
 }  // namespace
@@ -197,14 +217,12 @@ std::optional<Error> Lifecycle::quotaFor(const std::string& tenant, const Demand
   auto use = store_.tenantUsage(tenant);
   if (!use.ok()) return use.error();
   // The store knows sandboxes; the tenant's templates are on this node's disk.
-  use->disk_mib +=
-      static_cast<int64_t>(templates_.allocatedMib(templates::tenantTemplateName(tenant, "")));
+  use->disk_mib += static_cast<int64_t>(catalogue_.tenantDiskMib(tenant));
   return overQuota(*lim, *use, policy_.quota, d);
 }
 
 store::Store::Admission Lifecycle::admission(const std::string& tenant, const Demand& d) const {
-  auto tmpl_mib =
-      static_cast<int64_t>(templates_.allocatedMib(templates::tenantTemplateName(tenant, "")));
+  auto tmpl_mib = static_cast<int64_t>(catalogue_.tenantDiskMib(tenant));
   return [this, d, tmpl_mib](const store::TenantLimits& l, store::TenantUsage u) {
     u.disk_mib += tmpl_mib;
     return overQuota(l, u, policy_.quota, d);
@@ -212,15 +230,10 @@ store::Store::Admission Lifecycle::admission(const std::string& tenant, const De
 }
 
 Result<Accepted> Lifecycle::create(const CreateRequest& in) {
-  VESSEL_ASSIGN_OR_RETURN(std::string stored, resolveTemplate(in.tenant, in.template_name));
-  auto t = templates_.open(stored);
-  if (!t.ok()) {
-    if (t.error().code() == Code::kNotFound)
-      return Error(Code::kNotFound, "template '" + in.template_name + "' does not exist");
-    opsLog().error("open template {}: {}", in.template_name, t.error().message());
-    return Error(Code::kUnavailable, "template '" + in.template_name + "' is not usable");
-  }
-  const auto& m = (*t)->manifest;
+  VESSEL_ASSIGN_OR_RETURN(auto opened, catalogue_.open(in.tenant, in.template_name));
+  const std::string& stored = opened.stored;
+  const auto& t = opened.tmpl;
+  const auto& m = t->manifest;
   // A restore keeps the snapshot's machine: asking for another shape is an
   // error, not something silently ignored.
   if ((in.vcpus && *in.vcpus != m.vcpus) || (in.memory_mib && *in.memory_mib != m.memory_mib))
@@ -243,13 +256,13 @@ Result<Accepted> Lifecycle::create(const CreateRequest& in) {
                  "auto_resume needs a pause that keeps memory: a disk-only pause boots the "
                  "sandbox again, and it can only be resumed explicitly");
   // The disk: the template's default unless asked, never below its image.
-  uint64_t base_mib = (*t)->baseDiskMib();
+  uint64_t base_mib = t->baseDiskMib();
   if (in.disk_mib && (*in.disk_mib < base_mib || *in.disk_mib > policy_.max_disk_mib))
     return Error(Code::kInvalidArgument, "disk_mib must be between " + std::to_string(base_mib) +
                                              " (template '" + in.template_name + "') and " +
                                              std::to_string(policy_.max_disk_mib) + " here");
-  uint64_t disk_mib = in.disk_mib.value_or(
-      std::max(base_mib, std::min((*t)->defaultDiskMib(), policy_.max_disk_mib)));
+  uint64_t disk_mib =
+      in.disk_mib.value_or(std::max(base_mib, std::min(t->defaultDiskMib(), policy_.max_disk_mib)));
   Demand demand{1, m.memory_mib, m.vcpus, disk_mib};
   if (auto q = quotaFor(in.tenant, demand)) return *q;
   VESSEL_TRY(checkStateDisk("create"));
@@ -263,7 +276,7 @@ Result<Accepted> Lifecycle::create(const CreateRequest& in) {
   sb.vcpus = m.vcpus;
   sb.memory_mib = m.memory_mib;
   sb.disk_mib = disk_mib;
-  sb.metadata_json = in.metadata_json;
+  sb.metadata = in.metadata;
   sb.created_ms = sb.updated_ms = sb.last_active_ms = clock_.nowMs();
   sb.idle_timeout_s = in.timeout_s.value_or(policy_.default_idle_timeout_s);
   sb.expires_ms = sb.created_ms + lifetime * 1000;
@@ -271,6 +284,7 @@ Result<Accepted> Lifecycle::create(const CreateRequest& in) {
   sb.pause_memory = in.pause_memory;
   sb.auto_resume = in.auto_resume;
   sb.lifetime_s = lifetime;
+  sb.ingress = in.ingress;  // written in the insert's transaction
   // Checked again with the insert, atomically: another vesseld on the same
   // store may have admitted one since the check above.
   VESSEL_TRY(store_.insertSandboxAdmitted(sb, admission(in.tenant, demand)));
@@ -279,6 +293,7 @@ Result<Accepted> Lifecycle::create(const CreateRequest& in) {
     (void)store_.setSandboxState(sb.id, SandboxState::kFailed, op.error().message());
     return std::move(op).error();
   }
+  sandbox_log_.lifecycle(sb.id, "created", createdEntry(in, sb, op->id));
   NodeCreate c;
   c.id = sb.id;
   c.tenant = in.tenant;
@@ -365,6 +380,14 @@ asio::awaitable<Result<Usage>> Lifecycle::usage(std::string tenant, std::string 
   co_return u;
 }
 
+Result<std::vector<store::LogRecord>> Lifecycle::readLog(const std::string& tenant,
+                                                         const std::string& id,
+                                                         const store::LogQuery& q) {
+  VESSEL_ASSIGN_OR_RETURN(auto sb, store_.getSandbox(tenant, id));
+  if (!sb) return Error(Code::kNotFound, "sandbox " + id + " does not exist");
+  return store_.listLogs(tenant, id, q);
+}
+
 void Lifecycle::noteActivity(const std::string& id) {
   if (auto s = store_.touchSandbox(id, clock_.nowMs()); !s.ok())
     opsLog().warn("sandbox {}: {}", id, s.error().message());
@@ -379,116 +402,6 @@ std::shared_ptr<agentclient::AgentClient> Lifecycle::agentOf(const std::string& 
   auto a = node_.agent(id);
   if (a) noteActivity(id);  // the data plane uses it: its idle clock starts again
   return a;
-}
-
-Result<std::string> Lifecycle::resolveTemplate(const std::string& tenant, const std::string& name) {
-  if (!plainName(name))
-    return Error(Code::kInvalidArgument, "template name may hold letters, digits, - and _");
-  // A stored name of some tenant's template is not a name anyone may use.
-  if (!templates::builtinTemplateName(name))
-    return Error(Code::kNotFound, "template '" + name + "' does not exist");
-  std::string own = templates::tenantTemplateName(tenant, name);
-  if (templates_.has(own)) return own;
-  return name;
-}
-
-Status Lifecycle::checkNewTemplateName(const std::string& name) {
-  if (!templates::builtinTemplateName(name))
-    return Error(Code::kInvalidArgument, "template name '" + name + "' is reserved (t-<hex>-...)");
-  for (const auto& m : templates_.list())
-    if (m.name == name)
-      return Error(Code::kAlreadyExists,
-                   "template '" + name + "' is built in; choose another name");
-  return okStatus();
-}
-
-void Lifecycle::collectTemplates() {
-  if (int n = templates_.collectGarbage(); n > 0)
-    opsLog().info("removed {} template version(s) no sandbox uses (a newer one exists)", n);
-}
-
-void Lifecycle::startReaper() {
-  reap_timer_ = std::make_shared<asio::steady_timer>(io_);
-  asio::co_spawn(io_, reapLoop(), asio::detached);
-}
-
-asio::awaitable<void> Lifecycle::reapLoop() {
-  auto timer = reap_timer_;  // outlives this object if the io_context is torn down first
-  auto alive = std::weak_ptr<bool>(alive_);
-  for (;;) {
-    timer->expires_after(policy_.reap_interval);
-    auto [ec] = co_await timer->async_wait(asio::as_tuple(asio::use_awaitable));
-    if (ec || alive.expired() || !reap_timer_) co_return;
-    reapOnce();
-  }
-}
-
-int Lifecycle::reapOnce() {
-  int64_t now = clock_.nowMs();
-  auto expired = store_.listExpired(now, 32);
-  if (!expired.ok()) {
-    opsLog().warn("reaper: {}", expired.error().message());
-    return 0;
-  }
-  int n = 0;
-  for (const auto& sb : *expired) {
-    // Deleting ones are on their way; every other state may be deleted,
-    // busy ones too (a hung resume must not outlive its lifetime).
-    if (!transition(sb.state, Action::kDelete).ok()) continue;
-    bool hard = sb.expires_ms > 0 && sb.expires_ms <= now;
-    std::string why = hard ? "its lifetime ended at " + rfc3339(sb.expires_ms)
-                           : "idle for " + std::to_string(sb.idle_timeout_s) + " s";
-    // Pausing on timeout: until the deployment's cap, which ends every
-    // sandbox however it asked to be kept.
-    int64_t cap = sb.created_ms + policy_.max_lifetime_s * 1000;
-    if (sb.pause_on_timeout && now < cap && sb.state != SandboxState::kFailed) {
-      if (sb.state == SandboxState::kRunning) {
-        Status s = pauseOnTimeout(sb, why);
-        if (s.ok()) {
-          ++n;
-          continue;
-        }
-        // Not pausable now (the state disk is full, say): it ends as a
-        // timeout ends any other sandbox rather than run on.
-        opsLog().warn("reaper: sandbox {}: cannot pause ({}): deleting", sb.id,
-                      s.error().message());
-      } else {
-        // Paused already (by hand): it waits for a resume until the cap.
-        if (sb.state == SandboxState::kPaused || sb.state == SandboxState::kPausing)
-          (void)store_.setSandboxLifetime(sb.id, sb.idle_timeout_s, cap);
-        // Creating, resuming or forking: paused once running (the node
-        // bounds those operations, so a stuck one fails on its own).
-        continue;
-      }
-    }
-    opsLog().info("sandbox {} expired ({}): deleting", sb.id, why);
-    json::object data{{"id", sb.id}, {"reason", hard ? "lifetime" : "idle"}, {"message", why}};
-    log_.publish({0, sb.tenant_id, "", sb.id, "sandbox.expired", json::serialize(data)});
-    if (reaped_) reaped_->with({hard ? "lifetime" : "idle"}).inc();
-    auto r = remove(sb.tenant_id, sb.id);
-    if (!r.ok()) {
-      opsLog().warn("reaper: sandbox {}: {}", sb.id, r.error().message());
-      continue;
-    }
-    ++n;
-  }
-  return n;
-}
-
-Status Lifecycle::pauseOnTimeout(const store::SandboxRecord& sb, const std::string& why) {
-  VESSEL_TRY(startAction(sb.tenant_id, sb.id, Action::kPause, sb.pause_memory, true));
-  // Kept until the cap from now on, so the reaper leaves it alone while it
-  // pauses and while it is paused (the pause runs later on the io thread).
-  int64_t cap = sb.created_ms + policy_.max_lifetime_s * 1000;
-  if (auto s = store_.setSandboxLifetime(sb.id, sb.idle_timeout_s, cap); !s.ok())
-    opsLog().warn("sandbox {}: keep until the cap: {}", sb.id, s.error().message());
-  opsLog().info("sandbox {} expired ({}): pausing{}", sb.id, why,
-                sb.pause_memory ? "" : " (disk only)");
-  const char* reason = sb.expires_ms > 0 && sb.expires_ms <= clock_.nowMs() ? "lifetime" : "idle";
-  json::object data{{"id", sb.id}, {"reason", reason}, {"message", why}, {"action", "pause"}};
-  log_.publish({0, sb.tenant_id, "", sb.id, "sandbox.expired", json::serialize(data)});
-  if (reaped_) reaped_->with({reason}).inc();
-  return okStatus();
 }
 
 }  // namespace vessel::ops

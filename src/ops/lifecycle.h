@@ -23,31 +23,20 @@
 
 #include "base/clock.h"
 #include "metrics/registry.h"
+#include "ops/egress_settings.h"
 #include "ops/node.h"
 #include "ops/operation_log.h"
+#include "ops/policy.h"
 #include "ops/quota.h"
+#include "ops/reaper.h"
+#include "ops/sandbox_log.h"
 #include "ops/state_machine.h"
+#include "ops/template_catalogue.h"
 #include "store/store.h"
 #include "templates/naming.h"
 #include "templates/store.h"
 
 namespace vessel::ops {
-
-// Lifetimes and quotas (vesseld's flags); a tenant's own limits in the
-// store win over the quota defaults.
-struct Policy {
-  int64_t default_idle_timeout_s = 600;
-  int64_t default_lifetime_s = 24 * 3600;
-  int64_t max_lifetime_s = 7 * 24 * 3600;
-  QuotaDefaults quota;
-  // The largest disk a create may ask for (MiB).
-  uint64_t max_disk_mib = 64 * 1024;
-  // Creates, pauses and forks are refused while the filesystem holding
-  // state_dir has less than this free (MiB; 0 or no dir: never).
-  std::string state_dir;
-  uint64_t min_free_disk_mib = 0;
-  std::chrono::milliseconds reap_interval{1000};
-};
 
 struct CreateRequest {
   std::string tenant;
@@ -57,9 +46,12 @@ struct CreateRequest {
   // The root disk (MiB): at least the template image's, at most
   // Policy::max_disk_mib; unset: the template's default.
   std::optional<uint64_t> disk_mib;
-  std::vector<std::string> env;        // KEY=VALUE
-  std::string metadata_json = "{}";    // an object of strings, checked at the edge
-  std::optional<NetworkSpec> network;  // unset: the node's defaults
+  std::vector<std::string> env;                 // KEY=VALUE
+  std::map<std::string, std::string> metadata;  // labels, checked at the edge
+  std::optional<NetworkSpec> network;           // unset: the node's defaults
+  // Its ports' ingress settings, stored with the sandbox in one transaction
+  // and kept by its forks; unset: none (the front end's default applies).
+  std::optional<IngressSpec> ingress;
   bool cold = false;
   // Seconds: idle timeout (0: never) and hard lifetime; unset: the defaults.
   std::optional<int64_t> timeout_s, lifetime_s;
@@ -72,15 +64,6 @@ struct CreateRequest {
   bool pause_on_timeout = false;
   bool pause_memory = true;
   bool auto_resume = false;
-};
-
-// A credential as a front end checked it: `hosts` are normalized exact
-// names (at most 16), `header` a field the gateway may set, `value` the
-// secret it sets.
-struct CredentialSpec {
-  std::string name;
-  std::vector<std::string> hosts;
-  std::string header, value;
 };
 
 // A lifecycle change accepted: the sandbox as stored now and its operation
@@ -113,7 +96,7 @@ struct Page {
 };
 
 // Whether a sandbox's stored metadata has every pair of `want`.
-bool metadataMatches(const std::string& metadata_json,
+bool metadataMatches(const std::map<std::string, std::string>& have,
                      const std::map<std::string, std::string>& want);
 
 class Lifecycle {
@@ -124,11 +107,21 @@ class Lifecycle {
   Lifecycle(const Lifecycle&) = delete;
   Lifecycle& operator=(const Lifecycle&) = delete;
 
-  void setPolicy(const Policy& p) { policy_ = p; }
+  void setPolicy(const Policy& p) {
+    policy_ = p;
+    sandbox_log_.setLimits({p.log_max_entries, std::chrono::seconds(p.log_retention_s)});
+  }
   const Policy& policy() const { return policy_; }
   // Operation latencies, expiries and sandboxes by state go to `r`.
   void setMetrics(metrics::Registry& r);
   OperationLog& operations() { return log_; }
+  // Each sandbox's log (ops/sandbox_log.h): its lifecycle is written here;
+  // front ends read it, and the command log writes to it.
+  SandboxLog& sandboxLog() { return sandbox_log_; }
+  // The tenant's sandbox's log entries (kNotFound for a sandbox it does
+  // not have, deleted ones included while their log is kept).
+  Result<std::vector<store::LogRecord>> readLog(const std::string& tenant, const std::string& id,
+                                                const store::LogQuery& q);
   const WallClock& clock() const { return clock_; }
 
   Result<Accepted> create(const CreateRequest& req);
@@ -156,33 +149,14 @@ class Lifecycle {
   // creation + the maximum lifetime (clamped, not refused); never shorter.
   Result<store::SandboxRecord> extendAtLeast(const std::string& tenant, const std::string& id,
                                              int64_t lifetime_s);
-  // New egress settings for a sandbox in any live state: stored, and live at
-  // once for a running one (its open connections the new policy refuses are
-  // reset). kNotFound for an unknown sandbox, kInvalidArgument for settings
-  // this node cannot give (a missing credential, egress off). Returns the
-  // settings as stored (an empty mode is the node's default).
-  asio::awaitable<Result<NetworkSpec>> setNetwork(std::string tenant, std::string id,
-                                                  NetworkSpec spec);
-  // The tenant's sandbox's egress settings as stored.
-  Result<NetworkSpec> network(const std::string& tenant, const std::string& id);
-  // The tenant's credentials (the gateway injects them; values are never
-  // read back by a front end). A put replaces one of the same name; a put
-  // or delete reaches running sandboxes that use it at once.
-  asio::awaitable<Result<store::CredentialRecord>> putCredential(std::string tenant,
-                                                                 CredentialSpec c);
-  Result<std::vector<store::CredentialRecord>> listCredentials(const std::string& tenant);
-  // kNotFound when the tenant has no credential of that name.
-  asio::awaitable<Status> deleteCredential(std::string tenant, std::string name);
-  // What front ends keep beside a sandbox and show (lifecycle_frontend.cc),
-  // so that they read and write it through the lifecycle, never the store:
-  // the egress settings as the sandbox was given them (their stored JSON;
-  // "" when it never was), a front end's ingress settings (JSON it owns,
-  // E2B's public traffic and Host mask), a credential by name.
-  Result<std::string> givenNetwork(const std::string& id);
-  Result<std::string> ingress(const std::string& id);
-  Status setIngress(const std::string& id, const std::string& json);
-  Result<std::optional<store::CredentialRecord>> credential(const std::string& tenant,
-                                                            const std::string& name);
+  // A sandbox's egress settings and its tenant's credentials
+  // (ops/egress_settings.h).
+  EgressSettings& egress() { return egress_; }
+  // What front ends show of a sandbox beside its record
+  // (lifecycle_frontend.cc), read through the lifecycle, never the store:
+  // its ports' ingress settings (nullopt: its create gave none; an Error,
+  // e.g. kNotFound, is the caller's to treat as private ports).
+  Result<std::optional<IngressSpec>> ingress(const std::string& id);
   // A live (not deleted) sandbox by id, whatever its tenant: the sandbox
   // ports' ingress, which knows only the id from the Host.
   Result<std::optional<store::SandboxRecord>> liveSandbox(const std::string& id);
@@ -218,12 +192,9 @@ class Lifecycle {
   // null while it pauses.
   std::shared_ptr<agentclient::AgentClient> agentOf(const std::string& id);
 
-  // Templates as a tenant names them: its own first, else a built-in one.
-  Result<std::string> resolveTemplate(const std::string& tenant, const std::string& name);
-  // Refuses a name a new template cannot have (reserved, built in).
-  Status checkNewTemplateName(const std::string& name);
-  // Deletes template versions nothing holds and a newer one replaces.
-  void collectTemplates();
+  // Templates as a tenant names them (ops/template_catalogue.h): its own
+  // first, else a built-in one; new names checked; old versions collected.
+  const TemplateCatalogue& templateCatalogue() const { return catalogue_; }
   // Builds the tenant's template `spec.name` on the node from `spec` (its
   // base as the tenant names it). The operation (kind "build", no sandbox)
   // publishes template.progress events, then template.built and is done;
@@ -233,12 +204,10 @@ class Lifecycle {
   Result<store::OperationRecord> buildTemplate(const std::string& tenant,
                                                templates::BuildSpec spec);
 
-  // The reaper: every reap_interval, reapOnce(). Stopped by shutdown().
-  void startReaper();
-  // Deletes sandboxes past their lifetime, or running and idle past their
-  // timeout (at the clock's now), each after a sandbox.expired event.
-  // Returns how many it started deleting.
-  int reapOnce();
+  // The reaper (ops/reaper.h): start() runs reapOnce() every
+  // reap_interval (deletes sandboxes past their lifetime, pauses or ends
+  // idle ones past their timeout); stopped by shutdown().
+  Reaper& reaper() { return reaper_; }
 
   // Before serving, after a restart: takes over every sandbox the store
   // says is alive (ops/recovery.h decides each) and ends or reruns every
@@ -265,9 +234,6 @@ class Lifecycle {
   // `on_timeout`: a pause the reaper starts (see timeout_pauses_).
   Result<Accepted> startAction(const std::string& tenant, const std::string& id, Action action,
                                bool keep_memory = true, bool on_timeout = false);
-  // The reaper's answer to a timeout of a sandbox created with
-  // pause_on_timeout: paused, kept until the cap.
-  Status pauseOnTimeout(const store::SandboxRecord& sb, const std::string& why);
   std::optional<Error> quotaFor(const std::string& tenant, const Demand& d);
   // Policy::min_free_disk_mib on the state dir, before `what` writes to it.
   Status checkStateDisk(std::string_view what) const;
@@ -291,7 +257,6 @@ class Lifecycle {
   // goes on now (and this operation is recorded as cancelled).
   bool handOverToDelete(store::OperationRecord& op, const Error* error);
   void onLost(const std::string& tenant, const std::string& id, const std::string& reason);
-  asio::awaitable<void> reapLoop();
   asio::awaitable<bool> recoverSandbox(store::SandboxRecord sb,
                                        std::vector<store::OperationRecord> ops,
                                        std::set<std::string>& keep);
@@ -301,8 +266,13 @@ class Lifecycle {
   Node& node_;
   templates::TemplateStore& templates_;
   const WallClock& clock_;
+  SandboxLog sandbox_log_;  // before log_, which writes to it
   OperationLog log_;
   Policy policy_;
+  TemplateCatalogue catalogue_;
+  EgressSettings egress_;
+  // After log_ and policy_, which it reads; asks this for deletes and pauses.
+  Reaper reaper_;
   // Sandboxes with an operation other than a delete in flight -> a delete
   // waiting for it to end (nullopt: none asked for).
   std::map<std::string, std::optional<store::OperationRecord>> busy_;
@@ -314,9 +284,7 @@ class Lifecycle {
   // Template builds the node is running: op id -> their operation. Failed
   // at shutdown (the node drops them without calling back).
   std::map<std::string, store::OperationRecord> builds_in_flight_;
-  std::shared_ptr<asio::steady_timer> reap_timer_;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
-  metrics::Family<metrics::Counter>* reaped_ = nullptr;
   metrics::Family<metrics::Counter>* lost_ = nullptr;
 };
 

@@ -153,7 +153,7 @@ asio::awaitable<void> Lifecycle::runDelete(store::OperationRecord op) {
   }
   setSandbox(op, SandboxState::kDeleted);
   log_.set(op, OpState::kDone);
-  collectTemplates();  // it may have held an old version
+  catalogue_.collect();  // it may have held an old version
 }
 
 Result<Accepted> Lifecycle::fork(const std::string& tenant, const std::string& id, int count) {
@@ -192,6 +192,19 @@ Result<Accepted> Lifecycle::fork(const std::string& tenant, const std::string& i
   }
   auto op = log_.begin(tenant, id, "fork");
   if (!op.ok()) return failAll(op.error());
+  {
+    json::array copy_ids;
+    for (const auto& c : ids) {
+      copy_ids.emplace_back(c);
+      json::object from{{"template", legal.sandbox.template_name},
+                        {"from", "fork"},
+                        {"forked_from", id},
+                        {"operation", op->id}};
+      sandbox_log_.lifecycle(c, "created", std::move(from));
+    }
+    json::object into{{"copies", std::move(copy_ids)}, {"operation", op->id}};
+    sandbox_log_.lifecycle(id, "forked", std::move(into));
+  }
   setSandbox(*op, legal.transition.during);
   VESSEL_ASSIGN_OR_RETURN(auto now, get(tenant, id));
   busy_[id];
@@ -241,7 +254,7 @@ Result<Accepted> Lifecycle::forkToTemplate(const std::string& tenant, const std:
   VESSEL_ASSIGN_OR_RETURN(Legal legal, checkAction(tenant, id, Action::kFork));
   if (node_.holding(id) != Holding::kRunning)
     return Error(Code::kUnavailable, "sandbox " + id + " has no VM on this node");
-  VESSEL_TRY(checkNewTemplateName(name));
+  VESSEL_TRY(catalogue_.checkNewName(name));
   // The template keeps the sandbox's whole disk and memory on this node.
   if (auto q = quotaFor(tenant, Demand{0, 0, 0, legal.sandbox.disk_mib + legal.sandbox.memory_mib}))
     return *q;
@@ -273,7 +286,7 @@ asio::awaitable<void> Lifecycle::runForkToTemplate(store::OperationRecord op, st
   log_.publish({0, op.tenant_id, op.id, op.sandbox_id, "template.built",
                 json::serialize(templateJson(*r, name, false))});
   log_.set(op, OpState::kDone);
-  collectTemplates();
+  catalogue_.collect();
 }
 
 asio::awaitable<Result<store::SandboxRecord>> Lifecycle::settled(

@@ -20,22 +20,23 @@ Logger opsLog() { return Logger("ops"); }
 Result<store::OperationRecord> Lifecycle::buildTemplate(const std::string& tenant,
                                                         templates::BuildSpec spec) {
   std::string name = spec.name;
-  VESSEL_TRY(checkNewTemplateName(name));
-  auto base = resolveTemplate(tenant, spec.base);
-  if (!base.ok()) return std::move(base).error().withContext("base");
-  if (auto bt = templates_.open(*base); !bt.ok()) {
-    if (bt.error().code() == Code::kNotFound)
-      return Error(Code::kNotFound, "base template '" + spec.base + "' does not exist");
-    opsLog().error("open base template {}: {}", *base, bt.error().message());
-    return Error(Code::kUnavailable, "base template '" + spec.base + "' is not usable");
+  VESSEL_TRY(catalogue_.checkNewName(name));
+  // A from_image build boots the image's filesystem: the node pulls and
+  // converts it, and there is no base template to hold.
+  std::string base_stored;
+  if (spec.from_image.empty()) {
+    auto base_name = catalogue_.resolve(tenant, spec.base);
+    if (!base_name.ok()) return std::move(base_name).error().withContext("base");
+    VESSEL_ASSIGN_OR_RETURN(auto base, catalogue_.open(tenant, spec.base, "base template"));
+    base_stored = base.stored;
   }
 
   VESSEL_ASSIGN_OR_RETURN(auto op, log_.begin(tenant, "", "build"));
   builds_in_flight_[op.id] = op;
   BuildRequest req;
   req.spec = std::move(spec);
-  req.spec.name = templates::tenantTemplateName(tenant, name);
-  req.base = *base;
+  req.spec.name = TemplateCatalogue::storedName(tenant, name);
+  req.base = std::move(base_stored);
   req.tenant = tenant;
   BuildCallbacks cb;
   std::weak_ptr<bool> alive = alive_;
@@ -87,7 +88,7 @@ void Lifecycle::buildDone(const std::string& op_id, const std::string& name,
   log_.publish(
       {0, o.tenant_id, o.id, "", "template.built", json::serialize(templateJson(*r, name, false))});
   log_.set(o, OpState::kDone);
-  collectTemplates();
+  catalogue_.collect();
 }
 
 void Lifecycle::failBuildsInFlight() {

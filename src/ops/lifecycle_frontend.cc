@@ -4,21 +4,11 @@
 
 namespace vessel::ops {
 
-Result<std::string> Lifecycle::givenNetwork(const std::string& id) {
-  return store_.getSandboxNetwork(id);
-}
-
-Result<std::string> Lifecycle::ingress(const std::string& id) {
-  return store_.getSandboxIngress(id);
-}
-
-Status Lifecycle::setIngress(const std::string& id, const std::string& json) {
-  return store_.setSandboxIngress(id, json);
-}
-
-Result<std::optional<store::CredentialRecord>> Lifecycle::credential(const std::string& tenant,
-                                                                     const std::string& name) {
-  return store_.getCredential(tenant, name);
+Result<std::optional<IngressSpec>> Lifecycle::ingress(const std::string& id) {
+  VESSEL_ASSIGN_OR_RETURN(auto sb, store_.findSandbox(id));
+  if (!sb || sb->state == SandboxState::kDeleted)
+    return Error(Code::kNotFound, "sandbox " + id + " does not exist");
+  return sb->ingress;
 }
 
 Result<std::optional<store::SandboxRecord>> Lifecycle::liveSandbox(const std::string& id) {

@@ -30,10 +30,7 @@ void Lifecycle::onLost(const std::string& tenant, const std::string& id,
 }
 
 asio::awaitable<void> Lifecycle::shutdown(bool stop_vms) {
-  if (reap_timer_) {
-    reap_timer_->cancel();
-    reap_timer_.reset();
-  }
+  reaper_.stop();
   auto stopped = co_await node_.shutdown(stop_vms);
   // The node dropped its builds without calling back.
   failBuildsInFlight();
@@ -62,7 +59,8 @@ asio::awaitable<int> Lifecycle::recover() {
       mine = std::move(it->second);
       by_sandbox.erase(it);
     }
-    if (co_await recoverSandbox(sb, std::move(mine), keep))
+    bool recovered = co_await recoverSandbox(sb, std::move(mine), keep);
+    if (recovered)
       ++adopted;
     else
       ++failed;
@@ -75,7 +73,7 @@ asio::awaitable<int> Lifecycle::recover() {
       log_.set(op, OpState::kFailed, &e);
     }
   int discarded = co_await node_.discardOrphans(keep);
-  collectTemplates();  // after every surviving sandbox holds its version again
+  catalogue_.collect();  // after every surviving sandbox holds its version again
   if (!sandboxes->empty() || discarded > 0)
     opsLog().info("recovery: {} sandbox(es) taken over, {} lost, {} leftover(s) removed", adopted,
                   failed, discarded);
@@ -104,6 +102,8 @@ asio::awaitable<void> Lifecycle::takeOver(std::vector<store::OperationRecord> op
   }
 }
 
+// Long because it applies decideRecovery's verdict for one sandbox: one
+// case per verdict (adopt, finish, fail, destroy), each a few store and node calls.
 asio::awaitable<bool> Lifecycle::recoverSandbox(store::SandboxRecord rec,
                                                 std::vector<store::OperationRecord> ops,
                                                 std::set<std::string>& keep) {

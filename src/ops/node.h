@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "base/result.h"
+#include "store/settings.h"
 #include "templates/build_spec.h"
 #include "templates/manifest.h"
 
@@ -29,16 +30,11 @@ namespace vessel::ops {
 namespace asio = boost::asio;
 
 // A sandbox's egress settings as the lifecycle carries them (parsed and
-// validated at the API's edge, api/network_settings.h).
-struct NetworkSpec {
-  std::string mode;                      // none | allowlist | full; "" = the node's default
-  std::vector<std::string> allow;        // "name", "*.name", optional ":port"
-  std::vector<std::string> credentials;  // credential names
-  std::vector<std::string> inspect;      // names (as in allow) whose TLS the gateway terminates
-  // IP/CIDR ranges refused on every port and for every name resolving into
-  // them; IP/CIDR entries of `allow` take precedence.
-  std::vector<std::string> deny;
-};
+// validated at the API's edge, api/network_settings.h), and its ports'
+// ingress settings: the store's types (store/settings.h), whose codec the
+// store and the node API share.
+using NetworkSpec = store::NetworkSettings;
+using IngressSpec = store::IngressSettings;
 
 struct NodeCreate {
   std::string id, tenant;

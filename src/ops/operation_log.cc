@@ -154,6 +154,13 @@ void OperationLog::setSandbox(const std::string& tenant, const std::string& op_i
       Logger("ops").error("sandbox {}: revoke sessions: {}", id, n.error().message());
   json::object data{{"id", id}, {"state", name}};
   if (!error.empty()) data["error"] = error;
+  if (sandbox_log_ && state != SandboxState::kCreating) {
+    // The sandbox's own log: each state it reaches, and why it failed.
+    json::object fields;
+    if (!op_id.empty()) fields["operation"] = op_id;
+    if (!error.empty()) fields["error"] = error;
+    sandbox_log_->lifecycle(id, name, std::move(fields));
+  }
   publish({0, tenant, op_id, id, "sandbox.state", json::serialize(data)});
   // A listener may register or drop another while called: call a copy.
   std::erase_if(state_fns_, [](const auto& w) { return w.expired(); });

@@ -20,6 +20,7 @@
 #include "base/clock.h"
 #include "base/result.h"
 #include "metrics/registry.h"
+#include "ops/sandbox_log.h"
 #include "store/store.h"
 
 namespace vessel::ops {
@@ -40,6 +41,9 @@ class OperationLog {
   // Wakes every subscriber to read the store again: events another replica
   // stored wake nobody here, so an API replica calls this on a short timer.
   void wakeAll();
+  // Every sandbox state set here is also an entry of that sandbox's log
+  // (`l` must outlive this; null: none).
+  void setSandboxLog(SandboxLog* l) { sandbox_log_ = l; }
   // Operation latencies and failures go to `r` (which must outlive this).
   void setMetrics(metrics::Registry& r);
 
@@ -101,6 +105,7 @@ class OperationLog {
   std::string owner_;
   std::shared_ptr<Registry> subs_;
   std::vector<std::weak_ptr<SandboxStateFn>> state_fns_;
+  SandboxLog* sandbox_log_ = nullptr;
   metrics::Family<metrics::Histogram>* op_latency_ = nullptr;
   metrics::Family<metrics::Counter>* op_errors_ = nullptr;
 };

@@ -10,7 +10,8 @@
 namespace vessel::os {
 
 Result<CommandOutput> runCommand(const std::vector<std::string>& argv, std::string_view input,
-                                 std::chrono::milliseconds timeout) {
+                                 std::chrono::milliseconds timeout,
+                                 const std::vector<std::string>& env) {
   std::string what = argv.empty() ? "" : argv[0];
   for (size_t i = 1; i < argv.size() && i < 6; ++i) what += " " + argv[i];
   VESSEL_ASSIGN_OR_RETURN(Pipe in, Pipe::create());
@@ -21,6 +22,7 @@ Result<CommandOutput> runCommand(const std::vector<std::string>& argv, std::stri
   VESSEL_ASSIGN_OR_RETURN(
       ChildProcess child,
       ChildProcess::spawn({.argv = argv,
+                           .env = env,
                            .fds = {{in.read.get(), 0}, {out.write.get(), 1}, {err.write.get(), 2}},
                            .die_with_parent = true}));
   in.read.reset();

@@ -17,7 +17,9 @@ struct CommandOutput {
 };
 
 // Runs argv with `input` on stdin; fails unless it exits 0 within `timeout`.
+// `env`: the child's entire environment; empty inherits this process's.
 Result<CommandOutput> runCommand(const std::vector<std::string>& argv, std::string_view input = {},
-                                 std::chrono::milliseconds timeout = std::chrono::seconds(10));
+                                 std::chrono::milliseconds timeout = std::chrono::seconds(10),
+                                 const std::vector<std::string>& env = {});
 
 }  // namespace vessel::os

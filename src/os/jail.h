@@ -20,6 +20,7 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "base/child_process.h"
@@ -27,6 +28,12 @@
 #include "os/cgroup.h"
 
 namespace vessel::os {
+
+// The VM uid range vesseld leases from unless told (--vm-uid-range):
+// 0x70000000-0x7000ffff, above every range useradd grants in /etc/subuid
+// (SUB_UID_MAX 600100000) and systemd's container ranges (up to
+// 1879048191), below its foreign range (2147352576) and 2^31.
+inline constexpr std::string_view kDefaultVmUidRange = "1879048192-1879113727";
 
 struct UidRange {
   uint32_t first = 0;

@@ -20,7 +20,6 @@
 #include <optional>
 
 #include "base/child_process.h"
-#include "base/config.h"
 #include "base/fd.h"
 
 namespace vessel::os {
@@ -107,7 +106,7 @@ TEST(HostIds, RangeOverlappingAnAccountOrAGrantIsRefused) {
   ASSERT_FALSE(old_default.ok());
   EXPECT_THAT(old_default.error().message(), HasSubstr(f.subuid + ":2 (user1)"));
   // The new one overlaps none of them; an account inside a range does.
-  auto def = parseUidRange(Config{}.vm_uid_range);
+  auto def = parseUidRange(kDefaultVmUidRange);
   ASSERT_TRUE(def.ok());
   f.passwd = dir.path + "/none";
   EXPECT_TRUE(checkUidRangeFree(*def, f).ok()) << checkUidRangeFree(*def, f).error().message();

@@ -105,6 +105,15 @@ constexpr Template kTemplates[] = {
     // Sandbox ports: each sandbox's ingress settings (E2B's allowPublicTraffic
     // and maskRequestHost), kept across pause, resume and restarts.
     {11, "CREATE TABLE sandbox_ingress (sandbox_id TEXT PRIMARY KEY, settings TEXT NOT NULL);"},
+    // Sandbox logs (docs/logs.md): what happened to each sandbox and what
+    // was run in it, a small JSON object per entry, bounded per sandbox
+    // (the oldest go) and kept for a while after it ends. No tenant
+    // column: a sandbox id names one tenant's sandbox, and reads join
+    // sandboxes for the tenant.
+    {12,
+     "CREATE TABLE sandbox_logs (seq {seq}, sandbox_id TEXT NOT NULL, kind TEXT NOT NULL,"
+     "  data TEXT NOT NULL, at_ms {i64} NOT NULL);"
+     "CREATE INDEX sandbox_logs_sandbox ON sandbox_logs(sandbox_id, seq);"},
 };
 
 }  // namespace

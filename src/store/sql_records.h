@@ -38,14 +38,29 @@ inline constexpr std::string_view kTemplateCols =
 
 std::string text0(const SqlRow& r);
 int64_t int0(const SqlRow& r);
+// A row of sandboxesWhere: kSandboxCols, then its ingress settings.
 SandboxRecord readSandbox(const SqlRow& r);
+// An object of strings (a sandbox's metadata) as stored, and back; what is
+// not one reads as empty, a value that is not a string is left out.
+std::map<std::string, std::string> readStringMap(std::string_view text);
+std::string stringMapJson(const std::map<std::string, std::string>& m);
+// Stored ingress settings; unreadable ones are private ports.
+IngressSettings readIngress(std::string_view text);
+// Stored network settings (nullopt: none stored); corrupt ones kInternal.
+Result<std::optional<NetworkSettings>> readNetwork(const std::optional<std::string>& text,
+                                                   const std::string& sandbox_id);
 OperationRecord readOperation(const SqlRow& r);
 TenantLimits readLimits(const SqlRow& r);
 TenantUsage readUsage(const SqlRow& r);
 EventRecord readEvent(const SqlRow& r);  // seq,tenant_id,operation_id,sandbox_id,type,data,at_ms
 SessionRecord readSession(
     const SqlRow& r);  // token_sha256,tenant_id,sandbox_id,created_ms,expires_ms
-CredentialRecord readCredential(const SqlRow& r);
+// A credential whose stored host list is unreadable is an Error (kInternal):
+// read as "no hosts" it would serve every host.
+Result<CredentialRecord> readCredential(const SqlRow& r);
+// A list of strings as stored, and back (what is not one reads as empty).
+std::vector<std::string> readStringList(std::string_view text);
+std::string stringListJson(const std::vector<std::string>& v);
 NodeRecord readNode(const SqlRow& r);
 TemplateRecord readTemplate(const SqlRow& r);
 
@@ -53,7 +68,8 @@ TemplateRecord readTemplate(const SqlRow& r);
 std::string sandboxesWhere(std::string_view rest);
 std::string operationsWhere(std::string_view rest);
 
-// Writers of a new row.
+// Writers of a new row. insertSandbox writes its ingress settings too, and
+// belongs in a transaction.
 Status insertSandbox(Sql& q, const SandboxRecord& r);
 Status insertOperation(Sql& q, const OperationRecord& o);
 

@@ -30,12 +30,14 @@
 #include "store/sql_store.h"
 
 #include <algorithm>
+#include <boost/json/serialize.hpp>
 #include <mutex>
 #include <set>
 #include <tuple>
 
 #include "store/migrations.h"
 #include "store/sql.h"
+#include "store/sql_logs.h"
 #include "store/sql_records.h"
 
 namespace vessel::store {
@@ -95,7 +97,8 @@ class SqlStore final : public Store {
   }
 
   Status insertSandbox(const SandboxRecord& r) override {
-    return call("insert sandbox " + r.id, [&](Sql& q) { return store::insertSandbox(q, r); });
+    return call("insert sandbox " + r.id,
+                [&](Sql& q) { return q.transaction([&] { return store::insertSandbox(q, r); }); });
   }
   Status insertSandboxAdmitted(const SandboxRecord& r, const Admission& admit) override {
     return call("insert sandbox " + r.id, [&](Sql& q) {
@@ -282,37 +285,46 @@ class SqlStore final : public Store {
                    ") VALUES(?,?,?,?,?,?) ON CONFLICT(tenant_id,name) DO UPDATE SET"
                    " hosts=excluded.hosts, header=excluded.header, value=excluded.value,"
                    " created_ms=excluded.created_ms",
-               c.tenant_id, c.name, c.hosts_json, c.header, c.value, c.created_ms);
+               c.tenant_id, c.name, stringListJson(c.hosts), c.header, c.value, c.created_ms);
   }
   Result<std::vector<CredentialRecord>> listCredentials(const std::string& tenant_id) override {
-    return all("list credentials", readCredential,
-               "SELECT " + std::string(kCredentialCols) +
-                   " FROM credentials WHERE tenant_id=? ORDER BY name",
-               tenant_id);
+    VESSEL_ASSIGN_OR_RETURN(auto rows, all("list credentials", readCredential,
+                                           "SELECT " + std::string(kCredentialCols) +
+                                               " FROM credentials WHERE tenant_id=? ORDER BY name",
+                                           tenant_id));
+    std::vector<CredentialRecord> out;
+    for (auto& r : rows) {
+      if (!r.ok()) return std::move(r).error();
+      out.push_back(std::move(*r));
+    }
+    return out;
   }
   Result<std::optional<CredentialRecord>> getCredential(const std::string& tenant_id,
                                                         const std::string& name) override {
-    return one(
-        "get credential " + name, readCredential,
-        "SELECT " + std::string(kCredentialCols) + " FROM credentials WHERE tenant_id=? AND name=?",
-        tenant_id, name);
+    VESSEL_ASSIGN_OR_RETURN(auto row, one("get credential " + name, readCredential,
+                                          "SELECT " + std::string(kCredentialCols) +
+                                              " FROM credentials WHERE tenant_id=? AND name=?",
+                                          tenant_id, name));
+    if (!row) return std::optional<CredentialRecord>();
+    if (!row->ok()) return std::move(*row).error();
+    return std::optional<CredentialRecord>(std::move(**row));
   }
   Status deleteCredential(const std::string& tenant_id, const std::string& name) override {
     return run("delete credential " + name, "DELETE FROM credentials WHERE tenant_id=? AND name=?",
                tenant_id, name);
   }
-  // A sandbox's network and ingress settings: two tables of one shape.
-  Status setSandboxNetwork(const std::string& sandbox_id, const std::string& json) override {
-    return putSettings("sandbox_network", "set network of " + sandbox_id, sandbox_id, json);
+  // A sandbox's network settings (its ingress settings go with its record).
+  Status setSandboxNetwork(const std::string& sandbox_id, const NetworkSettings& n) override {
+    return run("set network of " + sandbox_id,
+               "INSERT INTO sandbox_network(sandbox_id,settings) VALUES(?,?) "
+               "ON CONFLICT(sandbox_id) DO UPDATE SET settings=excluded.settings",
+               sandbox_id, boost::json::serialize(encodeNetwork(n)));
   }
-  Result<std::string> getSandboxNetwork(const std::string& sandbox_id) override {
-    return settings("sandbox_network", "get network of " + sandbox_id, sandbox_id);
-  }
-  Status setSandboxIngress(const std::string& sandbox_id, const std::string& json) override {
-    return putSettings("sandbox_ingress", "set ingress of " + sandbox_id, sandbox_id, json);
-  }
-  Result<std::string> getSandboxIngress(const std::string& sandbox_id) override {
-    return settings("sandbox_ingress", "get ingress of " + sandbox_id, sandbox_id);
+  Result<std::optional<NetworkSettings>> getSandboxNetwork(const std::string& sandbox_id) override {
+    VESSEL_ASSIGN_OR_RETURN(
+        auto text, one("get network of " + sandbox_id, text0,
+                       "SELECT settings FROM sandbox_network WHERE sandbox_id=?", sandbox_id));
+    return readNetwork(text, sandbox_id);
   }
 
   // Many machines.
@@ -328,7 +340,7 @@ class SqlStore final : public Store {
                    " templates=excluded.templates, accel=excluded.accel, state='up',"
                    " heartbeat_ms=excluded.heartbeat_ms",
                n.name, n.advertise_url, n.data_url, n.memory_mib, n.memory_free_mib, n.vcpus,
-               n.sandboxes, n.templates_json, n.accel, now, now, n.envd_url);
+               n.sandboxes, stringListJson(n.templates), n.accel, now, now, n.envd_url);
   }
   Result<std::vector<NodeRecord>> listNodes() override {
     return all("list nodes", readNode,
@@ -391,6 +403,25 @@ class SqlStore final : public Store {
         return std::tie(a.created_ms, a.id) < std::tie(b.created_ms, b.id);
       });
     return r;
+  }
+
+  // Sandbox logs (sql_logs.cc).
+  Result<int64_t> appendLog(const LogRecord& r) override {
+    return call("append log of " + r.sandbox_id,
+                [&](Sql& q) { return store::appendLog(q, r, nowMs()); });
+  }
+  Result<std::vector<LogRecord>> listLogs(const std::string& tenant_id,
+                                          const std::string& sandbox_id,
+                                          const LogQuery& lq) override {
+    return call("list log of " + sandbox_id,
+                [&](Sql& q) { return store::listLogs(q, tenant_id, sandbox_id, lq); });
+  }
+  Result<int> trimLogs(const std::string& sandbox_id, int keep) override {
+    return call("trim log of " + sandbox_id,
+                [&](Sql& q) { return store::trimLogs(q, sandbox_id, keep); });
+  }
+  Result<int> collectLogs(int64_t ended_before_ms) override {
+    return call("collect logs", [&](Sql& q) { return store::collectLogs(q, ended_before_ms); });
   }
 
   // The template catalogue.
@@ -473,24 +504,6 @@ class SqlStore final : public Store {
   auto all(std::string_view what, Read read, std::string_view sql, const A&... args)
       -> Result<std::vector<std::invoke_result_t<Read, const SqlRow&>>> {
     return call(what, [&](Sql& q) { return q.all(read, sql, args...); });
-  }
-
-  Status putSettings(std::string_view table, std::string_view what, const std::string& sandbox_id,
-                     const std::string& json) {
-    return run(what,
-               "INSERT INTO " + std::string(table) +
-                   "(sandbox_id,settings) VALUES(?,?) "
-                   "ON CONFLICT(sandbox_id) DO UPDATE SET settings=excluded.settings",
-               sandbox_id, json);
-  }
-  Result<std::string> settings(std::string_view table, std::string_view what,
-                               const std::string& sandbox_id) {
-    return call(what, [&](Sql& q) -> Result<std::string> {
-      VESSEL_ASSIGN_OR_RETURN(
-          auto s, q.one(text0, "SELECT settings FROM " + std::string(table) + " WHERE sandbox_id=?",
-                        sandbox_id));
-      return s.value_or("");
-    });
   }
 
   const std::unique_ptr<SqlDriver> d_;

@@ -7,6 +7,7 @@
 // enforced here, in the WHERE clause, not by callers remembering to check.
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -14,6 +15,7 @@
 
 #include "base/clock.h"
 #include "base/result.h"
+#include "store/settings.h"
 #include "store/states.h"
 
 namespace vessel::store {
@@ -25,7 +27,7 @@ struct SandboxRecord {
   unsigned vcpus = 1;
   uint64_t memory_mib = 256;
   uint64_t disk_mib = 0;  // its root disk (0: a record from before disk sizes)
-  std::string metadata_json = "{}";
+  std::map<std::string, std::string> metadata;  // a front end's labels
   int64_t created_ms = 0, updated_ms = 0;
   // Lifetime: ended after idle_timeout_s without activity while running
   // (0: never), and at expires_ms whatever its state (0: never).
@@ -40,6 +42,12 @@ struct SandboxRecord {
   bool pause_memory = true;
   bool auto_resume = false;
   int64_t lifetime_s = 0;
+  // Its ports' ingress settings, written in the transaction that inserts
+  // the record (a fork's copies carry their parent's); unset: its create
+  // gave none (the front end's default applies). Settings stored but
+  // unreadable read as private ports with the Host as sent: ports fail
+  // closed.
+  std::optional<IngressSettings> ingress;
 };
 
 struct OperationRecord {
@@ -58,9 +66,9 @@ struct NodeRecord {
   std::string envd_url;       // its E2B envd listener, as API replicas reach it ("" for none)
   uint64_t memory_mib = 0, memory_free_mib = 0;  // guest memory it may give, and free of that
   unsigned vcpus = 0;
-  int64_t sandboxes = 0;              // VMs it holds
-  std::string templates_json = "[]";  // stored names of the templates it has
-  std::string accel;                  // kvm | tcg
+  int64_t sandboxes = 0;               // VMs it holds
+  std::vector<std::string> templates;  // stored names of the templates it has
+  std::string accel;                   // kvm | tcg
   bool lost = false;  // an API replica found its heartbeat too old; the next heartbeat clears it
   int64_t registered_ms = 0, heartbeat_ms = 0;
 };
@@ -94,9 +102,9 @@ struct TenantUsage {
 // A secret the egress gateway injects as a header for `hosts` (docs/gateway.md).
 struct CredentialRecord {
   std::string tenant_id, name;
-  std::string hosts_json = "[]";  // array of exact host names
-  std::string header;             // e.g. "Authorization"
-  std::string value;              // the secret header value; never returned by the API
+  std::vector<std::string> hosts;  // exact host names (none: an E2B secret, any host)
+  std::string header;              // e.g. "Authorization"
+  std::string value;               // the secret header value; never returned by the API
   int64_t created_ms = 0;
 };
 
@@ -105,6 +113,25 @@ struct EventRecord {
   std::string tenant_id, operation_id, sandbox_id, type;
   std::string data_json = "{}";
   int64_t at_ms = 0;
+};
+
+// An entry of a sandbox's log (store migration 12, docs/logs.md): a kind
+// ("lifecycle", "command", ...) and a small JSON object of that kind's
+// fields. Never data, never a secret: writers (ops/sandbox_log.h) decide.
+struct LogRecord {
+  int64_t seq = 0;  // global, increasing: the order, and the SSE event id
+  std::string sandbox_id, kind;
+  std::string data_json = "{}";
+  int64_t at_ms = 0;
+};
+// Which entries of a sandbox's log a read returns: of `kind` ("" any), at
+// or after since_ms, at or before until_ms (0: no bound), after after_seq,
+// oldest first unless newest_first, at most `limit`.
+struct LogQuery {
+  std::string kind;
+  int64_t since_ms = 0, until_ms = 0, after_seq = 0;
+  bool newest_first = false;
+  int limit = 1000;
 };
 
 // A data-plane session: a short-lived bearer token (only its SHA-256 is
@@ -132,6 +159,8 @@ class Store {
   virtual Status addApiKey(const std::string& tenant_id, const std::string& key_sha256) = 0;
   virtual Result<std::optional<std::string>> tenantForKey(const std::string& key_sha256) = 0;
 
+  // Inserts the record and its ingress settings (when set) in one
+  // transaction: both or nothing.
   virtual Status insertSandbox(const SandboxRecord& s) = 0;
   // Inserts `s` only if `admit`, shown its tenant's limits and usage (what
   // tenantLimits and tenantUsage answer), returns no Error; else that
@@ -205,14 +234,12 @@ class Store {
   virtual Result<std::optional<CredentialRecord>> getCredential(const std::string& tenant_id,
                                                                 const std::string& name) = 0;
   virtual Status deleteCredential(const std::string& tenant_id, const std::string& name) = 0;
-  // A sandbox's network settings (the API's `network` object plus its
-  // credential names, as JSON); "" when it has none stored.
-  virtual Status setSandboxNetwork(const std::string& sandbox_id, const std::string& json) = 0;
-  virtual Result<std::string> getSandboxNetwork(const std::string& sandbox_id) = 0;
-  // A sandbox's ingress settings for its ports (JSON, e.g. E2B's traffic
-  // token requirement and masked Host); "" when it has none stored.
-  virtual Status setSandboxIngress(const std::string& sandbox_id, const std::string& json) = 0;
-  virtual Result<std::string> getSandboxIngress(const std::string& sandbox_id) = 0;
+  // A sandbox's network settings as its node stored them (its create's or
+  // its parent's; nullopt when it has none stored). Stored JSON that does
+  // not decode is kInternal.
+  virtual Status setSandboxNetwork(const std::string& sandbox_id, const NetworkSettings& n) = 0;
+  virtual Result<std::optional<NetworkSettings>> getSandboxNetwork(
+      const std::string& sandbox_id) = 0;
 
   // Many machines. A node's heartbeat: registers it or updates its
   // capacity, heartbeat_ms (the store's now) and clears `lost`.
@@ -239,6 +266,21 @@ class Store {
   // them; of two replicas claiming at once, each operation goes to one.
   virtual Result<std::vector<OperationRecord>> claimOperations(const std::string& from,
                                                                const std::string& to) = 0;
+
+  // Sandbox logs. appendLog stores an entry (at_ms 0: now) and returns its
+  // sequence number; a sandbox's entries become visible in sequence order
+  // (PostgreSQL: its advisory lock, as appendEvent), so a follower reading
+  // "after seq N" misses none.
+  virtual Result<int64_t> appendLog(const LogRecord& r) = 0;
+  // The tenant's sandbox's entries (none for another tenant's).
+  virtual Result<std::vector<LogRecord>> listLogs(const std::string& tenant_id,
+                                                  const std::string& sandbox_id,
+                                                  const LogQuery& q) = 0;
+  // Keeps a sandbox's newest `keep` entries; returns how many went.
+  virtual Result<int> trimLogs(const std::string& sandbox_id, int keep) = 0;
+  // Forgets the logs of sandboxes that ended (deleted or failed) before
+  // `ended_before_ms`; returns how many entries went.
+  virtual Result<int> collectLogs(int64_t ended_before_ms) = 0;
 
   // The template catalogue. putTemplate registers a version; one already
   // there is left as it is, unless `revive` (a build or fork just made it):

@@ -54,7 +54,7 @@ TEST_P(StoreTest, MigratesAndPersists) {
   {
     auto s = open();
     ASSERT_TRUE(s.ok()) << s.error().message();
-    EXPECT_EQ((*s)->schemaVersion(), 11);
+    EXPECT_EQ((*s)->schemaVersion(), 12);
     ASSERT_TRUE((*s)->setMeta("instance_id", "abc").ok());
     ASSERT_TRUE((*s)->setMeta("instance_id", "def").ok());
     // The first value set stays.
@@ -213,7 +213,7 @@ TEST_P(StoreTest, CredentialsAndSandboxNetwork) {
   ASSERT_TRUE(s.ok());
   ASSERT_TRUE((*s)->createTenant("t1", "one").ok());
   ASSERT_TRUE((*s)->createTenant("t2", "two").ok());
-  CredentialRecord c{"t1", "gh", R"(["api.a.test"])", "Authorization", "Bearer x", 1};
+  CredentialRecord c{"t1", "gh", {"api.a.test"}, "Authorization", "Bearer x", 1};
   ASSERT_TRUE((*s)->putCredential(c).ok());
   c.value = "Bearer y";  // a second put replaces
   ASSERT_TRUE((*s)->putCredential(c).ok());
@@ -226,14 +226,15 @@ TEST_P(StoreTest, CredentialsAndSandboxNetwork) {
   ASSERT_TRUE((*s)->deleteCredential("t1", "gh").ok());
   EXPECT_FALSE((*s)->getCredential("t1", "gh")->has_value());
 
-  EXPECT_EQ((*s)->getSandboxNetwork("sb-1").value_or("x"), "");
-  ASSERT_TRUE((*s)->setSandboxNetwork("sb-1", R"({"mode":"none"})").ok());
-  EXPECT_EQ((*s)->getSandboxNetwork("sb-1").value_or(""), R"({"mode":"none"})");
-  // Ingress settings (migration 11) beside them, replaced as a whole.
-  EXPECT_EQ((*s)->getSandboxIngress("sb-1").value_or("x"), "");
-  ASSERT_TRUE((*s)->setSandboxIngress("sb-1", R"({"public":false})").ok());
-  ASSERT_TRUE((*s)->setSandboxIngress("sb-1", R"({"public":true})").ok());
-  EXPECT_EQ((*s)->getSandboxIngress("sb-1").value_or(""), R"({"public":true})");
+  EXPECT_FALSE((*s)->getSandboxNetwork("sb-1")->has_value());
+  NetworkSettings n{"allowlist", {"a.test", "*.b.test:443"}, {"gh"}, {"a.test"}, {"10.0.0.0/8"}};
+  ASSERT_TRUE((*s)->setSandboxNetwork("sb-1", n).ok());
+  auto back = (*s)->getSandboxNetwork("sb-1");
+  ASSERT_TRUE(back.ok() && back->has_value());
+  EXPECT_EQ(**back, n);
+  n.mode = "none";  // a second set replaces
+  ASSERT_TRUE((*s)->setSandboxNetwork("sb-1", n).ok());
+  EXPECT_EQ((*s)->getSandboxNetwork("sb-1")->value_or(NetworkSettings{}).mode, "none");
 }
 
 TEST_P(StoreTest, TimestampsComeFromTheInjectedClock) {
@@ -422,7 +423,7 @@ TEST_P(StoreTest, NodeRegistryAndReplicaTakeover) {
   n.memory_free_mib = 3000;
   n.vcpus = 8;
   n.sandboxes = 2;
-  n.templates_json = R"(["minimal"])";
+  n.templates = {"minimal"};
   n.accel = "tcg";
   n.envd_url = "http://10.0.0.2:49983";
   ASSERT_TRUE(st.heartbeatNode(n).ok());
@@ -438,7 +439,7 @@ TEST_P(StoreTest, NodeRegistryAndReplicaTakeover) {
   EXPECT_EQ((*nodes)[0].name, "n1");
   EXPECT_EQ((*nodes)[0].heartbeat_ms, 1'000'000);
   EXPECT_EQ((*nodes)[0].advertise_url, "http://10.0.0.2:8091");
-  EXPECT_EQ((*nodes)[0].templates_json, R"(["minimal"])");
+  EXPECT_EQ((*nodes)[0].templates, std::vector<std::string>{"minimal"});
   EXPECT_EQ((*nodes)[0].envd_url, "http://10.0.0.2:49983");
   EXPECT_EQ((*nodes)[1].envd_url, "");
   EXPECT_EQ((*nodes)[1].memory_free_mib, 2000u);

@@ -78,7 +78,7 @@ TEST_P(StoreTest, OnTimeoutSettingsPersistAndDefaultToDelete) {
       "COLUMN lifetime_s; DELETE FROM schema_migrations WHERE number=8;");
   s = open();
   ASSERT_TRUE(s.ok()) << s.error().message();
-  EXPECT_EQ((*s)->schemaVersion(), 11);
+  EXPECT_EQ((*s)->schemaVersion(), 12);
   p = (*s)->getSandbox("t1", "sb-p");
   ASSERT_TRUE(p.ok() && p->has_value());
   EXPECT_FALSE((*p)->pause_on_timeout);
@@ -97,7 +97,7 @@ TEST_P(StoreTest, ConcurrentOpenersMigrateOnce) {
   for (int i = 0; i < kOpeners; ++i)
     threads.emplace_back([&, i] {
       auto s = open();
-      if (s.ok() && (*s)->schemaVersion() == 11) {
+      if (s.ok() && (*s)->schemaVersion() == 12) {
         ++ok;
       } else {
         errors[i] =
@@ -130,7 +130,7 @@ TEST_P(StoreTest, OpensADatabaseMadeBySchema11) {
   auto s = open();
   ASSERT_TRUE(s.ok()) << s.error().message();
   Store& st = **s;
-  EXPECT_EQ(st.schemaVersion(), 11);
+  EXPECT_EQ(st.schemaVersion(), 12);
   EXPECT_EQ(st.getMeta("instance_id")->value_or(""), "inst-0123");
   EXPECT_EQ(st.countTenants().value_or(0), 2);
   EXPECT_EQ(st.tenantForKey("hash1")->value_or(""), "t1");
@@ -150,7 +150,7 @@ TEST_P(StoreTest, OpensADatabaseMadeBySchema11) {
   EXPECT_EQ(r.vcpus, 2u);
   EXPECT_EQ(r.memory_mib, 512u);
   EXPECT_EQ(r.disk_mib, 1024u);
-  EXPECT_EQ(r.metadata_json, R"({"k":"v"})");
+  EXPECT_EQ(r.metadata, (std::map<std::string, std::string>{{"k", "v"}}));
   EXPECT_EQ(r.created_ms, 1000);
   EXPECT_EQ(r.updated_ms, 2000);
   EXPECT_EQ(r.idle_timeout_s, 60);
@@ -205,18 +205,24 @@ TEST_P(StoreTest, OpensADatabaseMadeBySchema11) {
   EXPECT_EQ((*session)->expires_ms, 900'000);
   auto cred = st.getCredential("t1", "gh");
   ASSERT_TRUE(cred.ok() && cred->has_value());
-  EXPECT_EQ((*cred)->hosts_json, R"(["api.a.test"])");
+  EXPECT_EQ((*cred)->hosts, std::vector<std::string>{"api.a.test"});
   EXPECT_EQ((*cred)->value, "Bearer x");
   EXPECT_EQ((*cred)->created_ms, 42);
-  EXPECT_EQ(st.getSandboxNetwork("sb-a").value_or(""), R"({"mode":"allowlist"})");
-  EXPECT_EQ(st.getSandboxIngress("sb-a").value_or(""), R"({"public":false})");
+  // Settings rows written as JSON by earlier versions read typed.
+  auto net = st.getSandboxNetwork("sb-a");
+  ASSERT_TRUE(net.ok() && net->has_value()) << (net.ok() ? "none" : net.error().message());
+  EXPECT_EQ((*net)->mode, "allowlist");
+  auto sb = st.getSandbox("t1", "sb-a");
+  ASSERT_TRUE(sb.ok() && sb->has_value());
+  ASSERT_TRUE((*sb)->ingress.has_value());
+  EXPECT_FALSE((*sb)->ingress->public_traffic);
 
   auto nodes = st.listNodes();
   ASSERT_TRUE(nodes.ok());
   ASSERT_EQ(nodes->size(), 2u);
   EXPECT_EQ((*nodes)[0].envd_url, "http://10.0.0.2:49983");
   EXPECT_EQ((*nodes)[0].memory_free_mib, 3000u);
-  EXPECT_EQ((*nodes)[0].templates_json, R"(["minimal"])");
+  EXPECT_EQ((*nodes)[0].templates, std::vector<std::string>{"minimal"});
   EXPECT_FALSE((*nodes)[0].lost);
   EXPECT_TRUE((*nodes)[1].lost);
   EXPECT_EQ(*st.listLiveReplicas(0), std::vector<std::string>{"r1"});
@@ -232,7 +238,7 @@ TEST_P(StoreTest, OpensADatabaseMadeBySchema11) {
   s->reset();
   auto again = open();
   ASSERT_TRUE(again.ok()) << again.error().message();
-  EXPECT_EQ((*again)->schemaVersion(), 11);
+  EXPECT_EQ((*again)->schemaVersion(), 12);
   EXPECT_TRUE((*again)->findSandbox("sb-new")->has_value());
 }
 
@@ -333,7 +339,7 @@ TEST_F(SqliteStoreTest, LegacyVersionedDatabaseGetsTheMissingMigrations) {
   }
   auto s = openSqlite(path_);
   ASSERT_TRUE(s.ok()) << s.error().message();
-  EXPECT_EQ((*s)->schemaVersion(), 11);
+  EXPECT_EQ((*s)->schemaVersion(), 12);
   auto l = (*s)->tenantLimits("t1");
   ASSERT_TRUE(l.ok()) << l.error().message();
   EXPECT_FALSE(l->max_sandboxes.has_value());

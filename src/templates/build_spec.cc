@@ -3,10 +3,15 @@
 #include <boost/json.hpp>
 #include <cctype>
 
+#include "base/env_var.h"
+#include "templates/image_ref.h"
+
 namespace vessel::templates {
 
 namespace json = boost::json;
 
+// Long because it is the one reader of a build spec: every field checked
+// in one place, in the order docs/templates.md lists them.
 Result<BuildSpec> parseBuildSpec(std::string_view body) {
   if (body.size() > (1 << 20)) return Error(Code::kInvalidArgument, "build spec larger than 1 MiB");
   boost::system::error_code ec;
@@ -36,8 +41,9 @@ Result<BuildSpec> parseBuildSpec(std::string_view body) {
     return okStatus();
   };
   for (const auto& kv : o) {
-    static const char* known[] = {"name",  "base",  "files", "commands",   "env",
-                                  "start", "ready", "vcpus", "memory_mib", "disk_mib"};
+    static const char* known[] = {"name",  "base",     "from_image", "image_cmd",
+                                  "files", "commands", "env",        "start",
+                                  "ready", "vcpus",    "memory_mib", "disk_mib"};
     bool ok = false;
     for (const char* k : known) ok |= kv.key() == k;
     if (!ok)
@@ -49,11 +55,33 @@ Result<BuildSpec> parseBuildSpec(std::string_view body) {
   VESSEL_TRY(str("start", s.start));
   VESSEL_TRY(str("ready", s.ready));
   VESSEL_TRY(strs("commands", s.commands));
+  if (o.contains("from_image")) {
+    std::string ref;
+    VESSEL_TRY(str("from_image", ref));
+    if (o.contains("base"))
+      return Error(Code::kInvalidArgument, "build spec: base and from_image exclude each other");
+    auto r = parseImageRef(ref);
+    if (!r.ok()) return std::move(r).error().withContext("build spec: from_image");
+    s.from_image = r->canonical();
+  }
+  if (const auto* x = o.if_contains("image_cmd")) {
+    if (!x->is_bool())
+      return Error(Code::kInvalidArgument, "build spec: image_cmd must be a boolean");
+    s.image_cmd = x->get_bool();
+    if (s.image_cmd && s.from_image.empty())
+      return Error(Code::kInvalidArgument, "build spec: image_cmd needs from_image");
+    if (s.image_cmd && !s.start.empty())
+      return Error(Code::kInvalidArgument, "build spec: start and image_cmd exclude each other");
+  }
   if (const auto* e = o.if_contains("env")) {
     if (!e->is_object()) return Error(Code::kInvalidArgument, "build spec: env must be an object");
     for (const auto& kv : e->get_object()) {
-      if (!kv.value().is_string())
-        return Error(Code::kInvalidArgument, "build spec: env values must be strings");
+      if (!portableEnvName(kv.key()))
+        return Error(Code::kInvalidArgument, "build spec: env: bad variable name '" +
+                                                 std::string(kv.key()).substr(0, 64) +
+                                                 "' (letters, digits and _, not first a digit)");
+      if (!kv.value().is_string() || !envValue(kv.value().get_string()))
+        return Error(Code::kInvalidArgument, "build spec: env values must be strings without NUL");
       s.env.push_back(std::string(kv.key()) + "=" + std::string(kv.value().get_string()));
     }
   }
@@ -93,6 +121,9 @@ std::string canonicalSpec(const BuildSpec& s) {
   json::object o;
   o["name"] = s.name;
   o["base"] = s.base;
+  // Only when set: specs without an image keep the versions they had.
+  if (!s.from_image.empty()) o["from_image"] = s.from_image;
+  if (s.image_cmd) o["image_cmd"] = true;
   json::object files;
   for (const auto& [k, v] : s.files) files[k] = v;
   o["files"] = std::move(files);
@@ -112,7 +143,11 @@ std::string canonicalSpec(const BuildSpec& s) {
 std::string specJson(const BuildSpec& s) {
   json::object o;
   o["name"] = s.name;
-  o["base"] = s.base;
+  if (s.from_image.empty())
+    o["base"] = s.base;
+  else
+    o["from_image"] = s.from_image;
+  if (s.image_cmd) o["image_cmd"] = true;
   json::object files, env;
   for (const auto& [k, v] : s.files) files[k] = v;
   for (const auto& e : s.env) {

@@ -15,7 +15,13 @@ namespace vessel::templates {
 
 struct BuildSpec {
   std::string name;
-  std::string base = "minimal";              // a base image name or another template
+  std::string base = "minimal";  // a base image name or another template
+  // An OCI image (templates/image_ref.h, canonical form) whose filesystem
+  // the build boots instead of `base`; "" for none. Its config's Env comes
+  // before `env`; with image_cmd, its Entrypoint and Cmd are the start
+  // command (docs/templates.md, "From an OCI image").
+  std::string from_image;
+  bool image_cmd = false;
   std::map<std::string, std::string> files;  // guest path -> content
   std::vector<std::string> commands;         // run as root with /bin/sh -c, in order
   std::vector<std::string> env;              // KEY=VALUE defaults for every process

@@ -2,6 +2,8 @@
 
 #include <boost/json.hpp>
 
+#include "base/env_var.h"
+
 namespace vessel::templates {
 
 namespace json = boost::json;
@@ -21,6 +23,11 @@ std::string toJson(const Manifest& m) {
   o["memory_mib"] = m.memory_mib;
   o["network"] = m.network;
   if (m.disk_mib) o["disk_mib"] = m.disk_mib;
+  if (!m.env.empty()) {
+    json::array env;
+    for (const auto& e : m.env) env.push_back(json::string(e));
+    o["env"] = std::move(env);
+  }
   o["created_at"] = m.created_at;
   o["files"] = std::move(files);
   return json::serialize(o);
@@ -80,6 +87,17 @@ Result<Manifest> parseManifest(std::string_view text) {
     VESSEL_ASSIGN_OR_RETURN(m.disk_mib, num(*o, "disk_mib"));
     if (m.disk_mib > (uint64_t{1} << 24))
       return Error(Code::kInvalidArgument, "manifest: disk_mib out of range");
+  }
+  if (const json::value* e = o->if_contains("env")) {
+    if (!e->is_array() || e->get_array().size() > kMaxManifestEnv)
+      return Error(Code::kInvalidArgument, "manifest: env must be a list of KEY=VALUE");
+    size_t bytes = 0;
+    for (const auto& kv : e->get_array()) {
+      if (!kv.is_string() || !envEntry(kv.get_string()) ||
+          (bytes += kv.get_string().size()) > kMaxManifestEnvBytes)
+        return Error(Code::kInvalidArgument, "manifest: env must be a list of KEY=VALUE");
+      m.env.emplace_back(kv.get_string());
+    }
   }
   const json::value* f = o->if_contains("files");
   if (!f || !f->is_object()) return Error(Code::kInvalidArgument, "manifest: files missing");

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "base/result.h"
 
@@ -34,6 +35,11 @@ struct Manifest {
   // A sandbox's root disk unless its create asks for another size (MiB);
   // 0 (older manifests): kDefaultDiskMib, or the image's size if larger.
   uint64_t disk_mib = 0;
+  // KEY=VALUE defaults of every process in its sandboxes (the build
+  // spec's env, after a from_image build's image Env), under the create's
+  // own env. The agent's defaults are set whole at each create, so they
+  // live here rather than only in the snapshot. Absent: none.
+  std::vector<std::string> env;
   std::string created_at;                    // RFC 3339, UTC
   std::map<std::string, std::string> files;  // file name -> sha256 hex
 };
@@ -42,6 +48,10 @@ struct Manifest {
 // (packages, uploads, builds). The images themselves stay small: a
 // sandbox's disk is a sparse overlay that grows only as it is written.
 constexpr uint64_t kDefaultDiskMib = 2048;
+// A manifest's env: at most this many entries and bytes (the manifest is
+// read bounded, 64 KiB).
+constexpr size_t kMaxManifestEnv = 256;
+constexpr size_t kMaxManifestEnvBytes = 32 * 1024;
 
 std::string toJson(const Manifest& m);
 // Bounded and strict: unknown format, missing or mistyped fields, file

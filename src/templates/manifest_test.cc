@@ -46,6 +46,25 @@ TEST(ManifestTest, RefusesBadInput) {
   m = sample();
   m.files[kStateFile] = "short";
   EXPECT_FALSE(parseManifest(toJson(m)).ok());
+  for (std::vector<std::string> bad :
+       {std::vector<std::string>{"NOEQUALS"}, std::vector<std::string>{"=x"},
+        std::vector<std::string>{std::string("A=b\0c", 5)},
+        std::vector<std::string>(kMaxManifestEnv + 1, "A=1"),
+        std::vector<std::string>(9, "A=" + std::string(4096, 'x'))}) {
+    m = sample();
+    m.env = bad;
+    EXPECT_FALSE(parseManifest(toJson(m)).ok()) << bad.size();
+  }
+}
+
+// The template's default env (its build spec's and image's) is kept.
+TEST(ManifestTest, EnvRoundTripsAndIsOptional) {
+  Manifest m = sample();
+  EXPECT_EQ(toJson(m).find("\"env\""), std::string::npos) << "absent when empty";
+  m.env = {"PATH=/usr/bin", "A=b=c"};
+  auto back = parseManifest(toJson(m));
+  ASSERT_TRUE(back.ok()) << back.error().message();
+  EXPECT_EQ(back->env, m.env);
 }
 
 }  // namespace

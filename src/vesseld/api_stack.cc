@@ -26,6 +26,8 @@ http::ServerLimits envdLimits() {
 
 }  // namespace
 
+// Long because it is the API stack's one assembly: each part built in the
+// order the next needs it, read top to bottom as docs/design.md draws it.
 Result<std::unique_ptr<ApiStack>> ApiStack::build(asio::io_context& io, ApiSettings s,
                                                   store::Store& store, ops::Node& node,
                                                   templates::TemplateStore& templates) {
@@ -67,14 +69,18 @@ Result<std::unique_ptr<ApiStack>> ApiStack::build(asio::io_context& io, ApiSetti
   a->sessions_ = std::make_unique<api::Sessions>(store, so);
   a->control_->setSessions(a->sessions_.get());
 
-  // E2B access tokens: keyed in the state dir on one machine; the
-  // cluster's key is in the store, so a node checks what any replica hands out.
-  if (cfg.node_local) {
-    VESSEL_ASSIGN_OR_RETURN(auto t, e2b::AccessTokens::open(cfg.state_dir));
+  // E2B access tokens: the key is the API side's alone (a file, the same on
+  // every replica); nodes and the store never see it (access_token.h).
+  {
+    std::string key_file =
+        cfg.e2b_token_key_file.empty() ? cfg.state_dir + "/e2b-token-key" : cfg.e2b_token_key_file;
+    VESSEL_ASSIGN_OR_RETURN(auto t, e2b::AccessTokens::openFile(key_file));
     a->tokens_ = std::make_unique<e2b::AccessTokens>(std::move(t));
-  } else {
-    VESSEL_ASSIGN_OR_RETURN(auto t, e2b::AccessTokens::fromStore(store));
-    a->tokens_ = std::make_unique<e2b::AccessTokens>(std::move(t));
+  }
+  if (!cfg.node_local) {
+    a->tokens_->setForwardSecret(cfg.node_token);
+    // A store from before issue 24 still holds the old shared key.
+    VESSEL_TRY(e2b::AccessTokens::forgetStoredKey(store));
   }
   auto tenant_for_key = [&store](std::string_view key) { return api::tenantForKey(key, store); };
   a->e2b_rest_ =
@@ -85,21 +91,23 @@ Result<std::unique_ptr<ApiStack>> ApiStack::build(asio::io_context& io, ApiSetti
   e2b::envd::Sandboxes agents;
   if (cfg.node_local) {
     agents.agent_of = [lc = a->lifecycle_.get()](const std::string& id) { return lc->agentOf(id); };
-    agents.live_ids = [&store] {
-      std::vector<std::string> ids;
-      if (auto live = store.listLiveSandboxes(); live.ok())
-        for (const auto& sb : *live)
-          if (sb.state == store::SandboxState::kRunning) ids.push_back(sb.id);
-      return ids;
-    };
-    agents.tenant_of = [&store](const std::string& id) {
-      auto sb = store.findSandbox(id);
-      return sb.ok() && *sb ? (*sb)->tenant_id : std::string();
+    // From memory (vesseld/live_index.h), never a store scan per request.
+    a->live_.seed(store);
+    a->live_hook_ = a->lifecycle_->operations().onSandboxState(
+        [live = &a->live_](const std::string& tenant, const std::string& id,
+                           store::SandboxState st) { live->set(tenant, id, st); });
+    agents.live_ids = [live = &a->live_] { return live->running(); };
+    agents.tenant_of = [live = &a->live_](const std::string& id) {
+      auto e = live->find(id);
+      return e ? e->tenant : std::string();
     };
   } else {
     agents.agent_of = [](const std::string&) { return nullptr; };
     agents.live_ids = [] { return std::vector<std::string>{}; };
     a->envd_forward_ = std::make_unique<EnvdForwarder>(store, *a->tokens_, cfg.lost_after);
+    a->live_hook_ = a->lifecycle_->operations().onSandboxState(
+        [fwd = a->envd_forward_.get()](const std::string&, const std::string& id,
+                                       store::SandboxState) { fwd->forget(id); });
   }
   a->envd_ = std::make_unique<e2b::envd::Envd>(io, std::move(agents), *a->tokens_);
   if (cfg.node_local) {
@@ -117,8 +125,24 @@ Result<std::unique_ptr<ApiStack>> ApiStack::build(asio::io_context& io, ApiSetti
     // listener, plain or TLS (docs/e2b.md).
     std::string domain =
         cfg.e2b_sandbox_domain.empty() ? std::string("vessel.localhost") : cfg.e2b_sandbox_domain;
+    // Private ports are reached with the traffic token or a data-plane
+    // session of the sandbox (e2b/ports.h).
+    e2b::PortAccess access;
+    access.state_of = [live =
+                           &a->live_](const std::string& id) -> std::optional<store::SandboxState> {
+      auto e = live->find(id);
+      if (!e) return std::nullopt;
+      return e->state;
+    };
+    access.session_of = [sessions = a->sessions_.get()](const std::string& id,
+                                                        std::string_view token) {
+      // Only what looks like one costs a store read (api/sessions.h).
+      if (token.substr(0, 4) != "vst_") return false;
+      auto bound = sessions->resolve(token);
+      return bound.ok() && bound->sandbox_id == id;
+    };
     a->ports_ = std::make_unique<ingress::Proxy>(
-        domain, e2b::portRoutes(*a->lifecycle_, *a->tokens_), 49983);
+        domain, e2b::portRoutes(*a->lifecycle_, *a->tokens_, std::move(access)), 49983);
   }
   return a;
 }
@@ -126,7 +150,7 @@ Result<std::unique_ptr<ApiStack>> ApiStack::build(asio::io_context& io, ApiSetti
 ApiStack::~ApiStack() = default;
 
 Status ApiStack::serve(Health health, ReadyCheck ready,
-                       std::function<asio::awaitable<void>()> before_scrape) {
+                       std::function<asio::awaitable<void>()> before_scrape, ListenerTls& tls) {
   Logger log("vesseld");
   const ApiSettings& cfg = s_;
   server_ = std::make_unique<HttpServer>(io_);
@@ -151,16 +175,18 @@ Status ApiStack::serve(Health health, ReadyCheck ready,
                                      json::serialize(o));
       });
   installProbes(*server_, cfg.node_local ? "all" : "api", std::move(ready));
+  VESSEL_TRY(tls.serve(*server_));
   VESSEL_TRY(server_->listen(cfg.listen));
-  log.info("listening on http://{}:{}", cfg.listen.host, server_->port());
+  log.info("listening on {}://{}:{}", tls.scheme(), cfg.listen.host, server_->port());
 
   // The E2B-compatible REST API: E2B's SDKs with E2B_API_URL pointing here.
   e2b_server_ = std::make_unique<HttpServer>(io_);
   e2b_server_->setMetrics(metrics_, "e2b");
   e2b_rest_->install(*e2b_server_);
   if (cfg.e2b_listen) {
+    VESSEL_TRY(tls.serve(*e2b_server_));
     VESSEL_TRY(e2b_server_->listen(*cfg.e2b_listen));
-    log.info("E2B REST API on http://{}:{} (E2B_API_URL; key in {}/dev-e2b-api-key)",
+    log.info("E2B REST API on {}://{}:{} (E2B_API_URL; key in {}/dev-e2b-api-key)", tls.scheme(),
              cfg.e2b_listen->host, e2b_server_->port(), cfg.state_dir);
   }
 
@@ -169,26 +195,37 @@ Status ApiStack::serve(Health health, ReadyCheck ready,
   envd_->install(*envd_server_);
   if (envd_forward_)
     envd_server_->forwardWhen(
-        [f = envd_forward_.get()](const http::request_header<>& head) { return f->choose(head); });
+        [f = envd_forward_.get()](http::request_header<>& head) { return f->choose(head); });
   if (!cfg.envd_listen) return okStatus();
   if (!ports_) {
+    VESSEL_TRY(tls.serve(*envd_server_));
     VESSEL_TRY(envd_server_->listen(*cfg.envd_listen));
-    log.info("E2B envd on http://{}:{} (E2B_SANDBOX_URL; forwarded to the sandboxes' nodes)",
-             cfg.envd_listen->host, envd_server_->port());
+    log.info("E2B envd on {}://{}:{} (E2B_SANDBOX_URL; forwarded to the sandboxes' nodes)",
+             tls.scheme(), cfg.envd_listen->host, envd_server_->port());
     return okStatus();
   }
   std::string domain =
       cfg.e2b_sandbox_domain.empty() ? std::string("vessel.localhost") : cfg.e2b_sandbox_domain;
   ports_->install(*envd_server_);
-  VESSEL_ASSIGN_OR_RETURN(ports_tls_, ingress::TlsFront::create(io_, cfg.state_dir, domain));
-  ports_tls_->install(*envd_server_);
+  VESSEL_ASSIGN_OR_RETURN(ports_tls_, ingress::TlsFront::create(cfg.state_dir, domain));
+  if (tls.enabled()) {
+    // TLS only: sandbox names get the ingress CA's leaves, any other name
+    // (envd itself) the listeners' certificate.
+    VESSEL_TRY(tls.serve(*envd_server_, [front = ports_tls_.get()](http::CertificateChooser other) {
+      return front->chooser(std::move(other));
+    }));
+  } else {
+    // Plain envd (http://) and the sandbox ports' https:// on one port.
+    VESSEL_TRY(ports_tls_->install(*envd_server_, tls.threads()));
+  }
   VESSEL_TRY(envd_server_->listen(*cfg.envd_listen));
   if (cfg.e2b_sandbox_domain.empty()) domain += ":" + std::to_string(envd_server_->port());
   e2b_rest_->setSandboxDomain(domain);
   log.info(
-      "E2B envd on http://{}:{} (E2B_SANDBOX_URL); sandbox ports at "
-      "http(s)://<port>-<id>.{} (CA: {})",
-      cfg.envd_listen->host, envd_server_->port(), domain, ports_tls_->caPath());
+      "E2B envd on {}://{}:{} (E2B_SANDBOX_URL); sandbox ports at "
+      "{}://<port>-<id>.{} (CA: {})",
+      tls.scheme(), cfg.envd_listen->host, envd_server_->port(),
+      tls.enabled() ? "https" : "http(s)", domain, ports_tls_->caPath());
   return okStatus();
 }
 

@@ -23,6 +23,8 @@
 #include "store/store.h"
 #include "templates/store.h"
 #include "vesseld/envd_forward.h"
+#include "vesseld/listener_tls.h"
+#include "vesseld/live_index.h"
 #include "vesseld/probes.h"
 #include "vesseld/settings.h"
 
@@ -46,8 +48,10 @@ class ApiStack {
   // Opens the listeners: control (with /metrics, /healthz, /livez,
   // /readyz), E2B REST and envd, as configured. `before_scrape` runs
   // before /metrics renders (the gateway's counters).
+  // `tls`: TLS on every listener when enabled (listener_tls.h); its
+  // threads run the sandbox ports' handshakes in any case.
   Status serve(Health health, ReadyCheck ready,
-               std::function<boost::asio::awaitable<void>()> before_scrape);
+               std::function<boost::asio::awaitable<void>()> before_scrape, ListenerTls& tls);
   // Stops taking requests.
   void close();
 
@@ -66,7 +70,9 @@ class ApiStack {
   // Held while envd_ lives: frees a sandbox's envd state when it ends.
   std::shared_ptr<ops::OperationLog::SandboxStateFn> envd_frees_;
   std::unique_ptr<EnvdForwarder> envd_forward_;  // API replicas
-  std::unique_ptr<ingress::Proxy> ports_;        // one machine: sandbox ports
+  LiveIndex live_;                               // one machine
+  std::shared_ptr<ops::OperationLog::SandboxStateFn> live_hook_;
+  std::unique_ptr<ingress::Proxy> ports_;  // one machine: sandbox ports
   std::unique_ptr<ingress::TlsFront> ports_tls_;
   std::unique_ptr<http::HttpServer> server_, e2b_server_, envd_server_;
 };

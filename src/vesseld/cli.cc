@@ -57,6 +57,10 @@ void addFlags(CLI::App& app, Config& cfg, std::string& accel, std::string& role)
                  "node role: the envd listener's URL as API replicas reach it, to forward "
                  "the envd traffic of this node's sandboxes (default http://<e2b-envd-listen>)")
       ->envname("VESSEL_E2B_ENVD_ADVERTISE");
+  app.add_option("--e2b-token-key-file", cfg.e2b_token_key_file,
+                 "api role: the key of E2B envd and traffic access tokens, the same file on "
+                 "every replica; made when missing (default <state-dir>/e2b-token-key)")
+      ->envname("VESSEL_E2B_TOKEN_KEY_FILE");
   app.add_option("--e2b-sandbox-domain", cfg.e2b_sandbox_domain,
                  "domain of E2B sandbox ports, <port>-<id>.<domain> on the envd listener "
                  "(default vessel.localhost:<envd port>; must resolve to this host)");
@@ -80,6 +84,15 @@ void addFlags(CLI::App& app, Config& cfg, std::string& accel, std::string& role)
   app.add_option("--minimal-image", cfg.minimal_image, "root filesystem of the minimal template")
       ->envname("VESSEL_MINIMAL_IMAGE");
   app.add_option("--log-level", cfg.log_level, "debug, info, warn or error")->capture_default_str();
+  app.add_option("--log-format", cfg.log_format,
+                 "vesseld's own log lines: text, or json (one object per line)")
+      ->capture_default_str();
+  app.add_option("--log-retention", cfg.log_retention_s,
+                 "seconds a sandbox's log is kept after the sandbox ends")
+      ->capture_default_str();
+  app.add_option("--log-max-entries", cfg.log_max_entries,
+                 "entries kept in each sandbox's log (the oldest go)")
+      ->capture_default_str();
   app.add_flag("--egress,!--no-egress", cfg.egress,
                "run vessel-gateway and give sandboxes network slots (default on)");
   app.add_option("--gateway-binary", cfg.gateway_binary,
@@ -133,6 +146,13 @@ void addFlags(CLI::App& app, Config& cfg, std::string& accel, std::string& role)
                  "refuse creates, pauses, forks and builds while the state directory's "
                  "filesystem has less free space than this, MiB (0: never)")
       ->capture_default_str();
+  app.add_option("--max-image-mib", cfg.max_image_mib,
+                 "template builds from images (from_image): refuse images larger than this, "
+                 "MiB (in the registry and unpacked)")
+      ->capture_default_str();
+  app.add_option("--insecure-registry", cfg.insecure_registries,
+                 "HOST:PORT of a registry images may be pulled from over plain HTTP "
+                 "(loopback registries may anyway); repeatable");
   app.add_option("--warm-pool", cfg.warm_pool,
                  "TEMPLATE=N[,...]: VMs kept restored and warmed up per template (\"\": none)")
       ->envname("VESSEL_WARM_POOL")
@@ -160,6 +180,24 @@ void addFlags(CLI::App& app, Config& cfg, std::string& accel, std::string& role)
   app.add_flag("--require-kvm", cfg.require_kvm,
                "refuse to start unless sandboxes run under KVM (TCG is not an isolation "
                "boundary)");
+  app.add_option("--tls-cert", cfg.tls_cert,
+                 "TLS on every listener clients reach: PEM certificate (chain) file, re-read on "
+                 "SIGHUP")
+      ->envname("VESSEL_TLS_CERT");
+  app.add_option("--tls-key", cfg.tls_key, "the PEM private key of --tls-cert")
+      ->envname("VESSEL_TLS_KEY");
+  app.add_flag("--tls-self-signed", cfg.tls_self_signed,
+               "TLS on every listener clients reach with vesseld's own CA (made once in "
+               "<state-dir>/tls-ca/) and a certificate for the --tls-name names");
+  app.add_option("--tls-name", cfg.tls_names,
+                 "--tls-self-signed: a DNS name or IP address clients reach vesseld at "
+                 "(repeatable; default: the host name, localhost, 127.0.0.1, ::1)");
+  app.add_option("--tls-ca-out", cfg.tls_ca_out,
+                 "--tls-self-signed: where the CA certificate clients trust is written "
+                 "(default <state-dir>/tls-ca.pem)");
+  app.add_flag("--allow-plain-http", cfg.allow_plain_http,
+               "let listeners off loopback speak plain HTTP (behind a TLS-terminating proxy or "
+               "on a private network); refused by default");
   // Every long option above may also come from a TOML/INI file
   // (`egress-resolver = "192.0.2.53"`); flags win over the file.
   app.set_config("--config", "", "configuration file (TOML or INI)")->envname("VESSEL_CONFIG");
@@ -179,7 +217,7 @@ int vesseldMain(int argc, char** argv, Binary binary) {
   if (binary.add_flags) binary.add_flags(app);
   CLI11_PARSE(app, argc, argv);
 
-  auto mode = parseAccelMode(accel);
+  auto mode = node::parseAccelMode(accel);
   if (!mode.ok()) {
     std::fprintf(stderr, "vesseld: --accel: %s\n", mode.error().message().c_str());
     return 2;
@@ -211,7 +249,7 @@ int vesseldMain(int argc, char** argv, Binary binary) {
     std::printf("%s\n", boost::json::serialize(settingsJson(cfg)).c_str());
     return 0;
   }
-  initLogging(cfg.log_level);
+  initLogging(cfg.log_level, cfg.log_format == "json" ? LogFormat::kJson : LogFormat::kText);
   if (auto s = runDaemon(std::move(cfg), binary.machines); !s.ok()) {
     std::fprintf(stderr, "vesseld: %s\n", s.error().message().c_str());
     return 1;

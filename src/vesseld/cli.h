@@ -5,8 +5,8 @@
 // (vesseld-fake) add the fake hypervisor and its flag.
 #include <functional>
 
-#include "base/config.h"
 #include "base/result.h"
+#include "vesseld/config.h"
 #include "vesseld/machine.h"
 
 namespace CLI {

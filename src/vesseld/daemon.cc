@@ -20,6 +20,7 @@
 #include "base/run_blocking.h"
 #include "http/server.h"
 #include "vesseld/api_stack.h"
+#include "vesseld/command_log.h"
 #include "vesseld/daemon_internal.h"
 #include "vesseld/node_stack.h"
 
@@ -30,12 +31,24 @@ namespace fs = std::filesystem;
 namespace json = boost::json;
 
 void runUntilStopped(asio::io_context& io, std::chrono::seconds bound, std::function<void()> close,
-                     std::function<asio::awaitable<void>()> wind_down) {
+                     std::function<asio::awaitable<void>()> wind_down, ListenerTls* tls) {
   Logger log("vesseld");
   asio::signal_set signals(io, SIGINT, SIGTERM);
+  // SIGHUP (whose default would end the process): the TLS pair again.
+  asio::signal_set hup(io, SIGHUP);
+  std::function<void()> on_hup = [&] {
+    hup.async_wait([&](boost::system::error_code ec, int) {
+      if (ec) return;
+      if (tls) (void)tls->reload();
+      on_hup();
+    });
+  };
+  on_hup();
   asio::steady_timer deadline(io);
   signals.async_wait([&](auto, int sig) {
     log.info("signal {}: shutting down", sig);
+    boost::system::error_code ec;
+    hup.cancel(ec);
     close();
     deadline.expires_after(bound);
     deadline.async_wait([&](auto ec) {
@@ -61,10 +74,15 @@ Result<Fd> lockStateDir(const std::string& dir) {
   if (ec) return Error(Code::kUnavailable, "create state dir " + dir + ": " + ec.message());
   ::chmod(dir.c_str(), 0700);
   VESSEL_ASSIGN_OR_RETURN(Fd fd, Fd::open(dir + "/vesseld.lock", O_RDWR | O_CREAT, 0600));
-  if (::flock(fd.get(), LOCK_EX | LOCK_NB) != 0) {
-    if (errno == EWOULDBLOCK)
+  // A vesseld killed in the middle of a fork leaves a child that holds the
+  // lock until it execs or dies (a moment): waited for, briefly, so a
+  // restart right after a kill -9 is not refused by its own ghost.
+  for (int tries = 0;; ++tries) {
+    if (::flock(fd.get(), LOCK_EX | LOCK_NB) == 0) break;
+    if (errno != EWOULDBLOCK) return Error::fromErrno("lock state dir " + dir);
+    if (tries == 30)
       return Error(Code::kAlreadyExists, "another vesseld is using state dir " + dir);
-    return Error::fromErrno("lock state dir " + dir);
+    ::usleep(100 * 1000);
   }
   std::string pid = std::to_string(::getpid()) + "\n";
   (void)!::ftruncate(fd.get(), 0);
@@ -119,9 +137,9 @@ std::pair<json::object, bool> allHealth(const Config& cfg, NodeStack& node, stor
       {"hypervisor", m.name},
       {"hypervisor_version", m.version},
       {"accel", std::string(hypervisor::accelName(m.accel))},
-      {"accel_requested", std::string(accelModeName(cfg.accel))},
+      {"accel_requested", std::string(node::accelModeName(cfg.accel))},
       {"accel_reason", m.accel_reason},
-      {"accel_fallback", cfg.accel == AccelMode::kAuto && m.accel == hypervisor::Accel::kTcg},
+      {"accel_fallback", cfg.accel == node::AccelMode::kAuto && m.accel == hypervisor::Accel::kTcg},
       {"isolation", node.isolation()},
       {"store", std::string(store.engine())},
       {"state_dir", cfg.state_dir},
@@ -146,11 +164,14 @@ Status runAll(Config cfg, const Machines& machines) {
   VESSEL_ASSIGN_OR_RETURN(auto api, ApiStack::build(io, apiSettings(cfg, true), *store,
                                                     node->local(), node->templates()));
   node->addMetrics(api->metrics());
+  node->local().setCommandLog([&slog = api->lifecycle().sandboxLog()](const std::string& id) {
+    return commandLog(slog, id);
+  });
   // Take over what an earlier vesseld left (running VMs, paused sandboxes,
   // operations in flight) before anyone can ask about it.
   runBlocking(io, api->lifecycle().recover());
   node->afterRecovery();
-  api->lifecycle().startReaper();
+  api->lifecycle().reaper().start();
   node->startPools();
 
   api::DataPlane data(io, api->sessions(), api->control());
@@ -163,10 +184,16 @@ Status runAll(Config cfg, const Machines& machines) {
     o["store"] = store_ok;
     return store_ok;
   };
-  VESSEL_TRY(api->serve(health, ready, [&] { return node->refreshMetrics(); }));
+  // Declared last: destroyed first, its TLS threads stopped before the
+  // servers and stacks their connections reach.
+  VESSEL_ASSIGN_OR_RETURN(auto tls, ListenerTls::create(cfg));
+  VESSEL_TRY(api->serve(
+      health, ready, [&] { return node->refreshMetrics(); }, *tls));
+  VESSEL_TRY(tls->serve(data_server));
   VESSEL_TRY(data_server.listen(cfg.data_listen_addr));
-  log.info("data plane on http://{}:{} (clients are told {})", cfg.data_listen_addr.host,
-           data_server.port(), cfg.data_url);
+  log.info("data plane on {}://{}:{} (clients are told {})", tls->scheme(),
+           cfg.data_listen_addr.host, data_server.port(), cfg.data_url);
+  if (!tls->caPath().empty()) log.info("TLS CA certificate for clients: {}", tls->caPath());
   runUntilStopped(
       io, std::chrono::seconds(30),
       [&] {
@@ -176,7 +203,8 @@ Status runAll(Config cfg, const Machines& machines) {
       [&]() -> asio::awaitable<void> {
         co_await api->lifecycle().shutdown(node->settings().stop_vms_on_exit);
         node->stopGateway();
-      });
+      },
+      tls.get());
   return okStatus();
 }
 

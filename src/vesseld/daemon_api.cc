@@ -64,7 +64,7 @@ class ReplicaDuty {
                std::chrono::steady_clock::now() - started_ >= std::chrono::seconds(2);
     if (reaping_ && !was) log.info("this replica runs the reaper now");
     if (!reaping_ && was) log.info("this replica no longer runs the reaper");
-    if (reaping_) lifecycle_.reapOnce();
+    if (reaping_) lifecycle_.reaper().reapOnce();
   }
   asio::awaitable<void> loop() {
     for (int i = 0;; ++i) {
@@ -148,14 +148,16 @@ Status runApi(Config cfg) {
     o["status"] = ok ? "ok" : "unhealthy";
     return std::pair<json::object, bool>{std::move(o), ok};
   };
-  VESSEL_TRY(api->serve(health, ready, nullptr));
+  VESSEL_ASSIGN_OR_RETURN(auto tls, ListenerTls::create(cfg));
+  VESSEL_TRY(api->serve(health, ready, nullptr, *tls));
+  if (!tls->caPath().empty()) log.info("TLS CA certificate for clients: {}", tls->caPath());
   runUntilStopped(
       io, std::chrono::seconds(10),
       [&] {
         duty.cancel();
         api->close();
       },
-      [&]() -> asio::awaitable<void> { co_await api->lifecycle().shutdown(false); });
+      [&]() -> asio::awaitable<void> { co_await api->lifecycle().shutdown(false); }, tls.get());
   return okStatus();
 }
 

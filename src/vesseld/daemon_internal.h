@@ -8,10 +8,11 @@
 #include <memory>
 #include <string>
 
-#include "base/config.h"
 #include "base/fd.h"
 #include "base/result.h"
 #include "store/store.h"
+#include "vesseld/config.h"
+#include "vesseld/listener_tls.h"
 #include "vesseld/machine.h"
 
 namespace vessel::vesseld {
@@ -24,10 +25,11 @@ Result<std::unique_ptr<store::Store>> openStore(const Config& cfg);
 // Runs `io` until SIGINT or SIGTERM, then: `close` (stop taking requests),
 // then `wind_down` (a coroutine: stop or leave the VMs, the gateway), then
 // the io context stops. The whole shutdown is bounded by `bound`, after which
-// the io context stops whatever is still running.
+// the io context stops whatever is still running. SIGHUP re-reads the TLS
+// certificate (`tls`, may be null) and goes on.
 void runUntilStopped(boost::asio::io_context& io, std::chrono::seconds bound,
                      std::function<void()> close,
-                     std::function<boost::asio::awaitable<void>()> wind_down);
+                     std::function<boost::asio::awaitable<void>()> wind_down, ListenerTls* tls);
 
 // The roles (docs/design.md, "Many machines").
 Status runAll(Config cfg, const Machines& machines);

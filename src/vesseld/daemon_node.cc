@@ -29,6 +29,8 @@
 #include "e2b/envd/envd.h"
 #include "http/server.h"
 #include "ops/node_supervision.h"
+#include "ops/sandbox_log.h"
+#include "vesseld/command_log.h"
 #include "vesseld/daemon_internal.h"
 #include "vesseld/node_stack.h"
 #include "vesseld/probes.h"
@@ -103,9 +105,7 @@ class Heartbeats {
     n.memory_free_mib = mem_total_ > l.memory_mib ? mem_total_ - l.memory_mib : 0;
     n.vcpus = std::max(1u, std::thread::hardware_concurrency());
     n.sandboxes = static_cast<int64_t>(l.ids.size());
-    json::array names;
-    for (const auto& m : node_.templates().list()) names.emplace_back(m.name);
-    n.templates_json = json::serialize(names);
+    for (const auto& m : node_.templates().list()) n.templates.push_back(m.name);
     n.accel = std::string(hypervisor::accelName(node_.machine().accel));
     auto s = store_.heartbeatNode(n);
     if (!s.ok()) Logger("vesseld-node").warn("heartbeat: {}", s.error().message());
@@ -158,8 +158,9 @@ void installMetrics(http::HttpServer& server, metrics::Registry& metrics, NodeSt
 }
 
 // What the node serves: the node API (with /metrics and the probes), the
-// data plane and E2B envd for the sandboxes it runs. Session and envd
-// access tokens are the cluster's, checked against the shared store.
+// data plane and E2B envd for the sandboxes it runs. Session tokens are
+// checked against the shared store; envd requests only with a replica's
+// forward proof (the node holds no token key).
 class NodeListeners {
  public:
   NodeListeners(asio::io_context& io, const Config& cfg, store::Store& store, NodeStack& node,
@@ -180,7 +181,11 @@ class NodeListeners {
         // Uploads arrive whole (multipart), hence the body cap, as in --role=all.
         envd_server_(io, http::ServerLimits{16 * 1024, 64u << 20, std::chrono::seconds(60)}) {}
 
-  Status listen() {
+  // TLS (`tls`, when enabled) on the data plane, which clients reach; the
+  // node API and envd stay plain: API replicas reach them, and their
+  // clients speak plain HTTP only (config.cc refuses them off loopback
+  // without --allow-plain-http).
+  Status listen(ListenerTls& tls) {
     Logger log("vesseld-node");
     auto ready = [this](json::object& o) {
       o["node"] = cfg_.node_name;
@@ -200,13 +205,16 @@ class NodeListeners {
     data_server_.setMetrics(metrics_, "data");
     data_.install(data_server_);
     installProbes(data_server_, "node", ready);
+    VESSEL_TRY(tls.serve(data_server_));
     VESSEL_TRY(data_server_.listen(cfg_.data_listen_addr));
-    log.info("data plane on http://{}:{} (clients are told {})", cfg_.data_listen_addr.host,
-             data_server_.port(), cfg_.data_url);
+    log.info("data plane on {}://{}:{} (clients are told {})", tls.scheme(),
+             cfg_.data_listen_addr.host, data_server_.port(), cfg_.data_url);
 
     // API replicas' envd listeners forward to this one (envd_forward.h).
-    VESSEL_ASSIGN_OR_RETURN(e2b::AccessTokens tokens, e2b::AccessTokens::fromStore(store_));
-    envd_tokens_ = std::make_unique<e2b::AccessTokens>(std::move(tokens));
+    // No token key here: each request is vouched for by the replica that
+    // checked its token (access_token.h).
+    envd_tokens_ =
+        std::make_unique<e2b::AccessTokens>(e2b::AccessTokens::nodeSide(cfg_.node_token));
     e2b::envd::Sandboxes agents;
     agents.agent_of = [this](const std::string& id) { return live_.agentOf(id); };
     agents.live_ids = [this] { return node_.local().load().ids; };
@@ -271,6 +279,12 @@ Status runNode(Config cfg, const Machines& machines) {
   cluster::TemplateNode served(node->local(), node->templates(), catalogue, *store, fetcher,
                                cfg.node_name);
   LocalNode& local = node->local();
+  // The commands run here go to their sandboxes' logs in the store, where
+  // the API replicas read them.
+  ops::SandboxLog sandbox_log(*store, systemWallClock());
+  sandbox_log.setLimits({cfg.log_max_entries, std::chrono::seconds(cfg.log_retention_s)});
+  local.setCommandLog(
+      [&sandbox_log](const std::string& id) { return commandLog(sandbox_log, id); });
   ops::NodeSupervisor supervisor(
       *store, local, [&local](const std::string& id) { return local.busy(id); }, cfg.node_name);
   metrics::Registry metrics;
@@ -283,7 +297,10 @@ Status runNode(Config cfg, const Machines& machines) {
   beats.start(io);
 
   NodeListeners listeners(io, cfg, *store, *node, served, metrics, beats);
-  VESSEL_TRY(listeners.listen());
+  // After the listeners: destroyed first, its TLS threads stopped before
+  // the servers their connections reach.
+  VESSEL_ASSIGN_OR_RETURN(auto tls, ListenerTls::create(cfg));
+  VESSEL_TRY(listeners.listen(*tls));
   runUntilStopped(
       io, std::chrono::seconds(30),
       [&] {
@@ -293,7 +310,8 @@ Status runNode(Config cfg, const Machines& machines) {
       [&]() -> asio::awaitable<void> {
         (void)co_await supervisor.shutdown(node->settings().stop_vms_on_exit);
         node->stopGateway();
-      });
+      },
+      tls.get());
   return okStatus();
 }
 

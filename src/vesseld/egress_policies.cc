@@ -18,45 +18,6 @@ namespace {
 
 Logger netLog(const std::string& id = "-") { return Logger("node", id); }
 
-// The stored form: the API's `network` object with the credential names
-// (rows written before this file existed read the same).
-std::string toStored(const ops::NetworkSpec& s) {
-  json::array allow, creds, inspect, deny;
-  for (const auto& a : s.allow) allow.emplace_back(a);
-  for (const auto& c : s.credentials) creds.emplace_back(c);
-  for (const auto& i : s.inspect) inspect.emplace_back(i);
-  for (const auto& d : s.deny) deny.emplace_back(d);
-  return json::serialize(json::object{{"mode", s.mode},
-                                      {"allow", allow},
-                                      {"credentials", creds},
-                                      {"inspect", inspect},
-                                      {"deny", deny}});
-}
-
-Result<ops::NetworkSpec> fromStored(std::string_view text) {
-  Error corrupt(Code::kInternal, "stored network settings are corrupt");
-  boost::system::error_code ec;
-  json::value v = json::parse(text, ec);
-  if (ec || !v.is_object()) return corrupt;
-  const auto& o = v.as_object();
-  ops::NetworkSpec s;
-  const auto* mode = o.if_contains("mode");
-  if (!mode || !mode->is_string()) return corrupt;
-  s.mode = std::string(mode->as_string());
-  if (s.mode != "none" && s.mode != "allowlist" && s.mode != "full") return corrupt;
-  for (auto [key, out] : {std::pair{"allow", &s.allow}, std::pair{"credentials", &s.credentials},
-                          std::pair{"inspect", &s.inspect}, std::pair{"deny", &s.deny}}) {
-    const auto* list = o.if_contains(key);
-    if (!list) continue;
-    if (!list->is_array()) return corrupt;
-    for (const auto& e : list->as_array()) {
-      if (!e.is_string()) return corrupt;
-      out->emplace_back(e.as_string());
-    }
-  }
-  return s;
-}
-
 Error bad(const std::string& what) { return Error(Code::kInvalidArgument, what); }
 
 }  // namespace
@@ -94,9 +55,8 @@ Result<json::object> EgressPolicies::policyFor(const std::string& tenant, const 
       netLog().warn("credential '{}' no longer exists; left out of the policy", name);
       continue;
     }
-    boost::system::error_code ec;
-    json::value hosts = json::parse(c->hosts_json, ec);
-    if (ec) return Error(Code::kInternal, "credential '" + name + "': stored hosts are corrupt");
+    json::array hosts;
+    for (const auto& h : c->hosts) hosts.emplace_back(h);
     creds.push_back(json::object{
         {"name", c->name}, {"hosts", hosts}, {"header", c->header}, {"value", c->value}});
   }
@@ -126,7 +86,7 @@ Result<node::GuestNetwork> EgressPolicies::prepare(const std::string& tenant,
                  "this node runs without egress (vesseld --no-egress): only network mode none");
   if (!allow_public_suffix_wildcards_) VESSEL_TRY(checkWildcards(s));
   VESSEL_TRY(policyFor(tenant, s));
-  VESSEL_TRY(store_.setSandboxNetwork(sandbox_id, toStored(s)));
+  VESSEL_TRY(store_.setSandboxNetwork(sandbox_id, s));
   node::GuestNetwork g;
   g.route = s.mode != "none";
   if (g.route) g.ca_pem = egress_->caPem();
@@ -134,19 +94,19 @@ Result<node::GuestNetwork> EgressPolicies::prepare(const std::string& tenant,
 }
 
 Status EgressPolicies::inherit(const std::string& parent, const std::string& child) {
-  VESSEL_ASSIGN_OR_RETURN(std::string text, store_.getSandboxNetwork(parent));
-  if (text.empty()) return okStatus();
-  return store_.setSandboxNetwork(child, text);
+  VESSEL_ASSIGN_OR_RETURN(auto s, store_.getSandboxNetwork(parent));
+  if (!s) return okStatus();
+  return store_.setSandboxNetwork(child, *s);
 }
 
 Result<ops::NetworkSpec> EgressPolicies::stored(const std::string& sandbox_id) {
-  VESSEL_ASSIGN_OR_RETURN(std::string text, store_.getSandboxNetwork(sandbox_id));
-  if (text.empty()) {
+  VESSEL_ASSIGN_OR_RETURN(auto s, store_.getSandboxNetwork(sandbox_id));
+  if (!s) {
     ops::NetworkSpec none;  // a sandbox from before egress: no network
     none.mode = "none";
     return none;
   }
-  return fromStored(text);
+  return std::move(*s);
 }
 
 asio::awaitable<Status> EgressPolicies::attach(std::string tenant,
@@ -217,7 +177,7 @@ asio::awaitable<Result<ops::NetworkSpec>> EgressPolicies::update(std::string ten
     // and the others needs its interface reconfigured. Pause/resume does it.
     netLog(id).info("network mode {} -> {}: the guest's route changes on next resume", old->mode,
                     s.mode);
-  VESSEL_CO_TRY(store_.setSandboxNetwork(id, toStored(s)));
+  VESSEL_CO_TRY(store_.setSandboxNetwork(id, s));
   if (auto it = attached_.find(id); it != attached_.end()) {
     // Live: the gateway resets open connections the new policy refuses
     // before it answers.

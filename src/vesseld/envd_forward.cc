@@ -19,21 +19,40 @@ const std::map<std::string, http::Upstream>& EnvdForwarder::upstreams() {
   return upstreams_;
 }
 
-std::optional<http::Upstream> EnvdForwarder::choose(
-    const boost::beast::http::request_header<>& head) {
-  auto id = e2b::envd::sandboxOfRequest(head, tokens_, [&] {
-    std::vector<std::string> ids;
-    if (auto live = store_.listLiveSandboxes(); live.ok())
-      for (const auto& sb : *live)
-        if (sb.state == store::SandboxState::kRunning) ids.push_back(sb.id);
-    return ids;
-  });
-  if (!id) return std::nullopt;
-  auto node = store_.sandboxNode(*id);
+std::optional<std::string> EnvdForwarder::nodeOf(const std::string& id) {
+  auto now = std::chrono::steady_clock::now();
+  if (auto it = placement_.find(id); it != placement_.end()) {
+    if (now - it->second.read_at < kPlacementTtl) return it->second.node;
+    placement_.erase(it);
+  }
+  auto node = store_.sandboxNode(id);
   if (!node.ok() || node->empty()) return std::nullopt;
+  // Bounded: past the cap (many sandboxes in two seconds) it starts over.
+  if (placement_.size() >= kMaxPlacements) placement_.clear();
+  placement_[id] = {*node, now};
+  return *node;
+}
+
+std::optional<http::Upstream> EnvdForwarder::choose(boost::beast::http::request_header<>& head) {
+  // Only this replica vouches: a client's own proof header goes.
+  head.erase(e2b::AccessTokens::kForwardHeader);
+  // Named by header or Host only: no signature is tried against every live
+  // sandbox (issue 25).
+  auto id = e2b::envd::sandboxOfRequest(head);
+  if (!id) return std::nullopt;
+  // The node cannot find a signed URL's sandbox itself (it has no key).
+  head.set("E2b-Sandbox-Id", *id);
+  std::string_view target = head.target();
+  bool health = target.substr(0, target.find('?')) == "/health";
+  // Refused here, with envd's own error (this replica's Envd has the key
+  // but no agents): a node never sees an unauthenticated request.
+  if (!health && !e2b::envd::authenticated(head, tokens_, *id)) return std::nullopt;
+  auto node = nodeOf(*id);
+  if (!node) return std::nullopt;
   const auto& ups = upstreams();
   auto it = ups.find(*node);
   if (it == ups.end()) return std::nullopt;
+  if (!health) head.set(e2b::AccessTokens::kForwardHeader, tokens_.forwardProof(*id));
   return it->second;
 }
 

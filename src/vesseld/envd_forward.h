@@ -8,11 +8,18 @@
 // of an SDK carries requests for many sandboxes). A request that names no
 // sandbox with a live node is answered by the replica itself: an Envd
 // with no agents, so the errors are envd's own ("not running").
+//
+// Placement is asked of the store only for a request whose token or
+// signature checked (so a stranger's ids cost no read), and then kept in
+// memory for a short while: an SDK's requests for one sandbox cost one
+// store read per kPlacementTtl, not one each (issue 25). This replica's
+// own state changes forget a sandbox's entry at once (forget()).
 #include <boost/beast/http/message.hpp>
 #include <chrono>
 #include <map>
 #include <optional>
 #include <string>
+#include <unordered_map>
 
 #include "e2b/access_token.h"
 #include "http/forward.h"
@@ -26,10 +33,21 @@ class EnvdForwarder {
                 std::chrono::milliseconds lost_after)
       : store_(store), tokens_(tokens), lost_after_(lost_after) {}
 
-  // HttpServer::forwardWhen's chooser.
-  std::optional<http::Upstream> choose(const boost::beast::http::request_header<>& head);
+  // HttpServer::forwardWhen's chooser: a request it forwards carries this
+  // replica's forward proof for its sandbox (it checked the token first).
+  std::optional<http::Upstream> choose(boost::beast::http::request_header<>& head);
+  // A sandbox's state changed here (the operation log's hook): its
+  // placement is read again on its next request.
+  void forget(const std::string& id) { placement_.erase(id); }
+
+  static constexpr std::chrono::seconds kPlacementTtl{2};
+  static constexpr size_t kMaxPlacements = 65536;
+  size_t placementsKept() const { return placement_.size(); }
 
  private:
+  // The node running `id`, from memory or, past its time, from the store.
+  std::optional<std::string> nodeOf(const std::string& id);
+
   // The registry's envd upstreams of live nodes, read again after a second.
   const std::map<std::string, http::Upstream>& upstreams();
 
@@ -37,6 +55,11 @@ class EnvdForwarder {
   const e2b::AccessTokens& tokens_;
   std::chrono::milliseconds lost_after_;
   std::map<std::string, http::Upstream> upstreams_;  // by node name
+  struct Placement {
+    std::string node;
+    std::chrono::steady_clock::time_point read_at;
+  };
+  std::unordered_map<std::string, Placement> placement_;  // by sandbox id
   std::chrono::steady_clock::time_point read_at_{};
 };
 

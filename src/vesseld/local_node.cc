@@ -274,7 +274,11 @@ Result<ops::Usage> LocalNode::measure(const std::string& id) {
 std::shared_ptr<agentclient::AgentClient> LocalNode::agent(const std::string& id) {
   auto it = held_.find(id);
   if (it == held_.end() || it->second.sb->state() != node::Sandbox::State::kRunning) return nullptr;
-  return it->second.sb->agent();
+  auto a = it->second.sb->agent();
+  // Set on first use: a pooled VM's client is its sandbox's from its claim
+  // on, and a resume or fork brings a client of its own.
+  if (a && command_log_ && !a->commandObserver()) a->setCommandObserver(command_log_(id));
+  return a;
 }
 
 std::shared_ptr<node::Sandbox> LocalNode::sandbox(const std::string& id) const {
@@ -363,6 +367,11 @@ asio::awaitable<void> LocalNode::watchLoop(std::string id, uint64_t gen) {
     auto late = co_await (std::move(gone) || grace.async_wait(asio::as_tuple(asio::use_awaitable)));
     if (late.index() == 0) which = decltype(which)(std::in_place_index<0>);
     if (alive.expired()) co_return;
+    // A delete may have come meanwhile (a client that killed the QEMU and
+    // deleted the sandbox at once): it destroyed the VM, which is then not
+    // ours to look at, nor to report (CI once saw vesseld crash here).
+    it = held_.find(id);
+    if (it == held_.end() || it->second.watch != gen || it->second.sb != sb || !sb->vm()) co_return;
   }
   std::string reason;
   if (which.index() == 0) {
@@ -372,10 +381,11 @@ asio::awaitable<void> LocalNode::watchLoop(std::string id, uint64_t gen) {
     reason = "its agent channel failed: " +
              (agent->failure() ? agent->failure()->message() : std::string("closed"));
   }
-  if (std::string diag = sb->vm()->diagnostics(); !diag.empty()) reason += "; " + diag;
-  // Looked up again: the io thread ran other work during waitExit().
+  // Looked up again: the io thread may have run other work during
+  // waitExit(), a delete among it.
   it = held_.find(id);
-  if (it == held_.end() || it->second.watch != gen) co_return;
+  if (it == held_.end() || it->second.watch != gen || it->second.sb != sb || !sb->vm()) co_return;
+  if (std::string diag = sb->vm()->diagnostics(); !diag.empty()) reason += "; " + diag;
   std::string tenant = it->second.tenant;
   held_.erase(it);
   nodeLog(id).warn("lost: {}", reason);

@@ -8,11 +8,13 @@
 // io loop.
 #include <boost/asio/io_context.hpp>
 #include <chrono>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "agentclient/agent_client.h"
 #include "node/runtime.h"
 #include "node/template_worker.h"
 #include "ops/node.h"
@@ -53,7 +55,13 @@ class LocalNode final : public ops::Node {
   // flight here (ops::NodeSupervisor leaves such a sandbox to its caller).
   bool busy(const std::string& id) const { return busy_.count(id) > 0; }
   asio::awaitable<Result<ops::Usage>> usage(std::string id) override;
+  // The agent of a running sandbox, for the front ends: it carries the
+  // command log's observer (setCommandLog), so every front end's commands
+  // are logged where they reach the guest, once.
   std::shared_ptr<agentclient::AgentClient> agent(const std::string& id) override;
+  using CommandLogFor =
+      std::function<std::shared_ptr<agentclient::CommandObserver>(const std::string& id)>;
+  void setCommandLog(CommandLogFor make) { command_log_ = std::move(make); }
   asio::awaitable<Result<ops::Holding>> adopt(std::string tenant, std::string id) override;
   asio::awaitable<int> discardOrphans(std::set<std::string> keep) override;
   asio::awaitable<std::vector<std::string>> shutdown(bool stop_vms) override;
@@ -112,6 +120,7 @@ class LocalNode final : public ops::Node {
   node::Runtime& runtime_;
   EgressPolicies* network_;
   LostHandler lost_;
+  CommandLogFor command_log_;
   std::map<std::string, Held> held_;
   std::map<std::string, node::GuestNetwork> pending_net_;  // prepared, not created yet
   struct CpuSample {

@@ -208,6 +208,40 @@ TEST_F(LocalNodeTest, AKilledVmFailsItsSandboxWithTheReasonWithinASecond) {
   EXPECT_EQ(state(id), "deleted");
 }
 
+// A client that kills the QEMU and deletes the sandbox at once: the delete
+// may land at any io turn of the watcher's finding out (its channel
+// closed, the grace for the exit to show, the exit). Each is tried; the
+// delete wins or the loss is reported, and vesseld neither crashes nor
+// leaves anything (CI once lost vesseld here: the watcher used a VM the
+// delete had destroyed).
+TEST_F(LocalNodeTest, ADeleteRightAfterTheVmDiedIsSafeAtEveryStepOfFindingOut) {
+  startStack();
+  for (int turns = 0; turns < 12; ++turns) {
+    std::string id = created();
+    auto sb = node_->sandbox(id);
+    ASSERT_TRUE(sb && sb->vm());
+    ASSERT_TRUE(hv_->crash(sb->vm()->pid()).ok());
+    sb.reset();
+    io_.restart();
+    for (int i = 0; i < turns; ++i) io_.run_one_for(20ms);
+    auto del = lc_->remove("t1", id);
+    if (del.ok()) {
+      auto op = awaitOp(del->operation.id);
+      EXPECT_EQ(op.state, ops::OpState::kDone)
+          << "after " << turns << " turns: " << op.error_message;
+    } else {
+      // Found out first: the sandbox failed, and a failed one is deleted.
+      ASSERT_TRUE(waitFor([&] { return state(id) == "failed"; }, 5s)) << state(id);
+      ASSERT_TRUE(ended(lc_->remove("t1", id)));
+    }
+    ASSERT_TRUE(waitFor([&] { return state(id) == "deleted"; }, 5s))
+        << "after " << turns << " turns: " << state(id);
+    EXPECT_EQ(node_->holding(id), ops::Holding::kNothing);
+    ASSERT_TRUE(waitFor([&] { return hv_->live() == 0u && nothingLeftOf(id); }, 5s))
+        << "after " << turns << " turns";
+  }
+}
+
 TEST_F(LocalNodeTest, AGuestThatStopsAnsweringDuringResumeFailsItAndDeleteStillWorks) {
   opts_.guest_call_timeout = 300ms;
   startStack();

@@ -119,6 +119,12 @@ Result<std::unique_ptr<NodeStack>> NodeStack::build(asio::io_context& io, NodeSe
   env.template_root = cfg.template_root;
   env.work_dir = cfg.run_root + "/tb";
   env.min_free_mib = cfg.min_free_disk_mib;
+  // from_image builds: converted bases cached beside the templates, the
+  // agent read out of the minimal image (the one this vesseld boots).
+  env.images.cache_dir = cfg.cache_dir + "/images/oci";
+  env.images.agent_image = cfg.minimal_image;
+  env.images.max_image_mib = cfg.max_image_mib;
+  env.images.insecure_registries = cfg.insecure_registries;
   n->local_->enableTemplateBuilds(std::move(env));
   if (n->egress_)
     n->gateway_stats_ = std::make_unique<GatewayStats>(

@@ -38,6 +38,8 @@ NodeSettings nodeSettings(const Config& cfg) {
   s.default_network = cfg.default_network;
   s.allow_public_suffix_wildcards = cfg.allow_public_suffix_wildcards;
   s.min_free_disk_mib = static_cast<uint64_t>(cfg.min_free_disk_mib);
+  s.max_image_mib = static_cast<uint64_t>(cfg.max_image_mib);
+  s.insecure_registries = cfg.insecure_registries;
   s.stop_vms_on_exit = cfg.stop_vms_on_exit;
   s.data_listen = cfg.data_listen_addr;
   s.data_url = cfg.data_url;
@@ -53,6 +55,8 @@ ApiSettings apiSettings(const Config& cfg, bool node_local) {
   s.policy.default_idle_timeout_s = cfg.default_idle_timeout_s;
   s.policy.default_lifetime_s = cfg.default_lifetime_s;
   s.policy.max_lifetime_s = cfg.max_lifetime_s;
+  s.policy.log_max_entries = cfg.log_max_entries;
+  s.policy.log_retention_s = cfg.log_retention_s;
   s.policy.quota.max_sandboxes = cfg.tenant_max_sandboxes;
   s.policy.quota.max_memory_mib = cfg.tenant_max_memory_mib;
   s.policy.quota.max_vcpus = cfg.tenant_max_vcpus;
@@ -68,6 +72,8 @@ ApiSettings apiSettings(const Config& cfg, bool node_local) {
   s.data_url = cfg.data_url;
   s.default_network = cfg.default_network;
   s.e2b_sandbox_domain = cfg.e2b_sandbox_domain;
+  s.e2b_token_key_file = cfg.e2b_token_key_file;
+  s.node_token = cfg.node_token;
   s.lost_after = std::chrono::seconds(cfg.node_lost_after_s);
   return s;
 }
@@ -80,6 +86,8 @@ json::value addr(const std::optional<HostPort>& hp) {
 }
 
 json::object nodeJson(const NodeSettings& s) {
+  json::array insecure;
+  for (const auto& r : s.insecure_registries) insecure.push_back(json::string(r));
   json::object pools, budgets;
   for (const auto& [name, n] : s.warm_pools) {
     pools[name] = n;
@@ -88,7 +96,7 @@ json::object nodeJson(const NodeSettings& s) {
   return {
       {"hypervisor", s.hypervisor},
       {"qemu", s.qemu_binary},
-      {"accel", std::string(accelModeName(s.accel))},
+      {"accel", std::string(node::accelModeName(s.accel))},
       {"require_kvm", s.require_kvm},
       {"kernel", s.kernel},
       {"minimal_image", s.minimal_image},
@@ -113,6 +121,8 @@ json::object nodeJson(const NodeSettings& s) {
       {"default_network", s.default_network},
       {"allow_public_suffix_wildcards", s.allow_public_suffix_wildcards},
       {"min_free_disk_mib", s.min_free_disk_mib},
+      {"max_image_mib", s.max_image_mib},
+      {"insecure_registries", insecure},
       {"stop_vms_on_exit", s.stop_vms_on_exit},
       {"data_listen", addr(s.data_listen)},
       {"data_url", s.data_url},
@@ -128,6 +138,8 @@ json::object apiJson(const ApiSettings& s) {
       {"default_idle_timeout_s", p.default_idle_timeout_s},
       {"default_lifetime_s", p.default_lifetime_s},
       {"max_lifetime_s", p.max_lifetime_s},
+      {"log_max_entries", p.log_max_entries},
+      {"log_retention_s", p.log_retention_s},
       {"tenant_max_sandboxes", p.quota.max_sandboxes},
       {"tenant_max_memory_mib", p.quota.max_memory_mib},
       {"tenant_max_vcpus", p.quota.max_vcpus},

@@ -12,15 +12,15 @@
 #include <optional>
 #include <string>
 
-#include "base/config.h"
 #include "ops/lifecycle.h"
+#include "vesseld/config.h"
 
 namespace vessel::vesseld {
 
 struct NodeSettings {
   std::string hypervisor;  // a name the binary's machines know (machine.h)
   std::string qemu_binary;
-  AccelMode accel = AccelMode::kAuto;
+  node::AccelMode accel = node::AccelMode::kAuto;
   bool require_kvm = false;
   std::string kernel, minimal_image;
   std::string state_dir, cache_dir;
@@ -43,6 +43,9 @@ struct NodeSettings {
   // Below this much free space on the state and cache disks, creates,
   // pauses, forks and template builds are refused.
   uint64_t min_free_disk_mib = 0;
+  // from_image builds (images/converter.h).
+  uint64_t max_image_mib = 4096;
+  std::vector<std::string> insecure_registries;
   bool stop_vms_on_exit = false;
   // The data plane the node serves for its sandboxes.
   HostPort data_listen;
@@ -66,6 +69,10 @@ struct ApiSettings {
   // that runs the sandbox applies them).
   std::string default_network;
   std::string e2b_sandbox_domain;
+  // The envd/traffic token key's file ("": <state_dir>/e2b-token-key) and,
+  // on a replica, the secret its envd forward proofs are made with.
+  std::string e2b_token_key_file;
+  std::string node_token;
   // API replicas: a node or replica silent for this long is lost.
   std::chrono::seconds lost_after{15};
 };

@@ -71,9 +71,14 @@ test("default values: API, nodes and the chart's PostgreSQL, all valid", async (
   assert.ok(!a.args.some((x) => x.startsWith("--cache-dir")), a.args.join(" "));
   assert.ok(!mountPaths(a).includes("/var/cache/vessel"), mountPaths(a).join(" "));
   // Nodes reach each other's node API (templates are copied on first use).
-  const from = o["NetworkPolicy/vessel-node"].spec.ingress[0].from;
-  assert.deepEqual(from.map((f) => f.podSelector.matchLabels["app.kubernetes.io/component"]),
-                   ["api", "node"]);
+  const rules = o["NetworkPolicy/vessel-node"].spec.ingress;
+  const components = (r) => r.from.map((f) => f.podSelector.matchLabels["app.kubernetes.io/component"]);
+  assert.deepEqual(components(rules[0]), ["api", "node"]);
+  assert.deepEqual(rules[0].ports, [{ protocol: "TCP", port: 8091 }]);
+  // A node's envd takes only what an API replica vouched for: from API pods alone.
+  assert.deepEqual(components(rules[1]), ["api"]);
+  assert.deepEqual(rules[1].ports, [{ protocol: "TCP", port: 49983 }]);
+  assert.equal(rules.length, 3);
   const n = container(node, "node");
   assert.ok(n.args.includes("--role=node") && n.args.includes("--require-kvm"), n.args.join(" "));
   assert.ok(n.args.includes("--node-token-file=/etc/vessel/node-token/token"));
@@ -81,7 +86,7 @@ test("default values: API, nodes and the chart's PostgreSQL, all valid", async (
   // policy lets clients reach that port (only that one) from anywhere.
   assert.ok(n.args.includes("--data-listen=0.0.0.0:8081") &&
             n.args.includes("--data-url=http://$(POD_IP):8081"), n.args.join(" "));
-  const open = o["NetworkPolicy/vessel-node"].spec.ingress[1];
+  const open = rules[2];
   assert.ok(!open.from);
   assert.deepEqual(open.ports, [{ protocol: "TCP", port: 8081 }]);
   assert.equal(n.livenessProbe.httpGet.path, "/livez");
@@ -100,6 +105,10 @@ test("default values: API, nodes and the chart's PostgreSQL, all valid", async (
   assert.equal(url, `postgres://vessel:${pw}@vessel-postgresql:5432/vessel`);
   assert.match(pw, /^[A-Za-z0-9]{40}$/);
   assert.match(secretValue(o["Secret/vessel-node-token"], "token"), /^[A-Za-z0-9]{40}$/);
+  // The E2B token key: the replicas' alone (32 bytes), never a node's.
+  assert.match(secretValue(o["Secret/vessel-e2b-token-key"], "key"), /^[A-Za-z0-9]{32}$/);
+  assert.ok(container(api, "api").args.includes("--e2b-token-key-file=/etc/vessel/e2b-token-key/key"));
+  assert.ok(!n.args.some((x) => x.startsWith("--e2b-token-key-file")), n.args.join(" "));
   for (const w of [api, node])
     for (const c of w.spec.template.spec.containers)
       assert.equal(c.env.find((e) => e.name === "VESSEL_STORE").valueFrom.secretKeyRef.name,

@@ -185,20 +185,25 @@ test('files as envd does them: parents by root for the user, metadata kept, abso
   assert.equal(ev.entry?.path, '/home/user/watch-entry/a.txt')
 })
 
-test('signed URLs work with no token and no sandbox header', async () => {
+test('signed URLs work with no token, naming their sandbox', async () => {
+  // E2B_SANDBOX_URL names no sandbox: a signed URL must (issue 25: no
+  // HMAC per live sandbox), here with the E2b-Sandbox-Id header.
+  const named = { 'E2b-Sandbox-Id': sbx.sandboxId }
   const up = await sbx.uploadUrl('signed/up.txt')
   const form = new FormData()
   form.append('file', new Blob(['via url']), 'signed/up.txt')
-  const r = await fetch(up, { method: 'POST', body: form })
+  const r = await fetch(up, { method: 'POST', body: form, headers: named })
   assert.equal(r.status, 200, await r.clone().text())
   const down = await sbx.downloadUrl('signed/up.txt')
-  const g = await fetch(down)
+  const g = await fetch(down, { headers: named })
   assert.equal(g.status, 200)
   assert.equal(await g.text(), 'via url')
+  assert.equal(g.headers.get('x-content-type-options'), 'nosniff')
+  assert.equal((await fetch(down)).status, 400)
   const forged = down.replace(/signature=[^&]+/, 'signature=v1_forged')
-  assert.equal((await fetch(forged)).status, 401)
+  assert.equal((await fetch(forged, { headers: named })).status, 401)
   const expiring = await sbx.downloadUrl('signed/up.txt', { useSignatureExpiration: 60 })
-  assert.equal((await fetch(expiring)).status, 200)
+  assert.equal((await fetch(expiring, { headers: named })).status, 200)
 })
 
 test('a process survives pause and resume', async () => {

@@ -112,6 +112,29 @@ http.server.HTTPServer(('', 8080), H).serve_forever()
   assert.equal(info.sandboxDomain, priv.sandboxDomain)
 })
 
+test('a fork of a private sandbox keeps its private ports and masked Host', async () => {
+  // priv's server (the test above) runs on in the copy: a fork copies memory.
+  const [copy] = await priv.fork({ count: 1 })
+  assert.ok(copy instanceof Sandbox, String(copy))
+  try {
+    assert.ok(copy.trafficAccessToken)
+    assert.notEqual(copy.trafficAccessToken, priv.trafficAccessToken)
+    const url = `http://${copy.getHost(8080)}/`
+    const ok = await untilServed(url, { headers: { 'e2b-traffic-access-token': copy.trafficAccessToken } })
+    assert.equal(ok.status, 200)
+    await ok.arrayBuffer()
+    const denied = await fetch(url)
+    assert.equal(denied.status, 403)
+    await denied.arrayBuffer()
+    const parents = await fetch(url, { headers: { 'e2b-traffic-access-token': priv.trafficAccessToken } })
+    assert.equal(parents.status, 403)
+    await parents.arrayBuffer()
+    assert.match(await copy.files.read('/tmp/headers.txt'), /^Host: custom-host\.example\.com:8080$/m)
+  } finally {
+    await copy.kill()
+  }
+})
+
 test('a killed sandbox is E2B 502 "The sandbox was not found"', async () => {
   const host = priv.getHost(8080)
   await priv.kill()

@@ -6,7 +6,9 @@
 //
 // Options: templates (built-in names to link), rest / envd (start E2B's
 // REST front end / envd), egress (the gateway in a private namespace, or
-// --no-egress), warmPool (vesseld --warm-pool), args (more flags).
+// --no-egress), warmPool (vesseld --warm-pool), tls (every listener
+// https:// with vesseld's own CA, --tls-self-signed; its certificate at
+// caPath), args (more flags).
 //
 // URLs: apiUrl is E2B's REST API, vesselUrl Vessel's own, envdUrl envd.
 // Keys: key is the development tenant's key in its e2b_ form, vesselKey the
@@ -14,6 +16,7 @@
 import { spawn, execFileSync } from 'node:child_process'
 import crypto from 'node:crypto'
 import fs from 'node:fs'
+import https from 'node:https'
 import net from 'node:net'
 import os from 'node:os'
 import path from 'node:path'
@@ -69,9 +72,10 @@ export class Vesseld {
     envd = false,
     egress = true,
     warmPool = 'none',
+    tls = false,
     args = [],
   } = {}) {
-    this.options = { templates, rest, envd, egress, warmPool, args }
+    this.options = { templates, rest, envd, egress, warmPool, tls, args }
   }
 
   async start() {
@@ -81,9 +85,11 @@ export class Vesseld {
     for (const t of o.templates) linkTemplate(cache, t)
     this.stateDir = path.join(this.root, 'state')
     const [api, data, e2b, envd] = [await freePort(), await freePort(), await freePort(), await freePort()]
-    this.vesselUrl = `http://127.0.0.1:${api}`
-    this.apiUrl = o.rest ? `http://127.0.0.1:${e2b}` : undefined
-    this.envdUrl = o.envd ? `http://127.0.0.1:${envd}` : undefined
+    const scheme = o.tls ? 'https' : 'http'
+    this.vesselUrl = `${scheme}://127.0.0.1:${api}`
+    this.apiUrl = o.rest ? `${scheme}://127.0.0.1:${e2b}` : undefined
+    this.envdUrl = o.envd ? `${scheme}://127.0.0.1:${envd}` : undefined
+    this.caPath = o.tls ? path.join(this.root, 'tls-ca.pem') : undefined
     this.logPath = path.join(this.root, 'vesseld.log')
     this.argv = [
       '--state-dir', this.stateDir, '--cache-dir', cache,
@@ -93,6 +99,7 @@ export class Vesseld {
       '--kernel', need('VESSEL_KERNEL'), '--minimal-image', need('VESSEL_MINIMAL_IMAGE'),
       '--accel', 'tcg', '--warm-pool', o.warmPool, '--stop-vms-on-exit',
       ...(o.egress ? [] : ['--no-egress']),
+      ...(o.tls ? ['--tls-self-signed', '--tls-name', '127.0.0.1', '--tls-ca-out', this.caPath] : []),
       ...o.args,
       ...(process.env.VESSEL_E2B_TEST_ARGS ?? '').split(' ').filter(Boolean),
     ]
@@ -114,11 +121,25 @@ export class Vesseld {
     for (;;) {
       if (this.proc.exitCode !== null) throw new Error(`vesseld exited:\n${this.log()}`)
       try {
-        if ((await fetch(`${this.vesselUrl}/healthz`)).ok) break
+        if (await this.healthy()) break
       } catch {}
       if (Date.now() > deadline) throw new Error(`vesseld did not come up:\n${this.log()}`)
       await new Promise((r) => setTimeout(r, 200))
     }
+  }
+
+  // GET /healthz answers 200 (over https://, trusting vesseld's CA: this
+  // process started before the CA existed, so NODE_EXTRA_CA_CERTS cannot).
+  async healthy() {
+    if (!this.options.tls) return (await fetch(`${this.vesselUrl}/healthz`)).ok
+    const ca = fs.readFileSync(this.caPath)
+    return await new Promise((resolve, reject) => {
+      const req = https.get(`${this.vesselUrl}/healthz`, { ca }, (res) => {
+        res.resume()
+        resolve(res.statusCode === 200)
+      })
+      req.on('error', reject)
+    })
   }
 
   // A clean stop and a new vesseld on the same state directory (running

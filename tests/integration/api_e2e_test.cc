@@ -387,7 +387,9 @@ TEST_F(ApiTest, ListPagesThroughEverySandboxOnce) {
   ASSERT_TRUE((*db)->addApiKey("t3", sha256Hex(key3)).ok());
   for (const char* id : {"sb-p1", "sb-p2", "sb-p3"}) {
     store::SandboxRecord r{id, "t3", "minimal", store::SandboxState::kFailed, "test"};
-    r.metadata_json = std::string(id) == "sb-p2" ? R"({"team":"b"})" : R"({"team":"a b","x":"1"})";
+    r.metadata = std::string(id) == "sb-p2"
+                     ? std::map<std::string, std::string>{{"team", "b"}}
+                     : std::map<std::string, std::string>{{"team", "a b"}, {"x", "1"}};
     ASSERT_TRUE((*db)->insertSandbox(r).ok());
   }
   std::vector<std::string> seen;

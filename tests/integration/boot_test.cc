@@ -194,11 +194,11 @@ TEST_F(BootTest, AutoAccelEndsOnAWorkingAcceleratorAndRemembersIt) {
   // (both probed once, the verdict remembered), and none at all (nothing
   // to probe: TCG at once, nothing cached, every start says why).
   bool kvm_opens = Fd::open("/dev/kvm", O_RDWR).ok();
-  auto first = runBlocking(io_, node::chooseAccel(AccelMode::kAuto, hv_, in));
+  auto first = runBlocking(io_, node::chooseAccel(node::AccelMode::kAuto, hv_, in));
   ASSERT_TRUE(first.ok()) << first.error().message();
   EXPECT_FALSE(first->cached);
   EXPECT_FALSE(first->reason.empty());
-  auto second = runBlocking(io_, node::chooseAccel(AccelMode::kAuto, hv_, in));
+  auto second = runBlocking(io_, node::chooseAccel(node::AccelMode::kAuto, hv_, in));
   ASSERT_TRUE(second.ok());
   EXPECT_EQ(second->accel, first->accel);
   EXPECT_EQ(second->reason, first->reason);
@@ -294,7 +294,7 @@ TEST_F(BootTest, JailedAccelProbeReachesKvmAndNamesTheRealReason) {
                        cache.path(),
                        "test-qemu"};
   in.deadline = 5s;
-  auto c = runBlocking(io_, node::chooseAccel(AccelMode::kAuto, jailed, in));
+  auto c = runBlocking(io_, node::chooseAccel(node::AccelMode::kAuto, jailed, in));
   for (const auto& d : os::Cgroup::dirsFor(jo.jailer.cgroups, "x"))
     ::rmdir(std::filesystem::path(d).parent_path().c_str());
   ASSERT_TRUE(c.ok()) << c.error().message();

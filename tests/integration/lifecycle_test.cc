@@ -200,8 +200,7 @@ TEST_F(LifecycleTest, EightConcurrentCreates) {
     asio::co_spawn(
         g->io,
         [this, i, &res]() -> asio::awaitable<void> {
-          // A named argument: g++ 12 destroys a braced temporary passed to
-          // a coroutine twice.
+          // g++ 12: named argument, see CONTRIBUTING.md "Coroutines under g++ 12" rule 1.
           node::CreateOptions o;
           res[i] = co_await rt_->create("lc", std::move(o));
         },

@@ -12,6 +12,7 @@
 #include <boost/asio/write.hpp>
 #include <chrono>
 #include <fstream>
+#include <sstream>
 #include <thread>
 
 #include "base/fd.h"
@@ -250,5 +251,46 @@ std::string Vesseld::sh(const std::string& id, const std::string& cmd,
 }
 
 std::vector<int> Vesseld::qemuPids() const { return qemuProcessesUsing(stateDir() + "/"); }
+
+std::vector<std::string> CliRun::lines() const {
+  std::vector<std::string> v;
+  std::istringstream s(out);
+  for (std::string l; std::getline(s, l);) v.push_back(l);
+  return v;
+}
+
+std::string CliRun::last() const {
+  auto v = lines();
+  return v.empty() ? "" : v.back();
+}
+
+CliRun runCli(const std::string& cli, const Vesseld& d, const std::vector<std::string>& args,
+              const CliCall& call) {
+  ScratchDir io;
+  CliRun r;
+  auto out = Fd::open(io.path() + "/out", O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  auto err = Fd::open(io.path() + "/err", O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  if (!out.ok() || !err.ok()) return r;
+  SpawnOptions so;
+  so.argv = {cli};
+  so.argv.insert(so.argv.end(), args.begin(), args.end());
+  so.env = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin",
+            "VESSEL_API_URL=" + (call.url.empty() ? d.url() : call.url),
+            "VESSEL_API_KEY=" + (call.key == "-" ? d.key() : call.key),
+            "VESSEL_STATE_DIR=" + d.stateDir()};
+  so.fds = {{out->get(), 1}, {err->get(), 2}};
+  so.die_with_parent = true;
+  auto p = ChildProcess::spawn(so);
+  if (!p.ok()) return r;
+  auto e = p->waitFor(call.timeout);
+  if (e.ok() && e->exited) r.code = e->code;
+  auto slurp = [](const std::string& path) {
+    std::ifstream f(path);
+    return std::string(std::istreambuf_iterator<char>(f), {});
+  };
+  r.out = slurp(io.path() + "/out");
+  r.err = slurp(io.path() + "/err");
+  return r;
+}
 
 }  // namespace vessel::testing

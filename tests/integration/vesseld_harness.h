@@ -124,4 +124,25 @@ const OpenApi* apiContract();
 // Exec output from the SSE body of POST /v1/exec.
 Vesseld::ExecOutput collectExec(const std::string& sse_body);
 
+// What one run of the `vessel` CLI printed, and its exit code (-1 when it
+// could not be started or did not exit in time).
+struct CliRun {
+  int code = -1;
+  std::string out, err;
+  std::vector<std::string> lines() const;  // of out
+  std::string last() const;                // out's last line, or ""
+};
+
+struct CliCall {
+  std::string key = "-";  // VESSEL_API_KEY; "-": the daemon's dev key
+  std::string url;        // VESSEL_API_URL; "": the daemon's
+  std::chrono::seconds timeout{300};
+};
+
+// Runs `cli ARGS...` against `d` with VESSEL_API_URL, VESSEL_API_KEY and
+// VESSEL_STATE_DIR and nothing else from our environment; stdout and stderr
+// are files, never a terminal, so the CLI must be quiet and scriptable.
+CliRun runCli(const std::string& cli, const Vesseld& d, const std::vector<std::string>& args,
+              const CliCall& call = {});
+
 }  // namespace vessel::testing

@@ -8,11 +8,14 @@
 #include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
 #include <charconv>
+#include <ctime>
 
 #include "agentclient/guest_errors.h"
 #include "e2b/envd/connect.h"
 #include "e2b/envd/route.h"
 #include "e2b/envd/services.h"
+#include "e2b/envd/signature.h"
+#include "http/json_fields.h"
 
 namespace vessel::e2b::envd {
 
@@ -264,10 +267,15 @@ Result<Target> Services::target(const Request& req) {
   if (id.empty() || id.size() > 128)
     return Error(Code::kInvalidArgument,
                  "no sandbox named: send E2b-Sandbox-Id or use a 49983-<id>.<domain> host");
-  auto tok = req.find("X-Access-Token");
-  if (tok == req.end()) return Error(Code::kUnauthenticated, "missing X-Access-Token");
-  if (!tokens.check(id, tok->value()))
-    return Error(Code::kUnauthenticated, "invalid access token for sandbox " + id);
+  // On a node, the API replica that forwarded the request checked the
+  // token (access_token.h): its proof stands in for it.
+  auto fwd = req.find(AccessTokens::kForwardHeader);
+  if (fwd == req.end() || !tokens.forwarded(id, fwd->value())) {
+    auto tok = req.find("X-Access-Token");
+    if (tok == req.end()) return Error(Code::kUnauthenticated, "missing X-Access-Token");
+    if (!tokens.check(id, tok->value()))
+      return Error(Code::kUnauthenticated, "invalid access token for sandbox " + id);
+  }
   auto agent = sandboxes.agent_of(id);
   if (!agent || agent->failure())
     return Error(Code::kUnavailable, "sandbox " + id + " is not running");
@@ -307,11 +315,77 @@ void Envd::sandboxEnded(const std::string& id) { s_->dropSandbox(id); }
 
 StateUsage Envd::usage() const { return s_->usage(); }
 
+namespace {
+
+// A request with a body is checked from its head before the body is read
+// (http::HttpServer::checkHeads): the sandbox it names, and its token or
+// the signature of a signed /files URL, one HMAC for that sandbox only.
+std::optional<Response> checkHead(const AccessTokens& tokens, const http::request_header<>& h) {
+  std::string_view target = h.target();
+  std::string_view path = target.substr(0, target.find('?'));
+  if (path == "/health") return std::nullopt;
+  std::string id;
+  if (auto it = h.find("E2b-Sandbox-Id"); it != h.end())
+    id = std::string(it->value());
+  else if (auto host = sandboxFromHost(h[http::field::host]))
+    id = *host;
+  std::optional<Error> err;
+  auto fwd = h.find(AccessTokens::kForwardHeader);
+  if (id.empty() || id.size() > 128) {
+    err = Error(Code::kInvalidArgument,
+                "no sandbox named: send E2b-Sandbox-Id or use a 49983-<id>.<domain> host");
+  } else if (fwd != h.end() && tokens.forwarded(id, fwd->value())) {
+    // On a node: the API replica that forwarded it checked the token or
+    // signature (access_token.h); its proof stands in for them.
+  } else if (auto tok = h.find("X-Access-Token"); tok != h.end()) {
+    if (!tokens.check(id, tok->value()))
+      err = Error(Code::kUnauthenticated, "invalid access token for sandbox " + id);
+  } else if (path == "/files") {
+    auto q = http::parseQuery(target, {"path", "username", "signature", "signature_expiration"});
+    if (!q.ok() || !q->count("signature")) {
+      err = Error(Code::kUnauthenticated, "missing X-Access-Token or signature");
+    } else {
+      SignedRequest sr{q->count("path") ? q->at("path") : "", "write",
+                       q->count("username") ? q->at("username") : "", q->at("signature"),
+                       std::nullopt};
+      if (h.method() != http::verb::post) sr.operation = "read";
+      if (auto e = q->find("signature_expiration"); e != q->end()) {
+        auto exp = parseExpiration(e->second);
+        if (exp.ok())
+          sr.expiration = *exp;
+        else
+          err = exp.error();
+      }
+      if (!err) {
+        Status st =
+            checkFileSignature(sr, tokens.forSandbox(id), static_cast<int64_t>(std::time(nullptr)));
+        if (!st.ok()) err = st.error();
+      }
+    }
+  } else {
+    err = Error(Code::kUnauthenticated, "missing X-Access-Token");
+  }
+  if (!err) return std::nullopt;
+  Request req;
+  req.base() = h;
+  if (path != "/files") return unaryError(req, *err);
+  int status = err->code() == Code::kInvalidArgument ? 400 : 401;
+  Response res{static_cast<http::status>(status), h.version()};
+  res.set(http::field::content_type, "application/json");
+  json::object o{{"code", status}, {"message", err->message()}};
+  res.body() = json::serialize(o);
+  res.prepare_payload();
+  return res;
+}
+
+}  // namespace
+
 // envd's route table: Connect's unary and server-stream methods, /files
 // and /health. What the router refuses under the Connect services and
 // /files is a Connect error, as envd's own are.
 void Envd::install(http::HttpServer& server) {
   Services* s = s_.get();
+  server.checkHeads([s](const http::request_header<>& h) { return checkHead(s->tokens, h); });
   http::Router& r = server.router();
   for (std::string prefix :
        {std::string(kProcessPrefix), std::string(kFilesystemPrefix), std::string("/files")})

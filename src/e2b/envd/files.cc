@@ -3,11 +3,7 @@
 // filename the path) or application/octet-stream, gzip-encoded or not.
 // Signed URLs (signature.h) stand in for the access token and may arrive
 // without naming their sandbox: the signature then says which it is.
-#include <boost/asio/as_tuple.hpp>
-#include <boost/asio/use_awaitable.hpp>
-#include <boost/asio/write.hpp>
 #include <boost/beast/http/empty_body.hpp>
-#include <boost/beast/http/write.hpp>
 #include <boost/json/serialize.hpp>
 #include <ctime>
 
@@ -15,9 +11,12 @@
 #include "base/scope_exit.h"
 #include "e2b/envd/gzip.h"
 #include "e2b/envd/multipart.h"
+#include "e2b/envd/route.h"
 #include "e2b/envd/services.h"
 #include "e2b/envd/signature.h"
+#include "http/headers.h"
 #include "http/json_fields.h"
+#include "http/stream.h"
 
 namespace vessel::e2b::envd {
 
@@ -125,22 +124,34 @@ static Result<Target> filesTarget(Services& s, const Request& req,
     VESSEL_ASSIGN_OR_RETURN(int64_t exp, parseExpiration(e->second));
     sr.expiration = exp;
   }
-  int64_t now = static_cast<int64_t>(std::time(nullptr));
-  std::vector<std::string> candidates;
-  if (auto it = req.find("E2b-Sandbox-Id"); it != req.end()) {
-    candidates.emplace_back(it->value());
-  } else {
-    candidates = s.sandboxes.live_ids();
+  if (!s.tokens.hasKey()) {
+    // A node: only the API replica can check a signature, and vouches for
+    // the sandbox it found (access_token.h).
+    auto id = req.find("E2b-Sandbox-Id");
+    auto fwd = req.find(AccessTokens::kForwardHeader);
+    if (id == req.end() || fwd == req.end() || !s.tokens.forwarded(id->value(), fwd->value()))
+      return Error(Code::kUnauthenticated, "invalid signature");
+    std::string sid(id->value());
+    auto agent = s.sandboxes.agent_of(sid);
+    if (!agent || agent->failure())
+      return Error(Code::kUnavailable, "sandbox " + sid + " is not running");
+    return Target{sid, std::move(agent), sr.user.empty() ? "user" : sr.user};
   }
-  std::optional<Error> last;
+  int64_t now = static_cast<int64_t>(std::time(nullptr));
+  // The URL names its sandbox (header or Host): one signature checked,
+  // never one per live sandbox.
+  std::vector<std::string> candidates;
+  if (auto it = req.find("E2b-Sandbox-Id"); it != req.end())
+    candidates.emplace_back(it->value());
+  else if (auto host = sandboxFromHost(req[http::field::host]))
+    candidates.push_back(*host);
+  else
+    return Error(Code::kInvalidArgument,
+                 "a signed URL names its sandbox: send E2b-Sandbox-Id or use a "
+                 "49983-<id>.<domain> host");
   for (const auto& id : candidates) {
     auto st = checkFileSignature(sr, s.tokens.forSandbox(id), now);
-    if (!st.ok()) {
-      last = st.error();
-      // An expired signature that matched is the answer, not a miss.
-      if (st.error().message().find("expired") != std::string::npos) return st.error();
-      continue;
-    }
+    if (!st.ok()) return st.error();
     auto agent = s.sandboxes.agent_of(id);
     if (!agent || agent->failure())
       return Error(Code::kUnavailable, "sandbox " + id + " is not running");
@@ -181,41 +192,34 @@ asio::awaitable<std::optional<Response>> Services::getFile(const Request& req,
   http::response<http::empty_body> head{http::status::ok, req.version()};
   head.set(http::field::content_type, "application/octet-stream");
   std::string name = path->substr(path->find_last_of('/') + 1);
-  head.set(http::field::content_disposition, "inline; filename=\"" + name + "\"");
+  http::setDownloadHeaders(head, "inline", name);
   if (gzip) head.set(http::field::content_encoding, "gzip");
   head.set(http::field::server, "vessel");
-  head.chunked(true);
   head.keep_alive(false);
-  http::response_serializer<http::empty_body> sr(head);
-  stream.expires_after(kWriteTimeout);
-  auto [hec, hn] =
-      co_await http::async_write_header(stream, sr, asio::as_tuple(asio::use_awaitable));
-  if (hec) co_return std::nullopt;
-  for (;;) {
+  http::ChunkedWriter out(stream, kWriteTimeout);
+  bool started = co_await out.head(std::move(head));
+  if (!started) co_return std::nullopt;
+  // The file's pieces, deflated off the io thread when asked (the last
+  // call flushes the gzip trailer).
+  bool finished = false;
+  auto next = [&]() -> asio::awaitable<Result<std::optional<std::string>>> {
+    if (finished) co_return std::optional<std::string>();
     auto chunk = co_await (*reader)->read();
-    if (!chunk.ok()) {
-      log().forSandbox(t->sandbox_id).warn("GET /files {}: {}", *path, chunk.error().message());
-      boost::system::error_code ec;
-      stream.socket().close(ec);  // no last chunk: the client sees a cut transfer
-      co_return std::nullopt;
-    }
-    bool end = !chunk->has_value();
-    std::string data = end ? std::string() : std::move(**chunk);
+    if (!chunk.ok()) co_return std::move(chunk).error();
+    finished = !chunk->has_value();
+    std::string data = finished ? std::string() : std::move(**chunk);
     if (gz) {
-      auto deflate = [&gz, &data, end] { return gz->feed(data, end); };
+      auto deflate = [&gz, &data, end = finished] { return gz->feed(data, end); };
       data = co_await codec.run(std::move(deflate));
     }
-    stream.expires_after(kWriteTimeout);
-    if (!data.empty()) {
-      auto body = http::make_chunk(asio::buffer(data));
-      auto [ec, n] = co_await asio::async_write(stream, body, asio::as_tuple(asio::use_awaitable));
-      if (ec) break;
-    }
-    if (end) {
-      auto last = http::make_chunk_last();
-      auto [ec, n] = co_await asio::async_write(stream, last, asio::as_tuple(asio::use_awaitable));
-      break;
-    }
+    co_return std::optional<std::string>(std::move(data));
+  };
+  auto copied = co_await http::copyChunks(out, next);
+  if (!copied.ok()) {
+    log().forSandbox(t->sandbox_id).warn("GET /files {}: {}", *path, copied.error().message());
+    boost::system::error_code ec;
+    stream.socket().close(ec);  // no last chunk: the client sees a cut transfer
+    co_return std::nullopt;
   }
   boost::system::error_code ec;
   stream.socket().shutdown(asio::ip::tcp::socket::shutdown_send, ec);

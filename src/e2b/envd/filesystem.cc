@@ -2,24 +2,19 @@
 // the polled watchers, onto the agent's file calls (docs/e2b-envd.md).
 #include <algorithm>
 #include <array>
-#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
-#include <boost/asio/experimental/awaitable_operators.hpp>
-#include <boost/asio/experimental/channel.hpp>
-#include <boost/asio/steady_timer.hpp>
-#include <boost/asio/use_awaitable.hpp>
 #include <boost/json/serialize.hpp>
 #include <ctime>
 #include <deque>
 
+#include "agentclient/event_pump.h"
 #include "e2b/envd/connect.h"
 #include "e2b/envd/services.h"
 
 namespace vessel::e2b::envd {
 
-using namespace asio::experimental::awaitable_operators;
 using agentproto::FileStat;
 using agentproto::FileType;
 using W = agentproto::WatchEventMsg;
@@ -122,6 +117,8 @@ json::object entryInfo(const FileStat& st, const std::string& path) {
   return e;
 }
 
+// Long because it is the dispatch of filesystem.Filesystem's unary methods
+// (Stat, MakeDir, Move, ListDir, Remove, the watchers), one case per method.
 asio::awaitable<Response> Services::filesystemUnary(const Request& req, std::string method) {
   auto t = target(req);
   if (!t.ok()) co_return unaryError(req, t.error());
@@ -235,22 +232,22 @@ asio::awaitable<Response> Services::filesystemUnary(const Request& req, std::str
     watcher->watch = std::shared_ptr<agentclient::Watch>(std::move(*w));
     std::string id = "w" + std::to_string(next_watcher++);
     watchers[id] = watcher;
+    // Its events queued as they come (agentclient/event_pump.h reads them).
+    auto queue = [this, watcher](
+                     agentclient::StreamItem<agentclient::WatchEvent> ev) -> asio::awaitable<bool> {
+      // Freed with its sandbox: nothing more is kept, and the watch (with
+      // the agent's stream) goes with the pump.
+      if (watcher->dropped) co_return false;
+      if (ev.error) {
+        watcher->failed = true;
+        co_return false;
+      }
+      for (const char* type : eventTypes(ev.value.kind))
+        queueEvent(*watcher, json::object{{"name", ev.value.name}, {"type", type}});
+      co_return true;
+    };
     asio::co_spawn(
-        io,
-        [this, watcher]() -> asio::awaitable<void> {
-          for (;;) {
-            auto ev = co_await watcher->watch->next();
-            // Freed with its sandbox: nothing more is kept, and the watch
-            // (with the agent's stream) goes with this coroutine.
-            if (watcher->dropped) co_return;
-            if (!ev.ok()) {
-              watcher->failed = true;
-              co_return;
-            }
-            for (const char* type : eventTypes(ev->kind))
-              queueEvent(*watcher, json::object{{"name", ev->name}, {"type", type}});
-          }
-        },
+        io, agentclient::pumpEvents<agentclient::WatchEvent>(watcher->watch, std::move(queue)),
         asio::bind_cancellation_slot(watcher->stop->slot(), asio::detached));
     co_return unaryOk(req, json::object{{"watcherId", id}});
   }
@@ -314,34 +311,10 @@ asio::awaitable<std::optional<Response>> Services::watchDir(const Request& req,
   std::shared_ptr<agentclient::Watch> watch(std::move(*w));
 
   // The watch's events through a channel, so that the client going away,
-  // keepalives and the deadline are awaited together.
-  struct Item {
-    std::optional<Error> error;
-    agentclient::WatchEvent ev;
-  };
-  using Ch = asio::experimental::channel<void(boost::system::error_code, Item)>;
-  auto ch = std::make_shared<Ch>(io, 64);
-  // Stops the reader when the stream ends: on a quiet directory it would
-  // otherwise hold the watch (and the agent's stream) until the sandbox ends.
-  auto stop = std::make_shared<asio::cancellation_signal>();
-  asio::co_spawn(
-      io,
-      [watch, ch, stop]() -> asio::awaitable<void> {
-        for (;;) {
-          auto ev = co_await watch->next();
-          Item it;
-          bool last = !ev.ok();
-          if (ev.ok())
-            it.ev = std::move(*ev);
-          else
-            it.error = std::move(ev).error();
-          if (!ch->is_open()) co_return;
-          auto [ec] = co_await ch->async_send(boost::system::error_code(), std::move(it),
-                                              asio::as_tuple(asio::use_awaitable));
-          if (ec || last) co_return;
-        }
-      },
-      asio::bind_cancellation_slot(stop->slot(), asio::detached));
+  // keepalives and the deadline are awaited together; stopped when the
+  // stream ends: on a quiet directory the pump would otherwise hold the
+  // watch (and the agent's stream) until the sandbox ends.
+  agentclient::EventStream<agentclient::WatchEvent> events(io, std::move(watch), 64);
 
   StreamSpec spec;
   spec.first = json::object{{"start", json::object()}};
@@ -350,27 +323,26 @@ asio::awaitable<std::optional<Response>> Services::watchDir(const Request& req,
   spec.deadline = *deadline;
   spec.deadline_message = "watch deadline exceeded";
   auto r = co_await serveStream(io, req, stream, spec, [&]() -> asio::awaitable<StreamStep> {
-    auto [ec, item] = co_await ch->async_receive(asio::as_tuple(asio::use_awaitable));
+    auto item = co_await events.next();
     StreamStep step;
-    if (ec || item.error) {
+    if (item.error) {
       step.kind = StreamStep::Kind::kCut;
       co_return step;
     }
     // The entry where it still exists (not after a remove or a rename away).
     std::optional<json::object> entry;
     if (include_entry) {
-      std::string full = (*path == "/" ? "" : *path) + "/" + item.ev.name;
+      std::string full = (*path == "/" ? "" : *path) + "/" + item.value.name;
       if (auto st = co_await t->agent->stat(full); st.ok()) entry = entryInfo(*st, full);
     }
-    for (const char* type : eventTypes(item.ev.kind)) {
-      json::object fe{{"name", item.ev.name}, {"type", type}};
+    for (const char* type : eventTypes(item.value.kind)) {
+      json::object fe{{"name", item.value.name}, {"type", type}};
       if (entry) fe["entry"] = *entry;
       step.messages.push_back(json::object{{"filesystem", std::move(fe)}});
     }
     co_return step;
   });
-  ch->close();
-  stop->emit(asio::cancellation_type::terminal);
+  events.stop();
   co_return r;
 }
 

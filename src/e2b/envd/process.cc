@@ -10,6 +10,7 @@
 #include <optional>
 #include <tuple>
 
+#include "base/env_var.h"
 #include "base/log.h"
 #include "e2b/envd/connect.h"
 #include "e2b/envd/services.h"
@@ -114,6 +115,8 @@ Result<std::string> inputBytes(const json::object& input) {
 
 }  // namespace
 
+// Long because it is the dispatch of process.Process's unary methods (List,
+// SendInput, SendSignal, Update, CloseStdin), one case per method.
 asio::awaitable<Response> Services::processUnary(const Request& req, std::string method) {
   auto t = target(req);
   if (!t.ok()) co_return unaryError(req, t.error());
@@ -246,6 +249,8 @@ asio::awaitable<Response> Services::processUnary(const Request& req, std::string
   co_return unaryError(req, Error(Code::kNotFound, "no such method process.Process/" + method));
 }
 
+// Long because it is the dispatch of process.Process's streaming methods
+// (Start, Connect, StreamInput), one case per method over one stream set-up.
 asio::awaitable<std::optional<Response>> Services::processStream(const Request& req,
                                                                  beast::tcp_stream& stream,
                                                                  std::string method) {
@@ -280,8 +285,13 @@ asio::awaitable<std::optional<Response>> Services::processStream(const Request& 
     }
     if (auto* en = field(*proc, "envs"); en && en->is_object()) {
       for (const auto& [k, v] : en->as_object()) {
-        if (!v.is_string())
-          co_return streamError(req, Error(Code::kInvalidArgument, "envs must be strings"));
+        if (!portableEnvName(k))
+          co_return streamError(
+              req, Error(Code::kInvalidArgument,
+                         "envs: bad variable name '" + std::string(k).substr(0, 64) + "'"));
+        if (!v.is_string() || !envValue(v.as_string()))
+          co_return streamError(req,
+                                Error(Code::kInvalidArgument, "envs must be strings without NUL"));
         spec.env.push_back(std::string(k) + "=" + std::string(v.as_string()));
       }
     }
@@ -317,6 +327,9 @@ asio::awaitable<std::optional<Response>> Services::processStream(const Request& 
     bool is_pty = spec.pty;
     if (auto room = roomForProcess(t->sandbox_id); !room.ok())
       co_return streamError(req, room.error());
+    // The command log's "who": envd's caller holds the sandbox's access
+    // token (or a replica vouched for one), which names no one else.
+    spec.origin = "envd";
     auto started = co_await t->agent->exec(std::move(spec));
     if (!started.ok()) co_return streamError(req, fromGuest(started.error()));
     if (!keep_stdin && !is_pty) {
@@ -352,7 +365,7 @@ asio::awaitable<std::optional<Response>> Services::processStream(const Request& 
   bool pty = entry->pty;
   uint32_t pid = entry->pid;
   auto r = co_await serveStream(io, req, stream, spec, [&]() -> asio::awaitable<StreamStep> {
-    // (No co_await inside a conditional expression: g++ 12 miscompiles it.)
+    // (g++ 12: named result, see CONTRIBUTING.md "Coroutines under g++ 12" rule 3.)
     std::tuple<boost::system::error_code, ProcItem> got;
     if (early) {
       got = std::move(*early);
@@ -367,14 +380,14 @@ asio::awaitable<std::optional<Response>> Services::processStream(const Request& 
       lg.info("process {}: stream cut: {}", pid,
               item.error ? item.error->message() : std::string("closed"));
       step.kind = StreamStep::Kind::kCut;
-    } else if (item.event.kind == agentclient::ProcessEvent::Kind::kExit) {
+    } else if (item.value.kind == agentclient::ProcessEvent::Kind::kExit) {
       step.kind = StreamStep::Kind::kEnd;
-      if (item.event.exit.timed_out)
+      if (item.value.exit.timed_out)
         step.error = Error(Code::kDeadlineExceeded, "process deadline exceeded");
       else
-        step.messages.push_back(endEvent(item.event.exit));
+        step.messages.push_back(endEvent(item.value.exit));
     } else {
-      step.messages.push_back(dataEvent(item.event, pty));
+      step.messages.push_back(dataEvent(item.value, pty));
     }
     co_return step;
   });

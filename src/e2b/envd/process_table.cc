@@ -132,18 +132,9 @@ void ProcessTable::startPump(const std::shared_ptr<ProcEntry>& e) {
 
 asio::awaitable<void> ProcessTable::pump(std::shared_ptr<ProcEntry> e,
                                          std::shared_ptr<agentclient::Process> h) {
-  for (;;) {
-    auto next = h->next();
-    auto r = co_await std::move(next);
-    if (e->handle != h) co_return;  // replaced by a re-attach meanwhile
-    ProcItem item;
-    bool last = true;
-    if (r.ok()) {
-      item.event = std::move(*r);
-      last = item.event.kind == agentclient::ProcessEvent::Kind::kExit;
-    } else {
-      item.error = std::move(r).error();
-    }
+  // Every event to every subscriber (agentclient/event_pump.h reads them).
+  auto fanOut = [this, e, h](ProcItem item) -> asio::awaitable<bool> {
+    if (e->handle != h) co_return false;  // replaced by a re-attach meanwhile
     // Copy: a subscriber may leave while we wait on another.
     auto subs = e->subscribers;
     for (auto& ch : subs) {
@@ -151,7 +142,7 @@ asio::awaitable<void> ProcessTable::pump(std::shared_ptr<ProcEntry> e,
       boost::system::error_code none;
       (void)co_await ch->async_send(none, item, asio::as_tuple(asio::use_awaitable));
     }
-    if (!last) continue;
+    if (!agentclient::endsStream(item)) co_return true;
     if (!item.error) {
       e->exited = true;
       auto it = entries_.find({e->sandbox_id, e->pid});
@@ -160,8 +151,9 @@ asio::awaitable<void> ProcessTable::pump(std::shared_ptr<ProcEntry> e,
       // The channel failed: keep the entry, detached, for a re-attach.
       e->handle.reset();
     }
-    co_return;
-  }
+    co_return false;
+  };
+  co_await agentclient::pumpEvents<agentclient::ProcessEvent>(h, std::move(fanOut));
 }
 
 }  // namespace vessel::e2b::envd

@@ -21,17 +21,15 @@
 #include <vector>
 
 #include "agentclient/agent_client.h"
+#include "agentclient/event_pump.h"
 
 namespace vessel::e2b::envd {
 
 namespace asio = boost::asio;
 
 // One event for a subscriber: output, the exit, or why the source failed.
-struct ProcItem {
-  std::optional<Error> error;
-  agentclient::ProcessEvent event;
-};
-using ProcChannel = asio::experimental::channel<void(boost::system::error_code, ProcItem)>;
+using ProcItem = agentclient::StreamItem<agentclient::ProcessEvent>;
+using ProcChannel = agentclient::EventChannel<agentclient::ProcessEvent>;
 
 struct ProcEntry {
   std::string sandbox_id;

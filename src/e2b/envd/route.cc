@@ -17,12 +17,10 @@ std::optional<std::string> sandboxFromHost(std::string_view host) {
   return std::string(host.substr(0, dot));
 }
 
-std::optional<std::string> sandboxOfRequest(
-    const http::request_header<>& head, const AccessTokens& tokens,
-    const std::function<std::vector<std::string>()>& live_ids) {
-  if (auto it = head.find("E2b-Sandbox-Id"); it != head.end() && !it->value().empty())
-    return std::string(it->value());
-  if (auto h = sandboxFromHost(head[http::field::host])) return h;
+namespace {
+
+// A /files request's signature, if it carries one.
+std::optional<SignedRequest> signedRequest(const http::request_header<>& head) {
   std::string_view target = head.target();
   std::string_view path = target.substr(0, target.find('?'));
   if (path != "/files") return std::nullopt;
@@ -40,13 +38,26 @@ std::optional<std::string> sandboxOfRequest(
     if (!exp.ok()) return std::nullopt;
     sr.expiration = *exp;
   }
-  int64_t now = static_cast<int64_t>(std::time(nullptr));
-  for (const auto& id : live_ids()) {
-    auto st = checkFileSignature(sr, tokens.forSandbox(id), now);
-    // An expired signature that matched is that sandbox's: its node says so.
-    if (st.ok() || st.error().message().find("expired") != std::string::npos) return id;
-  }
-  return std::nullopt;
+  return sr;
+}
+
+}  // namespace
+
+std::optional<std::string> sandboxOfRequest(const http::request_header<>& head) {
+  if (auto it = head.find("E2b-Sandbox-Id"); it != head.end() && !it->value().empty())
+    return std::string(it->value());
+  return sandboxFromHost(head[http::field::host]);
+}
+
+bool authenticated(const http::request_header<>& head, const AccessTokens& tokens,
+                   const std::string& sandbox_id) {
+  if (!tokens.hasKey()) return false;
+  if (auto sr = signedRequest(head))
+    return checkFileSignature(*sr, tokens.forSandbox(sandbox_id),
+                              static_cast<int64_t>(std::time(nullptr)))
+        .ok();
+  auto tok = head.find("X-Access-Token");
+  return tok != head.end() && tokens.check(sandbox_id, tok->value());
 }
 
 }  // namespace vessel::e2b::envd

@@ -28,6 +28,7 @@
 #include "e2b/envd/process_table.h"
 #include "http/render_thread.h"
 #include "http/server.h"
+#include "http/stream.h"
 
 namespace vessel::e2b::envd {
 
@@ -106,7 +107,7 @@ Response streamError(const Request& req, const Error& e);
 // gone) while end() finishes it cleanly with the end-of-stream envelope.
 class ConnectStream {
  public:
-  ConnectStream(beast::tcp_stream& s, const Request& req) : s_(s), req_(req) {}
+  ConnectStream(beast::tcp_stream& s, const Request& req) : s_(s), req_(req), out_(s) {}
   asio::awaitable<bool> head();
   asio::awaitable<bool> send(const json::object& msg);
   // The end-of-stream envelope and the last chunk; false if the write failed.
@@ -115,9 +116,9 @@ class ConnectStream {
   void cut();
 
  private:
-  asio::awaitable<bool> chunk(std::string data);
   beast::tcp_stream& s_;
   const Request& req_;
+  http::ChunkedWriter out_;
 };
 
 // One step of a server stream's source: messages to send, then whether

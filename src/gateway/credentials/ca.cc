@@ -7,6 +7,8 @@
 #include <openssl/x509v3.h>
 #include <sys/stat.h>
 
+#include <boost/asio/ip/address.hpp>
+
 #include "base/fd.h"
 
 namespace vessel::gateway::credentials {
@@ -167,6 +169,13 @@ Result<CertificateAuthority> CertificateAuthority::loadOrCreate(
 }
 
 Result<X509Ptr> CertificateAuthority::mintLeaf(const std::string& name, EVP_PKEY* leaf_key) {
+  return mintLeaf(std::vector<std::string>{name}, leaf_key);
+}
+
+Result<X509Ptr> CertificateAuthority::mintLeaf(const std::vector<std::string>& names,
+                                               EVP_PKEY* leaf_key) {
+  if (names.empty()) return Error(Code::kInvalidArgument, "mint leaf: no name");
+  const std::string& name = names.front();
   X509Ptr leaf(X509_new());
   X509* c = leaf.get();
   X509_set_version(c, 2);
@@ -179,7 +188,13 @@ Result<X509Ptr> CertificateAuthority::mintLeaf(const std::string& name, EVP_PKEY
                              reinterpret_cast<const unsigned char*>(name.c_str()), -1, -1, 0);
   X509_set_issuer_name(c, X509_get_subject_name(cert_.get()));
   X509_set_pubkey(c, leaf_key);
-  std::string san = "DNS:" + name;  // name is normalized: no ',' can reach here
+  // Names are normalized by the callers: no ',' can reach here.
+  std::string san;
+  for (const auto& each : names) {
+    boost::system::error_code ec;
+    (void)boost::asio::ip::make_address(each, ec);
+    san += (san.empty() ? "" : ",") + std::string(ec ? "DNS:" : "IP:") + each;
+  }
   if (!addExt(c, cert_.get(), NID_subject_alt_name, san.c_str()) ||
       !addExt(c, cert_.get(), NID_basic_constraints, "critical,CA:FALSE") ||
       !addExt(c, cert_.get(), NID_ext_key_usage, "serverAuth") ||
@@ -192,11 +207,19 @@ Result<X509Ptr> CertificateAuthority::mintLeaf(const std::string& name, EVP_PKEY
 
 Result<std::shared_ptr<boost::asio::ssl::context>> CertificateAuthority::serverContext(
     const std::string& name) {
+  return serverContext(std::vector<std::string>{name});
+}
+
+Result<std::shared_ptr<boost::asio::ssl::context>> CertificateAuthority::serverContext(
+    const std::vector<std::string>& names) {
+  if (names.empty()) return Error(Code::kInvalidArgument, "server context: no name");
+  std::string name = names.front();
+  for (size_t i = 1; i < names.size(); ++i) name += "," + names[i];
   auto now = now_();
   if (auto it = contexts_.find(name);
       it != contexts_.end() && now - it->second.at < kLeafRenewAfter)
     return it->second.ctx;
-  VESSEL_ASSIGN_OR_RETURN(X509Ptr leaf, mintLeaf(name, leaf_key_.get()));
+  VESSEL_ASSIGN_OR_RETURN(X509Ptr leaf, mintLeaf(names, leaf_key_.get()));
   auto ctx = std::make_shared<boost::asio::ssl::context>(boost::asio::ssl::context::tls_server);
   SSL_CTX* s = ctx->native_handle();
   SSL_CTX_set_min_proto_version(s, TLS1_2_VERSION);

@@ -13,6 +13,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "base/result.h"
 
@@ -45,8 +46,15 @@ class CertificateAuthority {
   // http/1.1 by ALPN (so every request stays visible to the gateway).
   Result<std::shared_ptr<boost::asio::ssl::context>> serverContext(const std::string& name);
 
+  // One leaf for every name in `names` (DNS names and IP literals, as
+  // subjectAltNames), cached and renewed like serverContext's: a listener
+  // reached by several names (vesseld --tls-self-signed).
+  Result<std::shared_ptr<boost::asio::ssl::context>> serverContext(
+      const std::vector<std::string>& names);
+
   // Mints a leaf certificate for `name` signed by this CA (exposed for tests).
   Result<X509Ptr> mintLeaf(const std::string& name, EVP_PKEY* leaf_key);
+  Result<X509Ptr> mintLeaf(const std::vector<std::string>& names, EVP_PKEY* leaf_key);
 
   // Leaves are valid for kLeafLifetime and re-minted once kLeafRenewAfter
   // has passed, so a cached one never reaches its expiry in use.

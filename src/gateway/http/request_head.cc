@@ -84,6 +84,9 @@ bool parseHeaderLine(std::string_view line, Header* out, std::string* why) {
   return true;
 }
 
+// Long because it is one pass over the head in wire order (request line,
+// fields, then the framing rules of RFC 9112 6.3), every limit beside the
+// bytes it bounds.
 ParseResult parseRequestHead(std::string_view buf) {
   size_t end = buf.find("\r\n\r\n");
   if (end == std::string_view::npos) {

@@ -76,6 +76,8 @@ ClientHelloParser::State ClientHelloParser::checkHandshake() {
   return parseBody();
 }
 
+// Long because it reads the ClientHello's fields in their wire order
+// (RFC 8446, 4.1.2), each length bounded, in one pass over one reader.
 ClientHelloParser::State ClientHelloParser::parseBody() {
   ByteReader r(std::string_view(handshake_).substr(4));
   std::string_view random, session_id, suites, compression;

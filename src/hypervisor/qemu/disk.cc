@@ -22,6 +22,7 @@
 #include "base/new_id.h"
 #include "hypervisor/qemu/qcow2_header.h"
 #include "hypervisor/qemu/qemu.h"
+#include "os/jail.h"
 
 namespace vessel::hypervisor::qemu {
 
@@ -29,9 +30,12 @@ namespace {
 
 using namespace std::chrono_literals;
 
-asio::awaitable<Status> runTool(SpawnOptions so, std::chrono::milliseconds limit,
-                                std::string what) {
-  auto p = ChildProcess::spawn(so);
+// In `jail` when there is one: as PID 1 of its own PID namespace, so the
+// tool (and anything a hostile image made it start) sees no host process
+// and leaves none behind.
+asio::awaitable<Status> runTool(SpawnOptions so, std::chrono::milliseconds limit, std::string what,
+                                const os::Jail* jail = nullptr) {
+  auto p = jail ? jail->spawn(std::move(so)) : ChildProcess::spawn(so);
   if (!p.ok()) co_return std::move(p).error().withContext(what);
   auto st = co_await waitAsync(*p, limit);
   if (!st.ok()) co_return std::move(st).error().withContext(what);
@@ -75,10 +79,10 @@ asio::awaitable<Status> QemuHypervisor::runConfined(std::vector<std::string> arg
   auto j = os::Jail::create(opts_.jail->jailer, std::move(js));
   if (!j.ok()) co_return std::move(j).error().withContext(what);
   std::unique_ptr<os::Jail> jail = std::move(*j);
-  // The jail's own step: its uid, no capabilities, its mount view and,
-  // as for QEMU, no network, no System V IPC and its own host name.
-  so.pre_exec = jail->preExec();
-  Status st = co_await runTool(std::move(so), limit, what);
+  // As QEMU is: the jail's uid, no capabilities, its mount view, no
+  // network, no System V IPC, its own host name and PID namespace.
+  const os::Jail* in = jail.get();
+  Status st = co_await runTool(std::move(so), limit, what, in);
   // The tool has exited: its cgroup empties; removed without blocking
   // the io thread, then ~Jail gives the lent files back to root.
   if (auto r = co_await jail->cgroup().removeAsync(); !r.ok())
@@ -89,8 +93,8 @@ asio::awaitable<Status> QemuHypervisor::runConfined(std::vector<std::string> arg
 
 asio::awaitable<Status> QemuHypervisor::createOverlay(std::string path, std::string backing,
                                                       std::string backing_format) {
-  // Arguments built outside the co_await: g++ 12 miscompiles braced
-  // initializers holding string literals in coroutine calls. Every format
+  // g++ 12: arguments built first, see CONTRIBUTING.md "Coroutines under g++ 12" rule 2.
+  // Every format
   // given: a template's raw image is never probed (a guest-written raw
   // image may begin like a qcow2 header). Unconfined: it reads only the
   // template's image, which no VM can write once the template exists.

@@ -179,5 +179,24 @@ TEST_F(QemuDiskTest, StartRefusesADiskWhoseHeaderNamesAnotherFile) {
   EXPECT_FALSE(fs::exists(s.run_dir)) << "nothing of it was made";
 }
 
+// A tool run on a VM's files sees no host process: it is PID 1 of a PID
+// namespace of its own (what a hostile image made it start dies with it)
+// and runs as a VM uid, not root. Its network and IPC namespaces are the
+// jail's (os/jail_namespaces_test.cc).
+TEST_F(QemuDiskTest, AConfinedToolIsPidOneOfItsOwnNamespaceAndNotRoot) {
+  std::string out = dir_ + "/staging/probe.txt";
+  { std::ofstream touch(out); }
+  ::chmod(out.c_str(), 0600);
+  std::vector<std::string> argv = {"/bin/sh", "-c", "{ echo pid=$$; echo uid=$(id -u); } > " + out};
+  std::vector<os::BindMount> files = {{out, true, false, false}};
+  std::vector<std::string> owned = {out};
+  Status s = runBlocking(io_, hv_->runConfined(std::move(argv), std::move(files), std::move(owned),
+                                               std::chrono::seconds(30), "probe"));
+  ASSERT_TRUE(s.ok()) << s.error().message();
+  std::string got = slurp(out);
+  EXPECT_THAT(got, HasSubstr("pid=1\n"));
+  EXPECT_THAT(got, ::testing::Not(HasSubstr("uid=0\n")));
+}
+
 }  // namespace
 }  // namespace vessel::hypervisor::qemu

@@ -210,8 +210,7 @@ class QemuVm : public Vm {
     // 1. Ask QEMU to quit over QMP.
     if (!child_.tryWait() && !qmp_->failed()) (void)co_await qmp_->execute("quit", {}, 1s);
     // 2., 3. SIGTERM, then SIGKILL, each after a bounded wait.
-    // (Named results: g++ 12 miscompiles co_await on a temporary inside
-    // a condition.)
+    // (g++ 12: named result, see CONTRIBUTING.md "Coroutines under g++ 12" rule 3.)
     const std::chrono::milliseconds grace = 2s;
     auto quit = co_await waitAsync(child_, grace);
     if (!quit.ok()) {
@@ -256,8 +255,7 @@ class QemuVm : public Vm {
     cap["state"] = on;
     json::array caps;
     caps.push_back(std::move(cap));
-    // Arguments built outside the co_await: g++ 12 miscompiles braced
-    // initializers holding string literals in coroutine calls.
+    // g++ 12: arguments built first, see CONTRIBUTING.md "Coroutines under g++ 12" rule 2.
     json::object args;
     args["capabilities"] = std::move(caps);
     auto r = co_await qmp_->execute("migrate-set-capabilities", std::move(args));
@@ -348,9 +346,8 @@ class QemuVm : public Vm {
                                                       " MiB (guest RAM plus a margin): refused");
       }
       if (n > 0) {
-        // Named, not a temporary argument: g++ 12 destroys a prvalue
-        // argument of a coroutine twice.
-        // `len`, not `n` captured: clang 14 cannot capture a structured binding.
+        // g++ 12: named argument, see CONTRIBUTING.md "Coroutines under g++ 12" rule 1.
+        // `len`, not `n` captured: see CONTRIBUTING.md "Coroutines under g++ 12" rule 4.
         auto write = [file, b = std::move(buf), len = n]() mutable {
           Status st = writeAllTo(file->get(), b.data(), len);
           return std::make_pair(std::move(st), std::move(b));
@@ -408,6 +405,9 @@ class QemuVm : public Vm {
 
 }  // namespace
 
+// Long because a start is one ordered sequence (overlay checked and lent,
+// sockets, stderr drain, argv, the jailed spawn, QMP handshake) whose
+// partial results the one cleanup at the end undoes.
 asio::awaitable<Result<std::unique_ptr<Vm>>> QemuHypervisor::start(MachineSpec spec,
                                                                    Clock::time_point deadline) {
   VESSEL_CO_TRY(validateSpec(spec));

@@ -40,17 +40,19 @@ class QemuHypervisor : public Hypervisor {
   // cgroups, mount-point directories, uid leases). After adopting.
   void sweepJails();
 
- private:
   // Runs a tool (qemu-img) on images a VM wrote, confined as a VM is: a
   // uid of its own leased from the VM range, no capabilities,
   // no_new_privs, a mount view of the system and `files` alone, a cgroup,
-  // no network or IPC namespace of the host's. `owned` are lent to its uid
+  // no network, IPC or PID namespace of the host's (it is PID 1 of its
+  // own, Jail::spawn). `owned` are lent to its uid
   // for the run (os::JailSpec::owned). Without a jail configured the tool
   // runs as QEMU then does, as vesseld.
   asio::awaitable<Status> runConfined(std::vector<std::string> argv,
                                       std::vector<os::BindMount> files,
                                       std::vector<std::string> owned,
                                       std::chrono::milliseconds limit, std::string what);
+
+ private:
   QemuOptions opts_;
   // Writes and fsyncs of saved VM states (guest RAM, hundreds of MiB): a
   // writer the page cache throttles must not be the io thread. Shared with

@@ -104,7 +104,7 @@ Status writeFakeState(const std::string& path, const FakeState& s) {
 }
 
 Status installFakeTemplate(templates::TemplateStore& store, const std::string& staging,
-                           const std::string& name, uint64_t memory_mib) {
+                           const std::string& name, uint64_t memory_mib, bool network) {
   std::error_code ec;
   std::filesystem::create_directories(staging, ec);
   if (ec) return Error(Code::kInternal, "create " + staging + ": " + ec.message());
@@ -118,10 +118,11 @@ Status installFakeTemplate(templates::TemplateStore& store, const std::string& s
   m.vcpus = 1;
   m.memory_mib = memory_mib;
   m.created_at = "2026-01-01T00:00:00Z";
+  m.network = network;
   VESSEL_TRY(writeFileAtomic(staging + "/" + templates::kRootfsFile, "a root filesystem\n"));
   VESSEL_TRY(writeFileAtomic(staging + "/" + templates::kMemoryFile, "guest RAM\n"));
-  VESSEL_TRY(
-      writeFakeState(staging + "/" + templates::kStateFile, {m.vcpus, m.memory_mib, false, true}));
+  VESSEL_TRY(writeFakeState(staging + "/" + templates::kStateFile,
+                            {m.vcpus, m.memory_mib, network, true}));
   for (const char* f : {templates::kRootfsFile, templates::kMemoryFile, templates::kStateFile}) {
     VESSEL_ASSIGN_OR_RETURN(m.files[f], sha256File(staging + "/" + f));
   }
@@ -410,8 +411,7 @@ asio::awaitable<Status> FakeHypervisor::createOverlay(std::string path, std::str
                                                       std::string backing_format) {
   if (backing_format != "raw" && backing_format != "qcow2")
     co_return Error(Code::kInvalidArgument, "overlay: backing format must be raw or qcow2");
-  // Named, not a temporary argument: g++ 12 destroys a prvalue argument of
-  // a coroutine twice.
+  // g++ 12: named argument, see CONTRIBUTING.md "Coroutines under g++ 12" rule 1.
   auto copy = [backing, path] { return copySparse(backing, path); };
   co_return co_await offload(*disk_thread_, std::move(copy));
 }

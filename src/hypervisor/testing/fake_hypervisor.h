@@ -68,8 +68,10 @@ Status writeFakeState(const std::string& path, const FakeState& s);
 // `staging`: a few bytes of root filesystem and RAM and a fake state, all
 // the fake hypervisor needs to restore sandboxes from it. The memory is
 // only a number to the fake (placement counts it; nothing is allocated).
+// `network`: the template has a virtio-net device (its sandboxes take an
+// egress slot when the runtime has a pool).
 Status installFakeTemplate(templates::TemplateStore& store, const std::string& staging,
-                           const std::string& name, uint64_t memory_mib = 64);
+                           const std::string& name, uint64_t memory_mib = 64, bool network = false);
 Result<FakeState> parseFakeState(std::string_view text);
 
 class FakeVm;

@@ -251,8 +251,7 @@ asio::awaitable<void> Egress::supervise() {
 asio::awaitable<Status> Egress::setSandbox(std::string sandbox, std::string source,
                                            json::object policy) {
   policy["generation"] = ++generation_;
-  // Named, not a temporary argument: g++ 12 destroys a prvalue argument of
-  // a coroutine twice.
+  // g++ 12: named argument, see CONTRIBUTING.md "Coroutines under g++ 12" rule 1.
   json::object req{
       {"op", "set_sandbox"}, {"sandbox", sandbox}, {"source", source}, {"policy", policy}};
   auto r = co_await call(std::move(req));

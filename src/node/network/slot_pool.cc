@@ -150,8 +150,7 @@ boost::asio::awaitable<Result<std::unique_ptr<Slot>>> SlotPool::acquireAsync() {
   if (!i.ok()) co_return std::move(i).error();
   uint32_t index = *i;
   auto alive = alive_;
-  // Named, not a temporary argument: g++ 12 destroys a prvalue argument of
-  // a coroutine twice.
+  // g++ 12: named argument, see CONTRIBUTING.md "Coroutines under g++ 12" rule 1.
   auto make = [layout = layout_, index] { return Slot::create(layout, index); };
   auto s = co_await offload(*makers_, std::move(make));
   // The pool may be gone by now (vesseld stopping): the slot goes with it.
@@ -171,8 +170,7 @@ boost::asio::awaitable<void> SlotPool::releaseAsync(std::unique_ptr<Slot> slot) 
   if (!slot) co_return;
   uint32_t index = slot->index();
   auto alive = alive_;
-  // Named, not a temporary argument: g++ 12 destroys a prvalue argument of
-  // a coroutine twice.
+  // g++ 12: named argument, see CONTRIBUTING.md "Coroutines under g++ 12" rule 1.
   auto teardown = [s = std::move(slot)]() mutable {
     s.reset();
     return true;

@@ -5,7 +5,7 @@
 // not link this.
 #include <string>
 
-#include "base/config.h"
+#include "vesseld/config.h"
 #include "vesseld/machine.h"
 
 namespace vessel::vesseld::testing {

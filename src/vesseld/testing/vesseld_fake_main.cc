@@ -16,7 +16,7 @@ int main(int argc, char** argv) {
   binary.add_flags = [&](CLI::App& app) {
     app.add_option("--fake-agent", agent, "--hypervisor=fake: the agent binary its VMs run");
   };
-  binary.check = [&](const vessel::Config& cfg) {
+  binary.check = [&](const vessel::vesseld::Config& cfg) {
     if (cfg.hypervisor != "fake") return vessel::okStatus();
     return vd::testing::checkFakeConfig(cfg, agent);
   };

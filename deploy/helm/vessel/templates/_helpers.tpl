@@ -26,6 +26,10 @@ app.kubernetes.io/component: {{ .component }}
 {{- .Values.store.existingSecret | default (printf "%s-store" (include "vessel.fullname" .)) -}}
 {{- end -}}
 
+{{- define "vessel.e2bKeySecret" -}}
+{{- .Values.e2bTokenKey.existingSecret | default (printf "%s-e2b-token-key" (include "vessel.fullname" .)) -}}
+{{- end -}}
+
 {{- define "vessel.tokenSecret" -}}
 {{- .Values.nodeToken.existingSecret | default (printf "%s-node-token" (include "vessel.fullname" .)) -}}
 {{- end -}}
@@ -40,7 +44,7 @@ cluster, so each render draws a new one.)
 {{- if and $s $s.data (hasKey $s.data .key) -}}
 {{- index $s.data .key | b64dec -}}
 {{- else -}}
-{{- randAlphaNum 40 -}}
+{{- randAlphaNum (.length | default 40) -}}
 {{- end -}}
 {{- end -}}
 

@@ -1,17 +1,12 @@
-// Egress settings and credentials: stored through the node (which owns the
-// gateway registrations) and the store, every change reaching the running
-// sandboxes it concerns at once.
-#include <boost/json.hpp>
+#include "ops/egress_settings.h"
 
-#include "ops/lifecycle.h"
+#include "ops/state_machine.h"
 
 namespace vessel::ops {
 
-namespace json = boost::json;
-
-asio::awaitable<Result<NetworkSpec>> Lifecycle::setNetwork(std::string tenant, std::string id,
-                                                           NetworkSpec spec) {
-  auto s = get(tenant, id);
+asio::awaitable<Result<NetworkSpec>> EgressSettings::setNetwork(std::string tenant, std::string id,
+                                                                NetworkSpec spec) {
+  auto s = sandbox_of_(tenant, id);
   if (!s.ok()) co_return std::move(s).error();
   if (s->state == SandboxState::kDeleting || s->state == SandboxState::kFailed)
     co_return Error(Code::kFailedPrecondition, "sandbox " + id + " is " +
@@ -19,23 +14,21 @@ asio::awaitable<Result<NetworkSpec>> Lifecycle::setNetwork(std::string tenant, s
                                                    "; its network cannot change");
   auto now = co_await node_.updateNetwork(tenant, id, std::move(spec));
   if (!now.ok()) co_return std::move(now).error();
-  noteActivity(id);
+  note_activity_(id);
   co_return std::move(*now);
 }
 
-Result<NetworkSpec> Lifecycle::network(const std::string& tenant, const std::string& id) {
-  VESSEL_TRY(get(tenant, id));
+Result<NetworkSpec> EgressSettings::network(const std::string& tenant, const std::string& id) {
+  VESSEL_TRY(sandbox_of_(tenant, id));
   return node_.network(id);
 }
 
-asio::awaitable<Result<store::CredentialRecord>> Lifecycle::putCredential(std::string tenant,
-                                                                          CredentialSpec c) {
+asio::awaitable<Result<store::CredentialRecord>> EgressSettings::putCredential(std::string tenant,
+                                                                               CredentialSpec c) {
   store::CredentialRecord r;
   r.tenant_id = tenant;
   r.name = c.name;
-  json::array hosts;
-  for (const auto& h : c.hosts) hosts.emplace_back(h);
-  r.hosts_json = json::serialize(hosts);
+  r.hosts = c.hosts;
   r.header = c.header;
   r.value = c.value;
   r.created_ms = clock_.nowMs();
@@ -46,11 +39,12 @@ asio::awaitable<Result<store::CredentialRecord>> Lifecycle::putCredential(std::s
   co_return r;
 }
 
-Result<std::vector<store::CredentialRecord>> Lifecycle::listCredentials(const std::string& tenant) {
+Result<std::vector<store::CredentialRecord>> EgressSettings::listCredentials(
+    const std::string& tenant) {
   return store_.listCredentials(tenant);
 }
 
-asio::awaitable<Status> Lifecycle::deleteCredential(std::string tenant, std::string name) {
+asio::awaitable<Status> EgressSettings::deleteCredential(std::string tenant, std::string name) {
   auto c = store_.getCredential(tenant, name);
   if (!c.ok()) co_return std::move(c).error();
   if (!*c) co_return Error(Code::kNotFound, "credential '" + name + "' does not exist");
@@ -59,6 +53,15 @@ asio::awaitable<Status> Lifecycle::deleteCredential(std::string tenant, std::str
   // the gateway resets connections that carried it before this returns.
   co_await node_.credentialChanged(tenant, name);
   co_return okStatus();
+}
+
+Result<std::optional<NetworkSpec>> EgressSettings::givenNetwork(const std::string& id) {
+  return store_.getSandboxNetwork(id);
+}
+
+Result<std::optional<store::CredentialRecord>> EgressSettings::credential(const std::string& tenant,
+                                                                          const std::string& name) {
+  return store_.getCredential(tenant, name);
 }
 
 }  // namespace vessel::ops

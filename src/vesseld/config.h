@@ -1,26 +1,22 @@
 #pragma once
-// The daemon's typed configuration. Flags, environment and (later) a config
-// file fill a Config; validate() checks it once at start-up, and nothing
-// downstream re-parses strings.
+// vesseld's typed configuration. Flags, environment and (later) a config
+// file fill a Config (vesseld/cli.h); validate() checks it once at start-up,
+// and nothing downstream re-parses strings: settings.h resolves it into
+// what each stack is built from. What other binaries share with it lives
+// below: a listener's address in base/host_port.h, the accelerator mode in
+// node/accel.h, the VM uid range's default in os/jail.h.
 #include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
+#include "base/host_port.h"
 #include "base/result.h"
+#include "node/accel.h"
+#include "os/jail.h"
 
-namespace vessel {
-
-enum class AccelMode { kAuto, kKvm, kTcg };
-Result<AccelMode> parseAccelMode(std::string_view s);
-std::string_view accelModeName(AccelMode m);
-
-struct HostPort {
-  std::string host;
-  uint16_t port = 0;
-};
-// "127.0.0.1:8080" -> {127.0.0.1, 8080}; the host must be an IPv4 literal.
-Result<HostPort> parseHostPort(std::string_view s);
+namespace vessel::vesseld {
 
 // "minimal=2,debian=1" -> {minimal: 2, debian: 1}; "" or "none" -> no pools.
 Result<std::map<std::string, size_t>> parseWarmPool(std::string_view s);
@@ -76,10 +72,15 @@ struct Config {
   std::string cache_dir = "/var/cache/vessel";
   std::string hypervisor = "qemu";
   std::string qemu_binary = "qemu-system-x86_64";
-  AccelMode accel = AccelMode::kAuto;
+  node::AccelMode accel = node::AccelMode::kAuto;
   std::string kernel;         // guest vmlinux
   std::string minimal_image;  // root filesystem of the `minimal` template
   std::string log_level = "info";
+  std::string log_format = "text";  // vesseld's own log lines: text or json (base/log.h)
+  // Sandbox logs (docs/logs.md): entries kept per sandbox, and seconds
+  // its log stays after it ends.
+  int log_max_entries = 1000;
+  int64_t log_retention_s = 7 * 24 * 3600;
   // On SIGTERM/SIGINT: stop running VMs (true) or leave them for the next
   // vesseld to re-adopt (false, the default).
   bool stop_vms_on_exit = false;
@@ -100,6 +101,11 @@ struct Config {
   // Creates, pauses, forks and template builds are refused while the state
   // directory's filesystem has less free space than this (MiB).
   int64_t min_free_disk_mib = 1024;
+  // Template builds from OCI images (from_image): images larger than this
+  // (MiB, compressed in the registry and unpacked) are refused, and these
+  // registries (HOST:PORT) may speak plain HTTP besides loopback ones.
+  int64_t max_image_mib = 4096;
+  std::vector<std::string> insecure_registries;
   // Warm pools: "NAME=N,..." keeps N VMs of built-in or node-wide template
   // NAME restored, running and warmed up, so a create only gives one its
   // identity. Every pooled VM holds its memory and a network slot.
@@ -114,11 +120,8 @@ struct Config {
   // Confinement (docs/threat-model.md): every QEMU in a jail of its own,
   // under a uid and gid leased from vm_uid_range. Needs root.
   bool jail = true;
-  // 0x70000000-0x7000ffff: above every range useradd grants in /etc/subuid
-  // (SUB_UID_MAX 600100000) and systemd's container ranges (up to
-  // 1879048191), below its foreign range (2147352576) and 2^31; checked
-  // against the host's files at start (os::checkUidRangeFree).
-  std::string vm_uid_range = "1879048192-1879113727";
+  // Checked against the host's files at start (os::checkUidRangeFree).
+  std::string vm_uid_range{os::kDefaultVmUidRange};
   // Host-wide: every vesseld on the host leases from here.
   std::string uid_lease_dir = "/run/vessel/uids";
   // Added to each VM's guest RAM for its cgroup's memory limit.
@@ -154,6 +157,26 @@ struct Config {
   // listener reaches a sandbox's port (docs/e2b.md). "": vessel.localhost
   // with the envd listener's port, which resolves to loopback locally.
   std::string e2b_sandbox_domain;
+  // API role (and all): the key every envd and traffic access token is an
+  // HMAC under; created with 32 random bytes when missing. "":
+  // <state_dir>/e2b-token-key. Every API replica of a cluster is given the
+  // same file; nodes and the store never hold it (docs/threat-model.md).
+  std::string e2b_token_key_file;
+
+  // TLS on the listeners clients reach (docs/operations.md, "TLS"): one
+  // PEM certificate (chain) and key for all of them, re-read on SIGHUP; or
+  // vesseld's own CA (<state_dir>/tls-ca/, made once and reused) serving
+  // one leaf for tls_names, its certificate written to tls_ca_out
+  // ("": <state_dir>/tls-ca.pem) for clients to trust. Without TLS a
+  // listener off loopback is refused unless allow_plain_http (a
+  // TLS-terminating proxy in front, or a private network).
+  std::string tls_cert, tls_key;
+  bool tls_self_signed = false;
+  std::vector<std::string> tls_names;  // default: the host name, localhost, 127.0.0.1, ::1
+  std::string tls_ca_out;
+  bool allow_plain_http = false;
+  // Whether the listeners clients reach speak TLS (after validate()).
+  bool tls() const { return !tls_cert.empty() || tls_self_signed; }
 
   // Filled by validate(): the parsed listener.
   HostPort listen_addr;
@@ -170,6 +193,9 @@ struct Config {
  private:
   // The api and node roles' flags; reads the node token.
   Status validateRole();
+  // The TLS flags, the pair loaded once, and no plain HTTP off loopback
+  // unless allowed.
+  Status validateTls();
 };
 
-}  // namespace vessel
+}  // namespace vessel::vesseld

@@ -1,50 +1,17 @@
-#include "base/config.h"
+#include "vesseld/config.h"
 
-#include <arpa/inet.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <boost/asio/ip/address.hpp>
 #include <cctype>
 #include <charconv>
 #include <cstdlib>
 #include <fstream>
 
-namespace vessel {
+#include "http/tls.h"
 
-Result<AccelMode> parseAccelMode(std::string_view s) {
-  if (s == "auto") return AccelMode::kAuto;
-  if (s == "kvm") return AccelMode::kKvm;
-  if (s == "tcg") return AccelMode::kTcg;
-  return Error(Code::kInvalidArgument,
-               "accel must be auto, kvm or tcg, not '" + std::string(s) + "'");
-}
-
-std::string_view accelModeName(AccelMode m) {
-  switch (m) {
-    case AccelMode::kAuto: return "auto";
-    case AccelMode::kKvm: return "kvm";
-    case AccelMode::kTcg: return "tcg";
-  }
-  return "?";
-}
-
-Result<HostPort> parseHostPort(std::string_view s) {
-  auto colon = s.rfind(':');
-  if (colon == std::string_view::npos)
-    return Error(Code::kInvalidArgument, "address '" + std::string(s) + "' lacks :port");
-  HostPort hp;
-  hp.host = std::string(s.substr(0, colon));
-  in_addr a{};
-  if (::inet_pton(AF_INET, hp.host.c_str(), &a) != 1)
-    return Error(Code::kInvalidArgument, "address '" + std::string(s) + "': host is not IPv4");
-  auto port = s.substr(colon + 1);
-  unsigned v = 0;
-  auto [p, ec] = std::from_chars(port.data(), port.data() + port.size(), v);
-  if (ec != std::errc() || p != port.data() + port.size() || v > 65535)
-    return Error(Code::kInvalidArgument, "address '" + std::string(s) + "': bad port");
-  hp.port = static_cast<uint16_t>(v);
-  return hp;
-}
+namespace vessel::vesseld {
 
 namespace {
 Status requireFile(const std::string& what, const std::string& path) {
@@ -53,6 +20,15 @@ Status requireFile(const std::string& what, const std::string& path) {
   if (::stat(path.c_str(), &st) != 0) return Error::fromErrno(what + " " + path);
   if (!S_ISREG(st.st_mode))
     return Error(Code::kInvalidArgument, what + " " + path + " is not a file");
+  return okStatus();
+}
+// --log-format, --log-retention, --log-max-entries (docs/logs.md).
+Status checkLogFlags(const Config& c) {
+  if (c.log_format != "text" && c.log_format != "json")
+    return Error(Code::kInvalidArgument, "--log-format must be text or json");
+  if (c.log_retention_s < 0 || c.log_max_entries < 1 || c.log_max_entries > 1'000'000)
+    return Error(Code::kInvalidArgument,
+                 "--log-retention must not be negative, --log-max-entries 1 to 1000000");
   return okStatus();
 }
 }  // namespace
@@ -179,6 +155,93 @@ Status Config::validateRole() {
   return okStatus();
 }
 
+namespace {
+
+bool isLoopback(const std::string& host) {
+  boost::system::error_code ec;
+  auto ip = boost::asio::ip::make_address(host, ec);
+  return !ec && ip.is_loopback();
+}
+
+// A --tls-name: a DNS name or an IP literal (it becomes a subjectAltName).
+bool validTlsName(const std::string& n) {
+  boost::system::error_code ec;
+  (void)boost::asio::ip::make_address(n, ec);
+  if (!ec) return true;
+  if (n.empty() || n.size() > 253) return false;
+  for (char c : n)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '.' && c != '*')
+      return false;
+  return true;
+}
+
+// from_image builds' flags (docs/templates.md, "From an OCI image").
+Status validateImageBuilds(const Config& c) {
+  if (c.max_image_mib < 1 || c.max_image_mib > (int64_t{1} << 20))
+    return Error(Code::kInvalidArgument, "--max-image-mib must be 1 to 1048576");
+  for (const auto& r : c.insecure_registries)
+    if (r.empty() || r.find_first_of("/ @") != std::string::npos)
+      return Error(Code::kInvalidArgument, "--insecure-registry takes HOST:PORT, not '" + r + "'");
+  return okStatus();
+}
+
+}  // namespace
+
+Status Config::validateTls() {
+  if (tls_cert.empty() != tls_key.empty())
+    return Error(Code::kInvalidArgument, "--tls-cert and --tls-key go together");
+  if (!tls_cert.empty() && tls_self_signed)
+    return Error(Code::kInvalidArgument,
+                 "--tls-self-signed makes its own certificate: drop --tls-cert/--tls-key");
+  if (!tls_names.empty() && !tls_self_signed)
+    return Error(Code::kInvalidArgument, "--tls-name names the --tls-self-signed certificate");
+  if (!tls_ca_out.empty() && !tls_self_signed)
+    return Error(Code::kInvalidArgument, "--tls-ca-out is where --tls-self-signed writes its CA");
+  if (!tls_cert.empty()) {
+    // Loaded once here: an unreadable or mismatched pair stops the start
+    // with the file named, before anything else is set up.
+    auto ctx = http::serverContextFromFiles(tls_cert, tls_key);
+    if (!ctx.ok()) return std::move(ctx).error();
+  }
+  if (tls_self_signed) {
+    if (tls_names.empty()) {
+      char host[256] = {};
+      if (::gethostname(host, sizeof(host) - 1) == 0 && host[0]) tls_names.emplace_back(host);
+      for (const char* n : {"localhost", "127.0.0.1", "::1"}) tls_names.emplace_back(n);
+    }
+    for (auto& n : tls_names) {
+      for (auto& c : n) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      if (!validTlsName(n))
+        return Error(Code::kInvalidArgument,
+                     "--tls-name '" + n + "' is not a DNS name or an IP address");
+    }
+    if (tls_ca_out.empty()) tls_ca_out = state_dir + "/tls-ca.pem";
+  }
+  if (allow_plain_http) return okStatus();
+  // The listeners this role opens that clients reach. The node role's node
+  // API and envd listener are reached by API replicas, whose clients speak
+  // plain HTTP only: they stay plain whatever the TLS flags say.
+  std::vector<std::pair<std::string, std::string>> plain;  // flag, address
+  if (role != Role::kNode) {
+    plain.emplace_back("--listen", listen_addr.host);
+    if (e2b_listen_addr) plain.emplace_back("--e2b-listen", e2b_listen_addr->host);
+  }
+  if (role != Role::kApi) plain.emplace_back("--data-listen", data_listen_addr.host);
+  if (e2b_envd_listen_addr) plain.emplace_back("--e2b-envd-listen", e2b_envd_listen_addr->host);
+  if (role == Role::kNode) plain.emplace_back("--node-listen", node_listen_addr.host);
+  for (const auto& [flag, host] : plain) {
+    bool tls_here =
+        tls() && flag != "--node-listen" && !(role == Role::kNode && flag == "--e2b-envd-listen");
+    if (tls_here || isLoopback(host)) continue;
+    return Error(Code::kInvalidArgument,
+                 flag + " " + host +
+                     " is reachable from other machines in plain HTTP: serve TLS "
+                     "(--tls-cert/--tls-key or --tls-self-signed) or, behind a TLS-terminating "
+                     "proxy or on a private network, pass --allow-plain-http");
+  }
+  return okStatus();
+}
+
 Status Config::validate() {
   auto hp = parseHostPort(listen);
   if (!hp.ok()) return std::move(hp).error().withContext("--listen");
@@ -186,7 +249,7 @@ Status Config::validate() {
   auto dp = parseHostPort(data_listen);
   if (!dp.ok()) return std::move(dp).error().withContext("--data-listen");
   data_listen_addr = *dp;
-  if (data_url.empty()) data_url = "http://" + data_listen;
+  if (data_url.empty()) data_url = (tls() ? "https://" : "http://") + data_listen;
   e2b_listen_addr.reset();
   if (!e2b_listen.empty()) {
     auto e = parseHostPort(e2b_listen);
@@ -235,7 +298,8 @@ Status Config::validate() {
   if (!gateway_binary.empty()) VESSEL_TRY(requireFile("gateway binary", gateway_binary));
   if (log_level != "debug" && log_level != "info" && log_level != "warn" && log_level != "error")
     return Error(Code::kInvalidArgument, "log level must be debug, info, warn or error");
-  if (require_kvm && accel == AccelMode::kTcg)
+  VESSEL_TRY(checkLogFlags(*this));
+  if (require_kvm && accel == node::AccelMode::kTcg)
     return Error(Code::kInvalidArgument, "--require-kvm contradicts --accel=tcg");
   if (default_idle_timeout_s < 0 || default_lifetime_s < 1 || max_lifetime_s < 1 ||
       default_lifetime_s > max_lifetime_s)
@@ -244,6 +308,7 @@ Status Config::validate() {
   if (tenant_max_sandboxes < 0 || tenant_max_memory_mib < 0 || tenant_max_vcpus < 0 ||
       tenant_max_disk_mib < 0)
     return Error(Code::kInvalidArgument, "tenant quotas must not be negative");
+  VESSEL_TRY(validateImageBuilds(*this));
   if (max_disk_mib < 64 || min_free_disk_mib < 0)
     return Error(Code::kInvalidArgument,
                  "--max-disk-mib must be at least 64 and --min-free-disk-mib not negative");
@@ -255,7 +320,7 @@ Status Config::validate() {
   auto budget = parseWarmPoolBudget(warm_pool_budget);
   if (!budget.ok()) return std::move(budget).error().withContext("--warm-pool-budget");
   warm_pool_budgets = std::move(*budget);
-  return okStatus();
+  return validateTls();
 }
 
-}  // namespace vessel
+}  // namespace vessel::vesseld

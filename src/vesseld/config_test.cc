@@ -1,31 +1,15 @@
-#include "base/config.h"
+#include "vesseld/config.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <filesystem>
 
-namespace vessel {
+#include "http/testing/test_pki.h"
+
+namespace vessel::vesseld {
 namespace {
-
-TEST(ConfigTest, ParsesHostPort) {
-  auto hp = parseHostPort("127.0.0.1:8080");
-  ASSERT_TRUE(hp.ok());
-  EXPECT_EQ(hp->host, "127.0.0.1");
-  EXPECT_EQ(hp->port, 8080);
-  EXPECT_FALSE(parseHostPort("127.0.0.1").ok());
-  EXPECT_FALSE(parseHostPort("127.0.0.1:99999").ok());
-  EXPECT_FALSE(parseHostPort("localhost:80").ok());
-  EXPECT_FALSE(parseHostPort("127.0.0.1:8x").ok());
-}
-
-TEST(ConfigTest, AccelModes) {
-  EXPECT_EQ(*parseAccelMode("tcg"), AccelMode::kTcg);
-  EXPECT_EQ(*parseAccelMode("auto"), AccelMode::kAuto);
-  auto bad = parseAccelMode("xen");
-  ASSERT_FALSE(bad.ok());
-  EXPECT_NE(bad.error().message().find("auto, kvm or tcg"), std::string::npos);
-}
 
 // The api and node roles need a shared store and the node API's secret.
 TEST(ConfigTest, RolesNeedPostgresAndTheNodeToken) {
@@ -104,6 +88,25 @@ TEST(ConfigTest, ValidateNamesTheBadField) {
   EXPECT_NE(bad.error().message().find("--store"), std::string::npos);
 }
 
+// from_image builds' limits (docs/templates.md).
+TEST(ConfigTest, ImageBuildFlagsAreChecked) {
+  Config c;
+  c.kernel = c.minimal_image = "/etc/hostname";
+  c.state_dir = "/tmp/x";
+  EXPECT_EQ(c.max_image_mib, 4096);
+  c.insecure_registries = {"registry.lan:5000"};
+  EXPECT_TRUE(c.validate().ok());
+  c.max_image_mib = 0;
+  auto s = c.validate();
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.error().message().find("--max-image-mib"), std::string::npos);
+  c.max_image_mib = 100;
+  c.insecure_registries = {"http://registry.lan/x"};
+  auto r = c.validate();
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message().find("--insecure-registry takes HOST:PORT"), std::string::npos);
+}
+
 TEST(ConfigTest, E2bEnvdListenerDefaultsOnAndEmptyTurnsItOff) {
   Config c;
   c.kernel = "/etc/hostname";
@@ -173,5 +176,102 @@ TEST(ConfigTest, WarmPoolBudget) {
   EXPECT_EQ(c.warm_pool_budgets.forTemplate("minimal"), 768u);
 }
 
+// Plain HTTP stays the default on loopback only: a listener clients reach
+// from elsewhere needs TLS or an explicit --allow-plain-http.
+TEST(ConfigTest, PlainHttpOffLoopbackIsRefusedUnlessTlsOrAllowed) {
+  Config base;
+  base.kernel = base.minimal_image = "/etc/hostname";
+  base.state_dir = "/tmp/x";
+  ASSERT_TRUE(base.validate().ok()) << base.validate().error().message();
+  EXPECT_EQ(base.data_url, "http://127.0.0.1:8081");
+  for (auto [field, flag] :
+       {std::pair{&Config::listen, "--listen"}, std::pair{&Config::data_listen, "--data-listen"},
+        std::pair{&Config::e2b_listen, "--e2b-listen"},
+        std::pair{&Config::e2b_envd_listen, "--e2b-envd-listen"}}) {
+    Config c = base;
+    c.data_url.clear();
+    c.*field = "0.0.0.0:9999";
+    auto s = c.validate();
+    ASSERT_FALSE(s.ok()) << flag;
+    EXPECT_THAT(s.error().message(),
+                ::testing::HasSubstr(std::string(flag) + " 0.0.0.0 is reachable from other "
+                                                         "machines in plain HTTP"));
+    EXPECT_THAT(s.error().message(), ::testing::HasSubstr("--allow-plain-http"));
+    c.allow_plain_http = true;
+    EXPECT_TRUE(c.validate().ok()) << flag;
+  }
+  Config lo = base;
+  lo.listen = "127.0.0.2:8080";  // all of 127/8 is loopback
+  EXPECT_TRUE(lo.validate().ok());
+}
+
+TEST(ConfigTest, TlsPairIsLoadedAtStartAndTurnsListenersToHttps) {
+  std::string dir = ::testing::TempDir() + "/config-tls-" + std::to_string(::getpid());
+  http::testing::TestPki a, b;
+  ASSERT_TRUE(http::testing::makeTestPki(dir + "/a", "ca-a", "a", "DNS:a.test", &a));
+  ASSERT_TRUE(http::testing::makeTestPki(dir + "/b", "ca-b", "b", "DNS:b.test", &b));
+  Config c;
+  c.kernel = c.minimal_image = "/etc/hostname";
+  c.state_dir = "/tmp/x";
+  c.listen = "0.0.0.0:8080";
+  c.data_listen = "0.0.0.0:8081";
+  c.e2b_envd_listen = "0.0.0.0:49983";
+  c.tls_cert = a.cert;
+  auto s = c.validate();
+  ASSERT_FALSE(s.ok());
+  EXPECT_THAT(s.error().message(), ::testing::HasSubstr("--tls-cert and --tls-key go together"));
+  c.tls_key = b.key;
+  s = c.validate();
+  ASSERT_FALSE(s.ok());
+  EXPECT_THAT(s.error().message(), ::testing::HasSubstr("is not the key of certificate " + a.cert));
+  c.tls_key = dir + "/missing.key";
+  s = c.validate();
+  ASSERT_FALSE(s.ok());
+  EXPECT_THAT(s.error().message(), ::testing::HasSubstr("TLS key " + dir + "/missing.key"));
+  c.tls_key = a.key;
+  ASSERT_TRUE(c.validate().ok()) << c.validate().error().message();
+  EXPECT_EQ(c.data_url, "https://0.0.0.0:8081");
+  // Self-signed and a pair are one or the other.
+  Config both = c;
+  both.tls_self_signed = true;
+  EXPECT_FALSE(both.validate().ok());
+  // The node role's node API is reached by API replicas, which speak plain
+  // HTTP only: TLS does not cover it.
+  ::setenv("VESSEL_NODE_TOKEN", "0123456789abcdef-secret", 1);
+  Config node = c;
+  node.role = Role::kNode;
+  node.store = "postgres://vessel@db/vessel";
+  node.node_name = "n1";
+  node.e2b_envd_listen = "";
+  node.node_listen = "10.0.0.11:8091";
+  s = node.validate();
+  ASSERT_FALSE(s.ok());
+  EXPECT_THAT(s.error().message(), ::testing::HasSubstr("--node-listen 10.0.0.11"));
+  node.allow_plain_http = true;
+  EXPECT_TRUE(node.validate().ok()) << node.validate().error().message();
+  ::unsetenv("VESSEL_NODE_TOKEN");
+  std::filesystem::remove_all(dir);
+}
+
+TEST(ConfigTest, SelfSignedNamesDefaultAndAreChecked) {
+  Config c;
+  c.kernel = c.minimal_image = "/etc/hostname";
+  c.state_dir = "/tmp/x";
+  c.listen = "0.0.0.0:8080";
+  c.tls_names = {"vessel.example"};
+  EXPECT_FALSE(c.validate().ok());  // --tls-name without --tls-self-signed
+  c.tls_self_signed = true;
+  c.tls_names = {"Vessel.Example", "192.0.2.7"};
+  ASSERT_TRUE(c.validate().ok()) << c.validate().error().message();
+  EXPECT_EQ(c.tls_names, (std::vector<std::string>{"vessel.example", "192.0.2.7"}));
+  EXPECT_EQ(c.tls_ca_out, "/tmp/x/tls-ca.pem");
+  c.tls_names = {"a,b"};
+  EXPECT_FALSE(c.validate().ok());
+  c.tls_names.clear();
+  ASSERT_TRUE(c.validate().ok());
+  EXPECT_THAT(c.tls_names, ::testing::Contains("localhost"));
+  EXPECT_THAT(c.tls_names, ::testing::Contains("127.0.0.1"));
+}
+
 }  // namespace
-}  // namespace vessel
+}  // namespace vessel::vesseld

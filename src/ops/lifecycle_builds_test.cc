@@ -1,0 +1,86 @@
+// Template builds as operations: progress, the template, failures in the
+// tenant's names, refusals, and builds in flight at shutdown.
+#include "ops/testing/lifecycle_fixture.h"
+
+namespace vessel::ops {
+namespace {
+
+using namespace std::chrono_literals;
+using ::testing::HasSubstr;
+using ::testing::Not;
+using LifecycleTest = testing::LifecycleTest;
+
+TEST_F(LifecycleTest, ABuildReportsProgressThenTheTemplateAsAnOperation) {
+  templates::BuildSpec spec;
+  spec.name = "py";
+  auto op = lc_->buildTemplate("t1", spec);
+  ASSERT_TRUE(op.ok()) << op.error().message();
+  EXPECT_EQ(op->kind, "build");
+  std::string stored = templates::tenantTemplateName("t1", "py");
+  EXPECT_EQ(node_->count("build " + stored + " from minimal"), 1);
+  drain();
+  EXPECT_EQ(this->op(op->id).state, OpState::kDone);
+  std::vector<std::string> types;
+  auto ev = store_->listEvents("t1", "", 0, 1000);
+  ASSERT_TRUE(ev.ok());
+  for (auto& e : *ev)
+    if (e.operation_id == op->id) types.push_back(e.type + ":" + e.data_json);
+  // Progress, then the template, then the operation's end; in the tenant's
+  // names (the stored one never shows).
+  auto at = [&](const std::string& type) {
+    for (size_t i = 0; i < types.size(); ++i)
+      if (types[i].rfind(type + ":", 0) == 0) return static_cast<int>(i);
+    return -1;
+  };
+  ASSERT_GE(at("template.progress"), 0);
+  EXPECT_THAT(types[at("template.progress")], HasSubstr(R"("template":"py")"));
+  ASSERT_GT(at("template.built"), at("template.progress"));
+  EXPECT_THAT(types[at("template.built")], HasSubstr(R"("name":"py")"));
+  EXPECT_GT(at("operation.done"), at("template.built"));
+  for (const auto& t : types) EXPECT_THAT(t, Not(HasSubstr(stored))) << t;
+}
+
+TEST_F(LifecycleTest, AFailedBuildFailsItsOperationInTheTenantsNames) {
+  std::string stored = templates::tenantTemplateName("t1", "py");
+  node_->fail_build.insert(stored);
+  templates::BuildSpec spec;
+  spec.name = "py";
+  auto op = lc_->buildTemplate("t1", spec);
+  ASSERT_TRUE(op.ok()) << op.error().message();
+  drain();
+  auto done = this->op(op->id);
+  EXPECT_EQ(done.state, OpState::kFailed);
+  EXPECT_THAT(done.error_message, HasSubstr("build py: the ready check never passed"));
+  EXPECT_THAT(done.error_message, Not(HasSubstr(stored)));
+}
+
+TEST_F(LifecycleTest, BuildsAreRefusedBeforeOrWhenTheNodeCannotTakeThem) {
+  templates::BuildSpec spec;
+  spec.name = "minimal";  // built in
+  EXPECT_EQ(lc_->buildTemplate("t1", spec).error().code(), Code::kAlreadyExists);
+  spec.name = "py";
+  spec.base = "nosuch";
+  EXPECT_EQ(lc_->buildTemplate("t1", spec).error().code(), Code::kNotFound);
+  EXPECT_EQ(node_->count("build"), 0);
+  spec.base = "minimal";
+  node_->builds_full = true;
+  EXPECT_EQ(lc_->buildTemplate("t1", spec).error().code(), Code::kResourceExhausted);
+  auto ops = store_->listUnfinishedOperations();
+  ASSERT_TRUE(ops.ok());
+  EXPECT_TRUE(ops->empty());  // the refused build's operation failed at once
+}
+
+TEST_F(LifecycleTest, BuildsInFlightFailAtShutdown) {
+  templates::BuildSpec spec;
+  spec.name = "py";
+  auto op = lc_->buildTemplate("t1", spec);
+  ASSERT_TRUE(op.ok());
+  asio::co_spawn(io_, lc_->shutdown(), asio::detached);
+  drain();
+  auto o = this->op(op->id);
+  EXPECT_EQ(o.state, OpState::kFailed);
+  EXPECT_THAT(o.error_message, HasSubstr("stopped during the build"));
+}
+
+}  // namespace
+}  // namespace vessel::ops

@@ -1,0 +1,104 @@
+// Many machines, a taken-over node is contained (issue 24, item 5): what a
+// node or the store holds cannot produce a sandbox's envd token, and a
+// node's envd listener lets in only what an API replica checked. The
+// cluster is cluster_e2e_fixture.h's. Needs root.
+#include "cluster_e2e_fixture.h"
+#include "e2b/access_token.h"
+
+namespace vessel::cluster_e2e {
+namespace {
+
+namespace bhttp = boost::beast::http;
+
+// One request to `host:port`, on a connection of its own.
+bhttp::response<bhttp::string_body> sendTo(const std::string& host, uint16_t port,
+                                           bhttp::request<bhttp::string_body> req) {
+  boost::asio::io_context io;
+  boost::asio::ip::tcp::socket sock(io);
+  boost::system::error_code ec;
+  sock.connect({boost::asio::ip::make_address(host), port}, ec);
+  bhttp::response<bhttp::string_body> res;
+  if (ec) return res;
+  req.set(bhttp::field::host, host);
+  req.prepare_payload();
+  bhttp::write(sock, req, ec);
+  boost::beast::flat_buffer buf;
+  if (!ec) bhttp::read(sock, buf, res, ec);
+  if (ec) res.result(0);
+  return res;
+}
+
+bhttp::request<bhttp::string_body> stat(const std::string& id, const std::string& token) {
+  bhttp::request<bhttp::string_body> r{bhttp::verb::post, "/filesystem.Filesystem/Stat", 11};
+  r.set("E2b-Sandbox-Id", id);
+  if (!token.empty()) r.set("X-Access-Token", token);
+  r.set(bhttp::field::authorization, "Basic cm9vdDo=");  // root
+  r.set(bhttp::field::content_type, "application/json");
+  r.body() = R"({"path":"/"})";
+  return r;
+}
+
+std::string unhex(const std::string& h) {
+  std::string out;
+  for (size_t i = 0; i + 1 < h.size(); i += 2)
+    out.push_back(static_cast<char>(std::stoi(h.substr(i, 2), nullptr, 16)));
+  return out;
+}
+
+// A node's credentials (its state directory, the store it is given) hold
+// no key an envd token is made with: the store has none, a key the store
+// once held makes no valid token, and the node's own envd listener refuses
+// even the real token when it arrives without a replica's check. Through a
+// replica the token works, and a proof header a client adds is dropped.
+TEST_F(ClusterTest, ANodeCannotComputeOrBypassAnotherSandboxsEnvdToken) {
+  auto [id, op] = create(0);
+  ASSERT_TRUE(waitUntil([&] { return finished(0, op); })) << logs();
+  ASSERT_EQ(opState(0, op), "done") << logs();
+  auto got = e2b(1, "GET", "/sandboxes/" + id);
+  ASSERT_EQ(got.status, 200) << got.body;
+  std::string token = testing::str(got.js(), "envdAccessToken");
+  ASSERT_EQ(token.size(), 64u);
+  int node = -1;
+  for (int i = 0; i < kNodes; ++i)
+    if (row(id)->node == nodeName(i)) node = i;
+  ASSERT_GE(node, 0);
+
+  // The store: no token key (before issue 24 every node read it there).
+  auto meta = store_->getMeta("e2b_token_key");
+  ASSERT_TRUE(meta.ok());
+  if (*meta && !(*meta)->empty())
+    EXPECT_NE(e2b::AccessTokens::withKey(unhex(**meta)).forSandbox(id), token)
+        << "the store's key computes the sandbox's envd token";
+  EXPECT_TRUE(!*meta || (*meta)->empty()) << "the store holds an envd token key";
+  // Nor does any node's state directory.
+  for (int i = 0; i < kNodes; ++i)
+    EXPECT_FALSE(
+        std::filesystem::exists(dir_->path() + "/node" + std::to_string(i) + "/e2b-token-key"));
+
+  // Straight to the node's envd listener, past the replicas: refused, with
+  // the real token, with none, and with a proof made under another secret.
+  EXPECT_EQ(sendTo(ip(node), 49983, stat(id, token)).result_int(), 401);
+  EXPECT_EQ(sendTo(ip(node), 49983, stat(id, "")).result_int(), 401);
+  auto forged = stat(id, "");
+  auto other = e2b::AccessTokens::withKey(std::string(32, 'x'));
+  other.setForwardSecret("not-the-cluster-secret-0123456789");
+  forged.set(e2b::AccessTokens::kForwardHeader, other.forwardProof(id));
+  EXPECT_EQ(sendTo(ip(node), 49983, std::move(forged)).result_int(), 401);
+  // A token made under the empty key (what a keyless node would compute).
+  EXPECT_EQ(
+      sendTo(ip(node), 49983, stat(id, e2b::AccessTokens::withKey("").forSandbox(id))).result_int(),
+      401);
+
+  // Through either replica: the token works; a wrong one with a client's
+  // own proof header does not (the replica drops the header and refuses).
+  for (int api = 0; api < kApis; ++api) {
+    auto ok = sendTo("127.0.0.1", envd_ports_[api], stat(id, token));
+    EXPECT_EQ(ok.result_int(), 200) << ok.body() << logs();
+  }
+  auto smuggled = stat(id, std::string(64, '0'));
+  smuggled.set(e2b::AccessTokens::kForwardHeader, std::string(64, '0'));
+  EXPECT_EQ(sendTo("127.0.0.1", envd_ports_[0], std::move(smuggled)).result_int(), 401);
+}
+
+}  // namespace
+}  // namespace vessel::cluster_e2e

@@ -1,0 +1,156 @@
+// Templates from OCI images end to end (issue 26): a real registry on
+// 127.0.0.1 (Debian's docker-registry), an image made here from busybox
+// with umoci and pushed with skopeo, a real vesseld that pulls, converts
+// and boots it. Through the CLI (`vessel template build --from-image`)
+// and the API (POST /v1/templates with from_image). No traffic leaves
+// the machine. One daemon and one registry for the binary; boots are
+// counted in each test's comment.
+#include <fcntl.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "images/testing/registry.h"
+#include "vesseld_harness.h"
+
+namespace vessel {
+namespace {
+
+using namespace std::chrono_literals;
+using images::testing::TestRegistry;
+using ::testing::HasSubstr;
+using testing::ScratchDir;
+using testing::str;
+using testing::Vesseld;
+
+Vesseld* d = nullptr;
+TestRegistry* reg = nullptr;
+std::string image_ref;  // 127.0.0.1:PORT/test/app:1
+
+using testing::CliRun;
+
+// `vessel ARGS...` against the daemon, with nothing else of our environment.
+CliRun vessel(const std::vector<std::string>& args) {
+  return testing::runCli(VESSEL_PATH, *d, args, {.timeout = std::chrono::seconds(600)});
+}
+
+// POST /v1/templates to its end: "done", or "failed: <the operation's error>".
+std::string build(const std::string& spec) {
+  auto r = d->call("POST", "/v1/templates", spec);
+  if (r.status != 202) return "status " + std::to_string(r.status) + ": " + r.body;
+  std::string op = str(r.js().at("operation"), "id");
+  std::string st = d->finish(op);
+  if (st == "done") return st;
+  return st + ": " + d->call("GET", "/v1/operations/" + op).body;
+}
+
+class ImageTemplateTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    if (::geteuid() != 0) return;
+    auto r = TestRegistry::start();
+    ASSERT_TRUE(r.ok()) << r.error().message();
+    reg = r->release();
+    std::string root = reg->dir() + "/app-root";
+    ASSERT_TRUE(images::testing::makeBusyboxRoot(root).ok());
+    std::filesystem::create_directories(root + "/srv");
+    images::testing::ImageSpec spec;
+    spec.env = {"PATH=/usr/local/bin:/usr/bin:/bin", "GREETING=hello from the image"};
+    spec.working_dir = "/srv";
+    // The image's command: where it ran and as whom, left in a file.
+    spec.cmd = {"/bin/sh", "-c", "pwd > /tmp/started; id -u >> /tmp/started; exec sleep 100000"};
+    ASSERT_TRUE(reg->push(root, "test/app", "1", spec).ok());
+    images::testing::ImageSpec arm;
+    arm.architecture = "arm64";
+    ASSERT_TRUE(reg->push(root, "test/arm", "1", arm).ok());
+    image_ref = reg->host() + "/test/app:1";
+    d = new Vesseld(VESSELD_PATH);
+    d->setContract(testing::apiContract());
+    ASSERT_TRUE(d->start()) << "vesseld did not come up; log:\n" << d->log();
+  }
+  static void TearDownTestSuite() {
+    if (d) testing::endSuite(d);
+    delete reg;
+    reg = nullptr;
+  }
+  void SetUp() override {
+    if (::geteuid() != 0) GTEST_SKIP() << "needs root (vesseld, umoci)";
+    ASSERT_TRUE(d && reg && !d->key().empty()) << "set-up failed";
+  }
+};
+
+// Boots: one build, one create. Then a second build from the same image
+// (one more boot) that neither pulls nor converts it again.
+TEST_F(ImageTemplateTest, BuildsFromAnImageRunsInItAndCachesIt) {
+  CliRun b =
+      vessel({"template", "build", "--from-image", image_ref, "--name", "app", "--image-cmd"});
+  ASSERT_EQ(b.code, 0) << b.err << "\n" << d->log();
+  EXPECT_THAT(b.out, ::testing::StartsWith("app@"));
+
+  std::string why;
+  std::string id = d->createSandbox(R"({"template": "app"})", &why);
+  ASSERT_FALSE(id.empty()) << why << d->log();
+  // The image's files, with the agent added, and the image's Env as defaults.
+  EXPECT_EQ(d->sh(id, "cat /etc/passwd | head -1"), "root:x:0:0:root:/root:/bin/sh\n");
+  EXPECT_EQ(d->sh(id, "echo \"$GREETING\"", "user"), "hello from the image\n");
+  EXPECT_EQ(d->sh(id, "echo $PATH"), "/usr/local/bin:/usr/bin:/bin\n");
+  EXPECT_EQ(d->sh(id, "id -u", "user"), "1000\n") << "the build adds Vessel's `user`";
+  EXPECT_EQ(d->sh(id, "test -x /sbin/vessel-agent && echo yes"), "yes\n");
+  // The image's Cmd ran before the snapshot, as its User (root) in its WorkingDir.
+  EXPECT_EQ(d->sh(id, "cat /tmp/started"), "/srv\n0\n");
+  EXPECT_THAT(d->sh(id, "ps"), HasSubstr("sleep 100000"));
+  EXPECT_TRUE(d->deleteSandbox(id));
+
+  auto layers = reg->layers("test/app", "1");
+  ASSERT_TRUE(layers.ok() && layers->size() == 1);
+  EXPECT_EQ(reg->blobFetches("test/app", (*layers)[0]), 1u);
+  // Another template from the same image, through the API: the converted
+  // image comes from the cache (the registry is asked for the manifest
+  // only, never for the layer again).
+  EXPECT_EQ(build(R"({"name": "app2", "from_image": ")" + image_ref +
+                  R"(", "env": {"GREETING": "from the spec"}})"),
+            "done");
+  EXPECT_EQ(reg->blobFetches("test/app", (*layers)[0]), 1u) << "pulled again";
+  std::string id2 = d->createSandbox(R"({"template": "app2"})", &why);
+  ASSERT_FALSE(id2.empty()) << why;
+  EXPECT_EQ(d->sh(id2, "echo \"$GREETING\"", "user"), "from the spec\n") << "the spec's env wins";
+  EXPECT_EQ(d->sh(id2, "cat /tmp/started 2>/dev/null || echo none"), "none\n")
+      << "no image_cmd: the image's command does not run";
+  EXPECT_TRUE(d->deleteSandbox(id2));
+}
+
+// No boots: each is refused before a VM starts, with the reason.
+TEST_F(ImageTemplateTest, RefusesWhatItCannotBuild) {
+  auto bad = d->call("POST", "/v1/templates", R"({"name": "x", "from_image": "Not A Ref"})");
+  EXPECT_EQ(bad.status, 400) << bad.body;
+  EXPECT_THAT(bad.body, HasSubstr("image reference"));
+  auto both =
+      d->call("POST", "/v1/templates", R"({"name": "x", "from_image": "a", "base": "minimal"})");
+  EXPECT_EQ(both.status, 400) << both.body;
+
+  std::string arm = build(R"({"name": "arm", "from_image": ")" + reg->host() + R"(/test/arm:1"})");
+  EXPECT_THAT(arm, HasSubstr("failed"));
+  EXPECT_THAT(arm, HasSubstr("linux/arm64, not linux/amd64"));
+  std::string missing =
+      build(R"({"name": "nope", "from_image": ")" + reg->host() + R"(/test/nothing:1"})");
+  EXPECT_THAT(missing, HasSubstr("failed"));
+  EXPECT_THAT(missing, HasSubstr("not found"));
+  std::string down = build(R"({"name": "down", "from_image": "127.0.0.1:1/test/app:1"})");
+  EXPECT_THAT(down, HasSubstr("failed"));
+  EXPECT_THAT(down, HasSubstr("cannot be reached"));
+  EXPECT_THAT(down, HasSubstr("connection refused")) << "skopeo's own words";
+
+  // The CLI says the same and exits non-zero.
+  CliRun c =
+      vessel({"template", "build", "--from-image", reg->host() + "/test/arm:1", "--name", "arm2"});
+  EXPECT_EQ(c.code, 1) << c.out;
+  EXPECT_THAT(c.err, HasSubstr("arm64"));
+  CliRun none = vessel({"template", "build", "--name", "x"});
+  EXPECT_NE(none.code, 0);
+}
+
+}  // namespace
+}  // namespace vessel
