@@ -19,7 +19,9 @@
 #include "hypervisor/qemu/qemu.h"
 #include "images/converter.h"
 #include "node/template_builder.h"
+#include "templates/build_context.h"
 #include "templates/build_spec.h"
+#include "templates/dockerfile.h"
 
 namespace vessel::cli {
 
@@ -27,9 +29,51 @@ namespace {
 
 struct TemplateOptions {
   std::string spec_file, store, kernel, minimal_image, accel = "tcg";
-  std::string from_image, name;  // --from-image REF --name NAME
+  std::string from_image, name;         // --from-image REF --name NAME
+  std::string context;                  // a Dockerfile's; default: its directory
+  std::vector<std::string> build_args;  // --build-arg K=V
   bool local = false, async = false, image_cmd = false;
 };
+
+// A JSON build spec starts with '{'; anything else -f names is a Dockerfile.
+bool isDockerfile(std::string_view text) {
+  size_t p = text.find_first_not_of(" \t\r\n");
+  return p == std::string_view::npos || text[p] != '{';
+}
+
+// A Dockerfile and its context as the spec the API takes (the files
+// inline): the context is read here, on the caller's machine.
+Result<std::string> dockerfileSpec(const TemplateOptions& o, const std::string& text) {
+  if (o.name.empty()) return Error(Code::kInvalidArgument, "a Dockerfile build needs --name");
+  if (!o.from_image.empty() || o.image_cmd)
+    return Error(Code::kInvalidArgument,
+                 "--from-image and --image-cmd do not apply to a Dockerfile (its FROM and CMD do)");
+  std::map<std::string, std::string> args;
+  for (const auto& a : o.build_args) {
+    auto eq = a.find('=');
+    if (eq == std::string::npos) {
+      // As docker: --build-arg NAME takes NAME's value from the environment.
+      const char* v = std::getenv(a.c_str());
+      if (v) args[a] = v;
+      continue;
+    }
+    args[a.substr(0, eq)] = a.substr(eq + 1);
+  }
+  auto plan = templates::parseDockerfile(text, args);
+  if (!plan.ok()) return std::move(plan).error().withContext(o.spec_file);
+  for (const auto& w : plan->warnings) std::fprintf(stderr, "vessel: warning: %s\n", w.c_str());
+  std::string dir =
+      o.context.empty() ? std::filesystem::absolute(o.spec_file).parent_path().string() : o.context;
+  VESSEL_ASSIGN_OR_RETURN(auto ctx, templates::BuildContext::open(dir));
+  VESSEL_ASSIGN_OR_RETURN(auto spec, ctx.spec(*plan, o.name));
+  std::string text_spec = templates::specJson(spec);
+  if (text_spec.size() > (1 << 20))
+    return Error(Code::kInvalidArgument, o.spec_file +
+                                             ": the build (its context's files inline) comes to " +
+                                             std::to_string(text_spec.size() >> 10) +
+                                             " KiB; a build spec holds at most 1024 KiB");
+  return text_spec;
+}
 
 // The spec to build: -f's file, with --from-image, --name and --image-cmd
 // laid over it (or alone: `--from-image REF --name NAME` needs no file).
@@ -37,6 +81,7 @@ Result<std::string> specText(const TemplateOptions& o) {
   boost::json::object spec;
   if (!o.spec_file.empty()) {
     VESSEL_ASSIGN_OR_RETURN(std::string text, readFile(o.spec_file));
+    if (isDockerfile(text)) return dockerfileSpec(o, text);
     boost::system::error_code ec;
     auto v = boost::json::parse(text, ec);
     if (ec || !v.is_object())
@@ -220,9 +265,13 @@ void addTemplate(CLI::App& app, std::function<int()>* run) {
   t->require_subcommand(1);
   auto* b = t->add_subcommand(
       "build",
-      "build a template from a JSON build spec or an OCI image through the API; print "
-      "NAME@VERSION");
-  auto* file = b->add_option("-f,--file", o->spec_file, "build spec (JSON)");
+      "build a template from a JSON build spec, a Dockerfile or an OCI image through the "
+      "API; print NAME@VERSION");
+  auto* file = b->add_option("-f,--file", o->spec_file, "a build spec (JSON) or a Dockerfile");
+  b->add_option("--context", o->context,
+                "a Dockerfile's build context (default: the Dockerfile's directory)")
+      ->needs(file);
+  b->add_option("--build-arg", o->build_args, "a Dockerfile ARG's value, NAME=VALUE")->needs(file);
   auto* image = b->add_option("--from-image", o->from_image,
                               "an OCI image (e.g. ubuntu:22.04, 127.0.0.1:5000/app:1) whose "
                               "filesystem the template runs in (the spec's from_image)");

@@ -228,6 +228,21 @@ Result<UserInfo> Identity::lookupUser(const std::string& name) const {
     }
   }
   if (name == "root") return UserInfo{"root", 0, 0, "/root", "/bin/sh"};
+  // A number, as a Dockerfile's `USER 1000` names one: its account if the
+  // file has one, else the bare uid with group 0, as docker runs it.
+  bool digits = !name.empty() && name.size() <= 9;
+  for (char c : name) digits &= c >= '0' && c <= '9';
+  if (digits) {
+    auto uid = static_cast<uid_t>(std::strtoul(name.c_str(), nullptr, 10));
+    if (text.ok())
+      for (const auto& line : split(*text, '\n')) {
+        auto f = split(line, ':');
+        if (f.size() < 7 || f[2] != name) continue;
+        return UserInfo{f[0], uid, static_cast<gid_t>(std::strtoul(f[3].c_str(), nullptr, 10)),
+                        f[5].empty() ? "/" : f[5], f[6].empty() ? "/bin/sh" : f[6]};
+      }
+    return UserInfo{name, uid, 0, "/", "/bin/sh"};
+  }
   return Error(Code::kNotFound, "user " + name + " not in " + passwd_path_);
 }
 

@@ -12,6 +12,7 @@
 #include "base/log.h"
 #include "base/scope_exit.h"
 #include "base/sha256.h"
+#include "node/build_steps.h"
 #include "node/machine.h"
 
 namespace vessel::node {
@@ -69,7 +70,9 @@ asio::awaitable<Status> prepareImage(agentclient::AgentClient& a, const template
   if (!r.ok())
     Logger("templates")
         .warn("build {}: no `user` account added: {}", spec.name, r.error().message());
-  std::vector<std::string> env = templateEnv(spec, in);
+  // A Dockerfile's steps carry the ENV in effect where each stands: until
+  // they have run, only the image's own is the default.
+  std::vector<std::string> env = spec.steps.empty() ? templateEnv(spec, in) : in.image_env;
   if (!env.empty()) VESSEL_CO_TRY(co_await a.setDefaultEnv(env));
   co_return okStatus();
 }
@@ -122,14 +125,23 @@ asio::awaitable<Status> applySpec(agentclient::AgentClient& a, const templates::
                       "build command '" + cmd + "' failed (exit " + std::to_string(r->exit.code) +
                           "): " + r->err.substr(r->err.size() > 2000 ? r->err.size() - 2000 : 0));
   }
+  VESSEL_CO_TRY(co_await runBuildSteps(a, spec.steps, progress, deadline));
+  if (in.from_image && !spec.steps.empty() && !templateEnv(spec, in).empty())
+    VESSEL_CO_TRY(co_await a.setDefaultEnv(templateEnv(spec, in)));
   if (!in.from_image && !spec.env.empty()) VESSEL_CO_TRY(co_await a.setDefaultEnv(spec.env));
   if (spec.image_cmd) VESSEL_CO_TRY(co_await startImageCmd(a, in, progress));
-  if (!spec.start.empty()) {
-    progress("start: " + spec.start, 70);
+  if (!spec.start.empty() || !spec.start_argv.empty()) {
+    std::string shown = spec.start;
+    for (const auto& w : spec.start_argv) shown += (shown.empty() ? "" : " ") + w;
+    progress("start: " + shown, 70);
     agentclient::ExecSpec e;
     e.shell = spec.start;
+    e.argv = spec.start_argv;
+    // A Dockerfile's CMD runs as its last USER in its last WORKDIR.
+    e.user = spec.start_user.substr(0, spec.start_user.find(':'));
+    e.cwd = spec.start_cwd;
     auto p = co_await a.exec(e);
-    if (!p.ok()) co_return std::move(p).error().withContext("start '" + spec.start + "'");
+    if (!p.ok()) co_return std::move(p).error().withContext("start '" + shown + "'");
     (*p)->detach();  // keeps running inside the snapshot
   }
   if (!spec.ready.empty()) {

@@ -13,6 +13,29 @@
 
 namespace vessel::templates {
 
+// One step of a Dockerfile's build (templates/build_context.h makes them),
+// run in order after `files` and `commands`.
+struct BuildStep {
+  enum class Kind { kRun, kWrite, kMkdir, kUnpack };
+  Kind kind = Kind::kRun;
+  unsigned line = 0;  // the Dockerfile's line, named by errors; 0: none
+  std::string text;   // the instruction, for progress and errors
+  // kRun: argv run as `user` (a name, "root" by default) in `workdir`
+  // (made if missing) with `env` on top of the image's.
+  std::vector<std::string> argv;
+  std::string user = "root";
+  std::string workdir;
+  std::vector<std::string> env;
+  // kWrite: a file; kMkdir: a directory; kUnpack: a tar archive (gzip,
+  // bzip2 or xz too) unpacked into the directory `path` by the guest's tar.
+  std::string path;
+  std::string content;
+  uint32_t mode = 0644;
+  std::string owner;  // kWrite, kMkdir: user[:group], names or ids; "": root
+};
+
+inline constexpr size_t kMaxBuildSteps = 20000;
+
 struct BuildSpec {
   std::string name;
   std::string base = "minimal";  // a base image name or another template
@@ -26,7 +49,12 @@ struct BuildSpec {
   std::vector<std::string> commands;         // run as root with /bin/sh -c, in order
   std::vector<std::string> env;              // KEY=VALUE defaults for every process
   std::string start;                         // started as `user`, left running
-  std::string ready;                         // polled until it exits 0
+  // Or an argv (a Dockerfile's CMD and ENTRYPOINT), run as start_user in
+  // start_cwd ("": `user` in its home).
+  std::vector<std::string> start_argv;
+  std::string start_user, start_cwd;
+  std::vector<BuildStep> steps;
+  std::string ready;  // polled until it exits 0
   unsigned vcpus = 1;
   uint64_t memory_mib = 256;
   // Its sandboxes' default disk (MiB); 0: templates::kDefaultDiskMib.

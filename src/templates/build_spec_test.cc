@@ -109,3 +109,54 @@ TEST(BuildSpecTest, RefusesBadImageFields) {
 
 }  // namespace
 }  // namespace vessel::templates
+
+namespace vessel::templates {
+namespace {
+
+TEST(BuildSpecTest, StepsCarryEachKindAndRefuseMixedOrBadOnes) {
+  auto s = parseBuildSpec(R"({"name": "d", "start": ["srv", "--port", "1"], "start_user": "1000",
+    "start_cwd": "/srv", "steps": [
+      {"line": 3, "text": "RUN x", "run": ["/bin/sh", "-c", "x"], "user": "app", "workdir": "/w",
+       "env": ["A=1"]},
+      {"line": 4, "write": "/w/f", "content_base64": "aGk=", "mode": 493, "owner": "app:app"},
+      {"mkdir": "/w/d"},
+      {"unpack": "/opt", "content_base64": ""}]})");
+  ASSERT_TRUE(s.ok()) << s.error().message();
+  ASSERT_EQ(s->steps.size(), 4u);
+  EXPECT_EQ(s->steps[0].kind, BuildStep::Kind::kRun);
+  EXPECT_EQ(s->steps[0].user, "app");
+  EXPECT_EQ(s->steps[0].line, 3u);
+  EXPECT_EQ(s->steps[1].content, "hi");
+  EXPECT_EQ(s->steps[1].mode, 0755u);
+  EXPECT_EQ(s->steps[2].mode, 0755u) << "directories default to 0755";
+  EXPECT_EQ(s->steps[3].kind, BuildStep::Kind::kUnpack);
+  EXPECT_EQ(s->start_argv, (std::vector<std::string>{"srv", "--port", "1"}));
+  auto back = parseBuildSpec(specJson(*s));
+  ASSERT_TRUE(back.ok()) << back.error().message();
+  EXPECT_EQ(canonicalSpec(*back), canonicalSpec(*s));
+  // A spec without steps keeps the canonical text (and so the version) it had.
+  EXPECT_EQ(canonicalSpec(*parseBuildSpec(R"({"name": "p"})")).find("steps"), std::string::npos);
+
+  for (const char* bad : {
+           R"({"name": "d", "steps": {}})",
+           R"({"name": "d", "steps": [{}]})",
+           R"({"name": "d", "steps": [{"run": ["a"], "write": "/x"}]})",
+           R"({"name": "d", "steps": [{"run": []}]})",
+           R"({"name": "d", "steps": [{"run": [""]}]})",
+           R"({"name": "d", "steps": [{"run": ["a"], "mode": 1}]})",
+           R"({"name": "d", "steps": [{"write": "rel"}]})",
+           R"({"name": "d", "steps": [{"write": "/x", "mode": 4096}]})",
+           R"({"name": "d", "steps": [{"write": "/x", "owner": "a b"}]})",
+           R"({"name": "d", "steps": [{"write": "/x", "content_base64": "!!"}]})",
+           R"({"name": "d", "steps": [{"mkdir": "/x", "content_base64": ""}]})",
+           R"({"name": "d", "steps": [{"run": ["a"], "env": ["NOEQUALS"]}]})",
+           R"({"name": "d", "steps": [{"run": ["a"], "other": 1}]})",
+           R"({"name": "d", "start": []})",
+           R"({"name": "d", "start_cwd": "rel"})",
+           R"({"name": "d", "start_user": "a b"})",
+       })
+    EXPECT_EQ(parseBuildSpec(bad).error().code(), Code::kInvalidArgument) << bad;
+}
+
+}  // namespace
+}  // namespace vessel::templates

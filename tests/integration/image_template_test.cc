@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 
@@ -150,6 +151,85 @@ TEST_F(ImageTemplateTest, RefusesWhatItCannotBuild) {
   EXPECT_THAT(c.err, HasSubstr("arm64"));
   CliRun none = vessel({"template", "build", "--name", "x"});
   EXPECT_NE(none.code, 0);
+}
+
+// A Dockerfile using every instruction Vessel supports, on the registry's
+// image, through the CLI (the context read by the CLI, sent in the spec).
+// Boots: one build, one create.
+TEST_F(ImageTemplateTest, BuildsFromADockerfileWithEveryInstruction) {
+  ScratchDir ctx;
+  const std::string& c = ctx.path();
+  auto put = [&](const std::string& rel, const std::string& text) {
+    std::filesystem::create_directories(std::filesystem::path(c + "/" + rel).parent_path());
+    std::ofstream(c + "/" + rel) << text;
+  };
+  put("run.sh", "#!/bin/sh\necho run\n");
+  std::filesystem::permissions(c + "/run.sh", std::filesystem::perms(0755));
+  put("conf/a.conf", "setting=1\n");
+  put("conf/secret.key", "never copied\n");
+  put("bundle/x.txt", "from the tar\n");
+  ASSERT_EQ(std::system(("tar -cf " + c + "/bundle.tar -C " + c + " bundle").c_str()), 0);
+  put(".dockerignore", "conf/*.key\nbundle\n");
+  put("Dockerfile",
+      R"(# syntax=docker/dockerfile:1
+ARG TAG=1
+FROM )" + reg->host() +
+                  R"(/test/app:${TAG}
+ARG WHO=nobody
+ENV APP=/srv/app GREETING="hello from the Dockerfile"
+WORKDIR $APP
+COPY --chown=1000:1000 run.sh ./
+COPY conf/ /etc/app/
+ADD bundle.tar /opt/
+RUN echo "built by $WHO in $(pwd)" >
+              built.txt &&
+          id - u >> built.txt RUN["/bin/sh", "-c",
+                                  "test -x run.sh && echo exec-form >> built.txt"] RUN mkdir -
+                        p / w &&
+          chown 4242 / w USER 4242 WORKDIR /
+              w EXPOSE 8080 CMD["/bin/sh", "-c",
+                                "id -u > cmd.txt; pwd >> cmd.txt; exec sleep 100000"]) ");
+      CliRun b = vessel({"template", "build", "-f", c + "/Dockerfile", "--name", "dockerfile",
+                         "--build-arg", "WHO=tester"});
+  ASSERT_EQ(b.code, 0) << b.err << "\n" << d->log();
+  EXPECT_THAT(b.out, ::testing::StartsWith("dockerfile@"));
+
+  std::string why;
+  std::string id = d->createSandbox(R"({"template": "dockerfile"})", &why);
+  ASSERT_FALSE(id.empty()) << why << d->log();
+  EXPECT_EQ(d->sh(id, "cat /srv/app/built.txt"), "built by tester in /srv/app\n0\nexec-form\n");
+  EXPECT_EQ(d->sh(id, "stat -c '%u %g %a' /srv/app/run.sh"), "1000 1000 755\n");
+  EXPECT_EQ(d->sh(id, "cat /etc/app/a.conf"), "setting=1\n");
+  EXPECT_EQ(d->sh(id, "test -e /etc/app/secret.key && echo copied || echo excluded"), "excluded\n");
+  EXPECT_EQ(d->sh(id, "cat /opt/bundle/x.txt"), "from the tar\n") << "ADD unpacks a local tar";
+  EXPECT_EQ(d->sh(id, "echo \"$GREETING\"", "user"), "hello from the Dockerfile\n");
+  // CMD ran before the snapshot as the last USER in the last WORKDIR.
+  EXPECT_EQ(d->sh(id, "cat /w/cmd.txt"), "4242\n/w\n");
+  EXPECT_THAT(d->sh(id, "ps"), HasSubstr("sleep 100000"));
+  EXPECT_TRUE(d->deleteSandbox(id));
+}
+
+// Boots: one build that fails at its third line. Then two refused before
+// any VM starts.
+TEST_F(ImageTemplateTest, ADockerfileThatFailsNamesItsLine) {
+  ScratchDir ctx;
+  std::string df = ctx.path() + "/Dockerfile";
+  std::ofstream(df) << "FROM vessel://minimal\nRUN echo before\nRUN echo to-stdout; exit 7\n"
+                       "RUN echo never\n";
+  CliRun b = vessel({"template", "build", "-f", df, "--name", "failing"});
+  EXPECT_EQ(b.code, 1) << b.out;
+  EXPECT_THAT(b.err, HasSubstr("line 3"));
+  EXPECT_THAT(b.err, HasSubstr("exit 7"));
+  EXPECT_THAT(b.err, HasSubstr("to-stdout"));
+
+  std::ofstream(df) << "FROM vessel://minimal\nHEALTHCHECK CMD true\n";
+  CliRun h = vessel({"template", "build", "-f", df, "--name", "hc"});
+  EXPECT_NE(h.code, 0);
+  EXPECT_THAT(h.err, HasSubstr("line 2: HEALTHCHECK is not supported"));
+  std::ofstream(df) << "FROM vessel://minimal\nCOPY ../outside /x\n";
+  CliRun o = vessel({"template", "build", "-f", df, "--name", "out"});
+  EXPECT_NE(o.code, 0);
+  EXPECT_THAT(o.err, HasSubstr("outside the build context"));
 }
 
 }  // namespace
