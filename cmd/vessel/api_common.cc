@@ -23,6 +23,23 @@ Progress progressFor(Progress otherwise) {
   return ::isatty(1) && ::isatty(2) ? Progress::kBar : otherwise;
 }
 
+std::vector<std::string> buildLogLines(unsigned step, unsigned line, const std::string& kind,
+                                       const std::string& text,
+                                       const std::vector<std::string>& lines, double seconds) {
+  std::string n = "#" + std::to_string(step) + " ";
+  std::vector<std::string> out;
+  if (kind == "step") {
+    out.push_back(n + "[line " + std::to_string(line) + "] " + text);
+  } else if (kind == "done") {
+    char t[32];
+    std::snprintf(t, sizeof t, "DONE %.1fs", seconds);
+    out.push_back(n + t);
+  } else {
+    for (const auto& l : lines) out.push_back(n + l);
+  }
+  return out;
+}
+
 std::string operationError(const json::value& op) {
   const json::value* e = client::field(op, "error");
   if (!e) return "operation " + client::str(op, "id") + " failed";
@@ -42,6 +59,10 @@ class Renderer {
     auto data = client::parseJson(e.data);
     json::value d = data.ok() ? *data : json::value();
     std::string what;
+    if (e.type == "template.log") {
+      buildLog(d);
+      return;
+    }
     if (e.type == "template.progress") {
       percent_ = static_cast<int>(client::num(d, "percent"));
       what = client::str(d, "step");
@@ -77,6 +98,24 @@ class Renderer {
   }
 
  private:
+  // A build's steps and output, whole lines, above the bar (stdout with
+  // kLines, as every other event; stderr otherwise, as docker build does).
+  void buildLog(const json::value& d) {
+    std::vector<std::string> lines;
+    if (const auto* ls = client::field(d, "lines"); ls && ls->is_array())
+      for (const auto& l : ls->as_array())
+        if (l.is_string()) lines.emplace_back(l.as_string());
+    const auto* secs = client::field(d, "seconds");
+    double seconds = secs && secs->is_number() ? secs->to_number<double>() : 0;
+    auto out = buildLogLines(static_cast<unsigned>(client::num(d, "step")),
+                             static_cast<unsigned>(client::num(d, "line")), client::str(d, "kind"),
+                             client::str(d, "text"), lines, seconds);
+    FILE* f = p_ == Progress::kLines ? stdout : stderr;
+    if (drawn_) std::fprintf(stderr, "\r\033[K");
+    for (const auto& l : out) std::fprintf(f, "%s\n", l.c_str());
+    std::fflush(f);
+  }
+
   Progress p_;
   int percent_ = -1;
   bool drawn_ = false;

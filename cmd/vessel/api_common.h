@@ -4,6 +4,7 @@
 // end (with progress on a terminal), and printing JSON for people.
 #include <boost/json/value.hpp>
 #include <string>
+#include <vector>
 
 #include "base/result.h"
 #include "client/client.h"
@@ -30,6 +31,13 @@ enum class Progress {
 };
 // kBar when both stdout and stderr are terminals, else `otherwise`.
 Progress progressFor(Progress otherwise);
+
+// A Dockerfile build's log entry (a template.log event's fields) as
+// `docker build --progress=plain` prints its steps: "#2 [line 5] RUN make",
+// "#2 <output>", "#2 DONE 1.3s".
+std::vector<std::string> buildLogLines(unsigned step, unsigned line, const std::string& kind,
+                                       const std::string& text,
+                                       const std::vector<std::string>& lines, double seconds);
 
 // Follows the operation's events until it ends (reconnecting with
 // Last-Event-ID if the stream breaks) and returns the operation as the

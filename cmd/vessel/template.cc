@@ -184,10 +184,18 @@ int runLocalBuild(const TemplateOptions& o) {
   boost::asio::io_context io;
   hypervisor::qemu::QemuHypervisor hv({});
   bool tty = ::isatty(2);
-  auto t = runBlocking(
-      io, node::buildTemplate(hv, *store, *spec, in, [tty](const std::string& step, int pct) {
-        std::fprintf(stderr, tty ? "\r[%3d%%] %-60.60s" : "[%3d%%] %s\n", pct, step.c_str());
-      }));
+  auto log = [tty](const node::BuildLogEntry& e) {
+    if (tty) std::fprintf(stderr, "\r\033[K");
+    for (const auto& l : buildLogLines(e.step, e.line, e.kind, e.text, e.lines, e.seconds))
+      std::fprintf(stderr, "%s\n", l.c_str());
+  };
+  auto t = runBlocking(io, node::buildTemplate(
+                               hv, *store, *spec, in,
+                               [tty](const std::string& step, int pct) {
+                                 std::fprintf(stderr, tty ? "\r[%3d%%] %-60.60s" : "[%3d%%] %s\n",
+                                              pct, step.c_str());
+                               },
+                               log));
   if (tty) std::fprintf(stderr, "\n");
   std::filesystem::remove_all(work);
   if (!t.ok()) {

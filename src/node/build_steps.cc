@@ -4,6 +4,9 @@
 #include <cstdio>
 #include <filesystem>
 #include <map>
+#include <utility>
+
+#include "base/utf8.h"
 
 namespace vessel::node {
 
@@ -126,6 +129,97 @@ class Accounts {
   std::map<std::string, uint32_t> groups_;
 };
 
+// One build's log: output split into lines per stream, sent a chunk's
+// complete lines at a time, bounded in bytes; the last lines kept for a
+// failing step's error.
+class StepLog {
+ public:
+  explicit StepLog(const BuildLog& log) : log_(log) {}
+
+  void start(unsigned step, unsigned line, const std::string& text) {
+    step_ = step;
+    line_ = line;
+    tail_.clear();
+    started_ = Clock::now();
+    emit("step", text, {});
+  }
+  void done() {
+    flush();
+    BuildLogEntry e = entry("done");
+    e.seconds = std::chrono::duration<double>(Clock::now() - started_).count();
+    if (log_) log_(e);
+  }
+  void output(bool err, std::string_view data) {
+    std::string& partial = err ? err_ : out_;
+    partial += data;
+    std::vector<std::string> lines;
+    size_t p = 0;
+    for (size_t nl; (nl = partial.find('\n', p)) != std::string::npos; p = nl + 1)
+      lines.push_back(partial.substr(p, nl - p));
+    partial.erase(0, p);
+    // A line that never ends is logged in pieces rather than held.
+    if (partial.size() > kMaxLine) {
+      lines.push_back(partial);
+      partial.clear();
+    }
+    send(err, std::move(lines));
+  }
+  void flush() {
+    if (!out_.empty()) send(false, {std::exchange(out_, {})});
+    if (!err_.empty()) send(true, {std::exchange(err_, {})});
+  }
+  std::string tail() const {
+    std::string t;
+    for (const auto& l : tail_) t += (t.empty() ? "" : "\n") + l;
+    return t;
+  }
+
+ private:
+  static constexpr size_t kMaxLine = 4096;
+  static constexpr size_t kTail = 20;
+
+  BuildLogEntry entry(const char* kind) const {
+    BuildLogEntry e;
+    e.step = step_;
+    e.line = line_;
+    e.kind = kind;
+    return e;
+  }
+  void emit(const char* kind, const std::string& text, std::vector<std::string> lines) {
+    if (!log_) return;
+    BuildLogEntry e = entry(kind);
+    e.text = text;
+    e.lines = std::move(lines);
+    log_(e);
+  }
+  void send(bool err, std::vector<std::string> lines) {
+    for (auto& l : lines) {
+      if (l.size() > kMaxLine) l.resize(kMaxLine);
+      l = toValidUtf8(l);  // the log goes out as JSON
+      tail_.push_back(l);
+      if (tail_.size() > kTail) tail_.erase(tail_.begin());
+    }
+    if (lines.empty() || over_) return;
+    size_t bytes = 0;
+    for (const auto& l : lines) bytes += l.size() + 1;
+    if (bytes_ + bytes > kMaxBuildLogBytes) {
+      over_ = true;
+      lines = {"[further output is not logged: the build's log holds " +
+               std::to_string(kMaxBuildLogBytes >> 20) + " MiB]"};
+    }
+    bytes_ += bytes;
+    emit(err ? "stderr" : "stdout", "", std::move(lines));
+  }
+
+  const BuildLog& log_;
+  unsigned step_ = 0, line_ = 0;
+  Clock::time_point started_;
+  std::string out_, err_;
+  std::vector<std::string> tail_;
+  size_t bytes_ = 0;
+  bool over_ = false;
+};
+
 asio::awaitable<Result<agentclient::ExecResult>> runArgv(agentclient::AgentClient& a,
                                                          std::vector<std::string> argv,
                                                          Clock::time_point deadline) {
@@ -142,7 +236,7 @@ Status exitStatus(const BuildStep& s, const agentclient::ExecResult& r, std::str
   std::string how = r.exit.timed_out ? "ran out of the build's time"
                     : r.exit.exited  ? "exit " + std::to_string(r.exit.code)
                                      : "killed by signal " + std::to_string(r.exit.signal);
-  std::string tail = tailLines(r.out + r.err, 20);
+  std::string tail = tailLines(r.out + (r.out.empty() || r.err.empty() ? "" : "\n") + r.err, 20);
   return Error(Code::kFailedPrecondition, std::string(what) + " at " + where(s) + " failed (" +
                                               how + ")" + (tail.empty() ? "" : ":\n" + tail));
 }
@@ -167,7 +261,7 @@ asio::awaitable<Status> writeGuest(agentclient::AgentClient& a, const std::strin
 // Long because each kind of step is a few lines and they share the
 // accounts, the counter for progress and the deadline.
 asio::awaitable<Status> runStep(agentclient::AgentClient& a, const BuildStep& s, Accounts& accounts,
-                                size_t index, Clock::time_point deadline) {
+                                StepLog& log, size_t index, Clock::time_point deadline) {
   std::optional<std::pair<uint32_t, uint32_t>> owner;
   if (!s.owner.empty()) {
     auto o = co_await accounts.owner(s.owner);
@@ -188,9 +282,21 @@ asio::awaitable<Status> runStep(agentclient::AgentClient& a, const BuildStep& s,
       e.timeout = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
       if (e.timeout.count() <= 0)
         co_return Error(Code::kDeadlineExceeded, "the build's time is up before " + where(s));
-      auto r = co_await a.run(e);
-      if (!r.ok()) co_return std::move(r).error().withContext(where(s));
-      co_return exitStatus(s, *r, "RUN");
+      auto p = co_await a.exec(e);
+      if (!p.ok()) co_return std::move(p).error().withContext(where(s));
+      agentclient::ExecResult r;
+      for (;;) {
+        auto ev = co_await (*p)->next();
+        if (!ev.ok()) co_return std::move(ev).error().withContext(where(s));
+        if (ev->kind == agentclient::ProcessEvent::Kind::kExit) {
+          r.exit = ev->exit;
+          break;
+        }
+        log.output(ev->kind == agentclient::ProcessEvent::Kind::kStderr, ev->data);
+      }
+      log.flush();
+      r.out = log.tail();
+      co_return exitStatus(s, r, "RUN");
     }
     case BuildStep::Kind::kMkdir: {
       auto m = co_await a.mkdir(s.path, s.mode, true);
@@ -255,20 +361,25 @@ std::string tailLines(std::string_view out, size_t lines) {
 
 asio::awaitable<Status> runBuildSteps(agentclient::AgentClient& a,
                                       const std::vector<templates::BuildStep>& steps,
-                                      const Progress& progress, Clock::time_point deadline) {
+                                      const Progress& progress, const BuildLog& log,
+                                      Clock::time_point deadline) {
   Accounts accounts(a);
-  unsigned last_line = 0;
+  StepLog slog(log);
+  unsigned last_line = 0, instruction = 0;
   size_t n = steps.size();
   for (size_t i = 0; i < n; ++i) {
     const auto& s = steps[i];
-    // One progress line per instruction, not per file a COPY writes.
-    if (s.line != last_line || s.line == 0) {
+    // One progress line and one log step per instruction, not per file a COPY writes.
+    if (i == 0 || s.line != last_line || s.line == 0) {
+      if (i > 0) slog.done();
       progress("step " + std::to_string(i + 1) + "/" + std::to_string(n) + ": " + where(s),
                35 + static_cast<int>(30 * i / std::max<size_t>(1, n)));
+      slog.start(++instruction, s.line, s.text);
       last_line = s.line;
     }
-    VESSEL_CO_TRY(co_await runStep(a, s, accounts, i, deadline));
+    VESSEL_CO_TRY(co_await runStep(a, s, accounts, slog, i, deadline));
   }
+  if (n > 0) slog.done();
   co_return okStatus();
 }
 

@@ -39,11 +39,12 @@ class BuildStepsTest : public ::testing::Test {
   }
   Status run(const std::vector<BuildStep>& steps) {
     progress_.clear();
+    log_.clear();
     return runFor(
         io_,
         runBuildSteps(
             *agent_->client(), steps, [this](const std::string& s, int) { progress_.push_back(s); },
-            Clock::now() + 30s),
+            [this](const BuildLogEntry& e) { log_.push_back(e); }, Clock::now() + 30s),
         60s);
   }
   static BuildStep runStep(unsigned line, std::vector<std::string> argv) {
@@ -63,6 +64,7 @@ class BuildStepsTest : public ::testing::Test {
   std::unique_ptr<agentclient::testing::HostAgent> agent_;
   std::string dir_;
   std::vector<std::string> progress_;
+  std::vector<BuildLogEntry> log_;
 };
 
 TEST_F(BuildStepsTest, RunsWritesAndMakesWithModesOwnersAndEnvironment) {
@@ -121,6 +123,20 @@ TEST_F(BuildStepsTest, AFailingStepNamesItsLineExitAndLastOutput) {
   EXPECT_THAT(st.error().message(), HasSubstr("oops"));
   EXPECT_THAT(st.error().message(), ::testing::Not(HasSubstr("line5\n"))) << "only the last lines";
   EXPECT_FALSE(fs::exists(dir_ + "/never")) << "the steps after a failure do not run";
+  // The log: each instruction started and (the first) ended; every line of
+  // the failing one's output in order, stdout and stderr apart.
+  std::vector<std::string> out, err, kinds;
+  for (const auto& e : log_) {
+    if (e.kind == "stdout") out.insert(out.end(), e.lines.begin(), e.lines.end());
+    if (e.kind == "stderr") err.insert(err.end(), e.lines.begin(), e.lines.end());
+    if (e.kind == "step" || e.kind == "done") kinds.push_back(e.kind + std::to_string(e.line));
+  }
+  EXPECT_THAT(kinds, ::testing::ElementsAre("step7", "done7", "step9"));
+  ASSERT_EQ(out.size(), 30u);
+  EXPECT_EQ(out.front(), "line1");
+  EXPECT_EQ(out.back(), "line30");
+  EXPECT_THAT(err, ::testing::ElementsAre("oops"));
+  EXPECT_EQ(log_.back().step, 2u) << "steps are numbered by instruction";
 
   BuildStep owned;
   owned.kind = BuildStep::Kind::kWrite;

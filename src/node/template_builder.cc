@@ -98,7 +98,7 @@ asio::awaitable<Status> startImageCmd(agentclient::AgentClient& a, const BuildIn
 
 asio::awaitable<Status> applySpec(agentclient::AgentClient& a, const templates::BuildSpec& spec,
                                   const BuildInputs& in, const Progress& progress,
-                                  Clock::time_point deadline) {
+                                  const BuildLog& log, Clock::time_point deadline) {
   if (in.from_image) VESSEL_CO_TRY(co_await prepareImage(a, spec, in, progress));
   for (const auto& [path, content] : spec.files) {
     progress("write " + path, 30);
@@ -125,7 +125,7 @@ asio::awaitable<Status> applySpec(agentclient::AgentClient& a, const templates::
                       "build command '" + cmd + "' failed (exit " + std::to_string(r->exit.code) +
                           "): " + r->err.substr(r->err.size() > 2000 ? r->err.size() - 2000 : 0));
   }
-  VESSEL_CO_TRY(co_await runBuildSteps(a, spec.steps, progress, deadline));
+  VESSEL_CO_TRY(co_await runBuildSteps(a, spec.steps, progress, log, deadline));
   if (in.from_image && !spec.steps.empty() && !templateEnv(spec, in).empty())
     VESSEL_CO_TRY(co_await a.setDefaultEnv(templateEnv(spec, in)));
   if (!in.from_image && !spec.env.empty()) VESSEL_CO_TRY(co_await a.setDefaultEnv(spec.env));
@@ -174,7 +174,7 @@ asio::awaitable<Status> applySpec(agentclient::AgentClient& a, const templates::
 // the deadline; each step is a call, and its order is the point.
 asio::awaitable<Result<std::shared_ptr<const templates::Template>>> buildTemplate(
     hypervisor::Hypervisor& hv, templates::TemplateStore& store, const templates::BuildSpec& spec,
-    const BuildInputs& in, Progress progress) {
+    const BuildInputs& in, Progress progress, BuildLog build_log) {
   if (!progress) progress = [](const std::string&, int) {};
   Logger log("templates");
   std::string ctx = "build template " + spec.name;
@@ -238,7 +238,7 @@ asio::awaitable<Result<std::shared_ptr<const templates::Template>>> buildTemplat
   if (!mach.ok()) co_return std::move(mach).error().withContext(ctx);
   auto agent = agentclient::AgentClient::create(std::move(mach->vm->agentChannel()),
                                                 std::move(mach->leftover), m.id);
-  auto applied = co_await applySpec(*agent, spec, in, progress, deadline);
+  auto applied = co_await applySpec(*agent, spec, in, progress, build_log, deadline);
   Status snap = applied;
   if (snap.ok()) {
     progress("snapshot", 85);

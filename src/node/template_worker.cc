@@ -118,7 +118,7 @@ void TemplateWorker::build(Job& job) {
   asio::co_spawn(
       io,
       [&]() -> asio::awaitable<void> {
-        auto t = co_await buildTemplate(*hv, store, job.spec, in, job.progress);
+        auto t = co_await buildTemplate(*hv, store, job.spec, in, job.progress, job.log);
         if (t.ok() && job.hashed) job.hashed(store.hashedFiles(**t));
         if (t.ok())
           out.emplace((*t)->manifest);

@@ -16,6 +16,7 @@
 
 #include "hypervisor/hypervisor.h"
 #include "images/converter.h"
+#include "node/template_builder.h"
 #include "templates/build_spec.h"
 #include "templates/manifest.h"
 #include "templates/store.h"
@@ -49,6 +50,7 @@ class TemplateWorker {
     std::string base;           // the stored name of the template whose disk it boots
                                 // ("" for a from_image build: the image's filesystem)
     std::function<void(const std::string& step, int percent)> progress;
+    BuildLog log;  // a Dockerfile build's steps and output; optional
     std::function<void(Result<templates::Manifest>)> done;
     // Before done, for a build that succeeded: the checksums of the new
     // template's files (by path) the worker computed, so that the io

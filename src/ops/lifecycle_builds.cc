@@ -44,6 +44,9 @@ Result<store::OperationRecord> Lifecycle::buildTemplate(const std::string& tenan
   cb.progress = [this, alive, op_id, name](const std::string& step, int percent) {
     if (!alive.expired()) buildProgress(op_id, name, step, percent);
   };
+  cb.log = [this, alive, op_id, name](const BuildLogEntry& e) {
+    if (!alive.expired()) buildLog(op_id, name, e);
+  };
   cb.done = [this, alive, op_id, name](Result<templates::Manifest> r) {
     if (!alive.expired()) buildDone(op_id, name, std::move(r));
   };
@@ -65,6 +68,22 @@ void Lifecycle::buildProgress(const std::string& op_id, const std::string& name,
   if (o.state == OpState::kPending) log_.set(o, OpState::kRunning);
   json::object d{{"template", name}, {"step", step}, {"percent", percent}};
   log_.publish({0, o.tenant_id, o.id, "", "template.progress", json::serialize(d)});
+}
+
+void Lifecycle::buildLog(const std::string& op_id, const std::string& name,
+                         const BuildLogEntry& e) {
+  auto it = builds_in_flight_.find(op_id);
+  if (it == builds_in_flight_.end()) return;
+  const store::OperationRecord& o = it->second;
+  json::object d{{"template", name}, {"step", e.step}, {"line", e.line}, {"kind", e.kind}};
+  if (!e.text.empty()) d["text"] = e.text;
+  if (!e.lines.empty()) {
+    json::array lines;
+    for (const auto& l : e.lines) lines.push_back(json::string(l));
+    d["lines"] = std::move(lines);
+  }
+  if (e.kind == "done") d["seconds"] = e.seconds;
+  log_.publish({0, o.tenant_id, o.id, "", "template.log", json::serialize(d)});
 }
 
 void Lifecycle::buildDone(const std::string& op_id, const std::string& name,

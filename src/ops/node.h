@@ -56,8 +56,19 @@ struct BuildRequest {
 // How a build reports back, on the io thread: `progress` any number of
 // times, then `done` once, unless the node shuts down first (then neither
 // is called again and the caller ends what it waited for).
+// A Dockerfile build's log entry, as node::BuildLogEntry (ops does not see node).
+struct BuildLogEntry {
+  unsigned step = 0;
+  unsigned line = 0;
+  std::string kind;  // step, stdout, stderr, done
+  std::string text;
+  std::vector<std::string> lines;
+  double seconds = 0;
+};
+
 struct BuildCallbacks {
   std::function<void(const std::string& step, int percent)> progress;
+  std::function<void(const BuildLogEntry&)> log;  // optional
   std::function<void(Result<templates::Manifest>)> done;
 };
 

@@ -184,6 +184,13 @@ Status LocalNode::build(ops::BuildRequest req, ops::BuildCallbacks cb) {
       if (!alive.expired() && progress) progress(step, percent);
     });
   };
+  if (cb.log)
+    job.log = [this, alive, log = std::move(cb.log)](const node::BuildLogEntry& e) {
+      ops::BuildLogEntry o{e.step, e.line, e.kind, e.text, e.lines, e.seconds};
+      asio::post(io_, [alive, log, o = std::move(o)] {
+        if (!alive.expired()) log(o);
+      });
+    };
   // Posted before done: the io thread's store knows the new template's
   // files as checked before anyone hears of it, and does not hash them again.
   job.hashed = [this, alive](std::map<std::string, templates::TemplateStore::HashedFile> h) {

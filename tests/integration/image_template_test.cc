@@ -193,6 +193,11 @@ RUN echo "built by $WHO in $(pwd)" >
                          "--build-arg", "WHO=tester"});
   ASSERT_EQ(b.code, 0) << b.err << "\n" << d->log();
   EXPECT_THAT(b.out, ::testing::StartsWith("dockerfile@"));
+  // Its log, as `docker build --progress=plain` prints one: the steps
+  // numbered, each with its line, its output and its time.
+  EXPECT_THAT(b.err, HasSubstr("] RUN echo \"built by $WHO"));
+  EXPECT_THAT(b.err, ::testing::ContainsRegex("#[0-9]+ \\[line 12\\] RUN \\[\"/bin/sh\""));
+  EXPECT_THAT(b.err, ::testing::ContainsRegex("#[0-9]+ DONE [0-9]+\\.[0-9]s"));
 
   std::string why;
   std::string id = d->createSandbox(R"({"template": "dockerfile"})", &why);
@@ -221,6 +226,9 @@ TEST_F(ImageTemplateTest, ADockerfileThatFailsNamesItsLine) {
   EXPECT_THAT(b.err, HasSubstr("line 3"));
   EXPECT_THAT(b.err, HasSubstr("exit 7"));
   EXPECT_THAT(b.err, HasSubstr("to-stdout"));
+  EXPECT_THAT(b.err, HasSubstr("#1 before\n")) << "the first step's output, logged as it ran";
+  EXPECT_THAT(b.err, HasSubstr("#2 to-stdout\n"));
+  EXPECT_THAT(b.err, ::testing::Not(HasSubstr("never")));
 
   std::ofstream(df) << "FROM vessel://minimal\nHEALTHCHECK CMD true\n";
   CliRun h = vessel({"template", "build", "-f", df, "--name", "hc"});
