@@ -170,27 +170,29 @@ TEST_F(ImageTemplateTest, BuildsFromADockerfileWithEveryInstruction) {
   put("bundle/x.txt", "from the tar\n");
   ASSERT_EQ(std::system(("tar -cf " + c + "/bundle.tar -C " + c + " bundle").c_str()), 0);
   put(".dockerignore", "conf/*.key\nbundle\n");
-  put("Dockerfile",
-      R"(# syntax=docker/dockerfile:1
+  // clang-format off
+  // Its own delimiter: the text holds `)"`.
+  put("Dockerfile", R"DF(# syntax=docker/dockerfile:1
 ARG TAG=1
-FROM )" + reg->host() +
-                  R"(/test/app:${TAG}
+FROM )DF" + reg->host() + R"DF(/test/app:${TAG}
 ARG WHO=nobody
 ENV APP=/srv/app GREETING="hello from the Dockerfile"
 WORKDIR $APP
 COPY --chown=1000:1000 run.sh ./
 COPY conf/ /etc/app/
 ADD bundle.tar /opt/
-RUN echo "built by $WHO in $(pwd)" >
-              built.txt &&
-          id - u >> built.txt RUN["/bin/sh", "-c",
-                                  "test -x run.sh && echo exec-form >> built.txt"] RUN mkdir -
-                        p / w &&
-          chown 4242 / w USER 4242 WORKDIR /
-              w EXPOSE 8080 CMD["/bin/sh", "-c",
-                                "id -u > cmd.txt; pwd >> cmd.txt; exec sleep 100000"]) ");
-      CliRun b = vessel({"template", "build", "-f", c + "/Dockerfile", "--name", "dockerfile",
-                         "--build-arg", "WHO=tester"});
+RUN echo "built by $WHO in $(pwd)" > built.txt && \
+    id -u >> built.txt
+RUN ["/bin/sh", "-c", "test -x run.sh && echo exec-form >> built.txt"]
+RUN mkdir -p /w && chown 4242 /w
+USER 4242
+WORKDIR /w
+EXPOSE 8080
+CMD ["/bin/sh", "-c", "id -u > cmd.txt; pwd >> cmd.txt; exec sleep 100000"]
+)DF");
+  // clang-format on
+  CliRun b = vessel({"template", "build", "-f", c + "/Dockerfile", "--name", "dockerfile",
+                     "--build-arg", "WHO=tester"});
   ASSERT_EQ(b.code, 0) << b.err << "\n" << d->log();
   EXPECT_THAT(b.out, ::testing::StartsWith("dockerfile@"));
   // Its log, as `docker build --progress=plain` prints one: the steps
