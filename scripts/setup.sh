@@ -17,8 +17,9 @@ VESSEL_APT_PACKAGES=(
   qemu-system-x86 qemu-utils linux-source-6.1 bc bison flex libelf-dev cpio xz-utils
   busybox-static e2fsprogs debootstrap
   # templates from OCI images (issue 26): pull and check (skopeo), unpack
-  # (umoci); the tests run a real registry on 127.0.0.1 (docker-registry)
-  skopeo umoci docker-registry
+  # (umoci); the tests run a real registry on 127.0.0.1 (docker-registry);
+  # bench_template builds the same Dockerfile with buildah beside Vessel
+  skopeo umoci docker-registry buildah
   # network isolation
   nftables iproute2
   # tools used by scripts and tests (systemd: systemd-analyze verify of the units)

@@ -136,9 +136,9 @@ struct Scope {
   }
   std::vector<std::string> entries() const {
     std::vector<std::string> out;
-    for (const auto& [k, v] : args)
-      if (!std::any_of(env.begin(), env.end(), [&](const auto& e) { return e.first == k; }))
-        out.push_back(k + "=" + v);
+    for (const auto& a : args)
+      if (!std::any_of(env.begin(), env.end(), [&](const auto& e) { return e.first == a.first; }))
+        out.push_back(a.first + "=" + a.second);
     for (const auto& [k, v] : env) out.push_back(k + "=" + v);
     return out;
   }
