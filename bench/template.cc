@@ -14,8 +14,8 @@
 #include <unistd.h>
 
 #include <chrono>
-#include <cstdlib>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 
@@ -70,8 +70,8 @@ Timed buildah(const std::string& storage, const std::string& context, const std:
   std::string log = storage + ".log";
   std::string cmd = "/usr/bin/buildah --root " + storage + "/root --runroot " + storage +
                     "/run --storage-driver vfs bud --layers --tls-verify=false --isolation chroot "
-                    "-q -t " + tag + " -f " + context + "/Dockerfile " + context + " > " + log +
-                    " 2>&1";
+                    "-q -t " +
+                    tag + " -f " + context + "/Dockerfile " + context + " > " + log + " 2>&1";
   int rc = std::system(cmd.c_str());
   out.ms = msSince(t);
   out.ok = rc == 0;
@@ -94,9 +94,7 @@ void row(const char* what, const Timed& vessel, const Timed& other) {
   std::printf("| %-46s | %10s | %10s |\n", what, cell(vessel).c_str(), cell(other).c_str());
 }
 
-boost::json::object js(const Timed& t) {
-  return {{"ms", t.ms}, {"ok", t.ok}, {"why", t.why}};
-}
+boost::json::object js(const Timed& t) { return {{"ms", t.ms}, {"ok", t.ok}, {"why", t.why}}; }
 
 int run() {
   if (::geteuid() != 0) {
