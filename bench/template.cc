@@ -96,6 +96,8 @@ void row(const char* what, const Timed& vessel, const Timed& other) {
 
 boost::json::object js(const Timed& t) { return {{"ms", t.ms}, {"ok", t.ok}, {"why", t.why}}; }
 
+// Long because the benchmark is one sequence over one registry and one
+// daemon (image, builds, create, then buildah), whose order is the point.
 int run() {
   if (::geteuid() != 0) {
     std::fprintf(stderr, "bench_template needs root (vesseld, umoci)\n");

@@ -7,331 +7,20 @@
 #include <set>
 
 #include "base/env_var.h"
+#include "templates/dockerfile_words.h"
 #include "templates/image_ref.h"
 
 namespace vessel::templates {
 
 namespace {
 
+using namespace dockerfile_words;
+
 // Everything the plan holds, counted: `ENV A=$A$A` doubles per line, and
 // each step keeps the environment in effect, so the text's bound alone
 // does not bound the plan.
 constexpr size_t kMaxPlanBytes = 16 << 20;
-constexpr size_t kMaxWordBytes = 64 << 10;
 constexpr size_t kMaxEnvBytes = 32 << 10;  // = the manifest's bound on a template's env
-
-Error lineError(unsigned line, const std::string& msg) {
-  return Error(Code::kInvalidArgument, "Dockerfile line " + std::to_string(line) + ": " + msg);
-}
-
-std::string_view trimLeft(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  return s;
-}
-std::string_view trimRight(std::string_view s) {
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r'))
-    s.remove_suffix(1);
-  return s;
-}
-std::string_view trim(std::string_view s) { return trimRight(trimLeft(s)); }
-
-std::string upper(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  return out;
-}
-
-std::string lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
-
-struct Logical {
-  unsigned line;
-  std::string text;
-};
-
-// `# name=value` at the very top; the first other line ends them.
-Result<char> readDirectives(const std::vector<std::string_view>& lines, size_t* first) {
-  char escape = '\\';
-  size_t i = 0;
-  for (; i < lines.size(); ++i) {
-    std::string_view s = trim(lines[i]);
-    if (s.empty() || s[0] != '#') break;
-    s = trimLeft(s.substr(1));
-    size_t eq = s.find('=');
-    if (eq == std::string_view::npos) break;
-    std::string name = lower(trim(s.substr(0, eq)));
-    bool word = !name.empty();
-    for (char c : name) word &= std::isalpha(static_cast<unsigned char>(c)) != 0;
-    if (!word) break;
-    std::string_view value = trim(s.substr(eq + 1));
-    if (name == "escape") {
-      if (value != "\\" && value != "`")
-        return lineError(static_cast<unsigned>(i + 1), "escape must be \\ or `");
-      escape = value[0];
-    } else if (name != "syntax" && name != "check") {
-      break;  // an unknown directive is a comment, as docker reads it
-    }
-  }
-  *first = i;
-  return escape;
-}
-
-// Lines joined where they end in the escape character; comments and blank
-// lines dropped (inside a continuation too, as docker does).
-std::vector<Logical> logicalLines(const std::vector<std::string_view>& lines, size_t first,
-                                  char escape) {
-  std::vector<Logical> out;
-  std::string cur;
-  unsigned start = 0;
-  bool cont = false;
-  for (size_t i = first; i < lines.size(); ++i) {
-    std::string_view left = trimLeft(lines[i]);
-    std::string_view s = trimRight(lines[i]);
-    if (trimRight(left).empty() || left[0] == '#') continue;
-    if (!cont) {
-      start = static_cast<unsigned>(i + 1);
-      cur.clear();
-      s = trimRight(left);
-    }
-    if (!s.empty() && s.back() == escape) {
-      s.remove_suffix(1);
-      cur += s;
-      cont = true;
-      continue;
-    }
-    cur += s;
-    out.push_back({start, std::string(trim(cur))});
-    cont = false;
-  }
-  if (cont && !trim(cur).empty()) out.push_back({start, std::string(trim(cur))});
-  return out;
-}
-
-// Variables an instruction expands: ENV over ARG.
-struct Scope {
-  std::vector<std::pair<std::string, std::string>> args;  // declared, with a value
-  std::vector<std::pair<std::string, std::string>> env;
-
-  static void set(std::vector<std::pair<std::string, std::string>>& v, const std::string& k,
-                  std::string value) {
-    for (auto& [name, val] : v)
-      if (name == k) {
-        val = std::move(value);
-        return;
-      }
-    v.emplace_back(k, std::move(value));
-  }
-  static void unset(std::vector<std::pair<std::string, std::string>>& v, const std::string& k) {
-    std::erase_if(v, [&](const auto& e) { return e.first == k; });
-  }
-  const std::string* find(std::string_view k) const {
-    for (const auto& [name, val] : env)
-      if (name == k) return &val;
-    for (const auto& [name, val] : args)
-      if (name == k) return &val;
-    return nullptr;
-  }
-  std::vector<std::string> entries() const {
-    std::vector<std::string> out;
-    for (const auto& a : args)
-      if (!std::any_of(env.begin(), env.end(), [&](const auto& e) { return e.first == a.first; }))
-        out.push_back(a.first + "=" + a.second);
-    for (const auto& [k, v] : env) out.push_back(k + "=" + v);
-    return out;
-  }
-};
-
-bool nameStart(char c) { return std::isalpha(static_cast<unsigned char>(c)) || c == '_'; }
-bool nameChar(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
-
-// Docker's word rules for the instructions that expand (ENV, ARG, COPY,
-// ADD, WORKDIR, USER, EXPOSE, FROM, LABEL): quotes group and are removed,
-// the escape character takes the next one literally, `$` expands except
-// inside single quotes. `split` false: the whole text is one word.
-class Expander {
- public:
-  Expander(char escape, const Scope& scope, unsigned line)
-      : esc_(escape), scope_(scope), line_(line) {}
-
-  Result<std::vector<std::string>> words(std::string_view s, bool split) {
-    std::vector<std::string> out;
-    std::string cur;
-    bool have = false, single = false, dbl = false;
-    for (size_t i = 0; i < s.size(); ++i) {
-      char c = s[i];
-      if (single) {
-        if (c == '\'')
-          single = false;
-        else
-          cur += c;
-      } else if (dbl) {
-        if (c == '"') {
-          dbl = false;
-        } else if (c == esc_ && i + 1 < s.size() &&
-                   (s[i + 1] == '"' || s[i + 1] == esc_ || s[i + 1] == '$')) {
-          cur += s[++i];
-        } else if (c == '$') {
-          VESSEL_TRY(expand(s, &i, cur));
-        } else {
-          cur += c;
-        }
-      } else if (split && (c == ' ' || c == '\t')) {
-        if (have || !cur.empty()) out.push_back(std::move(cur));
-        cur.clear();
-        have = false;
-      } else if (c == esc_) {
-        if (i + 1 < s.size())
-          cur += s[++i];
-        else
-          cur += c;
-      } else if (c == '\'') {
-        single = have = true;
-      } else if (c == '"') {
-        dbl = have = true;
-      } else if (c == '$') {
-        VESSEL_TRY(expand(s, &i, cur));  // an empty expansion is no word, as in a shell
-      } else {
-        cur += c;
-      }
-      if (cur.size() > kMaxWordBytes) return lineError(line_, "a word expands to more than 64 KiB");
-    }
-    if (single || dbl) return lineError(line_, "a quote is not closed");
-    if (!split || have || !cur.empty()) out.push_back(std::move(cur));
-    return out;
-  }
-
-  Result<std::string> word(std::string_view s) {
-    VESSEL_ASSIGN_OR_RETURN(auto w, words(s, false));
-    return std::move(w[0]);
-  }
-
- private:
-  // s[*i] is '$': appends the expansion and leaves *i on its last byte.
-  Status expand(std::string_view s, size_t* i, std::string& out) {
-    size_t p = *i + 1;
-    if (p < s.size() && s[p] == '{') {
-      size_t q = p + 1, name_end = q;
-      while (name_end < s.size() && nameChar(s[name_end])) ++name_end;
-      if (name_end == q || !nameStart(s[q])) return lineError(line_, "bad variable name after ${");
-      std::string_view name = s.substr(q, name_end - q);
-      const std::string* v = scope_.find(name);
-      if (name_end < s.size() && s[name_end] == '}') {
-        if (v) out += *v;
-        *i = name_end;
-        return okStatus();
-      }
-      if (name_end + 1 >= s.size() || s[name_end] != ':' ||
-          (s[name_end + 1] != '-' && s[name_end + 1] != '+'))
-        return lineError(line_, "unsupported expansion in ${" + std::string(name) +
-                                    "...}: only ${NAME}, ${NAME:-word} and ${NAME:+word}");
-      bool dflt = s[name_end + 1] == '-';
-      size_t w = name_end + 2, depth = 1, e = w;
-      for (; e < s.size(); ++e) {
-        if (s[e] == '{') ++depth;
-        if (s[e] == '}' && --depth == 0) break;
-      }
-      if (e >= s.size()) return lineError(line_, "${ is not closed");
-      if (++depth_ > 16) return lineError(line_, "expansions nest deeper than 16");
-      auto word = Expander(esc_, scope_, line_).withDepth(depth_).word(s.substr(w, e - w));
-      --depth_;
-      if (!word.ok()) return std::move(word).error();
-      bool set = v && !v->empty();
-      if (dflt)
-        out += set ? *v : *word;
-      else if (set)
-        out += *word;
-      *i = e;
-      return okStatus();
-    }
-    if (p < s.size() && nameStart(s[p])) {
-      size_t e = p;
-      while (e < s.size() && nameChar(s[e])) ++e;
-      if (const std::string* v = scope_.find(s.substr(p, e - p))) out += *v;
-      *i = e - 1;
-      return okStatus();
-    }
-    out += '$';
-    return okStatus();
-  }
-  Expander& withDepth(int d) {
-    depth_ = d;
-    return *this;
-  }
-
-  char esc_;
-  const Scope& scope_;
-  unsigned line_;
-  int depth_ = 0;
-};
-
-// Words as written (quotes and escapes kept), split where unquoted
-// whitespace is: ENV's and ARG's pairs before each value expands.
-std::vector<std::string> rawWords(std::string_view s, char esc) {
-  std::vector<std::string> out;
-  std::string cur;
-  char quote = 0;
-  for (size_t i = 0; i < s.size(); ++i) {
-    char c = s[i];
-    if (!quote && (c == ' ' || c == '\t')) {
-      if (!cur.empty()) out.push_back(std::move(cur));
-      cur.clear();
-      continue;
-    }
-    cur += c;
-    if (c == esc && i + 1 < s.size() && quote != '\'') {
-      cur += s[++i];
-    } else if (quote && c == quote) {
-      quote = 0;
-    } else if (!quote && (c == '"' || c == '\'')) {
-      quote = c;
-    }
-  }
-  if (!cur.empty()) out.push_back(std::move(cur));
-  return out;
-}
-
-// An exec form (a JSON array of strings), or nullopt for a shell form.
-std::optional<std::vector<std::string>> execForm(std::string_view args) {
-  if (args.empty() || args[0] != '[') return std::nullopt;
-  boost::system::error_code ec;
-  boost::json::value v = boost::json::parse(args, ec);
-  if (ec || !v.is_array()) return std::nullopt;
-  std::vector<std::string> out;
-  for (const auto& e : v.as_array()) {
-    if (!e.is_string()) return std::nullopt;
-    out.emplace_back(e.get_string());
-  }
-  return out;
-}
-
-// Leading --name[=value] flags of FROM, RUN, COPY and ADD.
-struct Flags {
-  std::vector<std::pair<std::string, std::string>> list;
-  std::string_view rest;
-};
-Flags leadingFlags(std::string_view args) {
-  Flags f;
-  for (;;) {
-    args = trimLeft(args);
-    if (args.substr(0, 2) != "--") break;
-    size_t end = args.find_first_of(" \t");
-    std::string_view tok = args.substr(0, end);
-    size_t eq = tok.find('=');
-    f.list.emplace_back(
-        std::string(tok.substr(2, eq == std::string_view::npos ? tok.npos : eq - 2)),
-        eq == std::string_view::npos ? "" : std::string(tok.substr(eq + 1)));
-    if (end == std::string_view::npos) {
-      args = {};
-      break;
-    }
-    args = args.substr(end);
-  }
-  f.rest = trim(args);
-  return f;
-}
 
 bool userSpec(std::string_view u) {
   if (u.empty() || u.size() > 64) return false;
@@ -417,7 +106,12 @@ class Planner {
 
  private:
   Error err(const std::string& msg) const { return lineError(line_, msg); }
-  Expander expander() const { return Expander(esc_, seen_from_ ? scope_ : global_, line_); }
+  // Before FROM only the global ARGs expand.
+  const Scope& scope() const { return seen_from_ ? scope_ : global_; }
+  Result<std::string> word(std::string_view s) const { return expandWord(s, esc_, scope(), line_); }
+  Result<std::vector<std::string>> words(std::string_view s, bool split) const {
+    return expandWords(s, split, esc_, scope(), line_);
+  }
   Status count(size_t bytes) {
     plan_bytes_ += bytes;
     if (plan_bytes_ > kMaxPlanBytes) return err("the build grows past 16 MiB of steps");
@@ -430,11 +124,11 @@ class Planner {
     Flags f = leadingFlags(args);
     for (const auto& [k, v] : f.list) {
       if (k != "platform") return err("FROM --" + k + " is not supported");
-      VESSEL_ASSIGN_OR_RETURN(std::string p, expander().word(v));
+      VESSEL_ASSIGN_OR_RETURN(std::string p, word(v));
       if (p != "linux/amd64" && p != "linux/x86_64")
         return err("FROM --platform=" + p + ": Vessel builds linux/amd64 only");
     }
-    VESSEL_ASSIGN_OR_RETURN(auto w, expander().words(f.rest, true));
+    VESSEL_ASSIGN_OR_RETURN(auto w, words(f.rest, true));
     if (w.size() == 3 && lower(w[1]) == "as") w.resize(1);
     if (w.size() != 1 || w[0].empty()) return err("FROM takes one image (and AS name)");
     const std::string& ref = w[0];
@@ -456,9 +150,9 @@ class Planner {
   }
 
   Status arg(std::string_view args) {
-    auto words = rawWords(args, esc_);
-    if (words.empty()) return err("ARG needs a name");
-    for (const auto& w : words) {
+    auto pairs = rawWords(args, esc_);
+    if (pairs.empty()) return err("ARG needs a name");
+    for (const auto& w : pairs) {
       size_t eq = w.find('=');
       std::string name = w.substr(0, eq);
       if (!portableEnvName(name))
@@ -469,7 +163,7 @@ class Planner {
       if (auto b = build_args_.find(name); b != build_args_.end()) {
         value = b->second;
       } else if (eq != std::string::npos) {
-        VESSEL_ASSIGN_OR_RETURN(value, expander().word(std::string_view(w).substr(eq + 1)));
+        VESSEL_ASSIGN_OR_RETURN(value, word(std::string_view(w).substr(eq + 1)));
       } else if (seen_from_) {
         if (const std::string* g = global_.find(name)) value = *g;
       }
@@ -485,19 +179,19 @@ class Planner {
   }
 
   Status env(std::string_view args) {
-    auto words = rawWords(args, esc_);
-    if (words.empty()) return err("ENV needs NAME=VALUE");
+    auto raw = rawWords(args, esc_);
+    if (raw.empty()) return err("ENV needs NAME=VALUE");
     std::vector<std::pair<std::string, std::string>> pairs;
-    if (words[0].find('=') == std::string::npos) {
+    if (raw[0].find('=') == std::string::npos) {
       // The old form: ENV NAME VALUE..., the rest of the line one value.
-      std::string_view rest = trimLeft(args.substr(words[0].size()));
-      VESSEL_ASSIGN_OR_RETURN(std::string v, expander().word(rest));
-      pairs.emplace_back(words[0], std::move(v));
+      std::string_view rest = trimLeft(args.substr(raw[0].size()));
+      VESSEL_ASSIGN_OR_RETURN(std::string v, word(rest));
+      pairs.emplace_back(raw[0], std::move(v));
     } else {
-      for (const auto& w : words) {
+      for (const auto& w : raw) {
         size_t eq = w.find('=');
         if (eq == std::string::npos) return err("ENV: '" + w.substr(0, 64) + "' is not NAME=VALUE");
-        VESSEL_ASSIGN_OR_RETURN(std::string v, expander().word(std::string_view(w).substr(eq + 1)));
+        VESSEL_ASSIGN_OR_RETURN(std::string v, word(std::string_view(w).substr(eq + 1)));
         pairs.emplace_back(w.substr(0, eq), std::move(v));
       }
     }
@@ -545,7 +239,7 @@ class Planner {
     c.add = add;
     for (const auto& [k, v] : f.list) {
       if (k == "chown") {
-        VESSEL_ASSIGN_OR_RETURN(c.chown, expander().word(v));
+        VESSEL_ASSIGN_OR_RETURN(c.chown, word(v));
         if (!userSpec(c.chown)) return err(kw + " --chown takes user[:group]");
       } else if (k == "chmod") {
         uint32_t mode = 0;
@@ -564,19 +258,19 @@ class Planner {
         return err(kw + " --" + k + " is not supported by Vessel templates");
       }
     }
-    std::vector<std::string> words;
+    std::vector<std::string> args_words;
     if (auto e = execForm(f.rest)) {
       for (const auto& w : *e) {
-        VESSEL_ASSIGN_OR_RETURN(std::string x, expander().word(w));
-        words.push_back(std::move(x));
+        VESSEL_ASSIGN_OR_RETURN(std::string x, word(w));
+        args_words.push_back(std::move(x));
       }
     } else {
-      VESSEL_ASSIGN_OR_RETURN(words, expander().words(f.rest, true));
+      VESSEL_ASSIGN_OR_RETURN(args_words, words(f.rest, true));
     }
-    if (words.size() < 2) return err(kw + " needs a source and a destination");
-    std::string dest = words.back();
-    words.pop_back();
-    for (const auto& src : words) {
+    if (args_words.size() < 2) return err(kw + " needs a source and a destination");
+    std::string dest = args_words.back();
+    args_words.pop_back();
+    for (const auto& src : args_words) {
       if (add && (src.find("://") != std::string::npos || src.rfind("git@", 0) == 0))
         return err(
             "ADD from a URL is not supported: download it in a RUN step, under the build's "
@@ -587,21 +281,21 @@ class Planner {
     c.dest = joinPath(workdir_, dest);
     if (dir && c.dest != "/") c.dest += "/";
     if (c.dest == "/") c.dest = "/";
-    c.sources = std::move(words);
+    c.sources = std::move(args_words);
     DockerStep s = step(name, args);
     s.copy = std::move(c);
     return push(std::move(s));
   }
 
   Status workdir(std::string_view args) {
-    VESSEL_ASSIGN_OR_RETURN(std::string w, expander().word(args));
+    VESSEL_ASSIGN_OR_RETURN(std::string w, word(args));
     if (w.empty()) return err("WORKDIR needs a directory");
     workdir_ = joinPath(workdir_, w);
     return okStatus();
   }
 
   Status user(std::string_view args) {
-    VESSEL_ASSIGN_OR_RETURN(std::string u, expander().word(args));
+    VESSEL_ASSIGN_OR_RETURN(std::string u, word(args));
     if (!userSpec(u)) return err("USER takes user[:group] (letters, digits, _ - .)");
     user_ = u;
     return okStatus();
@@ -629,9 +323,9 @@ class Planner {
   }
 
   Status expose(std::string_view args) {
-    VESSEL_ASSIGN_OR_RETURN(auto words, expander().words(args, true));
-    if (words.empty()) return err("EXPOSE needs a port");
-    for (const auto& w : words) {
+    VESSEL_ASSIGN_OR_RETURN(auto ports, words(args, true));
+    if (ports.empty()) return err("EXPOSE needs a port");
+    for (const auto& w : ports) {
       std::string_view p = w;
       std::string_view proto = "tcp";
       if (size_t sl = p.find('/'); sl != std::string_view::npos) {
