@@ -190,10 +190,12 @@ asio::ip::address HttpServer::peerOf(const tcp::socket& sock) const {
 
 namespace {
 
-Response readError(const boost::system::error_code& ec) {
-  // A malformed or oversized request gets an answer, then the connection closes.
+Response readError(const boost::system::error_code& ec, const std::string& request_id) {
+  // A malformed or oversized request gets an answer, then the connection
+  // closes; its body names the id it is logged under, as every other error's.
   Request dummy;
   dummy.version(11);
+  dummy.set("X-Request-Id", request_id);
   bool limit = ec == http::error::body_limit || ec == http::error::header_limit;
   Response res =
       errorResponse(dummy, Error(limit ? Code::kResourceExhausted : Code::kInvalidArgument,
@@ -291,7 +293,7 @@ asio::awaitable<void> HttpServer::serve(tcp::socket sock) {
         co_await http::async_read_header(stream, buf, head, asio::as_tuple(asio::use_awaitable));
     if (ec == http::error::end_of_stream || ec == beast::error::timeout) break;
     if (ec) {
-      Response res = readError(ec);
+      Response res = readError(ec, served.id);
       count("-", res, std::chrono::steady_clock::now(), served);
       co_await http::async_write(stream, res, asio::as_tuple(asio::use_awaitable));
       break;
@@ -369,7 +371,7 @@ asio::awaitable<void> HttpServer::serve(tcp::socket sock) {
     }
     // A declared length is judged now; a chunked body as it arrives.
     if (head.content_length() && *head.content_length() > limits_.max_body_bytes) {
-      Response res = readError(http::error::body_limit);
+      Response res = readError(http::error::body_limit, served.id);
       count("-", res, started, served);
       co_await http::async_write(stream, res, asio::as_tuple(asio::use_awaitable));
       break;
@@ -388,7 +390,7 @@ asio::awaitable<void> HttpServer::serve(tcp::socket sock) {
         co_await http::async_read(stream, buf, parser, asio::as_tuple(asio::use_awaitable));
     if (bec == beast::error::timeout) break;
     if (bec) {
-      Response res = readError(bec);
+      Response res = readError(bec, served.id);
       count("-", res, started, served);
       co_await http::async_write(stream, res, asio::as_tuple(asio::use_awaitable));
       break;

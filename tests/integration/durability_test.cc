@@ -411,8 +411,9 @@ TEST_F(DurabilityTest, QuotasAnswer429AndExtendMovesTheDeadlines) {
   ASSERT_TRUE((*db)->setSandboxState("sb-q1", store::SandboxState::kDeleted, "").ok());
 }
 
-// Every error body is the contract's Error: {code, message, details?},
-// code from its enum, nothing else.
+// Every error body is the contract's Error: {code, message, details?,
+// request_id}, code from its enum, the id its X-Request-Id header's,
+// nothing else.
 void expectErrorShape(const testing::Reply& r, const std::string& what) {
   static const std::set<std::string> kCodes = {
       "invalid_argument",   "not_found",         "already_exists", "failed_precondition",
@@ -421,11 +422,15 @@ void expectErrorShape(const testing::Reply& r, const std::string& what) {
   auto v = r.js();
   ASSERT_TRUE(v.is_object()) << what << ": " << r.body;
   for (auto& [k, f] : v.as_object()) {
-    EXPECT_TRUE(k == "code" || k == "message" || k == "details") << what << ": field " << k;
+    EXPECT_TRUE(k == "code" || k == "message" || k == "details" || k == "request_id")
+        << what << ": field " << k;
     if (k == "details") {
       EXPECT_TRUE(f.is_object()) << what;
     }
   }
+  std::string id = str(v, "request_id");
+  EXPECT_NE(id, "<missing>") << what << ": " << r.body;
+  EXPECT_THAT(r.head, HasSubstr("X-Request-Id: " + id)) << what;
   EXPECT_TRUE(kCodes.count(str(v, "code"))) << what << ": " << r.body;
   EXPECT_NE(str(v, "message"), "<missing>") << what;
   EXPECT_THAT(r.head, HasSubstr("application/json")) << what;
