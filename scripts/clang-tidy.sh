@@ -2,7 +2,8 @@
 # clang-tidy (14, .clang-tidy) over the sources that parse untrusted bytes:
 # agent frames, the gateway's TLS/HTTP/DNS/policy parsers and scrubber, the
 # API's and E2B's request parsers, QMP, the template manifest and build
-# spec, and the fuzz targets. Any finding fails (ctest clang_tidy_check).
+# spec, a Dockerfile and its context, and the fuzz targets. Any finding
+# fails (ctest clang_tidy_check).
 #
 #   scripts/clang-tidy.sh [BUILD_DIR]   default build/${PRESET:-release}
 #   TIDY_CHECKS='clang-analyzer-*'      checks added to .clang-tidy's, for a run
@@ -28,6 +29,7 @@ files=(
   src/e2b/envd/route.cc
   src/hypervisor/qemu/qmp.cc
   src/templates/manifest.cc src/templates/build_spec.cc src/templates/image_ref.cc
+  src/templates/dockerfile.cc src/templates/dockerfile_words.cc src/templates/build_context.cc
   src/images/image_config.cc
   src/cluster/node_protocol.cc src/cluster/template_transfer.cc src/templates/catalogue.cc
   src/ingress/host.cc

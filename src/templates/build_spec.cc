@@ -35,15 +35,18 @@ bool guestPath(std::string_view p) {
   return !p.empty() && p[0] == '/' && p.size() <= 4096 && noNul(p);
 }
 
-Result<std::vector<std::string>> stringList(const json::value& v, const char* what, bool nonempty) {
+// `argv`: a command line, whose first word names the program (its other
+// words may be empty).
+Result<std::vector<std::string>> stringList(const json::value& v, const char* what, bool argv) {
   if (!v.is_array()) return specError(std::string(what) + " must be a list of strings");
   std::vector<std::string> out;
   for (const auto& e : v.get_array()) {
-    if (!e.is_string() || !noNul(e.get_string()) || (nonempty && e.get_string().empty()))
+    if (!e.is_string() || !noNul(e.get_string()))
       return specError(std::string(what) + " holds something other than a string without NUL");
     out.emplace_back(e.get_string());
   }
-  if (nonempty && out.empty()) return specError(std::string(what) + " is empty");
+  if (argv && (out.empty() || out[0].empty()))
+    return specError(std::string(what) + " must name a program first");
   return out;
 }
 

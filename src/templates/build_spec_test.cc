@@ -123,6 +123,8 @@ TEST(BuildSpecTest, StepsCarryEachKindAndRefuseMixedOrBadOnes) {
       {"unpack": "/opt", "content_base64": ""}]})");
   ASSERT_TRUE(s.ok()) << s.error().message();
   ASSERT_EQ(s->steps.size(), 4u);
+  // An argument may be empty; only the program must be named.
+  EXPECT_TRUE(parseBuildSpec(R"({"name": "d", "steps": [{"run": ["printf", "%s", ""]}]})").ok());
   EXPECT_EQ(s->steps[0].kind, BuildStep::Kind::kRun);
   EXPECT_EQ(s->steps[0].user, "app");
   EXPECT_EQ(s->steps[0].line, 3u);
@@ -143,6 +145,8 @@ TEST(BuildSpecTest, StepsCarryEachKindAndRefuseMixedOrBadOnes) {
            R"({"name": "d", "steps": [{"run": ["a"], "write": "/x"}]})",
            R"({"name": "d", "steps": [{"run": []}]})",
            R"({"name": "d", "steps": [{"run": [""]}]})",
+           R"({"name": "d", "steps": [{"run": ["", "x"]}]})",
+           R"({"name": "d", "steps": [{"run": ["a\u0000b"]}]})",
            R"({"name": "d", "steps": [{"run": ["a"], "mode": 1}]})",
            R"({"name": "d", "steps": [{"write": "rel"}]})",
            R"({"name": "d", "steps": [{"write": "/x", "mode": 4096}]})",

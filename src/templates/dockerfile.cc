@@ -207,9 +207,19 @@ class Planner {
     return okStatus();
   }
 
-  // RUN's and CMD's shell form: SHELL, then the command as written.
-  std::vector<std::string> commandLine(std::string_view args) const {
-    if (auto e = execForm(args)) return *e;
+  // RUN's, CMD's and ENTRYPOINT's exec form as written, or their shell
+  // form: SHELL, then the command as written. An exec form names a program
+  // (or, for CMD and ENTRYPOINT only, is [] for none) and holds no NUL,
+  // which execve could not pass.
+  Result<std::vector<std::string>> commandLine(const std::string& kw, std::string_view args) const {
+    if (auto e = execForm(args)) {
+      if (e->empty() && kw != "run") return std::move(*e);
+      if (e->empty() || (*e)[0].empty())
+        return err(upper(kw) + "'s exec form needs a program first");
+      for (const auto& a : *e)
+        if (a.find('\0') != std::string::npos) return err(upper(kw) + "'s exec form holds a NUL");
+      return std::move(*e);
+    }
     std::vector<std::string> argv = shell_;
     argv.emplace_back(args);
     return argv;
@@ -227,8 +237,9 @@ class Planner {
              f.rest[p + 2] == '\''))
           return err("RUN with a heredoc (<<) is not supported: write the file with COPY");
     }
+    VESSEL_ASSIGN_OR_RETURN(auto argv, commandLine(kw, f.rest));
     DockerStep s = step(kw, args);
-    s.run = RunStep{commandLine(f.rest)};
+    s.run = RunStep{std::move(argv)};
     return push(std::move(s));
   }
 
@@ -303,7 +314,7 @@ class Planner {
 
   Status command(const std::string& kw, std::string_view args) {
     if (args.empty()) return err(upper(kw) + " needs a command");
-    std::vector<std::string> argv = commandLine(args);
+    VESSEL_ASSIGN_OR_RETURN(auto argv, commandLine(kw, args));
     VESSEL_TRY(count(args.size()));
     if (kw == "cmd") {
       cmd_ = std::move(argv);
@@ -316,7 +327,10 @@ class Planner {
 
   Status shell(std::string_view args) {
     auto e = execForm(args);
-    if (!e || e->empty() || (*e)[0].empty())
+    bool nul = e && std::any_of(e->begin(), e->end(), [](const std::string& a) {
+                 return a.find('\0') != std::string::npos;
+               });
+    if (!e || e->empty() || (*e)[0].empty() || nul)
       return err("SHELL takes a JSON list such as [\"/bin/bash\", \"-c\"]");
     shell_ = std::move(*e);
     return okStatus();

@@ -158,6 +158,14 @@ TEST(DockerfileTest, RefusesWhatVesselDoesNotDoNamingTheLine) {
   EXPECT_THAT(why(from + "ENV 1A=x\n"), HasSubstr("bad name"));
   EXPECT_THAT(why(from + "ENV A=${B?no}\n"), HasSubstr("unsupported expansion"));
   EXPECT_THAT(why(from + "SHELL /bin/bash\n"), HasSubstr("SHELL takes a JSON list"));
+  EXPECT_THAT(why(from + "RUN []\n"), HasSubstr("line 2: RUN's exec form needs a program"));
+  EXPECT_THAT(why(from + "RUN [\"\", \"x\"]\n"), HasSubstr("needs a program"));
+  EXPECT_THAT(why(from + "RUN [\"a\\u0000b\"]\n"), HasSubstr("holds a NUL"));
+  EXPECT_THAT(why(from + "SHELL [\"/bin/sh\\u0000\"]\n"), HasSubstr("SHELL takes"));
+  // CMD [] and ENTRYPOINT [] clear them, as in docker.
+  auto cleared = parseDockerfile(from + "CMD [\"a\"]\nCMD []\n");
+  ASSERT_TRUE(cleared.ok()) << cleared.error().message();
+  EXPECT_TRUE(cleared->start.empty());
   EXPECT_THAT(why(from + "USER \"\"\n"), HasSubstr("USER"));
   EXPECT_THAT(why("RUN true\n"), HasSubstr("line 1: FROM must come first"));
   EXPECT_THAT(why("ARG A=1\n"), HasSubstr("no FROM"));

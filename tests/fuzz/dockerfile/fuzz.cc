@@ -4,6 +4,7 @@
 // to the guest as an environment is NAME=VALUE without NUL.
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <string_view>
 
 #include "base/env_var.h"
@@ -22,7 +23,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (s.line == 0 || s.line > lines) __builtin_trap();
     if (s.run.has_value() == s.copy.has_value()) __builtin_trap();
     if (s.workdir.empty() || s.workdir[0] != '/') __builtin_trap();
-    if (s.run && s.run->argv.empty()) __builtin_trap();
+    // A command names its program and holds nothing execve cannot pass.
+    if (s.run && (s.run->argv.empty() || s.run->argv[0].empty())) __builtin_trap();
+    if (s.run)
+      for (const auto& a : s.run->argv)
+        if (a.find('\0') != std::string::npos) __builtin_trap();
     if (s.copy && (s.copy->dest.empty() || s.copy->dest[0] != '/' || s.copy->sources.empty()))
       __builtin_trap();
     for (const auto& e : s.env)
@@ -30,5 +35,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   for (const auto& e : p->env)
     if (!vessel::envEntry(e)) __builtin_trap();
+  if (!p->start.empty() && p->start[0].empty()) __builtin_trap();
+  for (const auto& a : p->start)
+    if (a.find('\0') != std::string::npos) __builtin_trap();
   return 0;
 }
