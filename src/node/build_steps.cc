@@ -6,6 +6,7 @@
 #include <map>
 #include <utility>
 
+#include "base/split.h"
 #include "base/utf8.h"
 
 namespace vessel::node {
@@ -101,19 +102,8 @@ class Accounts {
     co_return okStatus();
   }
   void read(const std::string& text, bool passwd) {
-    size_t i = 0;
-    while (i < text.size()) {
-      size_t nl = text.find('\n', i);
-      if (nl == std::string::npos) nl = text.size();
-      std::string_view line(text.data() + i, nl - i);
-      i = nl + 1;
-      std::vector<std::string_view> f;
-      for (size_t p = 0; p <= line.size();) {
-        size_t c = line.find(':', p);
-        if (c == std::string_view::npos) c = line.size();
-        f.push_back(line.substr(p, c - p));
-        p = c + 1;
-      }
+    for (std::string_view line : splitView(text, '\n')) {
+      std::vector<std::string_view> f = splitView(line, ':');
       if (passwd && f.size() >= 4) {
         auto uid = number(f[2]), gid = number(f[3]);
         if (uid && gid) users_.emplace(std::string(f[0]), std::make_pair(*uid, *gid));

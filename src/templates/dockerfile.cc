@@ -7,6 +7,7 @@
 #include <set>
 
 #include "base/env_var.h"
+#include "base/split.h"
 #include "templates/dockerfile_words.h"
 #include "templates/image_ref.h"
 
@@ -407,13 +408,7 @@ Result<DockerPlan> parseDockerfile(std::string_view text,
     if (!portableEnvName(k) || !envValue(v))
       return Error(Code::kInvalidArgument,
                    "--build-arg: bad name '" + k.substr(0, 64) + "' or a NUL in its value");
-  std::vector<std::string_view> lines;
-  for (size_t p = 0; p <= text.size();) {
-    size_t nl = text.find('\n', p);
-    if (nl == std::string_view::npos) nl = text.size();
-    lines.push_back(text.substr(p, nl - p));
-    p = nl + 1;
-  }
+  std::vector<std::string_view> lines = splitView(text, '\n');
   size_t first = 0;
   VESSEL_ASSIGN_OR_RETURN(char escape, readDirectives(lines, &first));
   auto logical = logicalLines(lines, first, escape);
