@@ -192,10 +192,10 @@ class StepLog {
     if (lines.empty() || over_) return;
     size_t bytes = 0;
     for (const auto& l : lines) bytes += l.size() + 1;
-    if (bytes_ + bytes > kMaxBuildLogBytes) {
+    if (bytes_ + bytes > templates::kMaxBuildLogBytes) {
       over_ = true;
       lines = {"[further output is not logged: the build's log holds " +
-               std::to_string(kMaxBuildLogBytes >> 20) + " MiB]"};
+               std::to_string(templates::kMaxBuildLogBytes >> 20) + " MiB]"};
     }
     bytes_ += bytes;
     emit(err ? "stderr" : "stdout", "", std::move(lines));

@@ -11,6 +11,7 @@
 
 #include "hypervisor/hypervisor.h"
 #include "images/converter.h"
+#include "templates/build_log.h"
 #include "templates/build_spec.h"
 #include "templates/store.h"
 
@@ -47,21 +48,8 @@ void useConvertedImage(BuildInputs& in, const images::ConvertedImage& image);
 // Progress: a step description and a percentage (0-100).
 using Progress = std::function<void(const std::string& step, int percent)>;
 
-// A Dockerfile step's log (issue 26, item 3): kind "step" when an
-// instruction starts (text: the instruction), "stdout" or "stderr" with the
-// complete lines a chunk of its output held, "done" when it ends (seconds:
-// its time). Bounded per build (kMaxBuildLogBytes); what passes the bound is
-// one "[further output is not logged]" line.
-struct BuildLogEntry {
-  unsigned step = 0;  // 1-based instruction number among the Dockerfile's steps
-  unsigned line = 0;  // its Dockerfile line
-  std::string kind;
-  std::string text;
-  std::vector<std::string> lines;
-  double seconds = 0;
-};
+using BuildLogEntry = templates::BuildLogEntry;  // templates/build_log.h
 using BuildLog = std::function<void(const BuildLogEntry&)>;
-inline constexpr size_t kMaxBuildLogBytes = 4 << 20;
 
 asio::awaitable<Result<std::shared_ptr<const templates::Template>>> buildTemplate(
     hypervisor::Hypervisor& hv, templates::TemplateStore& store, const templates::BuildSpec& spec,

@@ -251,7 +251,8 @@ class Lifecycle {
   asio::awaitable<void> runForkToTemplate(store::OperationRecord op, std::string name);
   void buildProgress(const std::string& op_id, const std::string& name, const std::string& step,
                      int percent);
-  void buildLog(const std::string& op_id, const std::string& name, const BuildLogEntry& e);
+  void buildLog(const std::string& op_id, const std::string& name,
+                const templates::BuildLogEntry& e);
   void buildDone(const std::string& op_id, const std::string& name, Result<templates::Manifest> r);
   void failBuildsInFlight();
   // An operation other than delete ends: if a delete came meanwhile, it

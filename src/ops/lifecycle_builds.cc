@@ -44,7 +44,7 @@ Result<store::OperationRecord> Lifecycle::buildTemplate(const std::string& tenan
   cb.progress = [this, alive, op_id, name](const std::string& step, int percent) {
     if (!alive.expired()) buildProgress(op_id, name, step, percent);
   };
-  cb.log = [this, alive, op_id, name](const BuildLogEntry& e) {
+  cb.log = [this, alive, op_id, name](const templates::BuildLogEntry& e) {
     if (!alive.expired()) buildLog(op_id, name, e);
   };
   cb.done = [this, alive, op_id, name](Result<templates::Manifest> r) {
@@ -71,7 +71,7 @@ void Lifecycle::buildProgress(const std::string& op_id, const std::string& name,
 }
 
 void Lifecycle::buildLog(const std::string& op_id, const std::string& name,
-                         const BuildLogEntry& e) {
+                         const templates::BuildLogEntry& e) {
   auto it = builds_in_flight_.find(op_id);
   if (it == builds_in_flight_.end()) return;
   const store::OperationRecord& o = it->second;

@@ -18,6 +18,7 @@
 
 #include "base/result.h"
 #include "store/settings.h"
+#include "templates/build_log.h"
 #include "templates/build_spec.h"
 #include "templates/manifest.h"
 
@@ -55,20 +56,11 @@ struct BuildRequest {
 };
 // How a build reports back, on the io thread: `progress` any number of
 // times, then `done` once, unless the node shuts down first (then neither
-// is called again and the caller ends what it waited for).
-// A Dockerfile build's log entry, as node::BuildLogEntry (ops does not see node).
-struct BuildLogEntry {
-  unsigned step = 0;
-  unsigned line = 0;
-  std::string kind;  // step, stdout, stderr, done
-  std::string text;
-  std::vector<std::string> lines;
-  double seconds = 0;
-};
-
+// is called again and the caller ends what it waited for). `log` (a
+// Dockerfile build's steps and output) is optional.
 struct BuildCallbacks {
   std::function<void(const std::string& step, int percent)> progress;
-  std::function<void(const BuildLogEntry&)> log;  // optional
+  std::function<void(const templates::BuildLogEntry&)> log;
   std::function<void(Result<templates::Manifest>)> done;
 };
 

@@ -11,37 +11,37 @@
 #include <filesystem>
 
 #include "base/fd.h"
+#include "base/split.h"
+#include "templates/dockerfile_words.h"
 
 namespace vessel::templates {
 
 namespace fs = std::filesystem;
+using dockerfile_words::lineError;
+using dockerfile_words::trim;
 
 namespace {
 
+// A path's non-empty segments ("a//b/" is a, b).
 std::vector<std::string> segments(std::string_view p) {
   std::vector<std::string> out;
-  size_t i = 0;
-  while (i <= p.size()) {
-    size_t j = p.find('/', i);
-    if (j == std::string_view::npos) j = p.size();
-    if (j > i) out.emplace_back(p.substr(i, j - i));
-    i = j + 1;
-  }
+  for (std::string_view seg : splitView(p, '/'))
+    if (!seg.empty()) out.emplace_back(seg);
   return out;
 }
 
-// `**` matches any number of segments; any other segment one, by fnmatch.
+// `end`: how many of the path's segments are matched (a directory of it).
 bool matchFrom(const std::vector<std::string>& pat, size_t pi, const std::vector<std::string>& path,
-               size_t si) {
-  if (pi == pat.size()) return si == path.size();
+               size_t si, size_t end) {
+  if (pi == pat.size()) return si == end;
   if (pat[pi] == "**") {
-    for (size_t k = si; k <= path.size(); ++k)
-      if (matchFrom(pat, pi + 1, path, k)) return true;
+    for (size_t k = si; k <= end; ++k)
+      if (matchFrom(pat, pi + 1, path, k, end)) return true;
     return false;
   }
-  if (si == path.size()) return false;
+  if (si == end) return false;
   if (::fnmatch(pat[pi].c_str(), path[si].c_str(), 0) != 0) return false;
-  return matchFrom(pat, pi + 1, path, si + 1);
+  return matchFrom(pat, pi + 1, path, si + 1, end);
 }
 
 // A source or a pattern inside the context: relative, without `..`.
@@ -51,9 +51,8 @@ Result<std::string> insideContext(const DockerStep& s, std::string_view src) {
   if (p == "." || p == "./") p.clear();
   while (!p.empty() && p.back() == '/') p.pop_back();
   if (p == ".." || p.rfind("../", 0) == 0)
-    return Error(Code::kInvalidArgument, "Dockerfile line " + std::to_string(s.line) + ": '" +
-                                             std::string(src).substr(0, 200) +
-                                             "' is outside the build context");
+    return lineError(s.line,
+                     "'" + std::string(src).substr(0, 200) + "' is outside the build context");
   return p;
 }
 
@@ -81,15 +80,8 @@ std::string joinGuest(const std::string& dir, std::string_view name) {
 
 IgnoreRules IgnoreRules::parse(std::string_view text) {
   IgnoreRules r;
-  size_t i = 0;
-  while (i < text.size()) {
-    size_t nl = text.find('\n', i);
-    if (nl == std::string_view::npos) nl = text.size();
-    std::string_view line = text.substr(i, nl - i);
-    i = nl + 1;
-    while (!line.empty() && (line.back() == '\r' || line.back() == ' ' || line.back() == '\t'))
-      line.remove_suffix(1);
-    while (!line.empty() && (line.front() == ' ' || line.front() == '\t')) line.remove_prefix(1);
+  for (std::string_view line : splitView(text, '\n')) {
+    line = trim(line);
     if (line.empty() || line[0] == '#') continue;
     Rule rule;
     if (line[0] == '!') {
@@ -111,10 +103,7 @@ bool IgnoreRules::excluded(std::string_view rel_path) const {
   for (const auto& rule : rules_) {
     bool hit = false;
     // The path itself or one of its directories.
-    for (size_t n = 1; n <= path.size() && !hit; ++n) {
-      std::vector<std::string> prefix(path.begin(), path.begin() + static_cast<ptrdiff_t>(n));
-      hit = matchFrom(rule.segments, 0, prefix, 0);
-    }
+    for (size_t n = 1; n <= path.size() && !hit; ++n) hit = matchFrom(rule.segments, 0, path, 0, n);
     if (hit) out = !rule.negate;
   }
   return out;
@@ -142,11 +131,12 @@ Result<BuildContext> BuildContext::open(const std::string& dir, ContextLimits li
 Status BuildContext::take(const DockerStep& s, uint64_t bytes) {
   bytes_ += bytes;
   if (++entries_ > limits_.max_entries || bytes_ > limits_.max_bytes)
-    return Error(Code::kInvalidArgument,
-                 "Dockerfile line " + std::to_string(s.line) + ": the build context's files " +
-                     "exceed " + std::to_string(limits_.max_bytes >> 10) + " KiB or " +
-                     std::to_string(limits_.max_entries) +
-                     " entries (list what the build does not need in .dockerignore)");
+    return lineError(s.line,
+                     "the build context's files "
+                     "exceed " +
+                         std::to_string(limits_.max_bytes >> 10) + " KiB or " +
+                         std::to_string(limits_.max_entries) +
+                         " entries (list what the build does not need in .dockerignore)");
   return okStatus();
 }
 
@@ -158,9 +148,8 @@ Result<std::vector<std::string>> BuildContext::matches(const DockerStep& s,
     std::error_code ec;
     auto st = fs::symlink_status(dir_ + "/" + rel, ec);
     if (!fs::exists(st) || (!rel.empty() && ignore_.excluded(rel)))
-      return Error(Code::kInvalidArgument,
-                   at + "'" + src.substr(0, 200) + "' is not in the build context" +
-                       (fs::exists(st) ? " (.dockerignore excludes it)" : ""));
+      return lineError(s.line, "'" + src.substr(0, 200) + "' is not in the build context" +
+                                   (fs::exists(st) ? " (.dockerignore excludes it)" : ""));
     return std::vector<std::string>{rel};
   }
   std::vector<std::string> pat = segments(rel), out;
@@ -169,15 +158,15 @@ Result<std::vector<std::string>> BuildContext::matches(const DockerStep& s,
   for (auto it = fs::recursive_directory_iterator(dir_, fs::directory_options::none, ec);
        !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
     if (++seen > limits_.max_entries * 10)
-      return Error(Code::kInvalidArgument, at + "the build context holds too many files to match");
+      return lineError(s.line, "the build context holds too many files to match");
     std::string r = it->path().lexically_relative(dir_).string();
-    if (matchFrom(pat, 0, segments(r), 0) && !ignore_.excluded(r)) out.push_back(r);
+    std::vector<std::string> segs = segments(r);
+    if (matchFrom(pat, 0, segs, 0, segs.size()) && !ignore_.excluded(r)) out.push_back(r);
   }
   if (ec) return Error(Code::kInternal, at + "read the build context: " + ec.message());
   std::sort(out.begin(), out.end());
   if (out.empty())
-    return Error(Code::kInvalidArgument,
-                 at + "no file in the build context matches '" + src.substr(0, 200) + "'");
+    return lineError(s.line, "no file in the build context matches '" + src.substr(0, 200) + "'");
   return out;
 }
 
@@ -186,10 +175,10 @@ Status BuildContext::addFile(const DockerStep& s, const std::string& rel, const 
   std::string at = "Dockerfile line " + std::to_string(s.line) + ": ";
   std::string host = dir_ + "/" + rel;
   Fd fd(::open(host.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
-  if (!fd) return Error(Code::kInvalidArgument, at + "open " + rel + ": " + std::strerror(errno));
+  if (!fd) return lineError(s.line, "open " + rel + ": " + std::strerror(errno));
   struct stat st {};
   if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode))
-    return Error(Code::kInvalidArgument, at + rel + " is not a regular file");
+    return lineError(s.line, rel + " is not a regular file");
   VESSEL_TRY(take(s, static_cast<uint64_t>(st.st_size)));
   std::string content(static_cast<size_t>(st.st_size), '\0');
   size_t got = 0;
@@ -245,8 +234,8 @@ Status BuildContext::addTree(const DockerStep& s, const std::string& rel, const 
   for (auto it = fs::recursive_directory_iterator(root, fs::directory_options::none, ec);
        !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
     if (entries.size() > limits_.max_entries)
-      return Error(Code::kInvalidArgument, at + rel + " holds more than " +
-                                               std::to_string(limits_.max_entries) + " entries");
+      return lineError(
+          s.line, rel + " holds more than " + std::to_string(limits_.max_entries) + " entries");
     entries.push_back(it->path());
   }
   if (ec) return Error(Code::kInternal, at + "read " + rel + ": " + ec.message());
@@ -258,14 +247,14 @@ Status BuildContext::addTree(const DockerStep& s, const std::string& rel, const 
     std::string guest = joinGuest(into, under);
     auto st = fs::symlink_status(p, ec);
     if (fs::is_symlink(st))
-      return Error(Code::kInvalidArgument,
-                   at + r + " is a symbolic link: Vessel builds copy files and directories only");
+      return lineError(s.line,
+                       r + " is a symbolic link: Vessel builds copy files and directories only");
     if (fs::is_directory(st)) {
       VESSEL_TRY(mkdir(guest, p));
     } else if (fs::is_regular_file(st)) {
       VESSEL_TRY(addFile(s, r, guest, out));
     } else {
-      return Error(Code::kInvalidArgument, at + r + " is neither a file nor a directory");
+      return lineError(s.line, r + " is neither a file nor a directory");
     }
   }
   return okStatus();
@@ -273,7 +262,6 @@ Status BuildContext::addTree(const DockerStep& s, const std::string& rel, const 
 
 Status BuildContext::addCopy(const DockerStep& s, std::vector<BuildStep>& out) {
   const CopyStep& c = *s.copy;
-  std::string at = "Dockerfile line " + std::to_string(s.line) + ": ";
   std::vector<std::string> rels;
   bool many = c.sources.size() > 1;
   for (const auto& src : c.sources) {
@@ -282,20 +270,20 @@ Status BuildContext::addCopy(const DockerStep& s, std::vector<BuildStep>& out) {
     rels.insert(rels.end(), m.begin(), m.end());
   }
   if (many && c.dest.back() != '/')
-    return Error(Code::kInvalidArgument,
-                 at + "with more than one source the destination must be a directory ending in /");
+    return lineError(s.line,
+                     "with more than one source the destination must be a directory ending in /");
   for (const auto& rel : rels) {
     std::error_code ec;
     auto st = fs::symlink_status(rel.empty() ? dir_ : dir_ + "/" + rel, ec);
     if (fs::is_symlink(st))
-      return Error(Code::kInvalidArgument,
-                   at + rel + " is a symbolic link: Vessel builds copy files and directories only");
+      return lineError(s.line,
+                       rel + " is a symbolic link: Vessel builds copy files and directories only");
     if (fs::is_directory(st)) {
       VESSEL_TRY(addTree(s, rel, c.dest, out));
     } else if (fs::is_regular_file(st)) {
       VESSEL_TRY(addFile(s, rel, c.dest, out));
     } else {
-      return Error(Code::kInvalidArgument, at + rel + " is neither a file nor a directory");
+      return lineError(s.line, rel + " is neither a file nor a directory");
     }
   }
   return okStatus();

@@ -185,10 +185,9 @@ Status LocalNode::build(ops::BuildRequest req, ops::BuildCallbacks cb) {
     });
   };
   if (cb.log)
-    job.log = [this, alive, log = std::move(cb.log)](const node::BuildLogEntry& e) {
-      ops::BuildLogEntry o{e.step, e.line, e.kind, e.text, e.lines, e.seconds};
-      asio::post(io_, [alive, log, o = std::move(o)] {
-        if (!alive.expired()) log(o);
+    job.log = [this, alive, log = std::move(cb.log)](const templates::BuildLogEntry& e) {
+      asio::post(io_, [alive, log, e] {
+        if (!alive.expired()) log(e);
       });
     };
   // Posted before done: the io thread's store knows the new template's
