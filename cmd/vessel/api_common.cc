@@ -30,6 +30,8 @@ std::vector<std::string> buildLogLines(unsigned step, unsigned line, const std::
   std::vector<std::string> out;
   if (kind == "step") {
     out.push_back(n + "[line " + std::to_string(line) + "] " + text);
+  } else if (kind == "cached") {
+    out.push_back(n + "CACHED");
   } else if (kind == "done") {
     char t[32];
     std::snprintf(t, sizeof t, "DONE %.1fs", seconds);

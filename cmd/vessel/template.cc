@@ -30,9 +30,11 @@ namespace {
 struct TemplateOptions {
   std::string spec_file, store, kernel, minimal_image, accel = "tcg";
   std::string from_image, name;         // --from-image REF --name NAME
+  std::string registry_credential;      // --registry-credential NAME
   std::string context;                  // a Dockerfile's; default: its directory
   std::vector<std::string> build_args;  // --build-arg K=V
   bool local = false, async = false, image_cmd = false;
+  bool no_cache = false;  // --no-cache: every step built again
 };
 
 // A JSON build spec starts with '{'; anything else -f names is a Dockerfile.
@@ -66,6 +68,14 @@ Result<std::string> dockerfileSpec(const TemplateOptions& o, const std::string& 
       o.context.empty() ? std::filesystem::absolute(o.spec_file).parent_path().string() : o.context;
   VESSEL_ASSIGN_OR_RETURN(auto ctx, templates::BuildContext::open(dir));
   VESSEL_ASSIGN_OR_RETURN(auto spec, ctx.spec(*plan, o.name));
+  spec.no_cache = o.no_cache;
+  if (!o.registry_credential.empty()) {
+    if (spec.from_image.empty())
+      return Error(Code::kInvalidArgument,
+                   "--registry-credential needs a FROM image (this Dockerfile starts from a "
+                   "Vessel template)");
+    spec.from_image_credential = o.registry_credential;
+  }
   std::string text_spec = templates::specJson(spec);
   if (text_spec.size() > (1 << 20))
     return Error(Code::kInvalidArgument, o.spec_file +
@@ -86,7 +96,9 @@ Result<std::string> specText(const TemplateOptions& o) {
     auto v = boost::json::parse(text, ec);
     if (ec || !v.is_object())
       return Error(Code::kInvalidArgument, o.spec_file + ": not a JSON object");
-    if (o.from_image.empty() && o.name.empty() && !o.image_cmd) return text;
+    if (o.from_image.empty() && o.name.empty() && !o.image_cmd && !o.no_cache &&
+        o.registry_credential.empty())
+      return text;
     spec = std::move(v.as_object());
   }
   if (!o.from_image.empty()) {
@@ -95,6 +107,8 @@ Result<std::string> specText(const TemplateOptions& o) {
   }
   if (!o.name.empty()) spec["name"] = o.name;
   if (o.image_cmd) spec["image_cmd"] = true;
+  if (o.no_cache) spec["no_cache"] = true;
+  if (!o.registry_credential.empty()) spec["from_image_credential"] = o.registry_credential;
   return boost::json::serialize(spec);
 }
 
@@ -127,22 +141,27 @@ Result<std::string> convertLocally(const TemplateOptions& o, const std::string& 
   return image.rootfs;
 }
 
+// What a --local build builds: the spec, or why there is none (exit 2).
+Result<templates::BuildSpec> localSpec(const TemplateOptions& o) {
+  if (o.kernel.empty() || o.minimal_image.empty())
+    return Error(Code::kInvalidArgument,
+                 "--local builds need --kernel and --minimal-image "
+                 "(or VESSEL_KERNEL and VESSEL_MINIMAL_IMAGE)");
+  VESSEL_ASSIGN_OR_RETURN(std::string text, specText(o));
+  auto spec = templates::parseBuildSpec(text);
+  if (!spec.ok()) return std::move(spec).error().withContext(o.spec_file);
+  if (!spec->from_image_credential.empty())
+    return Error(Code::kInvalidArgument,
+                 "a registry credential is a tenant's, kept by vesseld: build through the API "
+                 "(without --local)");
+  return spec;
+}
+
 int runLocalBuild(const TemplateOptions& o) {
   initLogging("warn");
-  if (o.kernel.empty() || o.minimal_image.empty()) {
-    std::fprintf(stderr,
-                 "vessel: --local builds need --kernel and --minimal-image "
-                 "(or VESSEL_KERNEL and VESSEL_MINIMAL_IMAGE)\n");
-    return 2;
-  }
-  auto text = specText(o);
-  if (!text.ok()) {
-    std::fprintf(stderr, "vessel: %s\n", text.error().message().c_str());
-    return 2;
-  }
-  auto spec = templates::parseBuildSpec(*text);
+  auto spec = localSpec(o);
   if (!spec.ok()) {
-    std::fprintf(stderr, "vessel: %s: %s\n", o.spec_file.c_str(), spec.error().message().c_str());
+    std::fprintf(stderr, "vessel: %s\n", spec.error().message().c_str());
     return 2;
   }
   // Built-in bases are images setup built: minimal from --minimal-image,
@@ -181,6 +200,8 @@ int runLocalBuild(const TemplateOptions& o) {
   in.qemu_version = *hypervisor::qemu::qemuVersion("qemu-system-x86_64");
   in.accel = o.accel == "kvm" ? hypervisor::Accel::kKvm : hypervisor::Accel::kTcg;
   in.work_dir = work;
+  // Dockerfile steps cached beside the store, as vesseld keeps them.
+  in.step_cache_dir = std::filesystem::path(o.store).parent_path().string() + "/build-steps";
   boost::asio::io_context io;
   hypervisor::qemu::QemuHypervisor hv({});
   bool tty = ::isatty(2);
@@ -284,10 +305,15 @@ void addTemplate(CLI::App& app, std::function<int()>* run) {
                               "an OCI image (e.g. ubuntu:22.04, 127.0.0.1:5000/app:1) whose "
                               "filesystem the template runs in (the spec's from_image)");
   b->add_option("--name", o->name, "the template's name (the spec's name)");
+  b->add_option("--registry-credential", o->registry_credential,
+                "pull the image with this credential of yours (vessel credential create NAME "
+                "--host REGISTRY --header Authorization, value 'Basic base64(user:password)')");
   b->add_flag("--image-cmd", o->image_cmd,
               "start the image's Entrypoint and Cmd before the snapshot (image_cmd)")
       ->needs(image);
 
+  b->add_flag("--no-cache", o->no_cache,
+              "build every step again, reusing no cached step or template (a new version)");
   b->add_flag("--async", o->async, "print the operation id and return");
   auto* local =
       b->add_flag("--local", o->local, "build into a local template store, without vesseld");

@@ -158,6 +158,14 @@ TEST(ResourcesTest, TemplateNamesAreScopedToTheirTenant) {
   EXPECT_EQ(visibleTemplateName("other", mine), std::nullopt);
   EXPECT_EQ(visibleTemplateName("other", "minimal"), "minimal");
   EXPECT_NE(tenantTemplateName("other", "py"), mine);
+  // Whose it is: the same for each of a tenant's templates, none for built-ins.
+  EXPECT_EQ(templates::templateOwner(mine),
+            templates::templateOwner(tenantTemplateName("dev", "other-name")));
+  EXPECT_NE(templates::templateOwner(mine),
+            templates::templateOwner(tenantTemplateName("other", "py")));
+  EXPECT_EQ(templates::templateOwner("minimal"), "");
+  EXPECT_EQ(mine.compare(0, templates::templateOwner(mine).size(), templates::templateOwner(mine)),
+            0);
 }
 
 TEST(ResourcesTest, LogsQuery) {

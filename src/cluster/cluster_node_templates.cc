@@ -53,6 +53,8 @@ Status ClusterNode::build(ops::BuildRequest req, ops::BuildCallbacks cb) {
   templates::BuildSpec spec = req.spec;
   spec.name = "build";  // a placeholder: the stored name is longer than a spec's names
   c.spec = templates::specJson(spec);
+  c.registry_username = req.registry_auth.username;
+  c.registry_password = req.registry_auth.password;
   std::weak_ptr<bool> alive = alive_;
   asio::co_spawn(
       io_,

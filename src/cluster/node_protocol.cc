@@ -16,7 +16,8 @@ constexpr size_t kMaxList = 256;
 constexpr size_t kMaxEnvEntry = 32 * 1024;
 constexpr size_t kMaxCopies = 16;
 constexpr uint64_t kMaxDiskMib = uint64_t{1} << 30;
-constexpr size_t kMaxSpec = 1 << 20;  // templates::parseBuildSpec's bound
+constexpr size_t kMaxSpec = 1 << 20;         // templates::parseBuildSpec's bound
+constexpr size_t kMaxRegistrySecret = 4096;  // a credential's decoded value is at most 8 KiB
 constexpr size_t kMaxManifest = 64 * 1024;
 
 bool idChars(std::string_view s) {
@@ -127,6 +128,10 @@ Result<NodeCall> parseNodeCall(std::string_view body) {
   VESSEL_ASSIGN_OR_RETURN(c.credential, stringField(o, "credential", kMaxName, false));
   VESSEL_ASSIGN_OR_RETURN(c.base, stringField(o, "base", kMaxName, false));
   VESSEL_ASSIGN_OR_RETURN(c.spec, stringField(o, "spec", kMaxSpec, false));
+  VESSEL_ASSIGN_OR_RETURN(c.registry_username,
+                          stringField(o, "registry_username", kMaxRegistrySecret, false));
+  VESSEL_ASSIGN_OR_RETURN(c.registry_password,
+                          stringField(o, "registry_password", kMaxRegistrySecret, false));
   VESSEL_ASSIGN_OR_RETURN(c.env, stringList(o, "env", kMaxList, kMaxEnvEntry));
   VESSEL_ASSIGN_OR_RETURN(c.copies, stringList(o, "copies", kMaxCopies, kMaxId));
   for (const auto& id : c.copies)
@@ -159,6 +164,8 @@ std::string serializeNodeCall(const NodeCall& c) {
   if (!c.credential.empty()) o["credential"] = c.credential;
   if (!c.base.empty()) o["base"] = c.base;
   if (!c.spec.empty()) o["spec"] = c.spec;
+  if (!c.registry_username.empty()) o["registry_username"] = c.registry_username;
+  if (!c.registry_password.empty()) o["registry_password"] = c.registry_password;
   if (!c.env.empty()) o["env"] = toArray(c.env);
   if (!c.copies.empty()) o["copies"] = toArray(c.copies);
   if (c.cold) o["cold"] = true;

@@ -36,6 +36,9 @@ struct NodeCall {
   // the stored name of the new template is `template_name`). fork_template:
   // `id` and the new template's stored name in `template_name`.
   std::string base, spec;
+  // build: a from_image build's registry credential, resolved by the API
+  // replica (the node never reads credentials for a build).
+  std::string registry_username, registry_password;
 };
 
 // The one parser of request bodies: kInvalidArgument for anything else

@@ -19,6 +19,8 @@ TEST(NodeProtocolTest, CallsRoundTrip) {
   c.network = ops::NetworkSpec{"allowlist", {"pypi.org", "*.github.com:443"}, {"gh"}, {}};
   c.copies = {"sb-c1", "sb-c2"};
   c.memory = false;
+  c.registry_username = "alice";
+  c.registry_password = "pass:with colon";
   auto p = parseNodeCall(serializeNodeCall(c));
   ASSERT_TRUE(p.ok()) << p.error().message();
   EXPECT_EQ(p->id, c.id);
@@ -33,6 +35,12 @@ TEST(NodeProtocolTest, CallsRoundTrip) {
   EXPECT_EQ(p->network->credentials, c.network->credentials);
   EXPECT_EQ(p->copies, c.copies);
   EXPECT_FALSE(p->memory);
+  EXPECT_EQ(p->registry_username, "alice");
+  EXPECT_EQ(p->registry_password, "pass:with colon");
+  EXPECT_FALSE(
+      parseNodeCall(R"({"registry_password":)" + std::string("\"") + std::string(5000, 'x') + "\"}")
+          .ok())
+      << "a registry secret is bounded";
   auto bare = parseNodeCall(R"({"id":"sb-x"})");
   ASSERT_TRUE(bare.ok());
   EXPECT_FALSE(bare->network.has_value());

@@ -50,6 +50,7 @@ asio::awaitable<Result<NodeReply>> NodeServer::templateCall(const std::string& n
   req.spec.name = c.template_name;
   req.base = c.base;
   req.tenant = c.tenant;
+  req.registry_auth = {c.registry_username, c.registry_password};
   auto ex = co_await asio::this_coro::executor;
   auto timer = std::make_shared<asio::steady_timer>(ex, kBuildWait);
   auto out = std::make_shared<std::optional<Result<templates::Manifest>>>();

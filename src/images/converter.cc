@@ -2,10 +2,13 @@
 
 #include <unistd.h>
 
+#include <boost/json.hpp>
 #include <filesystem>
 
+#include "base/base64.h"
 #include "base/fd.h"
 #include "base/log.h"
+#include "base/new_id.h"
 #include "base/scope_exit.h"
 #include "base/sha256.h"
 #include "images/rootfs.h"
@@ -36,17 +39,33 @@ struct Registry {
   bool plain_http;
 
   std::vector<std::string> inspectArgv(const std::string& target, bool config) const {
-    std::vector<std::string> a = {o.skopeo, "--policy",   work + "/policy.json", "inspect",
-                                  "--raw",  "--no-creds", "--retry-times",       "1"};
+    std::vector<std::string> a = {o.skopeo, "--policy", work + "/policy.json", "inspect", "--raw"};
+    if (o.auth.empty()) {
+      a.push_back("--no-creds");
+    } else {
+      a.push_back("--authfile");
+      a.push_back(authFile(work));
+    }
+    a.push_back("--retry-times");
+    a.push_back("1");
     if (config) a.push_back("--config");
     if (plain_http) a.push_back("--tls-verify=false");
     a.push_back("docker://" + target);
     return a;
   }
 
+  static std::string authFile(const std::string& work) { return work + "/auth.json"; }
+
   // skopeo's own words for why, with what that means for the tenant.
   Error failed(Error e, const std::string& target) const {
     const std::string& m = e.context();
+    if (m.find("unauthorized") != std::string::npos ||
+        m.find("authentication required") != std::string::npos)
+      return Error(Code::kPermissionDenied,
+                   "registry " + ref.registry + " refused " +
+                       (o.auth.empty() ? std::string("an anonymous pull")
+                                       : "the credential's username and password") +
+                       " for " + target + ": " + m);
     if (m.find("manifest unknown") != std::string::npos ||
         m.find("name unknown") != std::string::npos || m.find("not found") != std::string::npos)
       return Error(Code::kNotFound, "image " + target + " not found: " + m);
@@ -72,7 +91,22 @@ struct Registry {
 
 std::string cacheDir(const ConverterOptions& o, const std::string& digest,
                      const std::string& agent_sha) {
-  return o.cache_dir + "/" + digest.substr(7) + "-" + agent_sha.substr(0, 16);
+  std::string dir = o.cache_dir + "/" + digest.substr(7) + "-" + agent_sha.substr(0, 16);
+  // What a credential pulled is its tenant's alone.
+  if (!o.auth.empty()) dir += "-" + sha256Hex("scope:" + o.cache_scope).substr(0, 16);
+  return dir;
+}
+
+// skopeo's auth file (containers-auth.json(5)): the registry's basic
+// credentials, base64 of "username:password".
+Status writeAuthFile(const ConverterOptions& o, const ImageRef& ref, const std::string& work) {
+  if (o.auth.empty()) return okStatus();
+  boost::json::object auths;
+  auths[ref.registry] =
+      boost::json::object{{"auth", base64Encode(o.auth.username + ":" + o.auth.password)}};
+  return writeFileAtomic(work + "/auth.json",
+                         boost::json::serialize(boost::json::object{{"auths", std::move(auths)}}),
+                         0600);
 }
 
 Result<ConvertedImage> fromCache(const std::string& dir, const std::string& digest) {
@@ -139,8 +173,8 @@ Result<ConvertedImage> convertImage(const ConverterOptions& o, const ImageRef& r
   const std::string arch = o.architecture.empty() ? hostArchitecture() : o.architecture;
   std::error_code ec;
   fs::create_directories(o.cache_dir, ec);
-  std::string work = o.cache_dir + "/.work-" + std::to_string(::getpid()) + "-" +
-                     sha256Hex(ref.canonical()).substr(0, 12);
+  // Its own: two builds may convert the same image at once.
+  std::string work = o.cache_dir + "/.work-" + newId("w");
   fs::remove_all(work, ec);
   fs::create_directories(work, ec);
   if (ec) return Error(Code::kInternal, ctx + ": create " + work + ": " + ec.message());
@@ -149,6 +183,7 @@ Result<ConvertedImage> convertImage(const ConverterOptions& o, const ImageRef& r
   // by skopeo for every blob it copies and here for what it inspects.
   VESSEL_TRY(
       writeFileAtomic(work + "/policy.json", R"({"default":[{"type":"insecureAcceptAnything"}]})"));
+  VESSEL_TRY_CTX(writeAuthFile(o, ref, work), ctx);
 
   VESSEL_ASSIGN_OR_RETURN(std::string agent, agentFile(o, work));
   VESSEL_ASSIGN_OR_RETURN(std::string agent_sha, sha256File(agent));
@@ -185,8 +220,14 @@ Result<ConvertedImage> convertImage(const ConverterOptions& o, const ImageRef& r
                      std::to_string(o.max_image_mib) + " MiB this node takes (--max-image-mib)");
 
   progress("pull " + pinned, 5);
-  std::vector<std::string> copy = {o.skopeo,  "--policy",       work + "/policy.json", "copy",
-                                   "--quiet", "--src-no-creds", "--retry-times",       "1"};
+  std::vector<std::string> copy = {
+      o.skopeo, "--policy", work + "/policy.json", "copy", "--quiet", "--retry-times", "1"};
+  if (o.auth.empty()) {
+    copy.push_back("--src-no-creds");
+  } else {
+    copy.push_back("--src-authfile");
+    copy.push_back(Registry::authFile(work));
+  }
   if (reg.plain_http) copy.push_back("--src-tls-verify=false");
   copy.push_back("docker://" + pinned);
   copy.push_back("oci:" + work + "/layout:image");

@@ -37,6 +37,13 @@ struct ConverterOptions {
   std::vector<std::string> insecure_registries;
   std::string architecture;  // "" = this host's (hostArchitecture())
   std::chrono::seconds pull_timeout{900};
+  // Pulls with a credential: its bases are cached under `cache_scope` (the
+  // tenant whose credential it is), never served to a pull without it or
+  // with another tenant's. Without `auth`, pulls are anonymous and shared.
+  // Handed to skopeo in an auth file in the scratch directory (mode 0600),
+  // never on a command line.
+  templates::RegistryAuth auth;
+  std::string cache_scope;
   std::string skopeo = "skopeo", umoci = "umoci", mkfs = "mkfs.ext4", debugfs = "debugfs";
 };
 

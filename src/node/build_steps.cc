@@ -133,6 +133,8 @@ class StepLog {
     started_ = Clock::now();
     emit("step", text, {});
   }
+  // The instruction's result came from the build cache: nothing ran.
+  void cached() { emit("cached", "", {}); }
   void done() {
     flush();
     BuildLogEntry e = entry("done");
@@ -349,27 +351,41 @@ std::string tailLines(std::string_view out, size_t lines) {
   return std::string(t);
 }
 
+std::vector<InstructionRange> instructionRanges(const std::vector<templates::BuildStep>& steps) {
+  std::vector<InstructionRange> out;
+  for (size_t i = 0; i < steps.size(); ++i) {
+    // Steps of one instruction share its line; a step without one stands alone.
+    if (out.empty() || steps[i].line == 0 || steps[i].line != steps[i - 1].line)
+      out.push_back({i, i});
+    out.back().end = i + 1;
+  }
+  return out;
+}
+
 asio::awaitable<Status> runBuildSteps(agentclient::AgentClient& a,
                                       const std::vector<templates::BuildStep>& steps,
                                       const Progress& progress, const BuildLog& log,
-                                      Clock::time_point deadline) {
+                                      Clock::time_point deadline, const StepRun& run) {
   Accounts accounts(a);
   StepLog slog(log);
-  unsigned last_line = 0, instruction = 0;
+  std::vector<InstructionRange> ranges = instructionRanges(steps);
   size_t n = steps.size();
-  for (size_t i = 0; i < n; ++i) {
-    const auto& s = steps[i];
+  for (size_t k = 0; k < ranges.size(); ++k) {
+    const auto& first = steps[ranges[k].begin];
     // One progress line and one log step per instruction, not per file a COPY writes.
-    if (i == 0 || s.line != last_line || s.line == 0) {
-      if (i > 0) slog.done();
-      progress("step " + std::to_string(i + 1) + "/" + std::to_string(n) + ": " + where(s),
-               35 + static_cast<int>(30 * i / std::max<size_t>(1, n)));
-      slog.start(++instruction, s.line, s.text);
-      last_line = s.line;
+    progress("step " + std::to_string(ranges[k].begin + 1) + "/" + std::to_string(n) + ": " +
+                 where(first),
+             35 + static_cast<int>(30 * ranges[k].begin / std::max<size_t>(1, n)));
+    slog.start(static_cast<unsigned>(k + 1), first.line, first.text);
+    if (k < run.skip) {
+      slog.cached();
+      continue;
     }
-    VESSEL_CO_TRY(co_await runStep(a, s, accounts, slog, i, deadline));
+    for (size_t i = ranges[k].begin; i < ranges[k].end; ++i)
+      VESSEL_CO_TRY(co_await runStep(a, steps[i], accounts, slog, i, deadline));
+    slog.done();
+    if (run.checkpoint) VESSEL_CO_TRY(co_await run.checkpoint(k));
   }
-  if (n > 0) slog.done();
   co_return okStatus();
 }
 

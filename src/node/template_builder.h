@@ -37,6 +37,11 @@ struct BuildInputs {
   std::vector<std::string> image_env;
   std::vector<std::string> image_start;
   std::string image_user, image_workdir;
+  // The Dockerfile step cache (node/build_cache.h): each instruction's
+  // disk is kept there, and a build with steps starts from the longest
+  // prefix it finds. "": no step cache.
+  std::string step_cache_dir;
+  uint64_t step_cache_max_mib = 8192;
 };
 
 // A from_image build's inputs from its converted image: its root

@@ -1,5 +1,6 @@
 #include "node/template_worker.h"
 
+#include <algorithm>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
@@ -7,6 +8,7 @@
 
 #include "node/template_builder.h"
 #include "templates/image_ref.h"
+#include "templates/naming.h"
 #include "templates/store.h"
 
 namespace vessel::node {
@@ -14,7 +16,8 @@ namespace vessel::node {
 namespace asio = boost::asio;
 
 TemplateWorker::TemplateWorker(TemplateBuildEnv env) : env_(std::move(env)) {
-  thread_ = std::thread([this] { loop(); });
+  for (size_t slot = 0; slot < std::max<size_t>(1, env_.concurrency); ++slot)
+    threads_.emplace_back([this, slot] { loop(slot); });
 }
 
 TemplateWorker::~TemplateWorker() {
@@ -24,7 +27,7 @@ TemplateWorker::~TemplateWorker() {
     queue_.clear();
   }
   cv_.notify_all();
-  thread_.join();
+  for (auto& t : threads_) t.join();
 }
 
 Status TemplateWorker::submit(Job job) {
@@ -41,20 +44,34 @@ Status TemplateWorker::submit(Job job) {
   return okStatus();
 }
 
-void TemplateWorker::loop() {
+void TemplateWorker::loop(size_t slot) {
+  // Short: the build VM's sockets live under it (unix socket paths are
+  // limited to 108 bytes). One per slot: a slot runs one build at a time.
+  const std::string work = env_.work_dir + "/" + std::to_string(slot);
   for (;;) {
     Job job;
     {
       std::unique_lock l(mu_);
-      cv_.wait(l, [&] { return stop_ || !queue_.empty(); });
+      // The oldest job whose template no other slot is building.
+      auto next = [&] {
+        return std::find_if(queue_.begin(), queue_.end(),
+                            [&](const Job& j) { return !running_.count(j.spec.name); });
+      };
+      cv_.wait(l, [&] { return stop_ || next() != queue_.end(); });
       if (stop_) return;
-      job = std::move(queue_.front());
-      queue_.pop_front();
-      busy_ = 1;
+      auto it = next();
+      job = std::move(*it);
+      queue_.erase(it);
+      ++busy_;
+      running_.insert(job.spec.name);
     }
-    build(job);
-    std::lock_guard l(mu_);
-    busy_ = 0;
+    build(job, work);
+    {
+      std::lock_guard l(mu_);
+      --busy_;
+      running_.erase(job.spec.name);
+    }
+    cv_.notify_all();  // a job of the same name may run now
   }
 }
 
@@ -67,13 +84,16 @@ Status TemplateWorker::convertFromImage(Job& job, BuildInputs& in) {
   auto progress = [&job](const std::string& step, int percent) {
     if (job.progress) job.progress(step, percent / 20);
   };
-  VESSEL_ASSIGN_OR_RETURN(images::ConvertedImage image,
-                          images::convertImage(env_.images, *ref, progress));
+  images::ConverterOptions o = env_.images;
+  // A tenant's registry credential: what it pulls is cached for that tenant only.
+  o.auth = job.registry_auth;
+  o.cache_scope = templates::templateOwner(job.spec.name);
+  VESSEL_ASSIGN_OR_RETURN(images::ConvertedImage image, images::convertImage(o, *ref, progress));
   useConvertedImage(in, image);
   return okStatus();
 }
 
-void TemplateWorker::build(Job& job) {
+void TemplateWorker::build(Job& job, const std::string& work) {
   std::unique_ptr<hypervisor::Hypervisor> hv = env_.hypervisor();
   templates::TemplateStore store(env_.template_root, env_.qemu_version, env_.kernel_sha256);
   // This store is the worker's own: the daemon's threshold must be set on
@@ -100,9 +120,6 @@ void TemplateWorker::build(Job& job) {
       return;
     }
   }
-  // Short: the build VM's sockets live under it (unix socket paths are
-  // limited to 108 bytes). Builds run one at a time, so one dir serves.
-  const std::string& work = env_.work_dir;
   std::error_code ec;
   std::filesystem::remove_all(work, ec);
   std::filesystem::create_directories(work, ec);
@@ -111,6 +128,8 @@ void TemplateWorker::build(Job& job) {
   in.qemu_version = env_.qemu_version;
   in.accel = env_.accel;
   in.work_dir = work;
+  in.step_cache_dir = env_.step_cache_dir;
+  in.step_cache_max_mib = env_.step_cache_max_mib;
   std::optional<Result<templates::Manifest>> out;
   // Declared last, destroyed first: an abandoned build's frames unwind
   // while everything they refer to still exists.

@@ -249,6 +249,8 @@ class Lifecycle {
   asio::awaitable<void> runDelete(store::OperationRecord op);
   asio::awaitable<void> runFork(store::OperationRecord op, std::vector<std::string> ids);
   asio::awaitable<void> runForkToTemplate(store::OperationRecord op, std::string name);
+  Result<templates::RegistryAuth> registryAuth(const std::string& tenant,
+                                               const templates::BuildSpec& spec);
   void buildProgress(const std::string& op_id, const std::string& name, const std::string& step,
                      int percent);
   void buildLog(const std::string& op_id, const std::string& name,

@@ -17,6 +17,33 @@ Logger opsLog() { return Logger("ops"); }
 
 }  // namespace
 
+// The tenant's credential a from_image build names, as the registry's
+// username and password: it must exist and be meant for the image's
+// registry (a credential for one host is never sent to another).
+Result<templates::RegistryAuth> Lifecycle::registryAuth(const std::string& tenant,
+                                                        const templates::BuildSpec& spec) {
+  const std::string& name = spec.from_image_credential;
+  VESSEL_ASSIGN_OR_RETURN(templates::ImageRef ref, templates::parseImageRef(spec.from_image));
+  VESSEL_ASSIGN_OR_RETURN(auto c, egress_.credential(tenant, name));
+  if (!c)
+    return Error(Code::kNotFound, "from_image_credential: credential '" + name +
+                                      "' does not exist (vessel credential list)");
+  std::string host = templates::registryHost(ref), hosts;
+  bool meant = false;
+  for (const auto& h : c->hosts) {
+    meant |= h == host;
+    hosts += (hosts.empty() ? "" : ", ") + h;
+  }
+  if (!meant)
+    return Error(Code::kInvalidArgument, "from_image_credential: credential '" + name +
+                                             "' is for " + (hosts.empty() ? "no host" : hosts) +
+                                             ", not the image's registry " + host);
+  auto auth = templates::registryAuthFromCredential(c->header, c->value);
+  if (!auth.ok())
+    return std::move(auth).error().withContext("from_image_credential '" + name + "'");
+  return auth;
+}
+
 Result<store::OperationRecord> Lifecycle::buildTemplate(const std::string& tenant,
                                                         templates::BuildSpec spec) {
   std::string name = spec.name;
@@ -31,6 +58,11 @@ Result<store::OperationRecord> Lifecycle::buildTemplate(const std::string& tenan
     base_stored = base.stored;
   }
 
+  templates::RegistryAuth auth;
+  if (!spec.from_image_credential.empty()) {
+    VESSEL_ASSIGN_OR_RETURN(auth, registryAuth(tenant, spec));
+  }
+
   VESSEL_ASSIGN_OR_RETURN(auto op, log_.begin(tenant, "", "build"));
   builds_in_flight_[op.id] = op;
   BuildRequest req;
@@ -38,6 +70,7 @@ Result<store::OperationRecord> Lifecycle::buildTemplate(const std::string& tenan
   req.spec.name = TemplateCatalogue::storedName(tenant, name);
   req.base = std::move(base_stored);
   req.tenant = tenant;
+  req.registry_auth = std::move(auth);
   BuildCallbacks cb;
   std::weak_ptr<bool> alive = alive_;
   std::string op_id = op.id;

@@ -1,5 +1,6 @@
 // Template builds as operations: progress, the template, failures in the
 // tenant's names, refusals, and builds in flight at shutdown.
+#include "base/base64.h"
 #include "ops/testing/lifecycle_fixture.h"
 
 namespace vessel::ops {
@@ -80,6 +81,49 @@ TEST_F(LifecycleTest, BuildsInFlightFailAtShutdown) {
   auto o = this->op(op->id);
   EXPECT_EQ(o.state, OpState::kFailed);
   EXPECT_THAT(o.error_message, HasSubstr("stopped during the build"));
+}
+
+// A from_image build's registry credential: resolved from the building
+// tenant's own credentials, only when meant for the image's registry.
+TEST_F(LifecycleTest, ARegistryCredentialIsTheTenantsAndMeantForTheRegistry) {
+  auto put = [&](const std::string& tenant, const std::string& name, const std::string& host,
+                 const std::string& value) {
+    store::CredentialRecord c;
+    c.tenant_id = tenant;
+    c.name = name;
+    c.hosts = {host};
+    c.header = "Authorization";
+    c.value = value;
+    ASSERT_TRUE(store_->putCredential(c).ok());
+  };
+  put("t1", "reg", "registry.lan", "Basic " + base64Encode("alice:pass-word"));
+  put("t1", "bearer", "registry.lan", "Bearer abcdefghijklmnopqrstuvwxyz");
+  put("t2", "other", "registry.lan", "Basic " + base64Encode("bob:his-password"));
+  templates::BuildSpec spec;
+  spec.name = "app";
+  spec.from_image = "registry.lan:5000/team/app:1";
+  spec.from_image_credential = "reg";
+  ASSERT_TRUE(lc_->buildTemplate("t1", spec).ok());
+  EXPECT_EQ(node_->last_build_auth.username, "alice");
+  EXPECT_EQ(node_->last_build_auth.password, "pass-word");
+  drain();
+
+  node_->last_build_auth = {};
+  spec.from_image_credential = "other";  // t2's: t1 cannot name it
+  EXPECT_EQ(lc_->buildTemplate("t1", spec).error().code(), Code::kNotFound);
+  spec.from_image_credential = "bearer";
+  auto bearer = lc_->buildTemplate("t1", spec);
+  ASSERT_FALSE(bearer.ok());
+  EXPECT_THAT(bearer.error().message(), HasSubstr("Basic"));
+  EXPECT_THAT(bearer.error().message(), Not(HasSubstr("abcdefghij")));
+  spec.from_image = "ghcr.io/team/app:1";  // another registry
+  spec.from_image_credential = "reg";
+  auto elsewhere = lc_->buildTemplate("t1", spec);
+  ASSERT_FALSE(elsewhere.ok());
+  EXPECT_THAT(elsewhere.error().message(),
+              HasSubstr("is for registry.lan, not the image's registry ghcr.io"));
+  EXPECT_TRUE(node_->last_build_auth.empty()) << "a refused credential reached the node";
+  EXPECT_EQ(node_->count("build " + templates::tenantTemplateName("t1", "app") + " from "), 1);
 }
 
 }  // namespace

@@ -20,6 +20,7 @@
 #include "store/settings.h"
 #include "templates/build_log.h"
 #include "templates/build_spec.h"
+#include "templates/image_ref.h"
 #include "templates/manifest.h"
 
 namespace vessel::agentclient {
@@ -53,6 +54,9 @@ struct BuildRequest {
   templates::BuildSpec spec;
   std::string base;
   std::string tenant;  // whose template it becomes (the cluster's catalogue records it)
+  // spec.from_image_credential's value, resolved by the lifecycle from the
+  // tenant's credentials: it reaches only the node that pulls.
+  templates::RegistryAuth registry_auth;
 };
 // How a build reports back, on the io thread: `progress` any number of
 // times, then `done` once, unless the node shuts down first (then neither

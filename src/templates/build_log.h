@@ -3,7 +3,8 @@
 // makes it and the lifecycle publishes it (a template.log event): kind
 // "step" when an instruction starts (text: the instruction), "stdout" or
 // "stderr" with the complete lines a chunk of its output held, "done" when
-// it ends (seconds: its time). Here, below both, so each layer uses the
+// it ends (seconds: its time), or "cached" instead of all but "step" when
+// the build cache held its result (node/build_cache.h). Here, below both, so each layer uses the
 // one type.
 #include <cstddef>
 #include <string>

@@ -227,9 +227,23 @@ Result<BuildSpec> parseBuildSpec(std::string_view body) {
     return okStatus();
   };
   for (const auto& kv : o) {
-    static const char* known[] = {"name",       "base",     "from_image", "image_cmd", "files",
-                                  "commands",   "env",      "start",      "ready",     "vcpus",
-                                  "memory_mib", "disk_mib", "start_user", "start_cwd", "steps"};
+    static const char* known[] = {"name",
+                                  "base",
+                                  "from_image",
+                                  "image_cmd",
+                                  "files",
+                                  "commands",
+                                  "env",
+                                  "start",
+                                  "ready",
+                                  "vcpus",
+                                  "memory_mib",
+                                  "disk_mib",
+                                  "start_user",
+                                  "start_cwd",
+                                  "steps",
+                                  "no_cache",
+                                  "from_image_credential"};
     bool ok = false;
     for (const char* k : known) ok |= kv.key() == k;
     if (!ok)
@@ -267,6 +281,20 @@ Result<BuildSpec> parseBuildSpec(std::string_view body) {
     auto r = parseImageRef(ref);
     if (!r.ok()) return std::move(r).error().withContext("build spec: from_image");
     s.from_image = r->canonical();
+  }
+  VESSEL_TRY(str("from_image_credential", s.from_image_credential));
+  if (!s.from_image_credential.empty()) {
+    if (s.from_image.empty()) return specError("from_image_credential needs from_image");
+    if (s.from_image_credential.size() > 63 ||
+        s.from_image_credential.find_first_not_of(
+            "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-") !=
+            std::string::npos)
+      return specError(
+          "from_image_credential must be a credential's name (1-63 of [A-Za-z0-9._-])");
+  }
+  if (const auto* x = o.if_contains("no_cache")) {
+    if (!x->is_bool()) return specError("no_cache must be a boolean");
+    s.no_cache = x->get_bool();
   }
   if (const auto* x = o.if_contains("image_cmd")) {
     if (!x->is_bool())
@@ -327,6 +355,7 @@ std::string canonicalSpec(const BuildSpec& s) {
   o["base"] = s.base;
   // Only when set: specs without an image keep the versions they had.
   if (!s.from_image.empty()) o["from_image"] = s.from_image;
+  if (!s.from_image_credential.empty()) o["from_image_credential"] = s.from_image_credential;
   if (s.image_cmd) o["image_cmd"] = true;
   json::object files;
   for (const auto& [k, v] : s.files) files[k] = v;
@@ -352,6 +381,7 @@ std::string specJson(const BuildSpec& s) {
     o["base"] = s.base;
   else
     o["from_image"] = s.from_image;
+  if (!s.from_image_credential.empty()) o["from_image_credential"] = s.from_image_credential;
   if (s.image_cmd) o["image_cmd"] = true;
   json::object files, env;
   for (const auto& [k, v] : s.files) files[k] = v;
@@ -369,6 +399,7 @@ std::string specJson(const BuildSpec& s) {
   o["vcpus"] = s.vcpus;
   o["memory_mib"] = s.memory_mib;
   if (s.disk_mib) o["disk_mib"] = s.disk_mib;
+  if (s.no_cache) o["no_cache"] = true;
   dockerFields(s, o);
   return json::serialize(o);
 }

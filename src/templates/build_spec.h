@@ -44,6 +44,10 @@ struct BuildSpec {
   // before `env`; with image_cmd, its Entrypoint and Cmd are the start
   // command (docs/templates.md, "From an OCI image").
   std::string from_image;
+  // With from_image: the name of the tenant's credential that holds the
+  // registry's username and password ("" for an anonymous pull). Only the
+  // name travels in the spec; the API side resolves the value.
+  std::string from_image_credential;
   bool image_cmd = false;
   std::map<std::string, std::string> files;  // guest path -> content
   std::vector<std::string> commands;         // run as root with /bin/sh -c, in order
@@ -59,6 +63,11 @@ struct BuildSpec {
   uint64_t memory_mib = 256;
   // Its sandboxes' default disk (MiB); 0: templates::kDefaultDiskMib.
   uint64_t disk_mib = 0;
+  // Build every step again (`vessel template build --no-cache`): neither
+  // the template's version nor a step's cached disk is reused, and the
+  // result is a new version. Not part of the canonical spec: it says how
+  // to build, not what.
+  bool no_cache = false;
 };
 
 // Parses a JSON build spec. Bounded (1 MiB); any bytes give a BuildSpec or

@@ -164,3 +164,56 @@ TEST(BuildSpecTest, StepsCarryEachKindAndRefuseMixedOrBadOnes) {
 
 }  // namespace
 }  // namespace vessel::templates
+
+namespace vessel::templates {
+namespace {
+
+TEST(BuildSpecTest, NoCacheSaysHowNotWhatAndTravelsToTheNode) {
+  auto plain = parseBuildSpec(R"({"name": "n", "commands": ["true"]})");
+  auto forced = parseBuildSpec(R"({"name": "n", "commands": ["true"], "no_cache": true})");
+  ASSERT_TRUE(plain.ok() && forced.ok());
+  EXPECT_FALSE(plain->no_cache);
+  EXPECT_TRUE(forced->no_cache);
+  // The same template: --no-cache changes how it is built, not what it is.
+  EXPECT_EQ(canonicalSpec(*plain), canonicalSpec(*forced));
+  auto back = parseBuildSpec(specJson(*forced));
+  ASSERT_TRUE(back.ok()) << back.error().message();
+  EXPECT_TRUE(back->no_cache);
+  EXPECT_FALSE(parseBuildSpec(specJson(*plain))->no_cache);
+  auto bad = parseBuildSpec(R"({"name": "n", "no_cache": "yes"})");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message().find("no_cache"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace vessel::templates
+
+namespace vessel::templates {
+namespace {
+
+TEST(BuildSpecTest, ARegistryCredentialIsANameThatNeedsAnImage) {
+  auto s = parseBuildSpec(
+      R"({"name": "p", "from_image": "registry.lan:5000/app:1", "from_image_credential": "lan-reg"})");
+  ASSERT_TRUE(s.ok()) << s.error().message();
+  EXPECT_EQ(s->from_image_credential, "lan-reg");
+  auto back = parseBuildSpec(specJson(*s));
+  ASSERT_TRUE(back.ok()) << back.error().message();
+  EXPECT_EQ(back->from_image_credential, "lan-reg");
+  // Another credential pulls what may be another image: another version.
+  auto other = parseBuildSpec(
+      R"({"name": "p", "from_image": "registry.lan:5000/app:1", "from_image_credential": "b"})");
+  EXPECT_NE(canonicalSpec(*s), canonicalSpec(*other));
+  // Specs without one keep their canonical text.
+  EXPECT_EQ(
+      canonicalSpec(*parseBuildSpec(R"({"name": "p", "from_image": "a:1"})")).find("credential"),
+      std::string::npos);
+  for (const char* bad : {
+           R"({"name": "p", "from_image_credential": "x"})",
+           R"({"name": "p", "from_image": "a:1", "from_image_credential": "a b"})",
+           R"({"name": "p", "from_image": "a:1", "from_image_credential": 3})",
+       })
+    EXPECT_EQ(parseBuildSpec(bad).error().code(), Code::kInvalidArgument) << bad;
+}
+
+}  // namespace
+}  // namespace vessel::templates

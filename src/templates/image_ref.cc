@@ -2,6 +2,8 @@
 
 #include <cctype>
 
+#include "base/base64.h"
+
 namespace vessel::templates {
 
 namespace {
@@ -175,6 +177,37 @@ Result<ImageRef> parseImageRef(std::string_view s) {
     return bad(s, "longer than " + std::to_string(kMaxImageRefLength) +
                       " characters once completed as " + r.registry + "/...");
   return r;
+}
+
+std::string registryHost(const ImageRef& ref) {
+  std::string_view h = ref.registry;
+  if (!h.empty() && h.front() == '[') return std::string(h.substr(0, h.find(']') + 1));
+  return std::string(h.substr(0, h.find(':')));
+}
+
+Result<RegistryAuth> registryAuthFromCredential(std::string_view header, std::string_view value) {
+  auto bad = [](const std::string& why) {
+    return Error(Code::kInvalidArgument, "a registry credential " + why +
+                                             " (vessel credential create NAME --host REGISTRY "
+                                             "--header Authorization, the value 'Basic "
+                                             "base64(username:password)' on stdin)");
+  };
+  auto lower = [](std::string_view s) {
+    std::string out(s);
+    for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return out;
+  };
+  if (lower(header) != "authorization") return bad("is an Authorization header");
+  if (value.size() < 6 || lower(value.substr(0, 6)) != "basic ") return bad("is Basic");
+  auto decoded = base64Decode(value.substr(6), 4096);
+  if (!decoded.ok()) return bad("holds base64 after 'Basic '");
+  auto colon = decoded->find(':');
+  if (colon == std::string::npos || colon == 0) return bad("holds username:password");
+  RegistryAuth a{decoded->substr(0, colon), decoded->substr(colon + 1)};
+  for (char c : *decoded)
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f)
+      return bad("holds no control characters");
+  return a;
 }
 
 }  // namespace vessel::templates

@@ -34,4 +34,22 @@ inline constexpr size_t kMaxImageRefLength = 512;
 // could be read as a command-line option.
 Result<ImageRef> parseImageRef(std::string_view s);
 
+// A registry's username and password (docs/templates.md, "Private
+// registries"): a tenant's stored credential, resolved by the API side and
+// handed to the node that pulls.
+struct RegistryAuth {
+  std::string username, password;
+  bool empty() const { return username.empty() && password.empty(); }
+};
+
+// The host a credential must name to be used for `ref`'s registry: its
+// name without the port ("registry.lan:5000" -> "registry.lan").
+std::string registryHost(const ImageRef& ref);
+
+// A stored credential (header and value, as the egress gateway would
+// inject them) read as a registry's basic credentials: `Authorization:
+// Basic base64(username:password)`. kInvalidArgument naming what is wrong,
+// never the value.
+Result<RegistryAuth> registryAuthFromCredential(std::string_view header, std::string_view value);
+
 }  // namespace vessel::templates

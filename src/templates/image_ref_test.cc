@@ -2,6 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include <utility>
+#include <vector>
+
+#include "base/base64.h"
+
 namespace vessel::templates {
 namespace {
 
@@ -67,6 +72,40 @@ TEST(ImageRefTest, RefusesBadReferences) {
       EXPECT_NE(r.error().message().find("image reference"), std::string::npos);
     }
   }
+}
+
+}  // namespace
+}  // namespace vessel::templates
+
+namespace vessel::templates {
+namespace {
+
+TEST(RegistryAuthTest, ABasicCredentialGivesItsUserAndPassword) {
+  auto a = registryAuthFromCredential("Authorization", "Basic " + base64Encode("alice:s3:cret"));
+  ASSERT_TRUE(a.ok()) << a.error().message();
+  EXPECT_EQ(a->username, "alice");
+  EXPECT_EQ(a->password, "s3:cret") << "only the first colon separates";
+  EXPECT_TRUE(registryAuthFromCredential("authorization", "basic " + base64Encode("u:p")).ok());
+  for (auto [header, value] : std::vector<std::pair<std::string, std::string>>{
+           {"X-Token", "Basic " + base64Encode("u:p")},
+           {"Authorization", "Bearer abcdefghijklmnopq"},
+           {"Authorization", "Basic !!!notbase64"},
+           {"Authorization", "Basic " + base64Encode("nocolon")},
+           {"Authorization", "Basic " + base64Encode(":nouser")},
+           {"Authorization", "Basic " + base64Encode("u:p\nq")},
+       }) {
+    auto r = registryAuthFromCredential(header, value);
+    ASSERT_FALSE(r.ok()) << header << ": " << value;
+    EXPECT_EQ(r.error().code(), Code::kInvalidArgument);
+    EXPECT_EQ(r.error().message().find("cret"), std::string::npos);
+  }
+}
+
+TEST(RegistryAuthTest, ACredentialNamesTheRegistryWithoutItsPort) {
+  EXPECT_EQ(registryHost(*parseImageRef("registry.lan:5000/app:1")), "registry.lan");
+  EXPECT_EQ(registryHost(*parseImageRef("ghcr.io/org/app")), "ghcr.io");
+  EXPECT_EQ(registryHost(*parseImageRef("ubuntu:22.04")), "docker.io");
+  EXPECT_EQ(registryHost(*parseImageRef("localhost:5000/a")), "localhost");
 }
 
 }  // namespace

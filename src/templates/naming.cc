@@ -30,6 +30,10 @@ bool builtinTemplateName(const std::string& stored) {
   return false;
 }
 
+std::string templateOwner(const std::string& stored) {
+  return builtinTemplateName(stored) ? "" : stored.substr(0, kTenantPrefixChars);
+}
+
 std::optional<std::string> visibleTemplateName(const std::string& tenant,
                                                const std::string& stored) {
   if (builtinTemplateName(stored)) return stored;

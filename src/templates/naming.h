@@ -16,4 +16,8 @@ std::optional<std::string> visibleTemplateName(const std::string& tenant,
 // Whether a stored name is a built-in template's.
 bool builtinTemplateName(const std::string& stored);
 
+// Whose a stored name is: its tenant prefix ("t-<hash>-"), or "" for a
+// built-in template. What keys a tenant's build cache apart from others'.
+std::string templateOwner(const std::string& stored);
+
 }  // namespace vessel::templates

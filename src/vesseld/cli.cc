@@ -150,6 +150,13 @@ void addFlags(CLI::App& app, Config& cfg, std::string& accel, std::string& role)
                  "template builds from images (from_image): refuse images larger than this, "
                  "MiB (in the registry and unpacked)")
       ->capture_default_str();
+  app.add_option("--build-cache-mib", cfg.build_cache_mib,
+                 "Dockerfile builds: keep each instruction's disk, at most this much in all "
+                 "(MiB; the least recently used go first; 0: rebuild every step)")
+      ->capture_default_str();
+  app.add_option("--max-concurrent-builds", cfg.max_concurrent_builds,
+                 "template builds running at once on this node (1-8; more wait in its queue)")
+      ->capture_default_str();
   app.add_option("--insecure-registry", cfg.insecure_registries,
                  "HOST:PORT of a registry images may be pulled from over plain HTTP "
                  "(loopback registries may anyway); repeatable");

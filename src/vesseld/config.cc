@@ -179,6 +179,11 @@ bool validTlsName(const std::string& n) {
 Status validateImageBuilds(const Config& c) {
   if (c.max_image_mib < 1 || c.max_image_mib > (int64_t{1} << 20))
     return Error(Code::kInvalidArgument, "--max-image-mib must be 1 to 1048576");
+  if (c.build_cache_mib < 0 || c.build_cache_mib > (int64_t{1} << 30))
+    return Error(Code::kInvalidArgument, "--build-cache-mib must be 0 to 1073741824");
+  if (c.max_concurrent_builds < 1 || c.max_concurrent_builds > 8)
+    return Error(Code::kInvalidArgument,
+                 "--max-concurrent-builds must be 1 to 8 (a node queues 8 builds in all)");
   for (const auto& r : c.insecure_registries)
     if (r.empty() || r.find_first_of("/ @") != std::string::npos)
       return Error(Code::kInvalidArgument, "--insecure-registry takes HOST:PORT, not '" + r + "'");

@@ -106,6 +106,13 @@ struct Config {
   // registries (HOST:PORT) may speak plain HTTP besides loopback ones.
   int64_t max_image_mib = 4096;
   std::vector<std::string> insecure_registries;
+  // Dockerfile builds keep each instruction's disk (node/build_cache.h)
+  // under <cache-dir>/build-steps, at most this much (MiB allocated; 0: no
+  // step cache).
+  int64_t build_cache_mib = 8192;
+  // Template builds running at once on a node (each boots a VM); more wait
+  // in its queue (8 in all).
+  int64_t max_concurrent_builds = 2;
   // Warm pools: "NAME=N,..." keeps N VMs of built-in or node-wide template
   // NAME restored, running and warmed up, so a create only gives one its
   // identity. Every pooled VM holds its memory and a network slot.

@@ -101,6 +101,17 @@ TEST(ConfigTest, ImageBuildFlagsAreChecked) {
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.error().message().find("--max-image-mib"), std::string::npos);
   c.max_image_mib = 100;
+  c.build_cache_mib = -1;
+  auto b = c.validate();
+  ASSERT_FALSE(b.ok());
+  EXPECT_NE(b.error().message().find("--build-cache-mib"), std::string::npos);
+  c.build_cache_mib = 0;
+  EXPECT_TRUE(c.validate().ok());
+  c.max_concurrent_builds = 0;
+  auto m = c.validate();
+  ASSERT_FALSE(m.ok());
+  EXPECT_NE(m.error().message().find("--max-concurrent-builds"), std::string::npos);
+  c.max_concurrent_builds = 2;
   c.insecure_registries = {"http://registry.lan/x"};
   auto r = c.validate();
   ASSERT_FALSE(r.ok());

@@ -175,6 +175,7 @@ Status LocalNode::build(ops::BuildRequest req, ops::BuildCallbacks cb) {
   node::TemplateWorker::Job job;
   job.spec = std::move(req.spec);
   job.base = std::move(req.base);
+  job.registry_auth = std::move(req.registry_auth);
   // The worker calls back on its thread: each call goes to the io thread,
   // and none once this node is gone.
   std::weak_ptr<bool> alive = alive_;

@@ -125,6 +125,9 @@ Result<std::unique_ptr<NodeStack>> NodeStack::build(asio::io_context& io, NodeSe
   env.images.agent_image = cfg.minimal_image;
   env.images.max_image_mib = cfg.max_image_mib;
   env.images.insecure_registries = cfg.insecure_registries;
+  if (cfg.build_cache_mib > 0) env.step_cache_dir = cfg.cache_dir + "/build-steps";
+  env.step_cache_max_mib = cfg.build_cache_mib;
+  env.concurrency = cfg.max_concurrent_builds;
   n->local_->enableTemplateBuilds(std::move(env));
   if (n->egress_)
     n->gateway_stats_ = std::make_unique<GatewayStats>(

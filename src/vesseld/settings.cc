@@ -39,6 +39,8 @@ NodeSettings nodeSettings(const Config& cfg) {
   s.allow_public_suffix_wildcards = cfg.allow_public_suffix_wildcards;
   s.min_free_disk_mib = static_cast<uint64_t>(cfg.min_free_disk_mib);
   s.max_image_mib = static_cast<uint64_t>(cfg.max_image_mib);
+  s.build_cache_mib = static_cast<uint64_t>(cfg.build_cache_mib);
+  s.max_concurrent_builds = static_cast<size_t>(cfg.max_concurrent_builds);
   s.insecure_registries = cfg.insecure_registries;
   s.stop_vms_on_exit = cfg.stop_vms_on_exit;
   s.data_listen = cfg.data_listen_addr;
@@ -122,6 +124,8 @@ json::object nodeJson(const NodeSettings& s) {
       {"allow_public_suffix_wildcards", s.allow_public_suffix_wildcards},
       {"min_free_disk_mib", s.min_free_disk_mib},
       {"max_image_mib", s.max_image_mib},
+      {"build_cache_mib", s.build_cache_mib},
+      {"max_concurrent_builds", s.max_concurrent_builds},
       {"insecure_registries", insecure},
       {"stop_vms_on_exit", s.stop_vms_on_exit},
       {"data_listen", addr(s.data_listen)},

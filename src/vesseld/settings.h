@@ -46,6 +46,8 @@ struct NodeSettings {
   // from_image builds (images/converter.h).
   uint64_t max_image_mib = 4096;
   std::vector<std::string> insecure_registries;
+  uint64_t build_cache_mib = 8192;  // the Dockerfile step cache's bound
+  size_t max_concurrent_builds = 2;
   bool stop_vms_on_exit = false;
   // The data plane the node serves for its sandboxes.
   HostPort data_listen;

@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "base/base64.h"
 #include "images/testing/registry.h"
 #include "vesseld_harness.h"
 
@@ -153,6 +154,103 @@ TEST_F(ImageTemplateTest, RefusesWhatItCannotBuild) {
   EXPECT_NE(none.code, 0);
 }
 
+// Builds run side by side up to --max-concurrent-builds (2 by default),
+// but never two of one template: the second waits and finds the first's
+// result. Seen in the order of the operations' events. Boots: three builds
+// (two at once, then one) and no create.
+TEST_F(ImageTemplateTest, BuildsRunSideBySideButNeverTwoOfOneTemplate) {
+  auto begin = [&](const std::string& name) {
+    auto r =
+        d->call("POST", "/v1/templates", R"({"name": ")" + name + R"(", "commands": ["sleep 2"]})");
+    EXPECT_EQ(r.status, 202) << r.body;
+    return r.status == 202 ? str(r.js().at("operation"), "id") : std::string();
+  };
+  // Event ids of an operation's first template.progress and of its end.
+  auto span = [&](const std::string& op) {
+    auto r = d->call("GET", "/v1/operations/" + op + "/events");
+    std::pair<int64_t, int64_t> s{-1, -1};
+    for (const auto& e : testing::parseSse(r.body)) {
+      if (e.type == "template.progress" && s.first < 0) s.first = e.id;
+      if (e.type == "operation.done") s.second = e.id;
+    }
+    return s;
+  };
+  std::string nonce = std::to_string(::getpid());
+  std::string a = begin("side-a-" + nonce), b = begin("side-b-" + nonce),
+              a2 = begin("side-a-" + nonce);
+  ASSERT_FALSE(a.empty() || b.empty() || a2.empty());
+  for (const auto& op : {a, b, a2}) ASSERT_EQ(d->finish(op), "done");
+  auto sa = span(a), sb = span(b), sa2 = span(a2);
+  ASSERT_TRUE(sa.first > 0 && sa.second > 0 && sb.first > 0 && sb.second > 0 && sa2.first > 0);
+  EXPECT_LT(sb.first, sa.second) << "b waited for a: the builds did not overlap";
+  EXPECT_LT(sa.first, sb.second);
+  EXPECT_GT(sa2.first, sa.second) << "two builds of one template ran at once";
+  auto again = d->call("GET", "/v1/operations/" + a2 + "/events");
+  EXPECT_THAT(again.body, HasSubstr(R"("step":"cached")")) << "the second found the first's result";
+}
+
+// A registry behind a password (docs/templates.md, "Private registries").
+// Boots: one build, one create; every refusal comes before a VM starts.
+TEST_F(ImageTemplateTest, APrivateImageNeedsItsTenantsCredential) {
+  auto r = TestRegistry::start({"alice", "s3cret-registry-pass"});
+  ASSERT_TRUE(r.ok()) << r.error().message();
+  std::unique_ptr<TestRegistry> priv = std::move(*r);
+  std::string root = priv->dir() + "/root";
+  ASSERT_TRUE(images::testing::makeBusyboxRoot(root).ok());
+  std::ofstream(root + "/private.txt") << "only with the password\n";
+  auto digest = priv->push(root, "test/private", "1");
+  ASSERT_TRUE(digest.ok()) << digest.error().message();
+  std::string ref = priv->host() + "/test/private:1";
+  auto credential = [&](const std::string& name, const std::string& host,
+                        const std::string& userpass) {
+    return d->call("POST", "/v1/credentials",
+                   R"({"name": ")" + name + R"(", "hosts": [")" + host +
+                       R"("], "header": "Authorization", "value": "Basic )" +
+                       base64Encode(userpass) + R"("})");
+  };
+
+  std::string anon = build(R"({"name": "priv0", "from_image": ")" + ref + R"("})");
+  EXPECT_THAT(anon, HasSubstr("failed"));
+  EXPECT_THAT(anon, HasSubstr("refused an anonymous pull"));
+
+  ASSERT_EQ(credential("lanreg", "localhost", "alice:wrong-password-123").status, 201);
+  std::string wrong = build(R"({"name": "priv0", "from_image": ")" + ref +
+                            R"(", "from_image_credential": "lanreg"})");
+  EXPECT_THAT(wrong, HasSubstr("refused the credential's username and password"));
+  EXPECT_THAT(wrong, ::testing::Not(HasSubstr("wrong-password"))) << "a secret in an error";
+
+  // A credential for another host is never sent to this registry; a
+  // missing one is named.
+  ASSERT_EQ(credential("elsewhere", "registry.example.com", "alice:s3cret-registry-pass").status,
+            201);
+  auto other = d->call(
+      "POST", "/v1/templates",
+      R"({"name": "priv0", "from_image": ")" + ref + R"(", "from_image_credential": "elsewhere"})");
+  EXPECT_EQ(other.status, 400) << other.body;
+  EXPECT_THAT(other.body, HasSubstr("not the image's registry localhost"));
+  auto missing = d->call(
+      "POST", "/v1/templates",
+      R"({"name": "priv0", "from_image": ")" + ref + R"(", "from_image_credential": "nope"})");
+  EXPECT_EQ(missing.status, 404) << missing.body;
+
+  ASSERT_EQ(credential("lanreg", "localhost", "alice:s3cret-registry-pass").status, 201);
+  CliRun b = vessel({"template", "build", "--from-image", ref, "--name", "private",
+                     "--registry-credential", "lanreg"});
+  ASSERT_EQ(b.code, 0) << b.err << "\n" << d->log();
+  std::string why;
+  std::string id = d->createSandbox(R"({"template": "private"})", &why);
+  ASSERT_FALSE(id.empty()) << why;
+  EXPECT_EQ(d->sh(id, "cat /private.txt"), "only with the password\n");
+  EXPECT_TRUE(d->deleteSandbox(id));
+
+  // What the credential pulled serves no pull without it, even by digest
+  // (which otherwise never asks the registry): another tenant pulls anonymously.
+  std::string by_digest = build(R"({"name": "priv1", "from_image": ")" + priv->host() +
+                                "/test/private@" + *digest + R"("})");
+  EXPECT_THAT(by_digest, HasSubstr("refused an anonymous pull"));
+  EXPECT_THAT(d->log(), ::testing::Not(HasSubstr("s3cret-registry-pass")));
+}
+
 // A Dockerfile using every instruction Vessel supports, on the registry's
 // image, through the CLI (the context read by the CLI, sent in the spec).
 // Boots: one build, one create.
@@ -214,6 +312,84 @@ CMD ["/bin/sh", "-c", "id -u > cmd.txt; pwd >> cmd.txt; exec sleep 100000"]
   EXPECT_EQ(d->sh(id, "cat /w/cmd.txt"), "4242\n/w\n");
   EXPECT_THAT(d->sh(id, "ps"), HasSubstr("sleep 100000"));
   EXPECT_TRUE(d->deleteSandbox(id));
+}
+
+// The step cache (docs/templates.md, "The build cache"). Boots: four
+// builds (cold, a COPY's file changed, the last line changed, --no-cache)
+// and a create after each. A RUN leaves a random stamp: a step that came
+// from the cache keeps the stamp of the build that ran it.
+TEST_F(ImageTemplateTest, ARebuildRunsOnlyWhatChangedAndNoCacheRunsAll) {
+  ScratchDir ctx;
+  const std::string& c = ctx.path();
+  // A nonce in the first step: this build is cold whatever ran before.
+  std::string nonce = std::to_string(::getpid()) + "-" +
+                      std::to_string(std::chrono::steady_clock::now().time_since_epoch().count());
+  auto dockerfile = [&](const std::string& last) {
+    std::ofstream(c + "/Dockerfile")
+        << "FROM vessel://minimal\n"
+        << "RUN echo " << nonce << " > /nonce && head -c 16 /dev/urandom | md5sum > /stamp\n"
+        << "COPY a.txt /a.txt\n"
+        << "# a comment moves nothing\n"
+        << "RUN echo " << last << " > /last\n";
+  };
+  struct Built {
+    CliRun run;
+    std::string stamp, a, last;
+  };
+  auto buildAndLook = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args = {"template",        "build",  "-f",
+                                     c + "/Dockerfile", "--name", "stepcache"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    Built b{vessel(args), "", "", ""};
+    if (b.run.code != 0) return b;
+    std::string why;
+    std::string id = d->createSandbox(R"({"template": "stepcache"})", &why);
+    EXPECT_FALSE(id.empty()) << why;
+    if (id.empty()) return b;
+    b.stamp = d->sh(id, "cat /stamp");
+    b.a = d->sh(id, "cat /a.txt");
+    b.last = d->sh(id, "cat /last");
+    EXPECT_TRUE(d->deleteSandbox(id));
+    return b;
+  };
+
+  std::ofstream(c + "/a.txt") << "A1\n";
+  dockerfile("one");
+  Built cold = buildAndLook({});
+  ASSERT_EQ(cold.run.code, 0) << cold.run.err << d->log();
+  EXPECT_THAT(cold.run.err, ::testing::Not(HasSubstr("CACHED")));
+  ASSERT_FALSE(cold.stamp.empty());
+  EXPECT_EQ(cold.last, "one\n");
+
+  // A COPY's file changed: the RUN before it comes from the cache, the
+  // COPY and everything after run again.
+  std::ofstream(c + "/a.txt") << "A2\n";
+  Built copied = buildAndLook({});
+  ASSERT_EQ(copied.run.code, 0) << copied.run.err;
+  EXPECT_THAT(copied.run.err, HasSubstr("#1 CACHED"));
+  EXPECT_THAT(copied.run.err, ::testing::Not(HasSubstr("#2 CACHED")));
+  EXPECT_THAT(copied.run.err, ::testing::Not(HasSubstr("#3 CACHED")));
+  EXPECT_EQ(copied.stamp, cold.stamp) << "the cached RUN did not run again";
+  EXPECT_EQ(copied.a, "A2\n");
+
+  // The last line changed: only it runs.
+  dockerfile("two");
+  Built last = buildAndLook({});
+  ASSERT_EQ(last.run.code, 0) << last.run.err;
+  EXPECT_THAT(last.run.err, HasSubstr("#1 CACHED"));
+  EXPECT_THAT(last.run.err, HasSubstr("#2 CACHED"));
+  EXPECT_THAT(last.run.err, ::testing::ContainsRegex("#3 DONE [0-9]+\\.[0-9]s"));
+  EXPECT_EQ(last.stamp, cold.stamp);
+  EXPECT_EQ(last.a, "A2\n");
+  EXPECT_EQ(last.last, "two\n");
+
+  // --no-cache: every step again, and a new version of the same spec.
+  Built forced = buildAndLook({"--no-cache"});
+  ASSERT_EQ(forced.run.code, 0) << forced.run.err;
+  EXPECT_THAT(forced.run.err, ::testing::Not(HasSubstr("CACHED")));
+  EXPECT_NE(forced.stamp, cold.stamp) << "--no-cache reused the first RUN";
+  EXPECT_EQ(forced.last, "two\n");
+  EXPECT_NE(forced.run.out, last.run.out) << "the same version: " << forced.run.out;
 }
 
 // Boots: one build that fails at its third line. Then two refused before

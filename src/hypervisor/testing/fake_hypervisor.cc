@@ -22,6 +22,7 @@
 #include "base/offload.h"
 #include "base/scope_exit.h"
 #include "base/sha256.h"
+#include "base/sparse_copy.h"
 #include "hypervisor/testing/guest_process.h"
 
 namespace vessel::hypervisor::testing {
@@ -49,36 +50,6 @@ constexpr const char* kStateMagic = "vessel-fake-state 1";
 Status signalGuest(const Fd& pidfd, int sig, const std::string& what) {
   if (::syscall(SYS_pidfd_send_signal, pidfd.get(), sig, nullptr, 0) != 0)
     return Error::fromErrno(what);
-  return okStatus();
-}
-
-// A sparse copy, or a reflink where the filesystem shares blocks.
-Status copySparse(const std::string& from, const std::string& to) {
-  std::string ctx = "copy " + from + " to " + to;
-  auto in = Fd::open(from, O_RDONLY | O_CLOEXEC);
-  if (!in.ok()) return std::move(in).error().withContext(ctx);
-  auto out = Fd::open(to, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  if (!out.ok()) return std::move(out).error().withContext(ctx);
-  if (::ioctl(out->get(), FICLONE, in->get()) == 0) return okStatus();
-  struct stat st {};
-  if (::fstat(in->get(), &st) != 0) return Error::fromErrno(ctx + ": stat");
-  off_t pos = 0;
-  while (pos < st.st_size) {
-    off_t data = ::lseek(in->get(), pos, SEEK_DATA);
-    if (data < 0) break;  // ENXIO: only a hole is left
-    off_t hole = ::lseek(in->get(), data, SEEK_HOLE);
-    if (hole < 0) return Error::fromErrno(ctx + ": seek");
-    off_t src = data, dst = data;
-    while (src < hole) {
-      ssize_t n =
-          ::copy_file_range(in->get(), &src, out->get(), &dst, static_cast<size_t>(hole - src), 0);
-      if (n < 0) return Error::fromErrno(ctx);
-      if (n == 0) break;
-    }
-    pos = hole;
-  }
-  if (::ftruncate(out->get(), st.st_size) != 0) return Error::fromErrno(ctx + ": truncate");
-  if (::fsync(out->get()) != 0) return Error::fromErrno(ctx + ": fsync");
   return okStatus();
 }
 

@@ -1,6 +1,7 @@
 #include "images/testing/registry.h"
 
 #include <arpa/inet.h>
+#include <crypt.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -51,9 +52,27 @@ Status run(const std::vector<std::string>& argv) {
   return okStatus();
 }
 
+// An htpasswd line with a bcrypt hash (the only kind docker-registry
+// takes), made with libcrypt.
+Result<std::string> htpasswdLine(const std::string& user, const std::string& password) {
+  char salt[CRYPT_GENSALT_OUTPUT_SIZE];
+  if (!::crypt_gensalt_rn("$2b$", 5, nullptr, 0, salt, sizeof salt))
+    return Error::fromErrno("crypt_gensalt (bcrypt)");
+  crypt_data data{};
+  const char* hash = ::crypt_r(password.c_str(), salt, &data);
+  if (!hash || hash[0] == '*') return Error::fromErrno("crypt (bcrypt)");
+  return user + ":" + hash + "\n";
+}
+
 }  // namespace
 
-Result<std::unique_ptr<TestRegistry>> TestRegistry::start() {
+std::vector<std::string> TestRegistry::creds(const std::string& prefix) const {
+  if (opts_.username.empty()) return {};
+  return {"--" + prefix + (prefix.empty() ? "" : "-") + "creds",
+          opts_.username + ":" + opts_.password};
+}
+
+Result<std::unique_ptr<TestRegistry>> TestRegistry::start(const RegistryOptions& o) {
   for (const char* tool : {"/usr/bin/docker-registry", "/usr/bin/skopeo", "/usr/bin/umoci"})
     if (::access(tool, X_OK) != 0)
       return Error(
@@ -64,14 +83,23 @@ Result<std::unique_ptr<TestRegistry>> TestRegistry::start() {
   if (!::mkdtemp(tmpl)) return Error::fromErrno("mkdtemp");
   r->dir_ = tmpl;
   VESSEL_ASSIGN_OR_RETURN(uint16_t port, freePort());
-  r->host_ = "127.0.0.1:" + std::to_string(port);
+  // "localhost", not 127.0.0.1: a credential names a host name (an IP
+  // literal is no name), and localhost is loopback for plain HTTP too.
+  r->host_ = (o.username.empty() ? "127.0.0.1:" : "localhost:") + std::to_string(port);
+  r->opts_ = o;
+  std::string auth;
+  if (!o.username.empty()) {
+    VESSEL_ASSIGN_OR_RETURN(std::string line, htpasswdLine(o.username, o.password));
+    VESSEL_TRY(writeFileAtomic(r->dir_ + "/htpasswd", line));
+    auth = "auth:\n  htpasswd:\n    realm: vessel-test\n    path: " + r->dir_ + "/htpasswd\n";
+  }
   VESSEL_TRY(writeFileAtomic(r->dir_ + "/config.yml",
                              "version: 0.1\nlog:\n  level: info\nstorage:\n  filesystem:\n"
                              "    rootdirectory: " +
                                  r->dir_ +
                                  "/store\n  delete:\n"
-                                 "    enabled: true\nhttp:\n  addr: " +
-                                 r->host_ + "\n"));
+                                 "    enabled: true\nhttp:\n  addr: 127.0.0.1:" +
+                                 std::to_string(port) + "\n" + auth));
   VESSEL_ASSIGN_OR_RETURN(Fd log,
                           Fd::open(r->dir_ + "/registry.log", O_WRONLY | O_CREAT | O_APPEND, 0644));
   VESSEL_ASSIGN_OR_RETURN(
@@ -122,9 +150,16 @@ Result<std::string> TestRegistry::push(const std::string& root, const std::strin
   if (!spec.user.empty()) cfg.insert(cfg.end(), {"--config.user", spec.user});
   VESSEL_TRY(run(cfg));
   std::string dest = "docker://" + host_ + "/" + repo + ":" + tag;
-  VESSEL_TRY(run({"skopeo", "--insecure-policy", "copy", "--quiet", "--dest-tls-verify=false",
-                  "oci:" + image, dest}));
-  auto raw = os::runCommand({"skopeo", "inspect", "--raw", "--tls-verify=false", dest});
+  std::vector<std::string> copy = {"skopeo", "--insecure-policy", "copy", "--quiet",
+                                   "--dest-tls-verify=false"};
+  for (auto& f : creds("dest")) copy.push_back(std::move(f));
+  copy.push_back("oci:" + image);
+  copy.push_back(dest);
+  VESSEL_TRY(run(copy));
+  std::vector<std::string> inspect = {"skopeo", "inspect", "--raw", "--tls-verify=false"};
+  for (auto& f : creds("")) inspect.push_back(std::move(f));
+  inspect.push_back(dest);
+  auto raw = os::runCommand(inspect);
   if (!raw.ok()) return std::move(raw).error();
   fs::remove_all(work, ec);
   return "sha256:" + sha256Hex(raw->out);
@@ -132,8 +167,10 @@ Result<std::string> TestRegistry::push(const std::string& root, const std::strin
 
 Result<std::vector<std::string>> TestRegistry::layers(const std::string& repo,
                                                       const std::string& tag) {
-  auto raw = os::runCommand({"skopeo", "inspect", "--raw", "--tls-verify=false",
-                             "docker://" + host_ + "/" + repo + ":" + tag});
+  std::vector<std::string> inspect = {"skopeo", "inspect", "--raw", "--tls-verify=false"};
+  for (auto& f : creds("")) inspect.push_back(std::move(f));
+  inspect.push_back("docker://" + host_ + "/" + repo + ":" + tag);
+  auto raw = os::runCommand(inspect);
   if (!raw.ok()) return std::move(raw).error();
   VESSEL_ASSIGN_OR_RETURN(ImageManifest m, parseManifest(raw->out));
   std::vector<std::string> out;

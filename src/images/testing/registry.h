@@ -21,10 +21,16 @@ struct ImageSpec {
   std::vector<std::string> exposed_ports;
 };
 
+// A registry behind a password (htpasswd, bcrypt): every request,
+// pushes and pulls alike, needs `username` and `password`.
+struct RegistryOptions {
+  std::string username, password;
+};
+
 class TestRegistry {
  public:
   // kFailedPrecondition when docker-registry, skopeo or umoci is missing.
-  static Result<std::unique_ptr<TestRegistry>> start();
+  static Result<std::unique_ptr<TestRegistry>> start(const RegistryOptions& o = {});
   ~TestRegistry();
   TestRegistry(const TestRegistry&) = delete;
   TestRegistry& operator=(const TestRegistry&) = delete;
@@ -47,7 +53,11 @@ class TestRegistry {
 
  private:
   TestRegistry() = default;
+  // skopeo's flags for this registry's credentials (prefix "src"/"dest"/"").
+  std::vector<std::string> creds(const std::string& prefix) const;
+
   std::string dir_, host_;
+  RegistryOptions opts_;
   ChildProcess proc_;
 };
 

@@ -28,6 +28,7 @@ class FakeNode final : public Node {
   std::map<std::string, Holding> adoptable;  // what adopt() finds after a "restart"
   std::set<std::string> fail_build;          // stored template names whose build fails
   bool builds_full = false;                  // build() refuses: the queue is full
+  templates::RegistryAuth last_build_auth;   // the registry credential the last build carried
   std::set<std::string> busy_ids;            // ids with a call "in flight" (NodeSupervisor)
   // What tests read.
   std::vector<std::string> calls;  // "create sb-…", "destroy sb-…", …
@@ -127,6 +128,7 @@ class FakeNode final : public Node {
   // build's errors do.
   Status build(BuildRequest req, BuildCallbacks cb) override {
     calls.push_back("build " + req.spec.name + " from " + req.base);
+    last_build_auth = req.registry_auth;
     if (builds_full) return Error(Code::kResourceExhausted, "builds are already queued");
     asio::post(io_, [this, req = std::move(req), cb = std::move(cb)] {
       cb.progress("booting " + req.base, 10);

@@ -19,7 +19,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       __builtin_trap();
     auto again = parseNodeCall(serializeNodeCall(*c));
     if (!again.ok() || again->id != c->id || again->env != c->env || again->copies != c->copies ||
-        again->disk_mib != c->disk_mib || again->network.has_value() != c->network.has_value())
+        again->disk_mib != c->disk_mib || again->network.has_value() != c->network.has_value() ||
+        again->registry_username != c->registry_username ||
+        again->registry_password != c->registry_password || c->registry_password.size() > 4096)
       __builtin_trap();
   }
   // A reply that parses serializes and parses back with the same network

@@ -33,5 +33,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   auto back = vessel::templates::parseBuildSpec(vessel::templates::specJson(*s));
   if (!back.ok() || vessel::templates::canonicalSpec(*back) != vessel::templates::canonicalSpec(*s))
     __builtin_trap();
+  if (back->no_cache != s->no_cache) __builtin_trap();
   return 0;
 }
