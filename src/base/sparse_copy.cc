@@ -6,9 +6,36 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
+
 #include "base/fd.h"
 
 namespace vessel {
+
+namespace {
+
+// One extent with pread/pwrite: what copy_file_range does in the kernel.
+ssize_t copyByHand(int in, off_t* src, int out, off_t* dst, size_t len) {
+  char buf[1 << 16];
+  size_t done = 0;
+  while (done < len) {
+    ssize_t r = ::pread(in, buf, std::min(sizeof buf, len - done), *src);
+    if (r < 0) return -1;
+    if (r == 0) break;
+    for (ssize_t w = 0; w < r;) {
+      ssize_t n = ::pwrite(out, buf + w, static_cast<size_t>(r - w), *dst + w);
+      if (n < 0) return -1;
+      w += n;
+    }
+    *src += r;
+    *dst += r;
+    done += static_cast<size_t>(r);
+  }
+  return static_cast<ssize_t>(done);
+}
+
+}  // namespace
 
 Status copySparse(const std::string& from, const std::string& to, int mode,
                   uint64_t max_data_bytes) {
@@ -39,6 +66,9 @@ Status copySparse(const std::string& from, const std::string& to, int mode,
     while (src < hole) {
       ssize_t n =
           ::copy_file_range(in->get(), &src, out->get(), &dst, static_cast<size_t>(hole - src), 0);
+      // Across filesystems (EXDEV) or where the kernel cannot: by hand.
+      if (n < 0 && (errno == EXDEV || errno == EINVAL || errno == ENOSYS || errno == EOPNOTSUPP))
+        n = copyByHand(in->get(), &src, out->get(), &dst, static_cast<size_t>(hole - src));
       if (n < 0) return Error::fromErrno(ctx);
       if (n == 0) break;  // the file shrank under us: copy what is there
     }
