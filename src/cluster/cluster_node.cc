@@ -109,7 +109,7 @@ std::vector<std::string> ClusterNode::sweepOnce() {
 RemoteNode& ClusterNode::remote(const store::NodeRecord& n) {
   auto& r = remotes_[n.name];
   if (!r)
-    r = std::make_unique<RemoteNode>(io_, n.name, n.advertise_url, opts_.token);
+    r = std::make_unique<RemoteNode>(io_, n.name, n.advertise_url, opts_.token, opts_.tls);
   else if (r->url() != n.advertise_url)
     r->setUrl(n.advertise_url);
   return *r;

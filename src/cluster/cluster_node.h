@@ -38,6 +38,9 @@ namespace vessel::cluster {
 
 struct ClusterOptions {
   std::string token;  // the node API's shared secret
+  // Nodes advertised at https:// URLs are verified with this client context
+  // (vesseld --node-ca-file; http/tls_client.h).
+  std::shared_ptr<asio::ssl::context> tls;
   std::chrono::milliseconds lost_after{15000};
   std::chrono::milliseconds sweep_every{1000};
   // Calls that wait on a guest (create, resume, fork, pause) and the others.

@@ -2,9 +2,12 @@
 // An API replica's client of one node's API (cluster/node_server.h): each
 // call is one POST on its own connection, bounded by a deadline, and can
 // be cut short with every other call in flight when the node is declared
-// lost (cancelAll), so no operation waits on a node that is gone.
+// lost (cancelAll), so no operation waits on a node that is gone. A node
+// advertised at an https:// URL is reached over TLS, its certificate
+// verified (http/tls_client.h) before the request and its token are sent.
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/ssl/context.hpp>
 #include <chrono>
 #include <memory>
 #include <set>
@@ -18,8 +21,15 @@ namespace asio = boost::asio;
 
 class RemoteNode {
  public:
-  RemoteNode(asio::io_context& io, std::string name, std::string url, std::string token)
-      : io_(io), name_(std::move(name)), url_(std::move(url)), token_(std::move(token)) {}
+  // `tls`: the client context https:// nodes are verified with; null
+  // refuses them.
+  RemoteNode(asio::io_context& io, std::string name, std::string url, std::string token,
+             std::shared_ptr<asio::ssl::context> tls = nullptr)
+      : io_(io),
+        name_(std::move(name)),
+        url_(std::move(url)),
+        token_(std::move(token)),
+        tls_(std::move(tls)) {}
   ~RemoteNode() { cancelAll("the API replica is stopping"); }
 
   const std::string& name() const { return name_; }
@@ -42,6 +52,7 @@ class RemoteNode {
  private:
   asio::io_context& io_;
   std::string name_, url_, token_;
+  std::shared_ptr<asio::ssl::context> tls_;
   std::set<std::shared_ptr<Flight>> in_flight_;
 };
 

@@ -12,6 +12,7 @@
 #include <boost/asio/detached.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/redirect_error.hpp>
+#include <boost/asio/ssl/stream.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
@@ -25,6 +26,7 @@
 #include "base/offload.h"
 #include "client/client.h"
 #include "cluster/node_protocol.h"
+#include "http/tls_client.h"
 
 namespace vessel::cluster {
 
@@ -206,29 +208,39 @@ asio::awaitable<std::optional<http::Response>> TemplateFileServer::serve(
 
 namespace {
 
-// One file into `path`, hashed as it is written; its size and sha256 must
-// be the catalogue's. On the fetch thread's own io_context.
+// What one file's download needs besides its connection.
+struct FileWant {
+  const client::Url& url;
+  const std::string& token;
+  const TemplateFileRef& ref;
+  uint64_t size;
+  const std::string& sha;
+  const std::string& path;
+  std::chrono::seconds idle;
+  const std::atomic<bool>& stop;
+  const std::string& what;  // "file F of template N@V", for errors
+};
+
+// One file into `w.path` over `stream` (plain, or TLS over `tcp`), hashed
+// as it is written; its size and sha256 must be the catalogue's.
 // Long because the request, the response head's checks and the body's
 // hashed write are one stream that must fail as one.
-asio::awaitable<Result<templates::TemplateStore::HashedFile>> downloadFile(
-    const client::Url& url, std::string token, TemplateFileRef ref, uint64_t want_size,
-    std::string want_sha, std::string path, std::chrono::seconds idle,
-    const std::atomic<bool>& stop) {
-  auto ex = co_await asio::this_coro::executor;
-  const std::string what = "file " + ref.file + " of template " + ref.name + "@" + ref.version;
+template <class Stream>
+asio::awaitable<Result<templates::TemplateStore::HashedFile>> receiveFile(Stream& stream,
+                                                                          beast::tcp_stream& tcp,
+                                                                          FileWant w) {
+  const auto& url = w.url;
+  const auto& ref = w.ref;
+  const auto& path = w.path;
+  const auto& what = w.what;
+  const auto& stop = w.stop;
+  const uint64_t want_size = w.size;
+  const auto idle = w.idle;
   auto fail = [&](Code c, const std::string& why) { return Error(c, what + ": " + why); };
-  tcp::resolver resolver(ex);
-  auto [rec, eps] = co_await resolver.async_resolve(url.host, std::to_string(url.port),
-                                                    asio::as_tuple(asio::use_awaitable));
-  if (rec) co_return fail(Code::kUnavailable, "resolve: " + rec.message());
-  beast::tcp_stream stream(ex);
-  stream.expires_after(std::chrono::seconds(3));
-  auto [cec, ep] = co_await stream.async_connect(eps, asio::as_tuple(asio::use_awaitable));
-  if (cec) co_return fail(Code::kUnavailable, "connect: " + cec.message());
   http::request<http::empty_body> req{http::verb::get, url.base_path + templateFilePath(ref), 11};
   req.set(http::field::host, url.host);
-  req.set(http::field::authorization, "Bearer " + token);
-  stream.expires_after(idle);
+  req.set(http::field::authorization, "Bearer " + w.token);
+  tcp.expires_after(idle);
   auto [wec, wn] = co_await http::async_write(stream, req, asio::as_tuple(asio::use_awaitable));
   if (wec) co_return fail(Code::kUnavailable, "send: " + wec.message());
   beast::flat_buffer buf;
@@ -265,7 +277,7 @@ asio::awaitable<Result<templates::TemplateStore::HashedFile>> downloadFile(
     if (stop.load()) co_return fail(Code::kUnavailable, "the node is stopping");
     p.get().body().data = chunk.data();
     p.get().body().size = chunk.size();
-    stream.expires_after(idle);
+    tcp.expires_after(idle);
     auto [bec, bn] = co_await http::async_read(stream, buf, p, asio::as_tuple(asio::use_awaitable));
     if (bec && bec != http::error::need_buffer)
       co_return fail(Code::kUnavailable, "receive after " + std::to_string(got) + " of " +
@@ -289,20 +301,54 @@ asio::awaitable<Result<templates::TemplateStore::HashedFile>> downloadFile(
   unsigned dn = 0;
   EVP_DigestFinal_ex(md.get(), d, &dn);
   std::string sha = hex(d, dn);
-  if (sha != want_sha)
+  if (sha != w.sha)
     co_return fail(Code::kFailedPrecondition, "sha256 " + sha + ", the catalogue's manifest says " +
-                                                  want_sha + "; the copy is refused");
+                                                  w.sha + "; the copy is refused");
   if (::fsync(out.get()) != 0) co_return Error::fromErrno("fsync " + path).withContext(what);
   out.reset();
   VESSEL_CO_ASSIGN_OR_RETURN(auto stamp, templates::TemplateStore::stampFile(path));
   co_return templates::TemplateStore::HashedFile{stamp, std::move(sha)};
 }
 
+// One file from the node at `url` (TLS when https://, verified with `tls`)
+// into `path`. On the fetch thread's own io_context.
+asio::awaitable<Result<templates::TemplateStore::HashedFile>> downloadFile(
+    const client::Url& url, std::string token, TemplateFileRef ref, uint64_t want_size,
+    std::string want_sha, std::string path, std::chrono::seconds idle,
+    const std::atomic<bool>& stop, std::shared_ptr<asio::ssl::context> tls) {
+  auto ex = co_await asio::this_coro::executor;
+  const std::string what = "file " + ref.file + " of template " + ref.name + "@" + ref.version;
+  auto fail = [&](Code c, const std::string& why) { return Error(c, what + ": " + why); };
+  tcp::resolver resolver(ex);
+  auto [rec, eps] = co_await resolver.async_resolve(url.host, std::to_string(url.port),
+                                                    asio::as_tuple(asio::use_awaitable));
+  if (rec) co_return fail(Code::kUnavailable, "resolve: " + rec.message());
+  beast::tcp_stream stream(ex);
+  stream.expires_after(std::chrono::seconds(3));
+  auto [cec, ep] = co_await stream.async_connect(eps, asio::as_tuple(asio::use_awaitable));
+  if (cec) co_return fail(Code::kUnavailable, "connect: " + cec.message());
+  FileWant want{url, token, ref, want_size, want_sha, path, idle, stop, what};
+  if (!url.tls) co_return co_await receiveFile(stream, stream, want);
+  if (!tls)
+    co_return fail(Code::kUnavailable, "an https:// node and no TLS client (--node-ca-file)");
+  asio::ssl::stream<beast::tcp_stream&> secure(stream, *tls);
+  vessel::http::expectServer(secure.native_handle(), url.host);
+  auto [hec] = co_await secure.async_handshake(asio::ssl::stream_base::client,
+                                               asio::as_tuple(asio::use_awaitable));
+  // Refused before the token is sent: a node whose certificate is not the
+  // operator's CA's is no source.
+  if (hec)
+    co_return fail(Code::kUnavailable,
+                   "TLS: " + vessel::http::handshakeError(secure.native_handle(), hec));
+  co_return co_await receiveFile(secure, stream, want);
+}
+
 }  // namespace
 
 Result<std::map<std::string, templates::TemplateStore::HashedFile>> downloadTemplate(
     const std::string& url, const std::string& token, const templates::CatalogueEntry& e,
-    const std::string& staging, std::chrono::seconds idle_timeout, const std::atomic<bool>& stop) {
+    const std::string& staging, std::chrono::seconds idle_timeout, const std::atomic<bool>& stop,
+    std::shared_ptr<asio::ssl::context> tls) {
   auto u = client::parseUrl(url);
   if (!u.ok()) return std::move(u).error();
   std::error_code ec;
@@ -326,8 +372,8 @@ Result<std::map<std::string, templates::TemplateStore::HashedFile>> downloadTemp
           // g++ 12: named argument, see CONTRIBUTING.md "Coroutines under g++ 12" rule 1.
           TemplateFileRef ref{e.manifest.name, e.manifest.version, file};
           std::string path = staging + "/" + file;
-          r.emplace(
-              co_await downloadFile(*u, token, ref, size->second, sha, path, idle_timeout, stop));
+          r.emplace(co_await downloadFile(*u, token, ref, size->second, sha, path, idle_timeout,
+                                          stop, tls));
         },
         [&](const std::exception_ptr& ex) {
           if (ex && !r) r.emplace(Error(Code::kInternal, "download " + file + ": exception"));
@@ -409,8 +455,8 @@ asio::awaitable<Status> TemplateFetcher::fetch(templates::CatalogueEntry e) {
     transferLog().info("copying template {} ({} bytes) from node {}", id, e.totalBytes(), src.name);
     auto stop = stop_;
     auto download = [url = src.advertise_url, token = opts_.token, e, staging,
-                     idle = opts_.idle_timeout, stop] {
-      auto r = downloadTemplate(url, token, e, staging, idle, *stop);
+                     idle = opts_.idle_timeout, stop, tls = opts_.tls] {
+      auto r = downloadTemplate(url, token, e, staging, idle, *stop, tls);
       if (!r.ok()) {
         std::error_code ec;
         fs::remove_all(staging, ec);  // nothing of a refused copy stays

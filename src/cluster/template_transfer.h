@@ -17,6 +17,7 @@
 #include <atomic>
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/ssl/context.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/thread_pool.hpp>
 #include <chrono>
@@ -79,6 +80,9 @@ struct FetchOptions {
   std::chrono::milliseconds lost_after{15000};
   // A source that sends nothing for this long is given up on.
   std::chrono::seconds idle_timeout{30};
+  // Sources advertised at https:// URLs are verified with this client
+  // context (vesseld --node-ca-file); without one they are refused.
+  std::shared_ptr<asio::ssl::context> tls;
 };
 
 // The receiving side, on a node's io thread.
@@ -114,10 +118,12 @@ class TemplateFetcher {
 };
 
 // The blocking part of a fetch (the fetch thread; tests): every file of
-// `e` from the node API at `url` into `staging`, each checked against `e`.
+// `e` from the node API at `url` into `staging`, each checked against `e`;
+// over TLS, verified with `tls`, when `url` is https://.
 // The files' stamps and checksums (by file name) for TemplateStore::install.
 Result<std::map<std::string, templates::TemplateStore::HashedFile>> downloadTemplate(
     const std::string& url, const std::string& token, const templates::CatalogueEntry& e,
-    const std::string& staging, std::chrono::seconds idle_timeout, const std::atomic<bool>& stop);
+    const std::string& staging, std::chrono::seconds idle_timeout, const std::atomic<bool>& stop,
+    std::shared_ptr<asio::ssl::context> tls = nullptr);
 
 }  // namespace vessel::cluster

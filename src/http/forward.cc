@@ -18,6 +18,7 @@
 #include <string>
 
 #include "http/relay.h"
+#include "http/tls_client.h"
 
 namespace vessel::http {
 
@@ -56,13 +57,15 @@ void keepProbing(tcp::socket& s) {
 }
 
 // Whether a kept connection was closed by the upstream while idle (its
-// idle timeout): a pending EOF or error, seen without blocking.
-bool closedWhileIdle(tcp::socket& s) {
+// idle timeout): a pending EOF or error, seen without blocking. Over TLS,
+// any pending byte too: an idle TLS connection's only unasked-for record
+// is the peer's close_notify.
+bool closedWhileIdle(tcp::socket& s, bool tls) {
   char b;
   ssize_t n = ::recv(s.native_handle(), &b, 1, MSG_PEEK | MSG_DONTWAIT);
   if (n == 0) return true;
   if (n < 0) return errno != EAGAIN && errno != EWOULDBLOCK;
-  return false;  // bytes nobody asked for: the next read fails on them
+  return tls;  // plain: bytes nobody asked for, the next read fails on them
 }
 
 // Relays one message body from a parser (reading `in`) to a serializer
@@ -109,13 +112,15 @@ asio::awaitable<void> relayBody(InStream& in, beast::flat_buffer& in_buf,
 }  // namespace
 
 Result<Upstream> upstreamFromUrl(std::string_view url) {
-  constexpr std::string_view kHttp = "http://";
-  if (url.substr(0, kHttp.size()) != kHttp)
-    return Error(Code::kInvalidArgument, "upstream '" + std::string(url) + "' is not http://");
-  std::string_view rest = url.substr(kHttp.size());
-  rest = rest.substr(0, rest.find('/'));
+  constexpr std::string_view kHttp = "http://", kHttps = "https://";
   Upstream u;
-  u.port = 80;
+  u.tls = url.substr(0, kHttps.size()) == kHttps;
+  if (!u.tls && url.substr(0, kHttp.size()) != kHttp)
+    return Error(Code::kInvalidArgument,
+                 "upstream '" + std::string(url) + "' is not http:// or https://");
+  std::string_view rest = url.substr(u.tls ? kHttps.size() : kHttp.size());
+  rest = rest.substr(0, rest.find('/'));
+  u.port = u.tls ? 443 : 80;
   auto colon = rest.rfind(':');
   if (colon != std::string_view::npos) {
     std::string_view p = rest.substr(colon + 1);
@@ -133,6 +138,7 @@ Result<Upstream> upstreamFromUrl(std::string_view url) {
 }
 
 void UpstreamConnection::close() {
+  tls_.reset();  // before the stream it is over
   if (stream_) {
     boost::system::error_code ec;
     stream_->socket().shutdown(tcp::socket::shutdown_both, ec);
@@ -145,9 +151,14 @@ void UpstreamConnection::close() {
 
 asio::awaitable<Status> UpstreamConnection::ensure(const Upstream& to,
                                                    const ForwardLimits& limits) {
-  if (stream_ && at_ == to && stream_->socket().is_open() && !closedWhileIdle(stream_->socket()))
+  if (stream_ && at_ == to && stream_->socket().is_open() &&
+      !(tls_ && SSL_pending(tls_->native_handle()) > 0) &&
+      !closedWhileIdle(stream_->socket(), to.tls))
     co_return okStatus();
   close();
+  if (to.tls && !limits.tls)
+    co_return Error(Code::kFailedPrecondition,
+                    "upstream " + to.str() + " speaks TLS and this listener has no TLS client");
   tcp::resolver resolver(ex_);
   auto [rec, eps] = co_await resolver.async_resolve(to.host, std::to_string(to.port),
                                                     asio::as_tuple(asio::use_awaitable));
@@ -159,20 +170,36 @@ asio::awaitable<Status> UpstreamConnection::ensure(const Upstream& to,
     close();
     co_return Error(Code::kUnavailable, "connect to " + to.str() + ": " + cec.message());
   }
-  stream_->expires_never();
   keepProbing(stream_->socket());
+  if (to.tls) {
+    // Verified before a byte of the request goes: a node that is not the
+    // operator's never sees a client's request or its tokens.
+    tls_ = std::make_unique<TlsStream>(*stream_, *limits.tls);
+    expectServer(tls_->native_handle(), to.host);
+    auto [hec] = co_await tls_->async_handshake(asio::ssl::stream_base::client,
+                                                asio::as_tuple(asio::use_awaitable));
+    if (hec) {
+      std::string why = handshakeError(tls_->native_handle(), hec);
+      close();
+      co_return Error(Code::kUnavailable, "TLS to " + to.str() + ": " + why);
+    }
+  }
+  stream_->expires_never();
   at_ = to;
   co_return okStatus();
 }
 
+namespace {
+
 // Long because one forwarded exchange is one sequence (head checks, the
-// upstream connection, the body pumped up, the response relayed down)
-// whose steps share the two streams and one cleanup.
-asio::awaitable<Result<Forwarded>> forwardRequest(beast::tcp_stream& client,
-                                                  beast::flat_buffer& client_buf,
-                                                  http::request_parser<http::empty_body>& head,
-                                                  const Upstream& to, UpstreamConnection& up,
-                                                  const ForwardLimits& limits) {
+// body pumped up, the response relayed down) whose steps share the two
+// streams and one cleanup. `ups` is the upstream's stream, plain or TLS.
+template <class UpStream>
+asio::awaitable<Result<Forwarded>> forwardOver(beast::tcp_stream& client,
+                                               beast::flat_buffer& client_buf,
+                                               http::request_parser<http::empty_body>& head,
+                                               const Upstream& to, UpstreamConnection& up,
+                                               UpStream& ups, const ForwardLimits& limits) {
   const bool client_keep_alive = head.get().keep_alive();
   const bool head_only = head.get().method() == http::verb::head;
   // Expect: 100-continue is answered here: the body is read only once the
@@ -181,8 +208,6 @@ asio::awaitable<Result<Forwarded>> forwardRequest(beast::tcp_stream& client,
   if (auto it = head.get().find(http::field::expect);
       it != head.get().end() && beast::iequals(it->value(), "100-continue"))
     expect_continue = true;
-
-  if (auto s = co_await up.ensure(to, limits); !s.ok()) co_return std::move(s).error();
 
   http::request_parser<http::buffer_body> req_parser(std::move(head));
   req_parser.body_limit(boost::none);  // streamed, never held
@@ -203,14 +228,14 @@ asio::awaitable<Result<Forwarded>> forwardRequest(beast::tcp_stream& client,
   {
     http::request_serializer<http::buffer_body> sr(req);
     auto [hec, hn] =
-        co_await http::async_write_header(up.stream(), sr, asio::as_tuple(asio::use_awaitable));
+        co_await http::async_write_header(ups, sr, asio::as_tuple(asio::use_awaitable));
     if (hec) {
       // Nothing went to the client yet: the caller answers.
       up.close();
       co_return Error(Code::kUnavailable, "forward to " + to.str() + ": " + hec.message());
     }
     bool read_ok = true, write_ok = true;
-    co_await relayBody(client, client_buf, req_parser, up.stream(), sr, read_ok, write_ok);
+    co_await relayBody(client, client_buf, req_parser, ups, sr, read_ok, write_ok);
     if (!read_ok || !write_ok) {
       // A client that broke off its body, or an upstream that stopped
       // taking it: neither connection can carry another request.
@@ -228,7 +253,7 @@ asio::awaitable<Result<Forwarded>> forwardRequest(beast::tcp_stream& client,
     res_parser->header_limit(static_cast<uint32_t>(limits.max_response_header_bytes));
     res_parser->body_limit(boost::none);
     if (head_only) res_parser->skip(true);
-    auto [rec, rn] = co_await http::async_read_header(up.stream(), up.buffer(), *res_parser,
+    auto [rec, rn] = co_await http::async_read_header(ups, up.buffer(), *res_parser,
                                                       asio::as_tuple(asio::use_awaitable));
     if (rec) {
       up.close();
@@ -269,7 +294,7 @@ asio::awaitable<Result<Forwarded>> forwardRequest(beast::tcp_stream& client,
       co_return out;
     }
     if (!head_only)
-      co_await relayBody(up.stream(), up.buffer(), *res_parser, client, sr, read_ok, write_ok);
+      co_await relayBody(ups, up.buffer(), *res_parser, client, sr, read_ok, write_ok);
     if (!read_ok || !write_ok) {
       up.close();
       co_return out;  // cut: the client sees the body end early, as the upstream's did
@@ -278,6 +303,20 @@ asio::awaitable<Result<Forwarded>> forwardRequest(beast::tcp_stream& client,
   if (!upstream_keep_alive || !delimited) up.close();
   out.keep_alive = client_keep_alive && delimited;
   co_return out;
+}
+
+}  // namespace
+
+asio::awaitable<Result<Forwarded>> forwardRequest(beast::tcp_stream& client,
+                                                  beast::flat_buffer& client_buf,
+                                                  http::request_parser<http::empty_body>& head,
+                                                  const Upstream& to, UpstreamConnection& up,
+                                                  const ForwardLimits& limits) {
+  auto ready = co_await up.ensure(to, limits);
+  if (!ready.ok()) co_return std::move(ready).error();
+  if (auto* tls = up.tls())
+    co_return co_await forwardOver(client, client_buf, head, to, up, *tls, limits);
+  co_return co_await forwardOver(client, client_buf, head, to, up, up.stream(), limits);
 }
 
 }  // namespace vessel::http

@@ -16,11 +16,14 @@
 // have seen talking to the upstream itself.
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
+#include <boost/asio/ssl/context.hpp>
+#include <boost/asio/ssl/stream.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/http/empty_body.hpp>
 #include <boost/beast/http/parser.hpp>
 #include <chrono>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -30,19 +33,27 @@
 
 namespace vessel::http {
 
-// Where a request goes: a host (IPv4 address or name) and port, plain HTTP.
+// Where a request goes: a host (IPv4 address or name) and port, in plain
+// HTTP or over TLS.
 struct Upstream {
   std::string host;
   uint16_t port = 0;
+  bool tls = false;
   bool operator==(const Upstream&) const = default;
-  std::string str() const { return host + ":" + std::to_string(port); }
+  std::string str() const {
+    return (tls ? "https://" : "http://") + host + ":" + std::to_string(port);
+  }
 };
-// "http://host:port" (a trailing path is ignored; the port defaults to 80).
+// "http://host:port" or "https://host:port" (a trailing path is ignored;
+// the port defaults to 80 and 443).
 Result<Upstream> upstreamFromUrl(std::string_view url);
 
 struct ForwardLimits {
   size_t max_response_header_bytes = 64 * 1024;
   std::chrono::seconds connect_timeout{5};
+  // https:// upstreams are verified with this client context
+  // (http/tls_client.h); without one they are refused.
+  std::shared_ptr<boost::asio::ssl::context> tls;
 };
 
 // One client connection's connection to its current upstream, kept between
@@ -53,15 +64,20 @@ class UpstreamConnection {
   ~UpstreamConnection() { close(); }
   UpstreamConnection(const UpstreamConnection&) = delete;
   UpstreamConnection& operator=(const UpstreamConnection&) = delete;
-  // Connected to `to` (reusing the open connection when it still is).
+  // Connected to `to` (reusing the open connection when it still is),
+  // its TLS handshake done when `to` is https.
   boost::asio::awaitable<Status> ensure(const Upstream& to, const ForwardLimits& limits);
   void close();
+  using TlsStream = boost::asio::ssl::stream<boost::beast::tcp_stream&>;
+  // The TLS stream over stream() for an https upstream, else null.
+  TlsStream* tls() { return tls_.get(); }
   boost::beast::tcp_stream& stream() { return *stream_; }
   boost::beast::flat_buffer& buffer() { return buf_; }
 
  private:
   boost::asio::any_io_executor ex_;
   std::optional<boost::beast::tcp_stream> stream_;
+  std::unique_ptr<TlsStream> tls_;  // over *stream_; reset first
   std::optional<Upstream> at_;
   boost::beast::flat_buffer buf_;
 };

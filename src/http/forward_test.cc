@@ -261,7 +261,13 @@ TEST(UpstreamFromUrlTest, ParsesHttpUrlsOnly) {
   EXPECT_EQ(u->port, 49983);
   EXPECT_EQ(upstreamFromUrl("http://node-a.internal/x")->port, 80);
   EXPECT_EQ(upstreamFromUrl("http://node-a.internal/x")->host, "node-a.internal");
-  for (const char* bad : {"https://a:1", "http://:80", "http://a:0", "http://a:99999", "a:80"})
+  auto t = upstreamFromUrl("https://node-a.internal/x");
+  ASSERT_TRUE(t.ok());
+  EXPECT_TRUE(t->tls);
+  EXPECT_EQ(t->port, 443);
+  EXPECT_FALSE(u->tls);
+  for (const char* bad :
+       {"ftp://a:1", "http://:80", "https://:1", "http://a:0", "http://a:99999", "a:80"})
     EXPECT_FALSE(upstreamFromUrl(bad).ok()) << bad;
 }
 

@@ -20,9 +20,9 @@ Result<std::unique_ptr<TlsFront>> TlsFront::create(const std::string& state_dir,
     if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '.'))
       return Error(Code::kInvalidArgument, "sandbox domain '" + t->domain_ + "' is not a DNS name");
   if (t->domain_.empty()) return Error(Code::kInvalidArgument, "empty sandbox domain");
-  VESSEL_ASSIGN_OR_RETURN(auto ca,
-                          gateway::credentials::CertificateAuthority::loadOrCreate(
-                              state_dir + "/ingress-ca", "Vessel sandbox ingress CA", t->domain_));
+  VESSEL_ASSIGN_OR_RETURN(auto ca, gateway::credentials::CertificateAuthority::loadOrCreate(
+                                       state_dir + "/ingress-ca", "Vessel sandbox ingress CA",
+                                       std::vector<std::string>{t->domain_}));
   t->ca_ = std::make_unique<gateway::credentials::CertificateAuthority>(std::move(ca));
   t->ca_path_ = state_dir + "/ingress-ca.pem";
   // The file clients point at: rewritten from the CA on every start.

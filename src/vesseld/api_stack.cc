@@ -7,6 +7,7 @@
 #include "api/auth.h"
 #include "base/log.h"
 #include "e2b/ports.h"
+#include "http/tls_client.h"
 
 namespace vessel::vesseld {
 
@@ -149,6 +150,18 @@ Result<std::unique_ptr<ApiStack>> ApiStack::build(asio::io_context& io, ApiSetti
 
 ApiStack::~ApiStack() = default;
 
+Status ApiStack::forwardEnvd() {
+  if (!envd_forward_) return okStatus();
+  // Nodes advertising https:// envd listeners are verified with
+  // --node-ca-file (http/tls_client.h).
+  http::ForwardLimits limits;
+  VESSEL_ASSIGN_OR_RETURN(limits.tls, http::clientContext(s_.node_ca_file));
+  envd_server_->forwardWhen(
+      [f = envd_forward_.get()](http::request_header<>& head) { return f->choose(head); },
+      std::move(limits));
+  return okStatus();
+}
+
 Status ApiStack::serve(Health health, ReadyCheck ready,
                        std::function<asio::awaitable<void>()> before_scrape, ListenerTls& tls) {
   Logger log("vesseld");
@@ -175,45 +188,44 @@ Status ApiStack::serve(Health health, ReadyCheck ready,
                                      json::serialize(o));
       });
   installProbes(*server_, cfg.node_local ? "all" : "api", std::move(ready));
-  VESSEL_TRY(tls.serve(*server_));
+  VESSEL_TRY(tls.serve(*server_, "api"));
   VESSEL_TRY(server_->listen(cfg.listen));
-  log.info("listening on {}://{}:{}", tls.scheme(), cfg.listen.host, server_->port());
+  log.info("listening on {}://{}:{}", tls.scheme("api"), cfg.listen.host, server_->port());
 
   // The E2B-compatible REST API: E2B's SDKs with E2B_API_URL pointing here.
   e2b_server_ = std::make_unique<HttpServer>(io_);
   e2b_server_->setMetrics(metrics_, "e2b");
   e2b_rest_->install(*e2b_server_);
   if (cfg.e2b_listen) {
-    VESSEL_TRY(tls.serve(*e2b_server_));
+    VESSEL_TRY(tls.serve(*e2b_server_, "e2b"));
     VESSEL_TRY(e2b_server_->listen(*cfg.e2b_listen));
-    log.info("E2B REST API on {}://{}:{} (E2B_API_URL; key in {}/dev-e2b-api-key)", tls.scheme(),
-             cfg.e2b_listen->host, e2b_server_->port(), cfg.state_dir);
+    log.info("E2B REST API on {}://{}:{} (E2B_API_URL; key in {}/dev-e2b-api-key)",
+             tls.scheme("e2b"), cfg.e2b_listen->host, e2b_server_->port(), cfg.state_dir);
   }
 
   envd_server_ = std::make_unique<HttpServer>(io_, envdLimits());
   envd_server_->setMetrics(metrics_, "e2b-envd");
   envd_->install(*envd_server_);
-  if (envd_forward_)
-    envd_server_->forwardWhen(
-        [f = envd_forward_.get()](http::request_header<>& head) { return f->choose(head); });
+  VESSEL_TRY(forwardEnvd());
   if (!cfg.envd_listen) return okStatus();
   if (!ports_) {
-    VESSEL_TRY(tls.serve(*envd_server_));
+    VESSEL_TRY(tls.serve(*envd_server_, "envd"));
     VESSEL_TRY(envd_server_->listen(*cfg.envd_listen));
     log.info("E2B envd on {}://{}:{} (E2B_SANDBOX_URL; forwarded to the sandboxes' nodes)",
-             tls.scheme(), cfg.envd_listen->host, envd_server_->port());
+             tls.scheme("envd"), cfg.envd_listen->host, envd_server_->port());
     return okStatus();
   }
   std::string domain =
       cfg.e2b_sandbox_domain.empty() ? std::string("vessel.localhost") : cfg.e2b_sandbox_domain;
   ports_->install(*envd_server_);
   VESSEL_ASSIGN_OR_RETURN(ports_tls_, ingress::TlsFront::create(cfg.state_dir, domain));
-  if (tls.enabled()) {
+  if (tls.enabled("envd")) {
     // TLS only: sandbox names get the ingress CA's leaves, any other name
-    // (envd itself) the listeners' certificate.
-    VESSEL_TRY(tls.serve(*envd_server_, [front = ports_tls_.get()](http::CertificateChooser other) {
-      return front->chooser(std::move(other));
-    }));
+    // (envd itself) the listener's certificate.
+    VESSEL_TRY(tls.serve(*envd_server_, "envd",
+                         [front = ports_tls_.get()](http::CertificateChooser other) {
+                           return front->chooser(std::move(other));
+                         }));
   } else {
     // Plain envd (http://) and the sandbox ports' https:// on one port.
     VESSEL_TRY(ports_tls_->install(*envd_server_, tls.threads()));
@@ -224,8 +236,8 @@ Status ApiStack::serve(Health health, ReadyCheck ready,
   log.info(
       "E2B envd on {}://{}:{} (E2B_SANDBOX_URL); sandbox ports at "
       "{}://<port>-<id>.{} (CA: {})",
-      tls.scheme(), cfg.envd_listen->host, envd_server_->port(),
-      tls.enabled() ? "https" : "http(s)", domain, ports_tls_->caPath());
+      tls.scheme("envd"), cfg.envd_listen->host, envd_server_->port(),
+      tls.enabled("envd") ? "https" : "http(s)", domain, ports_tls_->caPath());
   return okStatus();
 }
 

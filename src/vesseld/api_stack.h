@@ -57,6 +57,8 @@ class ApiStack {
 
  private:
   ApiStack(boost::asio::io_context& io, ApiSettings s) : io_(io), s_(std::move(s)) {}
+  // A replica's envd listener forwards each sandbox's requests to its node.
+  Status forwardEnvd();
 
   boost::asio::io_context& io_;
   ApiSettings s_;

@@ -30,8 +30,12 @@ void addFlags(CLI::App& app, Config& cfg, std::string& accel, std::string& role)
       ->envname("VESSEL_NODE_NAME");
   app.add_option("--node-advertise", cfg.node_advertise,
                  "node role: the node API's URL as API replicas reach it "
-                 "(default http://<node-listen>)")
+                 "(default http://<node-listen>, https:// with TLS on)")
       ->envname("VESSEL_NODE_ADVERTISE");
+  app.add_option("--node-ca-file", cfg.node_ca_file,
+                 "api and node roles: PEM CA certificate(s) a node's certificate must chain to "
+                 "when it advertises https:// (default: the system's trust store)")
+      ->envname("VESSEL_NODE_CA_FILE");
   app.add_option("--node-token-file", cfg.node_token_file,
                  "api and node roles: file holding the node API's shared secret (else "
                  "VESSEL_NODE_TOKEN)")
@@ -55,7 +59,8 @@ void addFlags(CLI::App& app, Config& cfg, std::string& accel, std::string& role)
       ->capture_default_str();
   app.add_option("--e2b-envd-advertise", cfg.e2b_envd_advertise,
                  "node role: the envd listener's URL as API replicas reach it, to forward "
-                 "the envd traffic of this node's sandboxes (default http://<e2b-envd-listen>)")
+                 "the envd traffic of this node's sandboxes (default http://<e2b-envd-listen>, "
+                 "https:// with TLS on)")
       ->envname("VESSEL_E2B_ENVD_ADVERTISE");
   app.add_option("--e2b-token-key-file", cfg.e2b_token_key_file,
                  "api role: the key of E2B envd and traffic access tokens, the same file on "
@@ -188,20 +193,22 @@ void addFlags(CLI::App& app, Config& cfg, std::string& accel, std::string& role)
                "refuse to start unless sandboxes run under KVM (TCG is not an isolation "
                "boundary)");
   app.add_option("--tls-cert", cfg.tls_cert,
-                 "TLS on every listener clients reach: PEM certificate (chain) file, re-read on "
-                 "SIGHUP")
+                 "TLS on every listener: PEM certificate (chain) file, re-read on SIGHUP")
       ->envname("VESSEL_TLS_CERT");
   app.add_option("--tls-key", cfg.tls_key, "the PEM private key of --tls-cert")
       ->envname("VESSEL_TLS_KEY");
   app.add_flag("--tls-self-signed", cfg.tls_self_signed,
-               "TLS on every listener clients reach with vesseld's own CA (made once in "
-               "<state-dir>/tls-ca/) and a certificate for the --tls-name names");
+               "TLS on every listener with vesseld's own CA (made once in <state-dir>/tls-ca/, "
+               "name-constrained to the --tls-name names) and a certificate for those names");
   app.add_option("--tls-name", cfg.tls_names,
                  "--tls-self-signed: a DNS name or IP address clients reach vesseld at "
                  "(repeatable; default: the host name, localhost, 127.0.0.1, ::1)");
   app.add_option("--tls-ca-out", cfg.tls_ca_out,
                  "--tls-self-signed: where the CA certificate clients trust is written "
                  "(default <state-dir>/tls-ca.pem)");
+  app.add_option("--tls-pair", cfg.tls_pairs,
+                 "LISTENER=CERT,KEY: this listener (api, data, e2b, envd or node) presents its "
+                 "own PEM certificate and key instead (repeatable; re-read on SIGHUP)");
   app.add_flag("--allow-plain-http", cfg.allow_plain_http,
                "let listeners off loopback speak plain HTTP (behind a TLS-terminating proxy or "
                "on a private network); refused by default");

@@ -10,6 +10,7 @@
 #include <fstream>
 
 #include "http/tls.h"
+#include "http/tls_client.h"
 
 namespace vessel::vesseld {
 
@@ -148,10 +149,17 @@ Status Config::validateRole() {
     if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_' && c != '.')
       return Error(Code::kInvalidArgument, "--node-name may hold letters, digits, '-', '_', '.'");
   if (node_name.size() > 63) return Error(Code::kInvalidArgument, "--node-name is too long");
-  if (node_advertise.empty()) node_advertise = "http://" + node_listen;
-  if (node_advertise.rfind("http://", 0) != 0)
-    return Error(Code::kInvalidArgument, "--node-advertise must be an http:// URL");
+  if (node_advertise.empty())
+    node_advertise = (tlsOn("node") ? "https://" : "http://") + node_listen;
+  if (node_advertise.rfind("http://", 0) != 0 && node_advertise.rfind("https://", 0) != 0)
+    return Error(Code::kInvalidArgument, "--node-advertise must be an http:// or https:// URL");
   if (node_lost_after_s < 2) return Error(Code::kInvalidArgument, "--node-lost-after must be >= 2");
+  if (!node_ca_file.empty()) {
+    // Read once here: a missing or empty bundle stops the start with the
+    // file named, not the first call to a node.
+    auto ctx = http::clientContext(node_ca_file);
+    if (!ctx.ok()) return std::move(ctx).error().withContext("--node-ca-file");
+  }
   return okStatus();
 }
 
@@ -190,7 +198,47 @@ Status validateImageBuilds(const Config& c) {
   return okStatus();
 }
 
+// --e2b-envd-listen and, for a node, the URL replicas reach it at.
+Status validateEnvdListener(Config& c) {
+  c.e2b_envd_listen_addr.reset();
+  if (!c.e2b_envd_listen.empty()) {
+    auto e = parseHostPort(c.e2b_envd_listen);
+    if (!e.ok()) return std::move(e).error().withContext("--e2b-envd-listen");
+    c.e2b_envd_listen_addr = *e;
+  }
+  if (c.e2b_envd_advertise.empty() && c.e2b_envd_listen_addr)
+    c.e2b_envd_advertise = (c.tlsOn("envd") ? "https://" : "http://") + c.e2b_envd_listen;
+  if (!c.e2b_envd_advertise.empty() && c.e2b_envd_advertise.rfind("http://", 0) != 0 &&
+      c.e2b_envd_advertise.rfind("https://", 0) != 0)
+    return Error(Code::kInvalidArgument, "--e2b-envd-advertise must be an http:// or https:// URL");
+  return okStatus();
+}
+
 }  // namespace
+
+Status Config::validateTlsPairs() {
+  tls_pair_of.clear();
+  for (const auto& p : tls_pairs) {
+    auto eq = p.find('=');
+    auto comma = p.find(',', eq == std::string::npos ? 0 : eq);
+    std::string name = p.substr(0, eq);
+    bool known = false;
+    for (const char* l : kTlsListeners) known = known || name == l;
+    if (eq == std::string::npos || comma == std::string::npos || !known || comma == eq + 1 ||
+        comma + 1 == p.size())
+      return Error(Code::kInvalidArgument,
+                   "--tls-pair '" + p +
+                       "' is not LISTENER=CERT,KEY (LISTENER: api, data, e2b, envd or node)");
+    if (tls_pair_of.count(name))
+      return Error(Code::kInvalidArgument, "--tls-pair names listener " + name + " twice");
+    TlsPair pair{p.substr(eq + 1, comma - eq - 1), p.substr(comma + 1)};
+    // Loaded once here, as --tls-cert is: a bad pair stops the start.
+    auto ctx = http::serverContextFromFiles(pair.cert, pair.key);
+    if (!ctx.ok()) return std::move(ctx).error().withContext("--tls-pair " + name);
+    tls_pair_of[name] = std::move(pair);
+  }
+  return okStatus();
+}
 
 Status Config::validateTls() {
   if (tls_cert.empty() != tls_key.empty())
@@ -223,54 +271,50 @@ Status Config::validateTls() {
     if (tls_ca_out.empty()) tls_ca_out = state_dir + "/tls-ca.pem";
   }
   if (allow_plain_http) return okStatus();
-  // The listeners this role opens that clients reach. The node role's node
-  // API and envd listener are reached by API replicas, whose clients speak
-  // plain HTTP only: they stay plain whatever the TLS flags say.
-  std::vector<std::pair<std::string, std::string>> plain;  // flag, address
+  // The listeners this role opens: by name, flag and address.
+  struct Opened {
+    const char* name;
+    const char* flag;
+    std::string host;
+  };
+  std::vector<Opened> opened;
   if (role != Role::kNode) {
-    plain.emplace_back("--listen", listen_addr.host);
-    if (e2b_listen_addr) plain.emplace_back("--e2b-listen", e2b_listen_addr->host);
+    opened.push_back({"api", "--listen", listen_addr.host});
+    if (e2b_listen_addr) opened.push_back({"e2b", "--e2b-listen", e2b_listen_addr->host});
   }
-  if (role != Role::kApi) plain.emplace_back("--data-listen", data_listen_addr.host);
-  if (e2b_envd_listen_addr) plain.emplace_back("--e2b-envd-listen", e2b_envd_listen_addr->host);
-  if (role == Role::kNode) plain.emplace_back("--node-listen", node_listen_addr.host);
-  for (const auto& [flag, host] : plain) {
-    bool tls_here =
-        tls() && flag != "--node-listen" && !(role == Role::kNode && flag == "--e2b-envd-listen");
-    if (tls_here || isLoopback(host)) continue;
+  if (role != Role::kApi) opened.push_back({"data", "--data-listen", data_listen_addr.host});
+  if (e2b_envd_listen_addr)
+    opened.push_back({"envd", "--e2b-envd-listen", e2b_envd_listen_addr->host});
+  if (role == Role::kNode) opened.push_back({"node", "--node-listen", node_listen_addr.host});
+  for (const auto& l : opened) {
+    if (tlsOn(l.name) || isLoopback(l.host)) continue;
     return Error(Code::kInvalidArgument,
-                 flag + " " + host +
+                 std::string(l.flag) + " " + l.host +
                      " is reachable from other machines in plain HTTP: serve TLS "
-                     "(--tls-cert/--tls-key or --tls-self-signed) or, behind a TLS-terminating "
-                     "proxy or on a private network, pass --allow-plain-http");
+                     "(--tls-cert/--tls-key, --tls-self-signed or --tls-pair " +
+                     l.name +
+                     "=CERT,KEY) or, behind a TLS-terminating proxy or on a private network, "
+                     "pass --allow-plain-http");
   }
   return okStatus();
 }
 
 Status Config::validate() {
+  VESSEL_TRY(validateTlsPairs());
   auto hp = parseHostPort(listen);
   if (!hp.ok()) return std::move(hp).error().withContext("--listen");
   listen_addr = *hp;
   auto dp = parseHostPort(data_listen);
   if (!dp.ok()) return std::move(dp).error().withContext("--data-listen");
   data_listen_addr = *dp;
-  if (data_url.empty()) data_url = (tls() ? "https://" : "http://") + data_listen;
+  if (data_url.empty()) data_url = (tlsOn("data") ? "https://" : "http://") + data_listen;
   e2b_listen_addr.reset();
   if (!e2b_listen.empty()) {
     auto e = parseHostPort(e2b_listen);
     if (!e.ok()) return std::move(e).error().withContext("--e2b-listen");
     e2b_listen_addr = *e;
   }
-  e2b_envd_listen_addr.reset();
-  if (!e2b_envd_listen.empty()) {
-    auto e = parseHostPort(e2b_envd_listen);
-    if (!e.ok()) return std::move(e).error().withContext("--e2b-envd-listen");
-    e2b_envd_listen_addr = *e;
-  }
-  if (e2b_envd_advertise.empty() && e2b_envd_listen_addr)
-    e2b_envd_advertise = "http://" + e2b_envd_listen;
-  if (!e2b_envd_advertise.empty() && e2b_envd_advertise.rfind("http://", 0) != 0)
-    return Error(Code::kInvalidArgument, "--e2b-envd-advertise must be an http:// URL");
+  VESSEL_TRY(validateEnvdListener(*this));
   if (data_url.rfind("http://", 0) != 0 && data_url.rfind("https://", 0) != 0)
     return Error(Code::kInvalidArgument, "--data-url must start with http:// or https://");
   if (state_dir.empty() || state_dir[0] != '/')

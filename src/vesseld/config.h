@@ -43,9 +43,9 @@ std::string_view roleName(Role r);
 
 struct Config {
   Role role = Role::kAll;
-  // Node role: the node API's listener (HTTP, bearer token), its name in
-  // the registry (default: the host name) and the URL API replicas reach it
-  // at (default http://<node_listen>).
+  // Node role: the node API's listener (HTTP or, with TLS on, HTTPS;
+  // bearer token), its name in the registry (default: the host name) and
+  // the URL API replicas reach it at (default http(s)://<node_listen>).
   std::string node_listen = "127.0.0.1:8091";
   std::string node_name;
   std::string node_advertise;
@@ -55,6 +55,11 @@ struct Config {
   std::string node_token;
   // API role: a node silent (no heartbeat) for this long is lost.
   int64_t node_lost_after_s = 15;
+  // API and node roles: the PEM CA certificate(s) a node's certificate must
+  // chain to when it advertises https:// URLs (its node API and envd
+  // listener, for the replicas; its template copies, for other nodes).
+  // "": the system's trust store.
+  std::string node_ca_file;
   // --hypervisor=fake (hidden, tests): the agent binary its "VMs" run.
   std::string fake_agent;
   std::string listen = "127.0.0.1:8080";
@@ -158,7 +163,7 @@ struct Config {
   std::string e2b_envd_listen = "127.0.0.1:49983";
   // Node role: that listener's URL as API replicas reach it (their envd
   // listeners forward each sandbox's requests to its node); empty:
-  // http://<e2b_envd_listen>, or none when that is off.
+  // http(s)://<e2b_envd_listen>, or none when that is off.
   std::string e2b_envd_advertise;
   // The domain E2B sandboxes are given: `<port>-<id>.<domain>` on the envd
   // listener reaches a sandbox's port (docs/e2b.md). "": vessel.localhost
@@ -170,20 +175,33 @@ struct Config {
   // same file; nodes and the store never hold it (docs/threat-model.md).
   std::string e2b_token_key_file;
 
-  // TLS on the listeners clients reach (docs/operations.md, "TLS"): one
-  // PEM certificate (chain) and key for all of them, re-read on SIGHUP; or
-  // vesseld's own CA (<state_dir>/tls-ca/, made once and reused) serving
-  // one leaf for tls_names, its certificate written to tls_ca_out
-  // ("": <state_dir>/tls-ca.pem) for clients to trust. Without TLS a
-  // listener off loopback is refused unless allow_plain_http (a
-  // TLS-terminating proxy in front, or a private network).
+  // TLS on every listener (docs/operations.md, "TLS"): one PEM
+  // certificate (chain) and key for all of them, re-read on SIGHUP; or
+  // vesseld's own CA (<state_dir>/tls-ca/, made once and reused,
+  // name-constrained to tls_names) serving one leaf for tls_names, its
+  // certificate written to tls_ca_out ("": <state_dir>/tls-ca.pem) for
+  // clients to trust. A listener named in tls_pairs ("LISTENER=CERT,KEY",
+  // LISTENER one of kTlsListeners) presents its own pair instead, re-read
+  // on SIGHUP too. Without TLS a listener off loopback is refused unless
+  // allow_plain_http (a TLS-terminating proxy in front, or a private
+  // network).
   std::string tls_cert, tls_key;
   bool tls_self_signed = false;
   std::vector<std::string> tls_names;  // default: the host name, localhost, 127.0.0.1, ::1
   std::string tls_ca_out;
+  std::vector<std::string> tls_pairs;
   bool allow_plain_http = false;
-  // Whether the listeners clients reach speak TLS (after validate()).
+  // The listeners' names, as --tls-pair and logs call them: --listen,
+  // --data-listen, --e2b-listen, --e2b-envd-listen, --node-listen.
+  static constexpr const char* kTlsListeners[] = {"api", "data", "e2b", "envd", "node"};
+  struct TlsPair {
+    std::string cert, key;
+  };
+  std::map<std::string, TlsPair> tls_pair_of;  // filled by validate(): by listener
+  // Whether every listener without a pair of its own speaks TLS.
   bool tls() const { return !tls_cert.empty() || tls_self_signed; }
+  // Whether `listener` (one of kTlsListeners) speaks TLS.
+  bool tlsOn(const std::string& listener) const { return tls() || tls_pair_of.count(listener); }
 
   // Filled by validate(): the parsed listener.
   HostPort listen_addr;
@@ -200,9 +218,11 @@ struct Config {
  private:
   // The api and node roles' flags; reads the node token.
   Status validateRole();
-  // The TLS flags, the pair loaded once, and no plain HTTP off loopback
+  // The TLS flags, the pairs loaded once, and no plain HTTP off loopback
   // unless allowed.
   Status validateTls();
+  // --tls-pair into tls_pair_of, each pair loaded once.
+  Status validateTlsPairs();
 };
 
 }  // namespace vessel::vesseld

@@ -246,21 +246,80 @@ TEST(ConfigTest, TlsPairIsLoadedAtStartAndTurnsListenersToHttps) {
   Config both = c;
   both.tls_self_signed = true;
   EXPECT_FALSE(both.validate().ok());
-  // The node role's node API is reached by API replicas, which speak plain
-  // HTTP only: TLS does not cover it.
+  // The node role's node API and envd listener speak TLS too (API
+  // replicas verify them with --node-ca-file) and are advertised so.
   ::setenv("VESSEL_NODE_TOKEN", "0123456789abcdef-secret", 1);
   Config node = c;
   node.role = Role::kNode;
   node.store = "postgres://vessel@db/vessel";
   node.node_name = "n1";
-  node.e2b_envd_listen = "";
   node.node_listen = "10.0.0.11:8091";
-  s = node.validate();
+  node.e2b_envd_listen = "10.0.0.11:49983";
+  ASSERT_TRUE(node.validate().ok()) << node.validate().error().message();
+  EXPECT_EQ(node.node_advertise, "https://10.0.0.11:8091");
+  EXPECT_EQ(node.e2b_envd_advertise, "https://10.0.0.11:49983");
+  Config plain = node;
+  plain.tls_cert = plain.tls_key = plain.node_advertise = plain.e2b_envd_advertise = "";
+  plain.data_listen = "127.0.0.1:8081";
+  s = plain.validate();
+  ASSERT_FALSE(s.ok());
+  EXPECT_THAT(s.error().message(), ::testing::HasSubstr("--e2b-envd-listen 10.0.0.11"));
+  plain.e2b_envd_listen = "127.0.0.1:49983";
+  s = plain.validate();
   ASSERT_FALSE(s.ok());
   EXPECT_THAT(s.error().message(), ::testing::HasSubstr("--node-listen 10.0.0.11"));
-  node.allow_plain_http = true;
+  plain.allow_plain_http = true;
+  ASSERT_TRUE(plain.validate().ok()) << plain.validate().error().message();
+  EXPECT_EQ(plain.node_advertise, "http://10.0.0.11:8091");
+  // The CA file replicas verify nodes with is read at start.
+  node.node_ca_file = dir + "/missing.pem";
+  s = node.validate();
+  ASSERT_FALSE(s.ok());
+  EXPECT_THAT(s.error().message(), ::testing::HasSubstr("--node-ca-file"));
+  node.node_ca_file = a.key;  // a file with no certificate in it
+  EXPECT_FALSE(node.validate().ok());
+  node.node_ca_file = a.ca;
   EXPECT_TRUE(node.validate().ok()) << node.validate().error().message();
   ::unsetenv("VESSEL_NODE_TOKEN");
+  std::filesystem::remove_all(dir);
+}
+
+// --tls-pair LISTENER=CERT,KEY: that listener alone speaks TLS with its
+// own pair, loaded at start; malformed, unknown or repeated ones are refused.
+TEST(ConfigTest, PerListenerPairsAreParsedLoadedAndCountAsTls) {
+  std::string dir = ::testing::TempDir() + "/config-pairs-" + std::to_string(::getpid());
+  http::testing::TestPki a, b;
+  ASSERT_TRUE(http::testing::makeTestPki(dir + "/a", "ca-a", "a", "DNS:a.test", &a));
+  ASSERT_TRUE(http::testing::makeTestPki(dir + "/b", "ca-b", "b", "DNS:b.test", &b));
+  Config c;
+  c.kernel = c.minimal_image = "/etc/hostname";
+  c.state_dir = "/tmp/x";
+  c.data_listen = "0.0.0.0:8081";
+  c.tls_pairs = {"data=" + a.cert + "," + a.key};
+  ASSERT_TRUE(c.validate().ok()) << c.validate().error().message();
+  EXPECT_TRUE(c.tlsOn("data"));
+  EXPECT_FALSE(c.tlsOn("api"));
+  EXPECT_EQ(c.data_url, "https://0.0.0.0:8081");
+  EXPECT_EQ(c.tls_pair_of.at("data").key, a.key);
+  // Only that listener: another one off loopback is still plain, refused.
+  Config api = c;
+  api.listen = "0.0.0.0:8080";
+  auto s = api.validate();
+  ASSERT_FALSE(s.ok());
+  EXPECT_THAT(s.error().message(), ::testing::HasSubstr("--tls-pair api=CERT,KEY"));
+  api.tls_pairs.push_back("api=" + b.cert + "," + b.key);
+  EXPECT_TRUE(api.validate().ok()) << api.validate().error().message();
+  for (std::string bad : {"data", "data=" + a.cert, "web=" + a.cert + "," + a.key, "data=," + a.key,
+                          "data=" + a.cert + ","}) {
+    c.tls_pairs = {bad};
+    EXPECT_FALSE(c.validate().ok()) << bad;
+  }
+  c.tls_pairs = {"data=" + a.cert + "," + b.key};  // another certificate's key
+  s = c.validate();
+  ASSERT_FALSE(s.ok());
+  EXPECT_THAT(s.error().message(), ::testing::HasSubstr("--tls-pair data"));
+  c.tls_pairs = {"data=" + a.cert + "," + a.key, "data=" + b.cert + "," + b.key};
+  EXPECT_FALSE(c.validate().ok());
   std::filesystem::remove_all(dir);
 }
 

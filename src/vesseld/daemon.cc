@@ -189,9 +189,9 @@ Status runAll(Config cfg, const Machines& machines) {
   VESSEL_ASSIGN_OR_RETURN(auto tls, ListenerTls::create(cfg));
   VESSEL_TRY(api->serve(
       health, ready, [&] { return node->refreshMetrics(); }, *tls));
-  VESSEL_TRY(tls->serve(data_server));
+  VESSEL_TRY(tls->serve(data_server, "data"));
   VESSEL_TRY(data_server.listen(cfg.data_listen_addr));
-  log.info("data plane on {}://{}:{} (clients are told {})", tls->scheme(),
+  log.info("data plane on {}://{}:{} (clients are told {})", tls->scheme("data"),
            cfg.data_listen_addr.host, data_server.port(), cfg.data_url);
   if (!tls->caPath().empty()) log.info("TLS CA certificate for clients: {}", tls->caPath());
   runUntilStopped(

@@ -16,6 +16,7 @@
 #include "base/log.h"
 #include "cluster/cluster_node.h"
 #include "cluster/template_catalogue.h"
+#include "http/tls_client.h"
 #include "vesseld/api_stack.h"
 #include "vesseld/daemon_internal.h"
 #include "vesseld/egress_policies.h"
@@ -121,6 +122,8 @@ Status runApi(Config cfg) {
   EgressPolicies network_reader(*store, nullptr, settings.default_network);
   cluster::ClusterOptions co;
   co.token = cfg.node_token;
+  // Nodes advertising https:// are verified with --node-ca-file.
+  VESSEL_ASSIGN_OR_RETURN(co.tls, http::clientContext(cfg.node_ca_file));
   co.lost_after = settings.lost_after;
   co.network_of = [&](const std::string& id) { return network_reader.stored(id); };
   cluster::ClusterNode nodes(io, *store, co);

@@ -28,6 +28,7 @@
 #include "e2b/access_token.h"
 #include "e2b/envd/envd.h"
 #include "http/server.h"
+#include "http/tls_client.h"
 #include "ops/node_supervision.h"
 #include "ops/sandbox_log.h"
 #include "vesseld/command_log.h"
@@ -181,10 +182,9 @@ class NodeListeners {
         // Uploads arrive whole (multipart), hence the body cap, as in --role=all.
         envd_server_(io, http::ServerLimits{16 * 1024, 64u << 20, std::chrono::seconds(60)}) {}
 
-  // TLS (`tls`, when enabled) on the data plane, which clients reach; the
-  // node API and envd stay plain: API replicas reach them, and their
-  // clients speak plain HTTP only (config.cc refuses them off loopback
-  // without --allow-plain-http).
+  // TLS (`tls`, per listener when enabled) on all three: clients reach
+  // the data plane, API replicas the node API and envd (verifying them
+  // with their --node-ca-file), other nodes the node API's template files.
   Status listen(ListenerTls& tls) {
     Logger log("vesseld-node");
     auto ready = [this](json::object& o) {
@@ -199,15 +199,17 @@ class NodeListeners {
     installMetrics(node_server_, metrics_, node_);
     node_api_.install(node_server_);
     installProbes(node_server_, "node", ready);
+    VESSEL_TRY(tls.serve(node_server_, "node"));
     VESSEL_TRY(node_server_.listen(cfg_.node_listen_addr));
-    log.info("node API on http://{}:{}", cfg_.node_listen_addr.host, node_server_.port());
+    log.info("node API on {}://{}:{} (advertised {})", tls.scheme("node"),
+             cfg_.node_listen_addr.host, node_server_.port(), cfg_.node_advertise);
 
     data_server_.setMetrics(metrics_, "data");
     data_.install(data_server_);
     installProbes(data_server_, "node", ready);
-    VESSEL_TRY(tls.serve(data_server_));
+    VESSEL_TRY(tls.serve(data_server_, "data"));
     VESSEL_TRY(data_server_.listen(cfg_.data_listen_addr));
-    log.info("data plane on {}://{}:{} (clients are told {})", tls.scheme(),
+    log.info("data plane on {}://{}:{} (clients are told {})", tls.scheme("data"),
              cfg_.data_listen_addr.host, data_server_.port(), cfg_.data_url);
 
     // API replicas' envd listeners forward to this one (envd_forward.h).
@@ -228,8 +230,9 @@ class NodeListeners {
     envd_server_.setMetrics(metrics_, "e2b-envd");
     envd_->install(envd_server_);
     if (!cfg_.e2b_envd_listen_addr) return okStatus();
+    VESSEL_TRY(tls.serve(envd_server_, "envd"));
     VESSEL_TRY(envd_server_.listen(*cfg_.e2b_envd_listen_addr));
-    log.info("E2B envd on http://{}:{} (API replicas forward to {})",
+    log.info("E2B envd on {}://{}:{} (API replicas forward to {})", tls.scheme("envd"),
              cfg_.e2b_envd_listen_addr->host, envd_server_.port(), cfg_.e2b_envd_advertise);
     return okStatus();
   }
@@ -275,6 +278,8 @@ Status runNode(Config cfg, const Machines& machines) {
   log.info("template catalogue: {} template(s) here registered",
            cluster::registerInstalled(node->templates(), catalogue));
   cluster::FetchOptions fo{.self = cfg.node_name, .token = cfg.node_token};
+  // Other nodes advertising https:// are verified with --node-ca-file.
+  VESSEL_ASSIGN_OR_RETURN(fo.tls, http::clientContext(cfg.node_ca_file));
   cluster::TemplateFetcher fetcher(io, node->templates(), catalogue, *store, fo);
   cluster::TemplateNode served(node->local(), node->templates(), catalogue, *store, fetcher,
                                cfg.node_name);

@@ -1,14 +1,16 @@
 #pragma once
 // TLS on vesseld's listeners (docs/operations.md, "TLS"): the certificate
-// every listener clients reach presents, from --tls-cert/--tls-key
-// (re-read on SIGHUP: new connections get the new pair, open ones keep
-// theirs, a bad new pair keeps the old one and says why) or from
-// --tls-self-signed (vesseld's own CA in <state_dir>/tls-ca/, reused on
-// every start, its certificate written to --tls-ca-out for clients). Owns
-// the TLS threads every listener's handshakes run on (http/tls.h), also
-// when the listeners are plain: the envd listener's sandbox ports speak
-// TLS in any case (ingress/tls.h).
+// each listener presents, from --tls-cert/--tls-key (re-read on SIGHUP:
+// new connections get the new pair, open ones keep theirs, a bad new pair
+// keeps the old one and says why), from a listener's own --tls-pair
+// (re-read the same way), or from --tls-self-signed (vesseld's own CA in
+// <state_dir>/tls-ca/, name-constrained to the --tls-name names, reused
+// on every start while the names stay the same, its certificate written
+// to --tls-ca-out for clients). Owns the TLS threads every listener's
+// handshakes run on (http/tls.h), also when the listeners are plain: the
+// envd listener's sandbox ports speak TLS in any case (ingress/tls.h).
 #include <boost/asio/ssl/context.hpp>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -31,31 +33,42 @@ class ListenerTls {
   static Result<std::unique_ptr<ListenerTls>> create(const Config& cfg);
   ~ListenerTls();
 
-  // Whether listeners speak TLS (a pair or the self-signed CA).
-  bool enabled() const { return enabled_; }
+  // Whether `listener` (Config::kTlsListeners) speaks TLS: the default
+  // pair, the self-signed CA or a pair of its own.
+  bool enabled(const std::string& listener) const { return enabled_ || pairs_.count(listener) > 0; }
   // "https" or "http", for URLs and logs.
-  const char* scheme() const { return enabled_ ? "https" : "http"; }
+  const char* scheme(const std::string& listener) const {
+    return enabled(listener) ? "https" : "http";
+  }
   http::TlsThreads& threads() { return threads_; }
-  // TLS only on `server` (before it listens), when enabled; `wrap` turns
-  // this listener's chooser into the one served (the envd listener: its
-  // sandbox names first). Nothing when not enabled.
-  Status serve(http::HttpServer& server,
+  // TLS only on `server` (before it listens), when `listener` speaks TLS;
+  // `wrap` turns this listener's chooser into the one served (the envd
+  // listener: its sandbox names first). Nothing otherwise.
+  Status serve(http::HttpServer& server, const std::string& listener,
                std::function<http::CertificateChooser(http::CertificateChooser)> wrap = nullptr);
-  // The certificate every handshake without a more specific one gets.
-  // Thread-safe.
-  http::CertificateChooser chooser();
-  // SIGHUP: re-reads --tls-cert/--tls-key. An error keeps the pair served.
+  // The certificate every handshake on `listener` without a more specific
+  // one gets. Thread-safe.
+  http::CertificateChooser chooser(const std::string& listener);
+  // SIGHUP: re-reads --tls-cert/--tls-key and every --tls-pair. A pair
+  // that fails keeps the one served (the others are still renewed); the
+  // first failure is returned.
   Status reload();
   // --tls-self-signed: where the CA certificate is ("" otherwise).
   const std::string& caPath() const { return ca_path_; }
 
  private:
   ListenerTls() = default;
-  std::shared_ptr<boost::asio::ssl::context> current();
+  std::shared_ptr<boost::asio::ssl::context> current(const std::string& listener);
 
+  // One certificate and key from files, and the context serving them.
+  struct Pair {
+    std::string cert_file, key_file;
+    std::shared_ptr<boost::asio::ssl::context> ctx;  // guarded by mu_
+  };
   bool enabled_ = false;
   std::string cert_file_, key_file_;
-  std::vector<std::string> names_;  // self-signed
+  std::map<std::string, Pair> pairs_;  // by listener; the map itself fixed after create()
+  std::vector<std::string> names_;     // self-signed
   std::string ca_path_;
   std::mutex mu_;
   std::shared_ptr<boost::asio::ssl::context> pair_;                 // guarded by mu_

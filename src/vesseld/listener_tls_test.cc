@@ -12,7 +12,9 @@
 #include <unistd.h>
 
 #include <boost/asio/signal_set.hpp>
+#include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <thread>
 
 #include "base/fd.h"
@@ -76,9 +78,9 @@ TEST_F(ListenerTlsTest, SighupServesTheNewPairAndABadOneKeepsTheOld) {
   c.tls_key = key;
   auto tls = ListenerTls::create(c);
   ASSERT_TRUE(tls.ok()) << tls.error().message();
-  ASSERT_TRUE((*tls)->enabled());
-  EXPECT_STREQ((*tls)->scheme(), "https");
-  ASSERT_TRUE((*tls)->serve(server_).ok());
+  ASSERT_TRUE((*tls)->enabled("api"));
+  EXPECT_STREQ((*tls)->scheme("api"), "https");
+  ASSERT_TRUE((*tls)->serve(server_, "api").ok());
   ASSERT_TRUE(server_.listen({"127.0.0.1", 0}).ok());
   // SIGHUP and SIGTERM never end this test process while vesseld's own
   // signal sets are not armed yet (each signal set hears every signal).
@@ -143,7 +145,7 @@ TEST_F(ListenerTlsTest, SelfSignedCaIsMadeOnceAndWrittenForClients) {
   auto again = readFile(c.tls_ca_out);
   ASSERT_TRUE(again.ok());
   EXPECT_EQ(*again, first_ca);
-  ASSERT_TRUE((*tls)->serve(server_).ok());
+  ASSERT_TRUE((*tls)->serve(server_, "api").ok());
   ASSERT_TRUE(server_.listen({"127.0.0.1", 0}).ok());
   std::thread t([&] { io_.run_for(std::chrono::seconds(120)); });
   auto ok = get(c.tls_ca_out);
@@ -169,7 +171,7 @@ TEST_F(ListenerTlsTest, CliVerifiesWithItsCaFileAndRefusesAnotherCa) {
                 [](const http::Request& r) -> asio::awaitable<http::Response> {
                   co_return http::jsonResponse(r, http::status::ok, R"({"status":"tls-ok"})");
                 });
-  ASSERT_TRUE((*tls)->serve(server_).ok());
+  ASSERT_TRUE((*tls)->serve(server_, "api").ok());
   ASSERT_TRUE(server_.listen({"127.0.0.1", 0}).ok());
   std::thread t([&] { io_.run_for(std::chrono::seconds(120)); });
   auto vessel = [&](const std::string& env, const std::string& args, int* status) {
@@ -206,12 +208,111 @@ TEST_F(ListenerTlsTest, CliVerifiesWithItsCaFileAndRefusesAnotherCa) {
   t.join();
 }
 
+// --tls-pair: a listener with its own pair presents it, the others the
+// default pair; SIGHUP re-reads it as it re-reads the default (a broken
+// one keeps what it served).
+TEST_F(ListenerTlsTest, AListenersOwnPairIsServedAndReloaded) {
+  std::string cert = dir_ + "/data.crt", key = dir_ + "/data.key";
+  copy(b_.cert, cert);
+  copy(b_.key, key);
+  Config c = config();
+  c.tls_cert = a_.cert;
+  c.tls_key = a_.key;
+  c.tls_pair_of["data"] = {cert, key};
+  auto tls = ListenerTls::create(c);
+  ASSERT_TRUE(tls.ok()) << tls.error().message();
+  http::HttpServer data(io_);
+  data.route(http::verb::get, "/v1/ok",
+             [](const http::Request& r) -> asio::awaitable<http::Response> {
+               co_return http::jsonResponse(r, http::status::ok, "{}");
+             });
+  ASSERT_TRUE((*tls)->serve(server_, "api").ok());
+  ASSERT_TRUE((*tls)->serve(data, "data").ok());
+  ASSERT_TRUE(server_.listen({"127.0.0.1", 0}).ok());
+  ASSERT_TRUE(data.listen({"127.0.0.1", 0}).ok());
+  std::thread t([&] { io_.run_for(std::chrono::seconds(120)); });
+  auto getData = [&](const std::string& ca) {
+    client::ClientOptions o;
+    o.url = "https://127.0.0.1:" + std::to_string(data.port());
+    o.ca_file = ca;
+    o.timeout = std::chrono::seconds(30);
+    return client::Client(o).get("/v1/ok").ok();
+  };
+  EXPECT_TRUE(get(a_.ca).ok()) << "the api listener: the default pair";
+  EXPECT_FALSE(get(b_.ca).ok());
+  EXPECT_TRUE(getData(b_.ca)) << "the data listener: its own pair";
+  EXPECT_FALSE(getData(a_.ca));
+
+  // The data listener's files now hold ca-a's pair: SIGHUP's reload.
+  copy(a_.cert, cert);
+  copy(a_.key, key);
+  ASSERT_TRUE((*tls)->reload().ok());
+  EXPECT_TRUE(getData(a_.ca));
+  EXPECT_FALSE(getData(b_.ca));
+  // A broken pair: the reload says so, the listener keeps what it served.
+  copy(b_.key, key);
+  auto bad = (*tls)->reload();
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(bad.error().message(), HasSubstr("the data listener"));
+  EXPECT_TRUE(getData(a_.ca));
+  EXPECT_TRUE(get(a_.ca).ok());
+  asio::post(io_, [&] {
+    server_.close();
+    data.close();
+    io_.stop();
+  });
+  t.join();
+}
+
+// The self-signed listener CA is name-constrained to the --tls-name names:
+// `openssl verify`, trusting only it, takes a leaf its key signed for one
+// of those names and refuses one for any other name or address.
+TEST_F(ListenerTlsTest, SelfSignedCaVouchesForItsNamesOnlyAsOpensslSees) {
+  Config c = config();
+  c.tls_self_signed = true;
+  c.tls_names = {"vessel.test", "192.0.2.10"};
+  c.tls_ca_out = dir_ + "/tls-ca.pem";
+  auto tls = ListenerTls::create(c);
+  ASSERT_TRUE(tls.ok()) << tls.error().message();
+  const std::string ca_dir = c.state_dir + "/tls-ca";
+  // A leaf for `san`, signed by the CA's own key with the openssl CLI;
+  // `openssl verify` against the CA written for clients.
+  auto verify = [&](const std::string& name, const std::string& san) {
+    std::string d = dir_ + "/leaf-" + name;
+    fs::create_directories(d);
+    std::ofstream(d + "/ext.cnf") << "subjectAltName=" << san
+                                  << "\nbasicConstraints=critical,CA:FALSE\n";
+    std::string cmd = "cd '" + d +
+                      "' && openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes "
+                      "-keyout leaf.key -out leaf.csr -subj '/CN=" +
+                      name + "' 2>/dev/null && openssl x509 -req -in leaf.csr -CA '" + ca_dir +
+                      "/ca.crt' -CAkey '" + ca_dir +
+                      "/ca.key' -CAcreateserial -days 1 -extfile ext.cnf -out leaf.crt "
+                      "2>/dev/null && openssl verify -CAfile '" +
+                      c.tls_ca_out + "' leaf.crt > verify.out 2>&1";
+    int st = std::system(cmd.c_str());
+    auto out = readFile(d + "/verify.out");
+    return std::pair{st == 0, out.ok() ? *out : std::string()};
+  };
+  auto ok = verify("vessel.test", "DNS:vessel.test,IP:192.0.2.10");
+  EXPECT_TRUE(ok.first) << ok.second;
+  auto sub = verify("api.vessel.test", "DNS:api.vessel.test");
+  EXPECT_TRUE(sub.first) << sub.second;
+  for (auto [name, san] :
+       {std::pair{"github.com", "DNS:github.com"}, std::pair{"other-ip", "IP:192.0.2.11"},
+        std::pair{"v6", "IP:::1"}, std::pair{"mixed", "DNS:vessel.test,DNS:evil.test"}}) {
+    auto r = verify(name, san);
+    EXPECT_FALSE(r.first) << name << ": " << r.second;
+    EXPECT_THAT(r.second, HasSubstr("permitted subtree violation")) << name;
+  }
+}
+
 TEST_F(ListenerTlsTest, WithoutTlsFlagsListenersStayPlain) {
   auto tls = ListenerTls::create(config());
   ASSERT_TRUE(tls.ok());
-  EXPECT_FALSE((*tls)->enabled());
-  EXPECT_STREQ((*tls)->scheme(), "http");
-  ASSERT_TRUE((*tls)->serve(server_).ok());
+  EXPECT_FALSE((*tls)->enabled("api"));
+  EXPECT_STREQ((*tls)->scheme("api"), "http");
+  ASSERT_TRUE((*tls)->serve(server_, "api").ok());
   EXPECT_FALSE(server_.tlsOnly());
 }
 

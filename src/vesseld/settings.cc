@@ -76,6 +76,7 @@ ApiSettings apiSettings(const Config& cfg, bool node_local) {
   s.e2b_sandbox_domain = cfg.e2b_sandbox_domain;
   s.e2b_token_key_file = cfg.e2b_token_key_file;
   s.node_token = cfg.node_token;
+  s.node_ca_file = cfg.node_ca_file;
   s.lost_after = std::chrono::seconds(cfg.node_lost_after_s);
   return s;
 }
@@ -173,11 +174,10 @@ json::object settingsJson(const Config& cfg) {
     o["api"] = std::move(api);
   }
   if (cfg.role != Role::kAll)
-    o["cluster"] = json::object{{"node_name", cfg.node_name},
-                                {"node_listen", addr(cfg.node_listen_addr)},
-                                {"node_advertise", cfg.node_advertise},
-                                {"e2b_envd_advertise", cfg.e2b_envd_advertise},
-                                {"node_lost_after_s", cfg.node_lost_after_s}};
+    o["cluster"] = json::object{
+        {"node_name", cfg.node_name},           {"node_listen", addr(cfg.node_listen_addr)},
+        {"node_advertise", cfg.node_advertise}, {"e2b_envd_advertise", cfg.e2b_envd_advertise},
+        {"node_ca_file", cfg.node_ca_file},     {"node_lost_after_s", cfg.node_lost_after_s}};
   return o;
 }
 

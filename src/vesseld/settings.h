@@ -75,6 +75,9 @@ struct ApiSettings {
   // on a replica, the secret its envd forward proofs are made with.
   std::string e2b_token_key_file;
   std::string node_token;
+  // API replicas: the CA file nodes' https:// listeners are verified with
+  // ("": the system's trust store).
+  std::string node_ca_file;
   // API replicas: a node or replica silent for this long is lost.
   std::chrono::seconds lost_after{15};
 };

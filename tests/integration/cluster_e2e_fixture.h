@@ -96,6 +96,7 @@ class ClusterTest : public ::testing::Test {
     store_ = std::move(*s);
     token_file_ = dir_->path() + "/node-token";
     std::ofstream(token_file_) << kToken << "\n";
+    ASSERT_NO_FATAL_FAILURE(prepare());
     for (int i = 0; i < kNodes; ++i) ASSERT_TRUE(startNode(i)) << logs();
     for (int i = 0; i < kApis; ++i) ASSERT_TRUE(startApi(i)) << logs();
     ASSERT_TRUE(waitUntil([&] { return !readFile(dir_->path() + "/api0/dev-api-key").empty(); }));
@@ -144,17 +145,24 @@ class ClusterTest : public ::testing::Test {
     for (std::string a :
          {"--store=" + store, "--node-name=" + nodeName(i), "--node-listen=" + ip(i) + ":8091",
           "--data-listen=" + ip(i) + ":8081", std::string("--listen=127.0.0.1:1"),
-          "--e2b-envd-listen=" + ip(i) + ":49983",
-          // The nodes' private "network" (a bridge of namespaces): plain
-          // HTTP between replicas and nodes, as in deploy/systemd/node.env.
-          std::string("--allow-plain-http")})
+          "--e2b-envd-listen=" + ip(i) + ":49983"})
       argv.push_back(a);
+    for (auto& a : nodeFlags(i)) argv.push_back(a);
     if (!spawn(argv, dir_->path() + "/node" + std::to_string(i) + ".log", nodes_[i])) return false;
-    return waitUntil([&] {
-      auto r = client("http://" + ip(i) + ":8091", "").get("/readyz");
-      return r.ok();
-    });
+    return waitUntil([&] { return nodeClient(i).get("/readyz").ok(); });
   }
+  // Hooks for a fixture of another shape (cluster_tls_e2e_test.cc): what
+  // is made before the nodes start, each node's and replica's own flags,
+  // and the client a node's readiness is asked with.
+  virtual void prepare() {}
+  virtual std::vector<std::string> nodeFlags(int) const {
+    // The nodes' private "network" (a bridge of namespaces): plain HTTP
+    // between replicas and nodes, as on a private network with
+    // --allow-plain-http.
+    return {"--allow-plain-http"};
+  }
+  virtual std::vector<std::string> apiFlags(int) const { return {}; }
+  virtual client::Client nodeClient(int i) const { return client("http://" + ip(i) + ":8091", ""); }
   bool startApi(int i) {
     api_ports_[i] = testing::freePort();
     e2b_ports_[i] = testing::freePort();
@@ -167,6 +175,7 @@ class ClusterTest : public ::testing::Test {
         // The envd token key: the replicas', the same file for both.
         "--e2b-token-key-file=" + dir_->path() + "/e2b-token-key"};
     for (auto& a : common("api" + std::to_string(i))) argv.push_back(a);
+    for (auto& a : apiFlags(i)) argv.push_back(a);
     if (!spawn(argv, dir_->path() + "/api" + std::to_string(i) + ".log", apis_[i])) return false;
     return waitUntil([&] { return client(apiUrl(i), "").get("/readyz").ok(); });
   }

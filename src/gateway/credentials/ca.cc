@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 
 #include <boost/asio/ip/address.hpp>
+#include <set>
 
 #include "base/fd.h"
 
@@ -70,25 +71,22 @@ int selectHttp11(SSL*, const unsigned char** out, unsigned char* outlen, const u
   return SSL_TLSEXT_ERR_OK;
 }
 
-// Whether `cert` is constrained to exactly the DNS subtree `domain` (one
-// permitted DNS name) with every IPv4 and IPv6 address excluded.
-bool constrainedTo(X509* cert, const std::string& domain) {
-  int crit = 0;
-  auto* nc =
-      static_cast<NAME_CONSTRAINTS*>(X509_get_ext_d2i(cert, NID_name_constraints, &crit, nullptr));
-  if (!nc) return false;
-  bool ok = crit == 1 && sk_GENERAL_SUBTREE_num(nc->permittedSubtrees) == 1;
-  if (ok) {
-    GENERAL_NAME* g = sk_GENERAL_SUBTREE_value(nc->permittedSubtrees, 0)->base;
-    ok = g->type == GEN_DNS &&
-         std::string_view(reinterpret_cast<const char*>(ASN1_STRING_get0_data(g->d.dNSName)),
-                          static_cast<size_t>(ASN1_STRING_length(g->d.dNSName))) == domain;
-  }
-  int ip_excluded = 0;
-  for (int i = 0; ok && i < sk_GENERAL_SUBTREE_num(nc->excludedSubtrees); ++i)
-    ip_excluded += sk_GENERAL_SUBTREE_value(nc->excludedSubtrees, i)->base->type == GEN_IPADD;
-  NAME_CONSTRAINTS_free(nc);
-  return ok && ip_excluded == 2;
+// Whether `cert` carries exactly the critical nameConstraints extension
+// that `value` (nameConstraints()) makes, compared as DER.
+bool constrainedTo(X509* cert, const std::string& value) {
+  int at = X509_get_ext_by_NID(cert, NID_name_constraints, -1);
+  if (at < 0) return false;
+  X509_EXTENSION* have = X509_get_ext(cert, at);
+  X509V3_CTX ctx;
+  X509V3_set_ctx_nodb(&ctx);
+  X509V3_set_ctx(&ctx, nullptr, nullptr, nullptr, nullptr, 0);
+  X509_EXTENSION* want = X509V3_EXT_conf_nid(nullptr, &ctx, NID_name_constraints, value.c_str());
+  if (!want) return false;
+  bool same =
+      X509_EXTENSION_get_critical(have) == X509_EXTENSION_get_critical(want) &&
+      ASN1_OCTET_STRING_cmp(X509_EXTENSION_get_data(have), X509_EXTENSION_get_data(want)) == 0;
+  X509_EXTENSION_free(want);
+  return same;
 }
 
 }  // namespace
@@ -101,22 +99,54 @@ std::string opensslError(const std::string& why) {
   return why + ": " + buf;
 }
 
+Result<std::string> CertificateAuthority::nameConstraints(
+    const std::vector<std::string>& permitted) {
+  // Sorted and without repeats: the same names in another order are the
+  // same constraint (and the same CA).
+  std::set<std::string> dns, ips;
+  for (const auto& n : permitted) {
+    boost::system::error_code ec;
+    auto ip = boost::asio::ip::make_address(n, ec);
+    if (!ec) {
+      ips.insert(ip.is_v4() ? ip.to_string() + "/255.255.255.255"
+                            : ip.to_string() + "/ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff");
+      continue;
+    }
+    std::string d = n.rfind("*.", 0) == 0 ? n.substr(2) : n;
+    bool ok = !d.empty() && d.size() <= 253 && d.front() != '.' && d.back() != '.';
+    for (char ch : d)
+      ok = ok && ((ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '-' || ch == '.');
+    if (!ok) return Error(Code::kInvalidArgument, "CA name constraint '" + n + "'");
+    dns.insert(d);
+  }
+  // RFC 6761's reserved name: no DNS name given, none permitted.
+  if (dns.empty()) dns.insert("invalid");
+  std::string v = "critical";
+  for (const auto& d : dns) v += ",permitted;DNS:" + d;
+  for (const auto& ip : ips) v += ",permitted;IP:" + ip;
+  // A permitted address of either family constrains both (OpenSSL and RFC
+  // 5280 match IP names against every IP subtree); none: exclude all.
+  if (ips.empty()) v += ",excluded;IP:0.0.0.0/0.0.0.0,excluded;IP:0:0:0:0:0:0:0:0/0:0:0:0:0:0:0:0";
+  return v;
+}
+
 Result<CertificateAuthority> CertificateAuthority::loadOrCreate(
-    const std::string& dir, const std::string& common_name, const std::string& permitted_domain) {
+    const std::string& dir, const std::string& common_name,
+    const std::vector<std::string>& permitted) {
   CertificateAuthority ca;
   std::string key_path = dir + "/ca.key", cert_path = dir + "/ca.crt";
   auto key_pem = readFile(key_path);
   auto cert_pem = readFile(cert_path);
-  for (char ch : permitted_domain)
-    if (!((ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '-' || ch == '.'))
-      return Error(Code::kInvalidArgument, "CA name constraint '" + permitted_domain + "'");
+  std::string constraints;
+  if (!permitted.empty()) VESSEL_ASSIGN_OR_RETURN(constraints, nameConstraints(permitted));
   bool have = key_pem.ok() && cert_pem.ok(), replace = false;
-  if (have && !permitted_domain.empty()) {
-    // A CA made before the constraint (or for another domain) would make
-    // clients trust it for every name: replace it.
+  if (have && !constraints.empty()) {
+    // A CA made before the constraint (or for other names) would make
+    // clients trust it for every name, or for names no longer ours:
+    // replace it.
     BioPtr cb(BIO_new_mem_buf(cert_pem->data(), static_cast<int>(cert_pem->size())));
     X509Ptr old(PEM_read_bio_X509(cb.get(), nullptr, nullptr, nullptr));
-    replace = old && !constrainedTo(old.get(), permitted_domain);
+    replace = old && !constrainedTo(old.get(), constraints);
     have = !replace;
   }
   if (have) {
@@ -150,11 +180,7 @@ Result<CertificateAuthority> CertificateAuthority::loadOrCreate(
     if (!addExt(c, c, NID_basic_constraints, "critical,CA:TRUE,pathlen:0") ||
         !addExt(c, c, NID_key_usage, "critical,keyCertSign,cRLSign") ||
         !addExt(c, c, NID_subject_key_identifier, "hash") ||
-        (!permitted_domain.empty() &&
-         !addExt(c, c, NID_name_constraints,
-                 ("critical,permitted;DNS:" + permitted_domain +
-                  ",excluded;IP:0.0.0.0/0.0.0.0,excluded;IP:0:0:0:0:0:0:0:0/0:0:0:0:0:0:0:0")
-                     .c_str())) ||
+        (!constraints.empty() && !addExt(c, c, NID_name_constraints, constraints.c_str())) ||
         X509_sign(c, ca.key_.get(), EVP_sha256()) == 0) {
       return Error(Code::kInternal, opensslError("create CA"));
     }

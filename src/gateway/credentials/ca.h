@@ -31,14 +31,22 @@ using X509Ptr = std::unique_ptr<X509, X509Free>;
 class CertificateAuthority {
  public:
   // Loads dir/ca.key and dir/ca.crt, creating both if neither exists (a
-  // new CA gets `common_name`). `permitted_domain` non-empty: the CA is
-  // name-constrained (critical X.509 nameConstraints) to that DNS subtree
-  // and no IP address, so a client told to trust it trusts it for that
-  // domain only (the ingress CA: the sandbox domain); a CA found without
-  // exactly that constraint (older, or another domain) is replaced.
+  // new CA gets `common_name`). `permitted` non-empty: the CA is
+  // name-constrained (critical X.509 nameConstraints) to those names, so a
+  // client told to trust it trusts it for them only: each DNS name permits
+  // its subtree (a leading "*." is dropped), each IP literal that one
+  // address; no IP literal excludes every address, no DNS name permits
+  // only the reserved `invalid` (the ingress CA: the sandbox domain; the
+  // listener CA: its --tls-name names). A CA found without exactly that
+  // constraint (older, or other names) is replaced.
   static Result<CertificateAuthority> loadOrCreate(
       const std::string& dir, const std::string& common_name = "Vessel egress CA",
-      const std::string& permitted_domain = "");
+      const std::vector<std::string>& permitted = {});
+
+  // The nameConstraints value (OpenSSL's configuration syntax) loadOrCreate
+  // gives a CA for `permitted`, or kInvalidArgument for a name that is
+  // neither a DNS name nor an IP literal.
+  static Result<std::string> nameConstraints(const std::vector<std::string>& permitted);
 
   const std::string& certificatePem() const { return cert_pem_; }
 
