@@ -309,8 +309,9 @@ TEST(ConfigTest, PerListenerPairsAreParsedLoadedAndCountAsTls) {
   EXPECT_THAT(s.error().message(), ::testing::HasSubstr("--tls-pair api=CERT,KEY"));
   api.tls_pairs.push_back("api=" + b.cert + "," + b.key);
   EXPECT_TRUE(api.validate().ok()) << api.validate().error().message();
-  for (std::string bad : {"data", "data=" + a.cert, "web=" + a.cert + "," + a.key, "data=," + a.key,
-                          "data=" + a.cert + ","}) {
+  for (const std::string& bad :
+       std::vector<std::string>{"data", "data=" + a.cert, "web=" + a.cert + "," + a.key,
+                                "data=," + a.key, "data=" + a.cert + ","}) {
     c.tls_pairs = {bad};
     EXPECT_FALSE(c.validate().ok()) << bad;
   }

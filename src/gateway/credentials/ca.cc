@@ -138,7 +138,9 @@ Result<CertificateAuthority> CertificateAuthority::loadOrCreate(
   auto key_pem = readFile(key_path);
   auto cert_pem = readFile(cert_path);
   std::string constraints;
-  if (!permitted.empty()) VESSEL_ASSIGN_OR_RETURN(constraints, nameConstraints(permitted));
+  if (!permitted.empty()) {
+    VESSEL_ASSIGN_OR_RETURN(constraints, nameConstraints(permitted));
+  }
   bool have = key_pem.ok() && cert_pem.ok(), replace = false;
   if (have && !constraints.empty()) {
     // A CA made before the constraint (or for other names) would make
