@@ -133,6 +133,30 @@ test("external PostgreSQL values: no StatefulSet, the URL given, all valid", asy
       "--data-url=https://data.vessel.example.com"));
 });
 
+test("tls.secretName: every listener TLS, nodes verified with its ca.crt, no plain HTTP", async () => {
+  const plain = await renderAndValidate("plain");
+  for (const [w, c] of [["Deployment/vessel-api", "api"], ["DaemonSet/vessel-node", "node"]])
+    assert.ok(container(plain[w], c).args.includes("--allow-plain-http"), w);
+  const o = await renderAndValidate("tls", "--set", "tls.secretName=vessel-tls");
+  for (const [w, c] of [["Deployment/vessel-api", "api"], ["DaemonSet/vessel-node", "node"]]) {
+    const k = container(o[w], c);
+    assert.ok(!k.args.includes("--allow-plain-http"), `${w}: ${k.args.join(" ")}`);
+    for (const a of ["--tls-cert=/etc/vessel/tls/tls.crt", "--tls-key=/etc/vessel/tls/tls.key",
+                     "--node-ca-file=/etc/vessel/tls/ca.crt"])
+      assert.ok(k.args.includes(a), `${w}: ${a}`);
+    assert.ok(mountPaths(k).includes("/etc/vessel/tls"), w);
+    assert.equal(o[w].spec.template.spec.volumes.find((v) => v.name === "tls").secret.secretName,
+                 "vessel-tls");
+    for (const p of [k.livenessProbe, k.readinessProbe, k.startupProbe])
+      assert.equal(p.httpGet.scheme, "HTTPS", w);
+  }
+  const n = container(o["DaemonSet/vessel-node"], "node");
+  for (const a of ["--node-advertise=https://$(POD_IP):8091",
+                   "--e2b-envd-advertise=https://$(POD_IP):49983",
+                   "--data-url=https://$(POD_IP):8081"])
+    assert.ok(n.args.includes(a), `${a} in ${n.args.join(" ")}`);
+});
+
 test("the kind walkthrough's values (deploy/kind/values.yaml): all valid", async () => {
   const o = await renderAndValidate("kind", "-f", join(here, "../../deploy/kind/values.yaml"));
   assert.ok(o["StatefulSet/vessel-postgresql"]);
