@@ -250,6 +250,7 @@ TEST(ConfigTest, TlsPairIsLoadedAtStartAndTurnsListenersToHttps) {
   // replicas verify them with --node-ca-file) and are advertised so.
   ::setenv("VESSEL_NODE_TOKEN", "0123456789abcdef-secret", 1);
   Config node = c;
+  node.data_url = node.e2b_envd_advertise = "";  // derived by c.validate()
   node.role = Role::kNode;
   node.store = "postgres://vessel@db/vessel";
   node.node_name = "n1";

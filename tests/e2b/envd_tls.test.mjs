@@ -16,7 +16,7 @@ import { fileURLToPath } from 'node:url'
 import { Vesseld } from './vesseld.mjs'
 
 const here = path.dirname(fileURLToPath(import.meta.url))
-const d = new Vesseld({ templates: ['minimal', 'base'], envd: true, tls: true, egress: false })
+const d = new Vesseld({ templates: ['minimal', 'base'], envd: true, tls: true, egress: true })
 let bundle
 
 before(async () => {

@@ -66,9 +66,10 @@ TEST_F(ClusterTest, ANodeCannotComputeOrBypassAnotherSandboxsEnvdToken) {
   // The store: no token key (before issue 24 every node read it there).
   auto meta = store_->getMeta("e2b_token_key");
   ASSERT_TRUE(meta.ok());
-  if (*meta && !(*meta)->empty())
+  if (*meta && !(*meta)->empty()) {
     EXPECT_NE(e2b::AccessTokens::withKey(unhex(**meta)).forSandbox(id), token)
         << "the store's key computes the sandbox's envd token";
+  }
   EXPECT_TRUE(!*meta || (*meta)->empty()) << "the store holds an envd token key";
   // Nor does any node's state directory.
   for (int i = 0; i < kNodes; ++i)

@@ -211,9 +211,26 @@ Result<X509Ptr> CertificateAuthority::mintLeaf(const std::vector<std::string>& n
   X509_gmtime_adj(X509_getm_notBefore(c), -3600);
   X509_gmtime_adj(X509_getm_notAfter(c),
                   std::chrono::duration_cast<std::chrono::seconds>(kLeafLifetime).count());
+  // The subject's CN is the first DNS name. An IP literal never goes there:
+  // OpenSSL checks a host-like CN against a CA's DNS name constraints, so
+  // a leaf for 127.0.0.1 under a CA that permits only its IP would fail.
+  std::string cn;
+  for (const auto& each : names) {
+    boost::system::error_code ec;
+    (void)boost::asio::ip::make_address(each, ec);
+    if (ec) {
+      cn = each;
+      break;
+    }
+  }
   X509_NAME* n = X509_get_subject_name(c);
-  X509_NAME_add_entry_by_txt(n, "CN", MBSTRING_ASC,
-                             reinterpret_cast<const unsigned char*>(name.c_str()), -1, -1, 0);
+  if (cn.empty()) {
+    X509_NAME_add_entry_by_txt(n, "O", MBSTRING_ASC,
+                               reinterpret_cast<const unsigned char*>("Vessel"), -1, -1, 0);
+  } else {
+    X509_NAME_add_entry_by_txt(n, "CN", MBSTRING_ASC,
+                               reinterpret_cast<const unsigned char*>(cn.c_str()), -1, -1, 0);
+  }
   X509_set_issuer_name(c, X509_get_subject_name(cert_.get()));
   X509_set_pubkey(c, leaf_key);
   // Names are normalized by the callers: no ',' can reach here.
