@@ -133,6 +133,34 @@ class ClusterTest : public ::testing::Test {
             "--state-dir=" + dir_->path() + "/" + state,
             "--cache-dir=" + dir_->path() + "/" + state + "-cache"};
   }
+  // Puts template "solo" on node0 only (node0 stopped, installed, started
+  // again), so large (a number only, to the fake) that one sandbox of it
+  // fills a node: the next create must go to another node. `*big` is its
+  // memory; the tenant may hold four of it.
+  void putSoloOnNode0(uint64_t* big) {
+    uint64_t host_mib = 0;
+    {
+      std::ifstream in("/proc/meminfo");
+      std::string k;
+      uint64_t kib = 0;
+      while (in >> k >> kib && k != "MemTotal:") in.ignore(256, '\n');
+      host_mib = kib / 1024;
+    }
+    ASSERT_GT(host_mib, 0u);
+    *big = host_mib / 2 + 1;
+    store::TenantLimits lim;
+    lim.max_memory_mib = static_cast<int64_t>(*big) * 4;
+    ASSERT_TRUE(store_->setTenantLimits("dev", lim).ok());
+    ASSERT_TRUE(nodes_[0].signal(SIGTERM).ok());
+    ASSERT_TRUE(nodes_[0].waitFor(std::chrono::seconds(30)).ok());
+    {
+      templates::TemplateStore ts(dir_->path() + "/node0-cache/templates", "fake", "k");
+      auto s = hypervisor::testing::installFakeTemplate(ts, dir_->path() + "/solo-staging", "solo",
+                                                        *big);
+      ASSERT_TRUE(s.ok()) << s.error().message();
+    }
+    ASSERT_TRUE(startNode(0)) << logs();
+  }
   bool startNode(int i) {
     // Over TCP across the bridge: cutting the node's link cuts its store
     // too. tcp_user_timeout: a write into a dead link fails in seconds.

@@ -133,29 +133,9 @@ TEST_F(ClusterTest, PlacesRoutesSurvivesNodeLossAndReplicaLoss) {
 TEST_F(ClusterTest, TemplatesAreCopiedCheckedAndForkedThroughReplicas) {
   // "solo" on node0 only, so large (a number only, to the fake) that one
   // sandbox of it fills a node: the next create must go to another node.
-  uint64_t host_mib = 0;
-  {
-    std::ifstream in("/proc/meminfo");
-    std::string k;
-    uint64_t kib = 0;
-    while (in >> k >> kib && k != "MemTotal:") in.ignore(256, '\n');
-    host_mib = kib / 1024;
-  }
-  ASSERT_GT(host_mib, 0u);
-  const uint64_t big = host_mib / 2 + 1;
-  store::TenantLimits lim;
-  lim.max_memory_mib = static_cast<int64_t>(big) * 4;
-  ASSERT_TRUE(store_->setTenantLimits("dev", lim).ok());
-  ASSERT_TRUE(nodes_[0].signal(SIGTERM).ok());
-  ASSERT_TRUE(nodes_[0].waitFor(30s).ok());
+  uint64_t big = 0;
+  ASSERT_NO_FATAL_FAILURE(putSoloOnNode0(&big));
   const std::string cache0 = dir_->path() + "/node0-cache/templates";
-  {
-    templates::TemplateStore ts(cache0, "fake", "k");
-    auto s =
-        hypervisor::testing::installFakeTemplate(ts, dir_->path() + "/solo-staging", "solo", big);
-    ASSERT_TRUE(s.ok()) << s.error().message();
-  }
-  ASSERT_TRUE(startNode(0)) << logs();
   ASSERT_TRUE(waitUntil([&] {
     auto t = store_->getTemplate("solo", "");
     return t.ok() && t->has_value();

@@ -131,30 +131,9 @@ TEST_F(ClusterTlsTest, ReplicasReachNodesOverTlsAndRefuseAnotherCasNode) {
 // A template on one node is copied to the node the next create is placed
 // on over TLS, the source verified with the node's --node-ca-file.
 TEST_F(ClusterTlsTest, TemplatesAreCopiedBetweenNodesOverTls) {
-  uint64_t host_mib = 0;
-  {
-    std::ifstream in("/proc/meminfo");
-    std::string k;
-    uint64_t kib = 0;
-    while (in >> k >> kib && k != "MemTotal:") in.ignore(256, '\n');
-    host_mib = kib / 1024;
-  }
-  ASSERT_GT(host_mib, 0u);
-  // So large (a number only, to the fake) that one sandbox fills a node.
-  const uint64_t big = host_mib / 2 + 1;
-  store::TenantLimits lim;
-  lim.max_memory_mib = static_cast<int64_t>(big) * 4;
-  ASSERT_TRUE(store_->setTenantLimits("dev", lim).ok());
-  ASSERT_TRUE(nodes_[0].signal(SIGTERM).ok());
-  ASSERT_TRUE(nodes_[0].waitFor(30s).ok());
+  uint64_t big = 0;
+  ASSERT_NO_FATAL_FAILURE(putSoloOnNode0(&big));
   const std::string cache0 = dir_->path() + "/node0-cache/templates";
-  {
-    templates::TemplateStore ts(cache0, "fake", "k");
-    auto s =
-        hypervisor::testing::installFakeTemplate(ts, dir_->path() + "/solo-staging", "solo", big);
-    ASSERT_TRUE(s.ok()) << s.error().message();
-  }
-  ASSERT_TRUE(startNode(0)) << logs();
   ASSERT_TRUE(waitUntil([&] {
     auto l = client(apiUrl(0), key_).get("/v1/templates");
     return l.ok() && json::serialize(*l).find("\"solo\"") != std::string::npos;
