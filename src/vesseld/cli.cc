@@ -50,6 +50,9 @@ void addFlags(CLI::App& app, Config& cfg, std::string& accel, std::string& role)
       ->capture_default_str();
   app.add_option("--data-url", cfg.data_url,
                  "data plane URL handed to clients (default http://<data-listen>)");
+  app.add_option("--console-dir", cfg.console_dir,
+                 "the web console's files, served at /console on the API listener (default: "
+                 "the build's or installed ones next to vesseld; \"off\" serves none)");
   app.add_option("--e2b-listen", cfg.e2b_listen,
                  "E2B-compatible REST API listener (IPv4:port; \"\" turns it off)")
       ->envname("VESSEL_E2B_LISTEN")

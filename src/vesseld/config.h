@@ -67,6 +67,9 @@ struct Config {
   std::string data_listen = "127.0.0.1:8081";
   // The data plane's URL as clients reach it; empty: http://<data_listen>.
   std::string data_url;
+  // The web console's files (console.h): empty, the build's or installed
+  // ones next to vesseld; "off", none.
+  std::string console_dir;
   // The E2B-compatible REST API (E2B_API_URL); empty: not served.
   std::string e2b_listen = "127.0.0.1:3000";
   std::string state_dir = "/var/lib/vessel";

@@ -3,6 +3,7 @@
 #include <boost/json.hpp>
 
 #include "base/sha256.h"
+#include "vesseld/console.h"
 
 namespace vessel::vesseld {
 
@@ -72,6 +73,7 @@ ApiSettings apiSettings(const Config& cfg, bool node_local) {
   s.e2b_listen = cfg.e2b_listen_addr;
   s.envd_listen = cfg.e2b_envd_listen_addr;
   s.data_url = cfg.data_url;
+  s.console_dir = consoleDir(cfg.console_dir);
   s.default_network = cfg.default_network;
   s.e2b_sandbox_domain = cfg.e2b_sandbox_domain;
   s.e2b_token_key_file = cfg.e2b_token_key_file;
@@ -155,6 +157,7 @@ json::object apiJson(const ApiSettings& s) {
       {"e2b_envd_listen", addr(s.envd_listen)},
       {"e2b_sandbox_domain", s.e2b_sandbox_domain},
       {"data_url", s.data_url},
+      {"console_dir", s.console_dir},
       {"default_network", s.default_network},
       {"node_lost_after_s", s.lost_after.count()},
   };

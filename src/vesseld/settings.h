@@ -66,7 +66,8 @@ struct ApiSettings {
   ops::Policy policy;     // lifetimes, quotas, disk limits
   HostPort listen;
   std::optional<HostPort> e2b_listen, envd_listen;
-  std::string data_url;  // what sessions name when the node names none
+  std::string data_url;     // what sessions name when the node names none
+  std::string console_dir;  // the web console's files ("": none)
   // A replica reads stored network settings with this default (the node
   // that runs the sandbox applies them).
   std::string default_network;

@@ -45,13 +45,15 @@ expected=(
   share/vessel/templates/minimal/template.json share/vessel/templates/debian/template.json
   share/vessel/templates/base/template.json
   share/vessel/config/vesseld.env share/vessel/config/api.env share/vessel/config/node.env
+  share/vessel/console/index.html share/vessel/console/app.js share/vessel/console/vendor/xterm.js
 )
 for f in "${expected[@]}"; do [ -f "$p/$f" ] || fail "$f: missing"; done
 outside=$(cd "$root" && find . -mindepth 1 \( -path ./usr -o -path ./usr/local -o -path './usr/local/*' \) -prune -o -print)
 [ -z "$outside" ] || fail "installed outside the prefix: $outside"
 [ "$(cd "$root/usr" && ls)" = local ] || fail "installed under /usr but outside /usr/local"
 # Only what the layout lists: a stray file (a test binary, a build leftover) fails.
-extra=$(cd "$p" && find . -type f | sed 's|^\./||' | sort |
+# The console's directory is the build's console/ as it is (its own files).
+extra=$(cd "$p" && find . -type f | sed 's|^\./||' | grep -v '^share/vessel/console/' | sort |
   grep -vxF -f <(printf '%s\n' bin/vessel bin/vesseld bin/vessel-gateway lib/vessel/vessel-templates \
     lib/vessel/node-entrypoint "${expected[@]}") || true)
 [ -z "$extra" ] || fail "installed but not in the layout: $extra"
