@@ -68,7 +68,7 @@ function signIn() {
   main.replaceChildren(
     h('div', { class: 'signin' },
       h('h1', {}, 'Sign in'),
-      h('p', { class: 'muted' }, 'With an API key (`make up` prints the development one). It stays in this tab only.'),
+      h('p', { class: 'muted' }, 'With an API key (make up prints the development one; it is in <state dir>/dev-api-key). It stays in this tab only.'),
       input,
       h('button', { type: 'button', class: 'primary', id: 'signin', onclick: submit }, 'Sign in'),
       err))

@@ -6,7 +6,33 @@
 import { fromBase64 } from './api.js'
 import { h } from './dom.js'
 
+// xterm.js's DOM renderer writes the styles it computes (theme colours,
+// cell sizes) into <style> elements, which this page's policy refuses
+// (style-src 'self': no inline style, not even an empty element). It gets
+// an inert <template> in their place, whose text goes into a constructed
+// stylesheet, this script's own: the terminal is styled without loosening
+// the policy for everything else.
+function styleSheetsForXterm() {
+  if (document.vesselStyleShim) return
+  document.vesselStyleShim = true
+  const create = Document.prototype.createElement
+  document.createElement = function (tag, options) {
+    if (String(tag).toLowerCase() !== 'style') return create.call(this, tag, options)
+    const el = create.call(this, 'template')
+    const sheet = new CSSStyleSheet()
+    document.adoptedStyleSheets = [...document.adoptedStyleSheets, sheet]
+    Object.defineProperty(el, 'textContent', { get: () => '', set: (css) => sheet.replaceSync(css) })
+    const remove = el.remove.bind(el)
+    el.remove = () => {
+      document.adoptedStyleSheets = document.adoptedStyleSheets.filter((s) => s !== sheet)
+      remove()
+    }
+    return el
+  }
+}
+
 export function terminal(session, onEnd) {
+  styleSheetsForXterm()
   const el = h('div', { id: 'terminal' })
   const status = h('div', { class: 'muted' }, 'starting a shell…')
   const term = new window.Terminal({ convertEol: false, cursorBlink: true, fontSize: 13, rows: 20, cols: 90 })
