@@ -22,7 +22,8 @@ files=(
   src/gateway/name.cc src/gateway/tls/client_hello.cc src/gateway/http/request_head.cc
   src/gateway/http/response_head.cc src/gateway/dns/message.cc src/gateway/policy/policy.cc
   src/gateway/credentials/scrubber.cc
-  src/http/json_fields.cc src/http/relay.cc src/http/router.cc src/api/network_settings.cc
+  src/http/json_fields.cc src/http/relay.cc src/http/router.cc src/http/asset_path.cc
+  src/api/network_settings.cc
   src/api/resources.cc
   src/api/data_plane_requests.cc
   src/e2b/requests.cc src/e2b/envd/connect.cc src/e2b/envd/multipart.cc src/e2b/envd/signature.cc

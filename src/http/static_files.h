@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "base/result.h"
+#include "http/asset_path.h"
 #include "http/router.h"
 
 namespace vessel::http {
@@ -23,15 +24,6 @@ struct StaticLimits {
   size_t max_total_bytes = 64u << 20;
   size_t max_depth = 3;  // path segments below the prefix
 };
-
-// Whether `rel` ("app.js", "vendor/xterm.css") may name a served file:
-// segments of [A-Za-z0-9_-] then [A-Za-z0-9._-], at most `max_depth`; no
-// empty, dot-led ("..", ".git"), or encoded segment. kNotFound otherwise.
-Status checkAssetPath(std::string_view rel, size_t max_depth);
-
-// The Content-Type a file's name calls for (octet-stream when unknown, so
-// a browser that honours nosniff runs or styles nothing it was not meant to).
-std::string_view contentTypeFor(std::string_view name);
 
 class StaticFiles {
  public:

@@ -91,6 +91,7 @@ class VesseldRolesTest : public ::testing::Test {
             "--listen=127.0.0.1:1111",
             "--data-listen=127.0.0.1:2222",
             "--data-url=http://10.0.0.1:2222",
+            "--console-dir=" + dir_ + "/console",
             "--e2b-listen=127.0.0.1:3333",
             "--e2b-envd-listen=127.0.0.1:4444",
             "--e2b-sandbox-domain=sb.example",
@@ -161,6 +162,7 @@ TEST_F(VesseldRolesTest, EveryRoleResolvesTheSameFlagsTheSameWay) {
   EXPECT_EQ(a.at("listen").as_string(), "127.0.0.1:1111");
   EXPECT_EQ(a.at("e2b_listen").as_string(), "127.0.0.1:3333");
   EXPECT_EQ(a.at("e2b_sandbox_domain").as_string(), "sb.example");
+  EXPECT_EQ(a.at("console_dir").as_string(), dir_ + "/console");
   EXPECT_EQ(a.at("node_lost_after_s").as_int64(), 9);
   const json::object& c = api["cluster"].as_object();
   EXPECT_EQ(c.at("node_name").as_string(), "n1");
