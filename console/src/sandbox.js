@@ -4,7 +4,7 @@ import { api, controlEvents, Session } from './api.js'
 import { age, errorBox, h, stateBadge } from './dom.js'
 import { terminal } from './terminal.js'
 
-export function sandboxPage(id, { go, cleanup }) {
+export function sandboxPage(id, { go, cleanup, events }) {
   const err = errorBox()
   const info = h('div', { class: 'kv' })
   const actions = h('div', { class: 'row' })
@@ -13,7 +13,15 @@ export function sandboxPage(id, { go, cleanup }) {
   let sb = null
   let session = null
   let stopPanel = () => {}
-  cleanup(() => stopPanel())
+  // Its state as the event stream tells it (a pause or resume takes a while).
+  const onEvent = ({ event, data }) => {
+    if (event === 'sandbox.state' && data?.id === id) refresh().catch((e) => err.show(e))
+  }
+  events.listeners.add(onEvent)
+  cleanup(() => {
+    stopPanel()
+    events.listeners.delete(onEvent)
+  })
 
   const sessionOf = async () => (session ??= await Session.open(id))
 
