@@ -88,7 +88,7 @@ try {
   await page.getByLabel('directory').fill('/tmp')
   const content = `uploaded from the console ${Date.now()}\n`
   await page.getByLabel('upload').setInputFiles({ name: 'console-upload.txt', mimeType: 'text/plain', buffer: Buffer.from(content) })
-  await page.getByRole('button', { name: 'Upload' }).click()
+  await page.getByRole('button', { name: 'Upload', exact: true }).click()
   const fileRow = page.locator('tr[data-file="console-upload.txt"]')
   await fileRow.waitFor()
   const [download] = await Promise.all([page.waitForEvent('download'), fileRow.getByRole('button', { name: 'Download' }).click()])
