@@ -191,7 +191,6 @@ Status ApiStack::serve(Health health, ReadyCheck ready,
   installProbes(*server_, cfg.node_local ? "all" : "api", std::move(ready));
   if (!cfg.console_dir.empty()) {
     VESSEL_TRY(installConsole(*server_, cfg.console_dir, *sessions_));
-    log.info("web console at /console (files in {})", cfg.console_dir);
   }
   VESSEL_TRY(tls.serve(*server_, "api"));
   VESSEL_TRY(server_->listen(cfg.listen));

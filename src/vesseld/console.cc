@@ -2,6 +2,7 @@
 
 #include <filesystem>
 
+#include "base/log.h"
 #include "http/static_files.h"
 
 namespace vessel::vesseld {
@@ -52,6 +53,7 @@ std::optional<http::Upstream> dataPlaneOf(api::Sessions& sessions,
 Status installConsole(http::HttpServer& server, const std::string& dir, api::Sessions& sessions) {
   auto files = http::StaticFiles::load(dir);
   if (!files.ok()) return std::move(files).error().withContext("web console (--console-dir)");
+  Logger("vesseld").info("web console at /console ({} files from {})", files->size(), dir);
   auto shared = std::make_shared<const http::StaticFiles>(std::move(*files));
   http::StaticFiles::Headers headers{{"Content-Security-Policy", kConsoleCsp},
                                      {"Referrer-Policy", "no-referrer"},
