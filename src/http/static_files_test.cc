@@ -48,8 +48,8 @@ class StaticFilesTest : public ::testing::Test {
     put(dir_ / "app.js", "console.log(1)");
     put(dir_ / "vendor/xterm.css", ".xterm{}");
     put(dir_ / "vendor/blob.bin", "raw");
-    put(dir_ / ".hidden", "hidden");
-    put(root_ / "secret.txt", "outside");
+    put(dir_ / ".hidden", "HIDDEN-CONTENT");
+    put(root_ / "secret.txt", "OUTSIDE-CONTENT");
     fs::create_symlink(root_ / "secret.txt", dir_ / "link.txt");
     auto files = StaticFiles::load(dir_.string());
     ASSERT_TRUE(files.ok()) << files.error().message();
@@ -113,10 +113,13 @@ TEST_F(StaticFilesTest, RefusesEveryWayOutOfTheDirectory) {
         "/console/..%2fsecret.txt", "/console/link.txt", "/console/.hidden", "/console/./app.js",
         "/console//app.js", "/console/vendor", "/console/vendor/", "/console/nope.js",
         "/console/a/b/c/d/e.js", "/console/vendor\\..\\..\\secret.txt"}) {
+    // The router refuses a malformed path (an empty or encoded segment) as
+    // 400 before any route; the file routes answer 404.
     auto r = get(target);
-    EXPECT_EQ(r.result(), status::not_found) << target;
-    EXPECT_THAT(r.body(), ::testing::Not(HasSubstr("outside"))) << target;
-    EXPECT_THAT(r.body(), ::testing::Not(HasSubstr("hidden"))) << target;
+    EXPECT_TRUE(r.result() == status::not_found || r.result() == status::bad_request)
+        << target << ": " << r.result_int();
+    EXPECT_THAT(r.body(), ::testing::Not(HasSubstr("OUTSIDE-CONTENT"))) << target;
+    EXPECT_THAT(r.body(), ::testing::Not(HasSubstr("HIDDEN-CONTENT"))) << target;
   }
 }
 
