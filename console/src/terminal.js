@@ -32,6 +32,10 @@ function styleSheetsForXterm() {
 }
 
 export function terminal(session, onEnd) {
+  if (!window.Terminal) {
+    const missing = h('div', { class: 'error' }, 'This build has no xterm.js (scripts/setup.sh installs it; make build copies it).')
+    return { el: missing, start() {}, stop() {} }
+  }
   styleSheetsForXterm()
   const el = h('div', { id: 'terminal' })
   const status = h('div', { class: 'muted' }, 'starting a shell…')
