@@ -60,8 +60,10 @@ TEST_F(ConsoleTest, ServesItsFilesWithAStrictPolicy) {
   for (const char* target :
        {"/console/../v1/sandboxes", "/console/%2e%2e/healthz",
         "/console/vendor/../../../../etc/passwd", "/console/vendor/", "/console/.vessel-lock"}) {
+    // The router refuses a malformed path (an empty or encoded segment)
+    // as 400 before any route; the file routes answer 404.
     Reply r = d_->call("GET", target, "", "");
-    EXPECT_EQ(r.status, 404) << target << ": " << r.body;
+    EXPECT_TRUE(r.status == 404 || r.status == 400) << target << ": " << r.status << " " << r.body;
     EXPECT_THAT(r.body, Not(HasSubstr("root:"))) << target;
   }
   // The files are served without a key (they hold none); the API is not.
