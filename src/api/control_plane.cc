@@ -57,10 +57,12 @@ void ControlPlane::install(HttpServer& server) {
         };
   };
   auto sync =
-      [authed](std::function<Response(const Request&, const Params&, const std::string&)> h) {
-        return authed([h = std::move(h)](const Request& req, const Params& p,
-                                         std::string tenant) -> asio::awaitable<Response> {
-          co_return h(req, p, tenant);
+      [this, authed](std::function<Response(const Request&, const Params&, const std::string&)> h) {
+        return authed([this, h = std::move(h)](const Request& req, const Params& p,
+                                               std::string tenant) -> asio::awaitable<Response> {
+          // The operations it begins name this request (h does not suspend).
+          co_return lifecycle_.operations().forRequest(std::string(req["X-Request-Id"]),
+                                                       [&] { return h(req, p, tenant); });
         });
       };
   using P = const Params&;

@@ -48,7 +48,8 @@ asio::awaitable<Response> RestApi::create(const Request& req, std::string tenant
   // Stored with the sandbox, in its create's transaction: its ports follow
   // them from the start, and its forks keep them.
   c.ingress = in->ingress;
-  auto r = lifecycle_.create(c);
+  auto r = lifecycle_.operations().forRequest(std::string(req["X-Request-Id"]),
+                                              [&] { return lifecycle_.create(c); });
   if (!r.ok()) {
     // Refused before it existed: the rules' credentials go too.
     if (c.network) co_await dropRuleCredentials(tenant, c.network->credentials);
@@ -105,7 +106,8 @@ asio::awaitable<Response> RestApi::kill(const Request& req, std::string tenant, 
   if (!sb.ok()) co_return errorJson(req, sb.error());
   if (sb->state == SandboxState::kFailed) co_return errorJson(req, notFound(id));
   auto rules = ruleCredentials(tenant, id);  // read while the sandbox is there
-  auto r = lifecycle_.remove(tenant, id);
+  auto r = lifecycle_.operations().forRequest(std::string(req["X-Request-Id"]),
+                                              [&] { return lifecycle_.remove(tenant, id); });
   if (!r.ok()) {
     // Already being deleted: E2B's kill of a dying sandbox is not an error.
     if (r.error().code() == Code::kFailedPrecondition) co_return noContent(req);
@@ -125,7 +127,8 @@ asio::awaitable<Response> RestApi::pause(const Request& req, std::string tenant,
     co_return errorJson(req, Error(Code::kAlreadyExists, "sandbox " + id + " is already paused"));
   if (!running(sb->state)) co_return errorJson(req, notFound(id));
   // memory: false keeps only the filesystem; connect boots it again.
-  auto r = lifecycle_.pause(tenant, id, *memory);
+  auto r = lifecycle_.operations().forRequest(
+      std::string(req["X-Request-Id"]), [&] { return lifecycle_.pause(tenant, id, *memory); });
   if (!r.ok()) co_return errorJson(req, r.error());
   if (auto s = co_await finish(tenant, r->operation); !s.ok()) co_return errorJson(req, s.error());
   // E2B keeps paused sandboxes until they are resumed or killed: here, until
@@ -158,7 +161,8 @@ asio::awaitable<Response> RestApi::connect(const Request& req, std::string tenan
     co_return jsonBody(req, http::status::ok, sandboxJson(*r));
   }
   if (!paused(sb->state)) co_return errorJson(req, notFound(id));
-  auto r = lifecycle_.resume(tenant, id);
+  auto r = lifecycle_.operations().forRequest(std::string(req["X-Request-Id"]),
+                                              [&] { return lifecycle_.resume(tenant, id); });
   if (!r.ok()) co_return errorJson(req, r.error());
   if (auto s = co_await finish(tenant, r->operation); !s.ok()) co_return errorJson(req, s.error());
   auto now = lifecycle_.extend(tenant, id, 0, std::max<int64_t>(*timeout, 1));
@@ -208,7 +212,8 @@ asio::awaitable<Response> RestApi::updateNetwork(const Request& req, std::string
 asio::awaitable<Response> RestApi::fork(const Request& req, std::string tenant, std::string id) {
   auto in = parseFork(req.body());
   if (!in.ok()) co_return errorJson(req, in.error());
-  auto r = lifecycle_.fork(tenant, id, in->count);
+  auto r = lifecycle_.operations().forRequest(
+      std::string(req["X-Request-Id"]), [&] { return lifecycle_.fork(tenant, id, in->count); });
   if (!r.ok()) co_return errorJson(req, r.error());
   Status s = co_await finish(tenant, r->operation);
   json::array out;

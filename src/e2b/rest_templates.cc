@@ -74,7 +74,9 @@ asio::awaitable<Response> RestApi::createSnapshot(const Request& req, std::strin
   if (!name.ok()) co_return errorJson(req, name.error());
   // Unnamed snapshots carry their sandbox's id, so they can be listed by it.
   if (name->empty()) *name = id + "-snap-" + randomHex(4);
-  auto r = lifecycle_.forkToTemplate(tenant, id, *name);
+  auto r = lifecycle_.operations().forRequest(std::string(req["X-Request-Id"]), [&] {
+    return lifecycle_.forkToTemplate(tenant, id, *name);
+  });
   if (!r.ok()) co_return errorJson(req, r.error());
   if (auto s = co_await finish(tenant, r->operation); !s.ok()) co_return errorJson(req, s.error());
   co_return jsonBody(

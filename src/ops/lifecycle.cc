@@ -293,7 +293,9 @@ Result<Accepted> Lifecycle::create(const CreateRequest& in) {
     (void)store_.setSandboxState(sb.id, SandboxState::kFailed, op.error().message());
     return std::move(op).error();
   }
-  sandbox_log_.lifecycle(sb.id, "created", createdEntry(in, sb, op->id));
+  json::object created = createdEntry(in, sb, op->id);
+  if (auto r = log_.requestOf(op->id); !r.empty()) created["request_id"] = r;
+  sandbox_log_.lifecycle(sb.id, "created", std::move(created));
   NodeCreate c;
   c.id = sb.id;
   c.tenant = in.tenant;

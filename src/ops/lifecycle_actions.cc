@@ -200,6 +200,7 @@ Result<Accepted> Lifecycle::fork(const std::string& tenant, const std::string& i
                         {"from", "fork"},
                         {"forked_from", id},
                         {"operation", op->id}};
+      if (auto r = log_.requestOf(op->id); !r.empty()) from["request_id"] = r;
       sandbox_log_.lifecycle(c, "created", std::move(from));
     }
     json::object into{{"copies", std::move(copy_ids)}, {"operation", op->id}};

@@ -121,8 +121,20 @@ Result<store::OperationRecord> OperationLog::begin(const std::string& tenant,
   op.created_ms = op.updated_ms = clock_.nowMs();
   op.owner = owner_;
   VESSEL_TRY(store_.insertOperation(op));
-  publish({0, tenant, op.id, sandbox_id, "operation.pending", json::serialize(operationJson(op))});
+  if (!request_id_.empty()) requests_[op.id] = request_id_;
+  publish({0, tenant, op.id, sandbox_id, "operation.pending", json::serialize(opJson(op))});
   return op;
+}
+
+std::string OperationLog::requestOf(const std::string& op_id) const {
+  auto it = requests_.find(op_id);
+  return it == requests_.end() ? std::string() : it->second;
+}
+
+json::object OperationLog::opJson(const store::OperationRecord& op) const {
+  json::object o = operationJson(op);
+  if (auto r = requestOf(op.id); !r.empty()) o["request_id"] = r;
+  return o;
 }
 
 void OperationLog::set(store::OperationRecord& op, OpState state, const Error* error) {
@@ -133,8 +145,8 @@ void OperationLog::set(store::OperationRecord& op, OpState state, const Error* e
   if (auto s = store_.setOperationState(op.id, op.state, op.error_code, op.error_message); !s.ok())
     Logger("ops").error("operation {}: {}", op.id, s.error().message());
   publish({0, op.tenant_id, op.id, op.sandbox_id,
-           "operation." + std::string(store::opStateName(state)),
-           json::serialize(operationJson(op))});
+           "operation." + std::string(store::opStateName(state)), json::serialize(opJson(op))});
+  if (store::finished(state)) requests_.erase(op.id);
   if (op_latency_ && store::finished(state)) {
     op_latency_->with({op.kind, std::string(store::opStateName(state))})
         .observe(static_cast<double>(op.updated_ms - op.created_ms) / 1000.0);
@@ -154,10 +166,13 @@ void OperationLog::setSandbox(const std::string& tenant, const std::string& op_i
       Logger("ops").error("sandbox {}: revoke sessions: {}", id, n.error().message());
   json::object data{{"id", id}, {"state", name}};
   if (!error.empty()) data["error"] = error;
+  std::string request = op_id.empty() ? std::string() : requestOf(op_id);
+  if (!request.empty()) data["request_id"] = request;
   if (sandbox_log_ && state != SandboxState::kCreating) {
     // The sandbox's own log: each state it reaches, and why it failed.
     json::object fields;
     if (!op_id.empty()) fields["operation"] = op_id;
+    if (!request.empty()) fields["request_id"] = request;
     if (!error.empty()) fields["error"] = error;
     sandbox_log_->lifecycle(id, name, std::move(fields));
   }

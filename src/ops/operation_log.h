@@ -15,10 +15,12 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "base/clock.h"
 #include "base/result.h"
+#include "base/scope_exit.h"
 #include "metrics/registry.h"
 #include "ops/sandbox_log.h"
 #include "store/store.h"
@@ -46,6 +48,20 @@ class OperationLog {
   void setSandboxLog(SandboxLog* l) { sandbox_log_ = l; }
   // Operation latencies and failures go to `r` (which must outlive this).
   void setMetrics(metrics::Registry& r);
+
+  // Runs `f` (a lifecycle call: it begins its operations without
+  // suspending) so that the operations it begins name `request_id` (the
+  // API request's X-Request-Id) in their events and in the sandbox's log
+  // while this replica runs them. Not stored with the operation: one
+  // taken over after a restart names none.
+  template <typename F>
+  auto forRequest(std::string request_id, F&& f) {
+    std::string prev = std::exchange(request_id_, std::move(request_id));
+    ScopeExit restore([&] { request_id_ = std::move(prev); });
+    return f();
+  }
+  // The request operation `op_id` answers ("" for none known).
+  std::string requestOf(const std::string& op_id) const;
 
   // A new pending operation of `kind` on `sandbox_id` ("" for none),
   // stored, with its operation.pending event.
@@ -106,6 +122,11 @@ class OperationLog {
   std::shared_ptr<Registry> subs_;
   std::vector<std::weak_ptr<SandboxStateFn>> state_fns_;
   SandboxLog* sandbox_log_ = nullptr;
+  std::string request_id_;  // forRequest()'s, while it runs
+  // The request each operation begun here answers, until it finishes.
+  std::map<std::string, std::string> requests_;
+  // operationJson(op) and the request it answers.
+  boost::json::object opJson(const store::OperationRecord& op) const;
   metrics::Family<metrics::Histogram>* op_latency_ = nullptr;
   metrics::Family<metrics::Counter>* op_errors_ = nullptr;
 };

@@ -10,6 +10,7 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/json.hpp>
 #include <filesystem>
 
 #include "base/run_blocking.h"
@@ -124,6 +125,35 @@ TEST_F(OperationLogTest, SandboxStatesReachTheirListenersWhileTheyAreHeld) {
   fn.reset();
   log_->setSandbox("a", "op-3", "sb-1", store::SandboxState::kDeleted);
   EXPECT_EQ(heard.size(), 2u) << "a dropped registration hears nothing";
+}
+
+// An operation begun for a request names it in every event of its own,
+// until it ends; one begun outside a request, and the calls after the
+// request's, name none (issue 28 item 2).
+TEST_F(OperationLogTest, AnOperationsEventsNameTheRequestThatBeganIt) {
+  auto op = log_->forRequest("req-abc123", [&] { return log_->begin("a", "", "build"); });
+  ASSERT_TRUE(op.ok()) << op.error().message();
+  auto other = log_->begin("a", "", "build");
+  ASSERT_TRUE(other.ok());
+  log_->set(*op, store::OpState::kRunning);
+  log_->set(*op, store::OpState::kDone);
+  log_->set(*other, store::OpState::kDone);
+  EXPECT_EQ(log_->requestOf(op->id), "") << "forgotten once it ended";
+  auto events = store_->listEvents("a", "", 0, 100);
+  ASSERT_TRUE(events.ok());
+  int named = 0;
+  for (const auto& e : *events) {
+    auto v = boost::json::parse(e.data_json).as_object();
+    auto* r = v.if_contains("request_id");
+    if (e.operation_id == op->id) {
+      ASSERT_NE(r, nullptr) << e.type << " " << e.data_json;
+      EXPECT_EQ(r->as_string(), "req-abc123");
+      ++named;
+    } else {
+      EXPECT_EQ(r, nullptr) << e.type << " " << e.data_json;
+    }
+  }
+  EXPECT_EQ(named, 3);  // pending, running, done
 }
 
 }  // namespace
