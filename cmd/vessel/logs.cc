@@ -145,11 +145,13 @@ int runLogs(const LogsArgs& a) {
 
 void addLogs(CLI::App& app, std::function<int()>* run) {
   auto a = std::make_shared<LogsArgs>();
-  auto* l =
-      app.add_subcommand("logs", "show a sandbox's log (lifecycle and commands), as docker logs");
+  auto* l = app.add_subcommand("logs",
+                               "show a sandbox's log (lifecycle, commands, console, files, "
+                               "ports, egress), as docker logs");
   l->add_option("id", a->id, "sandbox id")->required();
   l->add_flag("-f,--follow", a->follow, "follow new entries until the sandbox is deleted");
-  l->add_option("--kind", a->kind, "only entries of this kind (lifecycle, command)");
+  l->add_option("--kind", a->kind,
+                "only entries of this kind (lifecycle, command, console, file, port, egress)");
   l->add_option("--since", a->since, "only entries since an RFC 3339 time or a duration (10m)");
   l->add_flag("--json", a->raw, "print the API's JSON lines");
   l->callback([a, run] { *run = [a] { return runLogs(*a); }; });

@@ -72,15 +72,39 @@ struct CommandNote {
   uint64_t bytes_in = 0, bytes_out = 0;  // stdin written; stdout and stderr read
 };
 
+// A file a front end read or changed (AgentClient::noteFile): what, where
+// and how big; never its data.
+struct FileNote {
+  std::string origin;  // as ExecSpec::origin; "" is not logged
+  std::string op;      // read, write, remove, mkdir, rename
+  std::string path;
+  std::string to;                // rename's destination
+  std::optional<uint64_t> size;  // bytes read or written
+};
+
+// A connection to a port of the guest a front end relayed
+// (PortStream::logAs), told once it is closed.
+struct PortNote {
+  std::string origin;  // the front end ("ingress")
+  std::string peer;    // the client's address, as the front end counts it
+  uint16_t port = 0;
+  uint64_t bytes_in = 0, bytes_out = 0;  // to the guest's server, from it
+  int64_t started_ms = 0;                // wall clock, ms since the epoch
+  std::chrono::steady_clock::time_point started;
+};
+
 // Hears of each logged command on the client's executor: started() once
 // the agent has started it, ended() once a handle (its exec's, or an
 // attach's) reads its exit. A command whose exit nobody reads (detached,
-// or its sandbox ended first) has no ended().
+// or its sandbox ended first) has no ended(). file() and port(): the
+// front ends' file operations and port connections, the same way.
 class CommandObserver {
  public:
   virtual ~CommandObserver() = default;
   virtual void started(const CommandNote& c) = 0;
   virtual void ended(const CommandNote& c, const ExitInfo& exit) = 0;
+  virtual void file(const FileNote&) {}
+  virtual void port(const PortNote&) {}
 };
 
 struct ProcessEvent {
@@ -215,10 +239,14 @@ class PortStream {
   asio::awaitable<Status> closeWrite();
   // Closes both ways now.
   void close();
+  // Logs the connection (CommandObserver::port) once this handle goes:
+  // `origin` is the front end relaying it, `peer` its client.
+  void logAs(std::string origin, std::string peer, uint16_t port);
 
  private:
   std::shared_ptr<AgentClient> c_;
   std::shared_ptr<internal::Stream> s_;
+  std::optional<PortNote> note_;
   bool eof_ = false;    // read side ended
   bool ended_ = false;  // terminal frame seen, or closed
   bool wclosed_ = false;
@@ -261,6 +289,14 @@ class AgentClient : public std::enable_shared_from_this<AgentClient> {
   // `o`. Set by whoever hands the client to the front ends.
   void setCommandObserver(std::shared_ptr<CommandObserver> o) { observer_ = std::move(o); }
   const std::shared_ptr<CommandObserver>& commandObserver() const { return observer_; }
+  // A front end's file operation, for the log (FileNote; nothing without
+  // an origin or an observer). The front end tells it once it succeeded.
+  void noteFile(const FileNote& n) const {
+    if (observer_ && !n.origin.empty()) observer_->file(n);
+  }
+  void notePort(const PortNote& n) const {
+    if (observer_ && !n.origin.empty()) observer_->port(n);
+  }
   // Fails every outstanding and later call with kUnavailable and closes the
   // channel; the guest sees the host disconnect.
   void close();

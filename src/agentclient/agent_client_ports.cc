@@ -32,7 +32,22 @@ asio::awaitable<Result<std::unique_ptr<PortStream>>> AgentClient::connectPort(ui
 PortStream::PortStream(std::shared_ptr<AgentClient> c, std::shared_ptr<internal::Stream> s)
     : c_(std::move(c)), s_(std::move(s)) {}
 
-PortStream::~PortStream() { close(); }
+PortStream::~PortStream() {
+  close();
+  if (note_) c_->notePort(*note_);
+}
+
+void PortStream::logAs(std::string origin, std::string peer, uint16_t port) {
+  PortNote n;
+  n.origin = std::move(origin);
+  n.peer = std::move(peer);
+  n.port = port;
+  n.started = std::chrono::steady_clock::now();
+  n.started_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                     std::chrono::system_clock::now().time_since_epoch())
+                     .count();
+  note_ = std::move(n);
+}
 
 void PortStream::close() {
   if (ended_) return;
@@ -48,7 +63,9 @@ asio::awaitable<Result<std::optional<std::string>>> PortStream::read() {
     co_return std::move(f).error();
   }
   switch (f->type) {
-    case MsgType::kPortData: co_return std::optional<std::string>(std::move(f->payload));
+    case MsgType::kPortData:
+      if (note_) note_->bytes_out += f->payload.size();
+      co_return std::optional<std::string>(std::move(f->payload));
     case MsgType::kPortClose: eof_ = true; co_return std::optional<std::string>();
     case MsgType::kError: eof_ = ended_ = true; co_return errorFrame(*f);
     default:  // Ok: both sides closed
@@ -62,6 +79,7 @@ asio::awaitable<Status> PortStream::write(std::string_view data) {
   while (!data.empty()) {
     size_t n = std::min(data.size(), agentproto::kDataChunk);
     VESSEL_CO_TRY(co_await c_->sendData(*s_, MsgType::kPortData, data.substr(0, n)));
+    if (note_) note_->bytes_in += n;
     data.remove_prefix(n);
   }
   co_return okStatus();

@@ -31,11 +31,18 @@ asio::awaitable<std::optional<Response>> DataPlane::download(const Request& req,
   ChunkedWriter out(stream, kWriteTimeout);
   bool started = co_await out.head(std::move(head));
   if (!started) co_return std::nullopt;
-  auto read = [&reader] { return (*reader)->read(); };
+  uint64_t size = 0;
+  auto read = [&reader, &size]() -> asio::awaitable<Result<std::optional<std::string>>> {
+    auto chunk = co_await (*reader)->read();
+    if (chunk.ok() && chunk->has_value()) size += (*chunk)->size();
+    co_return chunk;
+  };
   auto copied = co_await copyChunks(out, read);
   // A failure leaves out the last chunk: the client sees a truncated transfer.
   if (!copied.ok())
     log().forSandbox(t.sandbox_id).warn("download {}: {}", *path, copied.error().message());
+  else if (*copied)
+    t.agent->noteFile({.origin = t.session_id, .op = "read", .path = *path, .size = size});
   endStream(stream);
   co_return std::nullopt;
 }
@@ -81,6 +88,7 @@ asio::awaitable<Response> DataPlane::upload(const Request& req, BodyReader& body
   if (!fin.ok()) co_return fail(req, fin.error());
   auto st = co_await t->agent->stat(*path);
   if (!st.ok()) co_return fail(req, st.error());
+  t->agent->noteFile({.origin = t->session_id, .op = "write", .path = *path, .size = st->size});
   auto name = path->substr(path->find_last_of('/') + 1);
   co_return jsonResponse(req, http::status::created, json::serialize(fileJson(*st, *path, name)));
 }
@@ -95,6 +103,7 @@ asio::awaitable<Response> DataPlane::removeFile(const Request& req, Target t) {
   auto op = t.agent->remove(*path, *rec);
   Status s = co_await std::move(op);
   if (!s.ok()) co_return fail(req, s.error());
+  t.agent->noteFile({.origin = t.session_id, .op = "remove", .path = *path});
   co_return noContent(req);
 }
 
@@ -144,6 +153,7 @@ asio::awaitable<Response> DataPlane::mkdir(const Request& req, Target t) {
   auto op = t.agent->mkdir(in->path, in->mode, in->parents);
   Status s = co_await std::move(op);
   if (!s.ok()) co_return fail(req, s.error());
+  t.agent->noteFile({.origin = t.session_id, .op = "mkdir", .path = in->path});
   co_return noContent(req);
 }
 
@@ -153,6 +163,7 @@ asio::awaitable<Response> DataPlane::move(const Request& req, Target t) {
   auto op = t.agent->rename(in->from, in->to);
   Status s = co_await std::move(op);
   if (!s.ok()) co_return fail(req, s.error());
+  t.agent->noteFile({.origin = t.session_id, .op = "rename", .path = in->from, .to = in->to});
   co_return noContent(req);
 }
 

@@ -159,7 +159,7 @@ Result<LogsQuery> parseLogsQuery(std::string_view target) {
                           parseQuery(target, {"kind", "since", "after", "limit", "follow"}));
   for (const auto& [k, v] : params) {
     if (k == "kind") {
-      if (!ops::knownLogKind(v)) return bad("kind must be lifecycle or command");
+      if (!ops::knownLogKind(v)) return bad("kind must be " + std::string(ops::kLogKindNames));
       l.q.kind = v;
     } else if (k == "since") {
       auto ms = parseRfc3339(v);

@@ -182,7 +182,12 @@ TEST(ResourcesTest, LogsQuery) {
   ASSERT_TRUE(none.ok());
   EXPECT_EQ(none->q.limit, 1000);
   EXPECT_FALSE(none->follow);
-  for (const char* bad : {"?kind=console", "?since=yesterday", "?limit=0", "?limit=1001",
+  for (const char* kind : {"lifecycle", "command", "console", "file", "port", "egress"}) {
+    auto k = parseLogsQuery(std::string("/v1/sandboxes/sb-1/logs?kind=") + kind);
+    ASSERT_TRUE(k.ok()) << kind;
+    EXPECT_EQ(k->q.kind, kind);
+  }
+  for (const char* bad : {"?kind=stdout", "?since=yesterday", "?limit=0", "?limit=1001",
                           "?after=-1", "?follow=yes", "?other=1"}) {
     auto r = parseLogsQuery(std::string("/v1/sandboxes/sb-1/logs") + bad);
     EXPECT_FALSE(r.ok()) << bad;

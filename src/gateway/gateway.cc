@@ -320,6 +320,25 @@ std::string Gateway::handleControl(std::string_view line) {
                  {{"counters", counters}, {"connections", registry_.liveConnections()}});
   }
   if (op == "ca_certificate") return reply(okStatus(), {{"pem", ca_->certificatePem()}});
+  if (op == "decisions") {
+    // vesseld's read for the sandboxes' logs: those after `after`, bounded.
+    auto* a = o.if_contains("after");
+    uint64_t after = 0;
+    if (a && a->is_uint64()) after = a->as_uint64();
+    if (a && a->is_int64() && a->as_int64() > 0) after = static_cast<uint64_t>(a->as_int64());
+    json::array out;
+    for (const auto& d : registry_.decisionsAfter(after, 1000))
+      out.push_back(json::object{{"seq", d.seq},
+                                 {"at_ms", d.at_ms},
+                                 {"kind", d.kind},
+                                 {"sandbox", d.sandbox},
+                                 {"name", d.name},
+                                 {"address", d.address},
+                                 {"port", d.port},
+                                 {"verdict", d.allowed ? "allow" : "deny"},
+                                 {"reason", d.reason}});
+    return reply(okStatus(), {{"decisions", std::move(out)}, {"last", registry_.lastDecision()}});
+  }
   return reply(Error(Code::kInvalidArgument, "control: unknown op \"" + op.substr(0, 32) + "\""));
 }
 

@@ -111,6 +111,32 @@ void Registry::record(const FlowEvent& e) {
   // after ':' carries detail and is not a counter key.
   std::string_view reason = e.reason.substr(0, e.reason.find(':'));
   counters_[std::string(e.kind) + "_" + verdict + "_" + std::string(reason)]++;
+  // Kept for its sandbox's log; a flow of no known sandbox ("?<source>") is not.
+  if (e.sandbox.empty() || e.sandbox.front() == '?') return;
+  Decision d;
+  d.seq = next_decision_++;
+  d.at_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                std::chrono::system_clock::now().time_since_epoch())
+                .count();
+  d.kind = e.kind;
+  d.sandbox = e.sandbox;
+  d.name = e.name;
+  d.address = e.address;
+  d.port = e.port;
+  d.allowed = e.allowed;
+  d.reason = e.reason;
+  decisions_.push_back(std::move(d));
+  if (decisions_.size() > kMaxKeptDecisions) decisions_.pop_front();
+}
+
+std::vector<Decision> Registry::decisionsAfter(uint64_t after, size_t limit) const {
+  std::vector<Decision> out;
+  if (decisions_.empty() || after >= decisions_.back().seq) return out;
+  // Numbered without gaps: the first one after `after` is found by index.
+  uint64_t first = decisions_.front().seq;
+  size_t i = after < first ? 0 : static_cast<size_t>(after + 1 - first);
+  for (; i < decisions_.size() && out.size() < limit; ++i) out.push_back(decisions_[i]);
+  return out;
 }
 
 size_t Registry::resetIdle(std::chrono::steady_clock::time_point before) {

@@ -7,12 +7,14 @@
 #include <boost/asio/ip/address.hpp>
 #include <chrono>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <list>
 #include <map>
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "base/log.h"
 #include "gateway/policy/policy.h"
@@ -51,8 +53,23 @@ struct FlowEvent {
   std::string_view reason;
 };
 
+// A decision as vesseld reads it back for the sandbox's log (control op
+// "decisions"): what record() was told, numbered, with its wall time.
+struct Decision {
+  uint64_t seq = 0;
+  int64_t at_ms = 0;
+  std::string kind, sandbox, name, address;
+  uint16_t port = 0;
+  bool allowed = false;
+  std::string reason;
+};
+
 class Registry {
  public:
+  // Decisions kept for vesseld to read (the oldest go): vesseld reads every
+  // second, so only a burst past this between two reads loses any, and the
+  // reader sees the gap in the numbers.
+  static constexpr size_t kMaxKeptDecisions = 4096;
   Registry() : log_("gateway") {}
 
   // Installs or replaces a sandbox's policy. A generation older than the one
@@ -67,6 +84,10 @@ class Registry {
   void track(Sandbox& sb, const std::shared_ptr<ConnHandle>& c);
 
   void record(const FlowEvent& e);
+  // At most `limit` decisions numbered after `after`, oldest first.
+  std::vector<Decision> decisionsAfter(uint64_t after, size_t limit) const;
+  // The number of the newest decision (0: none yet).
+  uint64_t lastDecision() const { return next_decision_ - 1; }
   const std::map<std::string, uint64_t>& counters() const { return counters_; }
   size_t liveConnections();
   // Resets connections with nothing relayed since `before`; returns how many.
@@ -78,6 +99,8 @@ class Registry {
   std::map<std::string, Sandbox> sandboxes_;
   std::map<boost::asio::ip::address, std::string> by_source_;
   std::map<std::string, uint64_t> counters_;
+  std::deque<Decision> decisions_;
+  uint64_t next_decision_ = 1;
   uint64_t tracked_ = 0;
 };
 

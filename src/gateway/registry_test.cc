@@ -89,5 +89,34 @@ TEST(RegistryTest, ChangedOrRevokedCredentialResetsConnectionsCarryingIt) {
   EXPECT_EQ(plain_resets, 0);
 }
 
+// What vesseld reads for the sandboxes' logs: every decision of a sandbox,
+// numbered, from where the reader left off; the oldest go past the bound.
+TEST(RegistryTest, DecisionsAreReadBackInOrderFromWhereTheReaderLeftOff) {
+  Registry r;
+  r.record({"tcp", "sb-1", "example.com", "93.184.216.34", 443, true, "allowed"});
+  r.record({"dns", "sb-1", "blocked.test", "", 53, false, "not-allowed"});
+  r.record({"tcp", "", "", "", 80, false, "unknown-source"});  // no sandbox: not kept
+  EXPECT_EQ(r.lastDecision(), 2u);
+  auto all = r.decisionsAfter(0, 100);
+  ASSERT_EQ(all.size(), 2u);
+  EXPECT_EQ(all[0].seq, 1u);
+  EXPECT_EQ(all[0].name, "example.com");
+  EXPECT_TRUE(all[0].allowed);
+  EXPECT_EQ(all[1].kind, "dns");
+  EXPECT_EQ(all[1].reason, "not-allowed");
+  EXPECT_FALSE(all[1].allowed);
+  auto rest = r.decisionsAfter(1, 100);
+  ASSERT_EQ(rest.size(), 1u);
+  EXPECT_EQ(rest[0].seq, 2u);
+  EXPECT_TRUE(r.decisionsAfter(2, 100).empty());
+  for (size_t i = 0; i < Registry::kMaxKeptDecisions + 10; ++i)
+    r.record({"tcp", "sb-2", "a.test", "", 443, true, "allowed"});
+  auto kept = r.decisionsAfter(0, 1'000'000);
+  ASSERT_EQ(kept.size(), Registry::kMaxKeptDecisions);
+  EXPECT_EQ(kept.back().seq, r.lastDecision());
+  EXPECT_EQ(kept.front().seq, r.lastDecision() - Registry::kMaxKeptDecisions + 1);
+  EXPECT_EQ(r.decisionsAfter(r.lastDecision() - 3, 2).size(), 2u);
+}
+
 }  // namespace
 }  // namespace vessel::gateway

@@ -412,6 +412,8 @@ asio::awaitable<void> Proxy::serve(beast::tcp_stream& client, beast::flat_buffer
           release(id, peer);
         } else {
           port = std::move(*p);
+          // The sandbox's log (kind "port"): who connected, once it closes.
+          port->logAs("ingress", peer.to_string(), target->port);
         }
       }
       if (refusal) {

@@ -162,6 +162,26 @@ std::string commandText(const json::object& data) {
 }  // namespace
 
 std::string logMessage(std::string_view kind, const json::object& data) {
+  if (kind == kLogConsole) return str(data, "line");
+  if (kind == kLogFile) {
+    std::string out = str(data, "op") + " " + str(data, "path");
+    if (data.contains("to")) out += " to " + str(data, "to");
+    if (data.contains("size")) out += " (" + str(data, "size") + " bytes)";
+    return out + " (" + str(data, "who") + ")";
+  }
+  if (kind == kLogPort) {
+    return "port " + str(data, "port") + " from " + str(data, "peer") + ": " +
+           str(data, "bytes_in") + " bytes in, " + str(data, "bytes_out") + " out, " +
+           str(data, "duration_ms") + " ms (" + str(data, "who") + ")";
+  }
+  if (kind == kLogEgress) {
+    if (data.contains("skipped")) return str(data, "skipped") + " more decisions not logged";
+    std::string what = str(data, "name");
+    if (what.empty()) what = str(data, "address");
+    what += data.contains("qtype") ? " (type " + str(data, "qtype") + ")" : ":" + str(data, "port");
+    return str(data, "flow") + " " + what + " " + str(data, "verdict") + " (" +
+           str(data, "reason") + ")";
+  }
   if (kind == kLogCommand) {
     std::string who = str(data, "who");
     std::string head;

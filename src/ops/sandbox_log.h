@@ -1,9 +1,15 @@
 #pragma once
 // The sandbox log (docs/logs.md): a durable, bounded log per sandbox in the
 // store, of what happened to it (kind "lifecycle": created from which
-// template or snapshot, paused, resumed, forked, failed and why, deleted)
-// and of what was run in it through any front end (kind "command": who,
-// the command line, user, cwd, pid, start, duration, exit, byte counts).
+// template or snapshot, paused, resumed, forked, failed and why, deleted),
+// of what was run in it through any front end (kind "command": who,
+// the command line, user, cwd, pid, start, duration, exit, byte counts),
+// of its guest's console (kind "console": kernel and agent messages, a line
+// each), of the files a front end read or changed in it (kind "file": who,
+// what, the path, the size) and of the connections to its ports (kind
+// "port": the port, the peer, bytes each way, how long) and of what the
+// egress gateway decided about its connections and lookups (kind "egress":
+// the name, the port, the verdict and why).
 // Each entry is a small JSON object of its kind's fields; writers here
 // never put data, environment values or tokens into one.
 //
@@ -34,11 +40,19 @@ namespace asio = boost::asio;
 // The kinds of entries, as stored and as the API's kind= names them.
 inline constexpr std::string_view kLogLifecycle = "lifecycle";
 inline constexpr std::string_view kLogCommand = "command";
+inline constexpr std::string_view kLogConsole = "console";
+inline constexpr std::string_view kLogFile = "file";
+inline constexpr std::string_view kLogPort = "port";
+inline constexpr std::string_view kLogEgress = "egress";
 // Whether `kind` is one the log writes (the API refuses others). Inline:
 // the API's request parsers use it without linking the lifecycle.
 inline bool knownLogKind(std::string_view kind) {
-  return kind == kLogLifecycle || kind == kLogCommand;
+  return kind == kLogLifecycle || kind == kLogCommand || kind == kLogConsole || kind == kLogFile ||
+         kind == kLogPort || kind == kLogEgress;
 }
+// The kinds, as an error message names them.
+inline constexpr std::string_view kLogKindNames =
+    "lifecycle, command, console, file, port or egress";
 
 struct SandboxLogLimits {
   int max_entries = 1000;
@@ -101,7 +115,10 @@ class SandboxLog {
 
 // One entry as a line a person reads (`vessel logs`, E2B's log message):
 // "created from template minimal (snapshot)", "failed: <why>",
-// "start pid 12 as user in /: sh -c 'echo hi'", "exit 0 after 12 ms: ...".
+// "start pid 12 as user in /: sh -c 'echo hi'", "exit 0 after 12 ms: ...",
+// the console's line as it is, "write /home/user/a.txt (12 bytes) (ses-…)",
+// "port 8080 from 10.0.0.1: 120 bytes in, 3400 out, 15 ms (ingress)",
+// "tcp example.com:443 deny (not-allowed)".
 std::string logMessage(std::string_view kind, const boost::json::object& data);
 // Whether an entry reports a failure (E2B's level "error").
 bool logIsError(std::string_view kind, const boost::json::object& data);

@@ -83,6 +83,46 @@ TEST_F(SandboxLogTest, AFailureSaysWhy) {
   EXPECT_THAT(std::string(last.at("error").as_string()), HasSubstr("status 137"));
 }
 
+// Each kind as a person reads it (`vessel logs`, E2B's message): what
+// happened, never more than its entry holds.
+TEST(SandboxLogMessageTest, EachKindReadsAsALine) {
+  EXPECT_EQ(logMessage(kLogConsole, json::object{{"line", "[    0.1] virtio: ok"}}),
+            "[    0.1] virtio: ok");
+  EXPECT_EQ(logMessage(kLogFile,
+                       json::object{
+                           {"who", "envd"}, {"op", "write"}, {"path", "/tmp/a.txt"}, {"size", 12}}),
+            "write /tmp/a.txt (12 bytes) (envd)");
+  EXPECT_EQ(
+      logMessage(kLogFile,
+                 json::object{
+                     {"who", "ses-0123456789ab"}, {"op", "rename"}, {"path", "/a"}, {"to", "/b"}}),
+      "rename /a to /b (ses-0123456789ab)");
+  EXPECT_EQ(logMessage(kLogPort, json::object{{"who", "ingress"},
+                                              {"port", 8080},
+                                              {"peer", "127.0.0.1"},
+                                              {"bytes_in", 80},
+                                              {"bytes_out", 200},
+                                              {"duration_ms", 3}}),
+            "port 8080 from 127.0.0.1: 80 bytes in, 200 out, 3 ms (ingress)");
+  EXPECT_EQ(logMessage(kLogEgress, json::object{{"flow", "tcp"},
+                                                {"name", "example.com"},
+                                                {"port", 443},
+                                                {"verdict", "deny"},
+                                                {"reason", "not-allowed"}}),
+            "tcp example.com:443 deny (not-allowed)");
+  EXPECT_EQ(logMessage(kLogEgress, json::object{{"flow", "dns"},
+                                                {"name", "x.test"},
+                                                {"qtype", 1},
+                                                {"verdict", "deny"},
+                                                {"reason", "not-allowed"}}),
+            "dns x.test (type 1) deny (not-allowed)");
+  EXPECT_EQ(logMessage(kLogEgress, json::object{{"skipped", 7}}), "7 more decisions not logged");
+  for (std::string_view k :
+       {kLogLifecycle, kLogCommand, kLogConsole, kLogFile, kLogPort, kLogEgress})
+    EXPECT_TRUE(knownLogKind(k)) << k;
+  EXPECT_FALSE(knownLogKind("stdout"));
+}
+
 TEST_F(SandboxLogTest, EachSandboxKeepsItsNewestEntries) {
   Policy p = lc_->policy();
   p.log_max_entries = 5;

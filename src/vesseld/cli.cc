@@ -101,6 +101,9 @@ void addFlags(CLI::App& app, Config& cfg, std::string& accel, std::string& role)
   app.add_option("--log-max-entries", cfg.log_max_entries,
                  "entries kept in each sandbox's log (the oldest go)")
       ->capture_default_str();
+  app.add_flag("--command-log,!--no-command-log", cfg.command_log,
+               "log each command, file operation and port connection of the front ends in its "
+               "sandbox's log (default on)");
   app.add_flag("--egress,!--no-egress", cfg.egress,
                "run vessel-gateway and give sandboxes network slots (default on)");
   app.add_option("--gateway-binary", cfg.gateway_binary,

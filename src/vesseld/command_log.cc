@@ -79,9 +79,32 @@ class CommandLog final : public agentclient::CommandObserver {
     write(std::move(o));
   }
 
+  void file(const agentclient::FileNote& f) override {
+    json::object o{{"who", f.origin}, {"op", f.op}, {"path", boundedPath(f.path)}};
+    if (!f.to.empty()) o["to"] = boundedPath(f.to);
+    if (f.size) o["size"] = *f.size;
+    write(std::move(o), ops::kLogFile);
+  }
+  void port(const agentclient::PortNote& p) override {
+    json::object o{{"who", p.origin},
+                   {"port", p.port},
+                   {"peer", p.peer},
+                   {"started", ops::rfc3339(p.started_ms)},
+                   {"duration_ms", std::chrono::duration_cast<std::chrono::milliseconds>(
+                                       std::chrono::steady_clock::now() - p.started)
+                                       .count()},
+                   {"bytes_in", p.bytes_in},
+                   {"bytes_out", p.bytes_out}};
+    write(std::move(o), ops::kLogPort);
+  }
+
  private:
-  void write(json::object o) {
-    if (ops::SandboxLog* l = *log_) l->append(id_, ops::kLogCommand, std::move(o));
+  // A guest path as a front end named it, cut at the command line's bound.
+  static std::string boundedPath(const std::string& p) {
+    return p.size() > kMaxLoggedCommandBytes ? p.substr(0, kMaxLoggedCommandBytes) + "…" : p;
+  }
+  void write(json::object o, std::string_view kind = ops::kLogCommand) {
+    if (ops::SandboxLog* l = *log_) l->append(id_, kind, std::move(o));
   }
   std::shared_ptr<ops::SandboxLog*> log_;
   std::string id_;

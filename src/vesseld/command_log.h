@@ -3,7 +3,9 @@
 // data plane's exec, E2B envd's process Start) reaches the guest through
 // one AgentClient::exec, which tells its CommandObserver; this one writes
 // each as two entries of kind "command" of the sandbox's log
-// (ops/sandbox_log.h): "start" and, once its exit is read, "exit".
+// (ops/sandbox_log.h): "start" and, once its exit is read, "exit". The
+// same observer hears the front ends' file operations (kind "file") and
+// the connections relayed to the sandbox's ports (kind "port").
 // What an entry holds, and what it never does (environment values, input,
 // output, tokens), is in docs/logs.md.
 #include <memory>

@@ -89,6 +89,10 @@ struct Config {
   // its log stays after it ends.
   int log_max_entries = 1000;
   int64_t log_retention_s = 7 * 24 * 3600;
+  // The front ends' commands, file operations and port connections in
+  // their sandboxes' logs (vesseld/command_log.h); off: only the lifecycle
+  // and the console (bench/api measures what it costs).
+  bool command_log = true;
   // On SIGTERM/SIGINT: stop running VMs (true) or leave them for the next
   // vesseld to re-adopt (false, the default).
   bool stop_vms_on_exit = false;

@@ -164,9 +164,12 @@ Status runAll(Config cfg, const Machines& machines) {
   VESSEL_ASSIGN_OR_RETURN(auto api, ApiStack::build(io, apiSettings(cfg, true), *store,
                                                     node->local(), node->templates()));
   node->addMetrics(api->metrics());
-  node->local().setCommandLog([&slog = api->lifecycle().sandboxLog()](const std::string& id) {
-    return commandLog(slog, id);
-  });
+  if (cfg.command_log) {
+    node->local().setCommandLog([&slog = api->lifecycle().sandboxLog()](const std::string& id) {
+      return commandLog(slog, id);
+    });
+  }
+  node->logTo(api->lifecycle().sandboxLog().handle());
   // Take over what an earlier vesseld left (running VMs, paused sandboxes,
   // operations in flight) before anyone can ask about it.
   runBlocking(io, api->lifecycle().recover());

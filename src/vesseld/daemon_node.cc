@@ -288,8 +288,11 @@ Status runNode(Config cfg, const Machines& machines) {
   // the API replicas read them.
   ops::SandboxLog sandbox_log(*store, systemWallClock());
   sandbox_log.setLimits({cfg.log_max_entries, std::chrono::seconds(cfg.log_retention_s)});
-  local.setCommandLog(
-      [&sandbox_log](const std::string& id) { return commandLog(sandbox_log, id); });
+  if (cfg.command_log) {
+    local.setCommandLog(
+        [&sandbox_log](const std::string& id) { return commandLog(sandbox_log, id); });
+  }
+  node->logTo(sandbox_log.handle());
   ops::NodeSupervisor supervisor(
       *store, local, [&local](const std::string& id) { return local.busy(id); }, cfg.node_name);
   metrics::Registry metrics;

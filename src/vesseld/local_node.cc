@@ -82,6 +82,7 @@ asio::awaitable<Status> LocalNode::takeUp(const std::string& tenant,
     }
   }
   std::string id = sb->id();
+  consoleRestart(id);
   held_[id] = Held{tenant, std::move(sb), 0};
   watch(id);
   co_return okStatus();
@@ -110,6 +111,7 @@ asio::awaitable<Status> LocalNode::pause(std::string id, bool keep_memory) {
     co_return Error(Code::kUnavailable, "sandbox " + id + " has no VM on this node");
   Held h = it->second;
   it->second.watch = 0;  // its VM stops on purpose
+  consoleDone(id, *h.sb);
   // The gateway forgets the slot before it is released.
   if (network_) co_await network_->detach(id);
   auto s = co_await runtime_.pause(*h.sb, keep_memory);
@@ -132,6 +134,7 @@ asio::awaitable<Status> LocalNode::resume(std::string tenant, std::string id) {
       co_return std::move(a).error();
     }
   }
+  consoleRestart(id);
   held_[id] = Held{tenant, std::move(*r), 0};
   watch(id);
   co_return okStatus();
@@ -213,6 +216,7 @@ asio::awaitable<Status> LocalNode::destroy(std::string id) {
   if (it == held_.end()) co_return runtime_.discardFiles(id);
   Held h = std::move(it->second);
   held_.erase(it);
+  if (h.sb->state() == node::Sandbox::State::kRunning) consoleDone(id, *h.sb);
   if (network_) co_await network_->detach(id);
   // A paused sandbox is not restored to be destroyed: its files go.
   co_return co_await runtime_.destroy(*h.sb);
@@ -303,9 +307,12 @@ asio::awaitable<Result<ops::Holding>> LocalNode::adopt(std::string tenant, std::
   }
   // The restarted gateway knows nothing of it: its policy goes back before
   // anything else can happen, or the VM goes.
+  std::string console = (*sb)->vmDir() + "/console.log";
   if (auto s = co_await takeUp(tenant, std::move(*sb)); !s.ok())
     co_return Error(s.error().code(),
                     "its network policy could not be registered again: " + s.error().message());
+  // What its console said before the restart is in its log already.
+  if (console_) console_->skipTo(id, console);
   co_return ops::Holding::kRunning;
 }
 
@@ -396,9 +403,33 @@ asio::awaitable<void> LocalNode::watchLoop(std::string id, uint64_t gen) {
   std::string tenant = it->second.tenant;
   held_.erase(it);
   nodeLog(id).warn("lost: {}", reason);
+  consoleDone(id, *sb);  // what the guest said last is often why
   if (network_) co_await network_->detach(id);
   (void)co_await runtime_.destroy(*sb);
   if (!alive.expired() && lost_) lost_(tenant, id, reason);
+}
+
+void LocalNode::setConsoleLog(std::shared_ptr<ops::SandboxLog*> log) {
+  bool first = !console_;
+  console_ = std::make_unique<ConsoleTail>(std::move(log));
+  if (first) asio::co_spawn(io_, consoleLoop(), asio::detached);
+}
+
+void LocalNode::consoleDone(const std::string& id, const node::Sandbox& sb) {
+  if (console_) console_->poll(id, sb.vmDir() + "/console.log", /*last=*/true);
+}
+
+asio::awaitable<void> LocalNode::consoleLoop() {
+  auto alive = std::weak_ptr<bool>(alive_);
+  asio::steady_timer t(io_);
+  for (;;) {
+    t.expires_after(std::chrono::seconds(1));
+    auto [ec] = co_await t.async_wait(asio::as_tuple(asio::use_awaitable));
+    if (ec || alive.expired()) co_return;
+    for (const auto& [id, h] : held_)
+      if (h.sb->state() == node::Sandbox::State::kRunning && !busy(id))
+        console_->poll(id, h.sb->vmDir() + "/console.log");
+  }
 }
 
 LocalNode::Load LocalNode::load() const {

@@ -18,6 +18,7 @@
 #include "node/runtime.h"
 #include "node/template_worker.h"
 #include "ops/node.h"
+#include "vesseld/console_tail.h"
 #include "vesseld/egress_policies.h"
 
 namespace vessel::vesseld {
@@ -62,6 +63,9 @@ class LocalNode final : public ops::Node {
   using CommandLogFor =
       std::function<std::shared_ptr<agentclient::CommandObserver>(const std::string& id)>;
   void setCommandLog(CommandLogFor make) { command_log_ = std::move(make); }
+  // Its sandboxes' consoles go to their logs (vesseld/console_tail.h),
+  // read once a second while this node and `log` live.
+  void setConsoleLog(std::shared_ptr<ops::SandboxLog*> log);
   asio::awaitable<Result<ops::Holding>> adopt(std::string tenant, std::string id) override;
   asio::awaitable<int> discardOrphans(std::set<std::string> keep) override;
   asio::awaitable<std::vector<std::string>> shutdown(bool stop_vms) override;
@@ -94,6 +98,13 @@ class LocalNode final : public ops::Node {
   asio::awaitable<Status> takeUp(const std::string& tenant, std::shared_ptr<node::Sandbox> sb);
   void watch(const std::string& id);
   asio::awaitable<void> watchLoop(std::string id, uint64_t gen);
+  asio::awaitable<void> consoleLoop();
+  // The console's last lines before its VM goes (`last`), or a new VM's
+  // console from its start.
+  void consoleDone(const std::string& id, const node::Sandbox& sb);
+  void consoleRestart(const std::string& id) {
+    if (console_) console_->restart(id);
+  }
 
   // Marks `id` busy while a call for it runs (a coroutine frame may outlive
   // this node when the io context goes first: then it touches nothing).
@@ -121,6 +132,7 @@ class LocalNode final : public ops::Node {
   EgressPolicies* network_;
   LostHandler lost_;
   CommandLogFor command_log_;
+  std::unique_ptr<ConsoleTail> console_;
   std::map<std::string, Held> held_;
   std::map<std::string, node::GuestNetwork> pending_net_;  // prepared, not created yet
   struct CpuSample {

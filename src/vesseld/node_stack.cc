@@ -74,6 +74,7 @@ Result<std::unique_ptr<NodeStack>> NodeStack::build(asio::io_context& io, NodeSe
   fs::create_directories(s.template_root, ec);
   VESSEL_ASSIGN_OR_RETURN(Machine m, factory->second(io, s));
   std::unique_ptr<NodeStack> n(new NodeStack(std::move(s), std::move(m)));
+  n->io_ = &io;
   const NodeSettings& cfg = n->s_;
   Machine& machine = n->machine_;
 
@@ -136,6 +137,14 @@ Result<std::unique_ptr<NodeStack>> NodeStack::build(asio::io_context& io, NodeSe
 }
 
 NodeStack::~NodeStack() = default;
+
+void NodeStack::logTo(std::shared_ptr<ops::SandboxLog*> log) {
+  local_->setConsoleLog(log);
+  if (egress_) {
+    egress_log_ = std::make_unique<EgressLog>(
+        *io_, EgressLog::Options{.control_socket = egress_->controlSocket()}, std::move(log));
+  }
+}
 
 void NodeStack::afterRecovery() {
   if (machine_.sweep) machine_.sweep();

@@ -15,6 +15,7 @@
 #include "node/runtime.h"
 #include "store/store.h"
 #include "templates/store.h"
+#include "vesseld/egress_log.h"
 #include "vesseld/egress_policies.h"
 #include "vesseld/gateway_stats.h"
 #include "vesseld/local_node.h"
@@ -52,6 +53,9 @@ class NodeStack {
   boost::json::object gatewayHealth() const;
   // What stands between a guest and this host (/healthz "isolation").
   boost::json::object isolation() const;
+  // The sandboxes' logs: their consoles (LocalNode) and the gateway's
+  // decisions for them (EgressLog), while `log` lives.
+  void logTo(std::shared_ptr<ops::SandboxLog*> log);
   // A clean stop's last step (after the VMs were stopped or left).
   void stopGateway() {
     if (egress_) egress_->stop();
@@ -62,12 +66,14 @@ class NodeStack {
 
   NodeSettings s_;
   Machine machine_;
+  boost::asio::io_context* io_ = nullptr;
   std::unique_ptr<templates::TemplateStore> templates_;
   std::unique_ptr<node::network::Egress> egress_;
   std::unique_ptr<EgressPolicies> network_;
   std::unique_ptr<node::Runtime> runtime_;
   std::unique_ptr<LocalNode> local_;
   std::unique_ptr<GatewayStats> gateway_stats_;
+  std::unique_ptr<EgressLog> egress_log_;
 };
 
 }  // namespace vessel::vesseld

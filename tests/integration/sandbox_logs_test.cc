@@ -37,6 +37,7 @@ using testing::str;
 const std::string kKey2 = "vsk_" + std::string(64, '2');
 const std::string kEnvSecret = "env-secret-4b1d9c0e7a2f";        // in a command's environment
 const std::string kCredSecret = "cred-secret-9f8e7d6c5b4a3210";  // a credential's value
+const std::string kFileData = "file-data-5e6f7a8b9c0d";          // a file's contents
 
 std::vector<json::value> jsonLines(const std::string& body) {
   std::vector<json::value> out;
@@ -87,7 +88,9 @@ TEST(SandboxLogsTest, LifecycleAndCommandsFollowedFilteredAndFreeOfSecrets) {
   ASSERT_EQ(cred.status / 100, 2) << cred.body;
 
   std::string why;
-  std::string id = d.createSandbox("{}", &why);
+  // An allowlist: the egress gateway decides about its lookups.
+  std::string id =
+      d.createSandbox(R"({"network": {"mode": "allowlist", "allow": ["api.example.com"]}})", &why);
   ASSERT_FALSE(id.empty()) << why << d.log();
 
   // Followed from now to the end: the stream ends itself once the sandbox
@@ -135,7 +138,58 @@ TEST(SandboxLogsTest, LifecycleAndCommandsFollowedFilteredAndFreeOfSecrets) {
   ASSERT_EQ(ps.status, 200) << ps.body;
   EXPECT_THAT(ps.body, HasSubstr("exit status 7"));
 
-  ASSERT_TRUE(d.deleteSandbox(id));
+  // Files through each front end: written and read back on the data
+  // plane, removed through envd's filesystem service.
+  Reply up = d.data(token, "PUT", "/v1/files?path=/tmp/logged.txt", kFileData, false);
+  ASSERT_EQ(up.status, 201) << up.body;
+  Reply down = d.data(token, "GET", "/v1/files?path=/tmp/logged.txt");
+  ASSERT_EQ(down.status, 200);
+  testing::Request rm;
+  rm.method = "POST";
+  rm.target = "/filesystem.Filesystem/Remove";
+  rm.json = false;
+  rm.headers = {"E2b-Sandbox-Id: " + id, "X-Access-Token: " + envd_token,
+                "Content-Type: application/json"};
+  rm.body = R"({"path":"/tmp/logged.txt"})";
+  Reply removed = testing::call(d.envdPort(), rm);
+  ASSERT_EQ(removed.status, 200) << removed.body;
+  // A line on the guest's console, and a server in it reached through the
+  // ingress (its session's token as the traffic token).
+  auto rootSh = [&](const std::string& cmd) {
+    json::object o{{"shell", cmd}, {"user", "root"}, {"env", json::object{{"SECRET", kEnvSecret}}}};
+    return d.exec(token, json::serialize(o));
+  };
+  EXPECT_EQ(rootSh("echo vessel-console-marker > /dev/console").exit_code, 0);
+  EXPECT_EQ(rootSh("mkdir -p /tmp/www && echo served > /tmp/www/index.html && "
+                   "httpd -p 127.0.0.1:8080 -h /tmp/www")
+                .exit_code,
+            0);
+  // A lookup the gateway refuses; its decision reaches the log within a
+  // read or two (vesseld reads the gateway's decisions every second).
+  rootSh("nslookup denied.example.org 172.16.0.1; true");
+  bool decided = false;
+  for (int i = 0; i < 50 && !decided; ++i) {
+    if (i) std::this_thread::sleep_for(200ms);
+    Reply eg = d.call("GET", "/v1/sandboxes/" + id + "/logs?kind=egress");
+    decided = eg.body.find("denied.example.org") != std::string::npos;
+  }
+  EXPECT_TRUE(decided) << d.log();
+  testing::Request portr;
+  portr.target = "http://8080-" + id + ".vessel.localhost/";
+  portr.headers = {"e2b-traffic-access-token: " + token};
+  portr.deadline = 30s;
+  Reply served;
+  for (int i = 0; i < 20 && served.status != 200; ++i) {
+    if (i) std::this_thread::sleep_for(500ms);
+    served = testing::call(d.envdPort(), portr);
+  }
+  ASSERT_EQ(served.status, 200) << served.head << served.body;
+
+  // Deleted by a request whose id its operation's entries name.
+  Reply del = d.call("DELETE", "/v1/sandboxes/" + id);
+  ASSERT_EQ(del.status / 100, 2) << del.body;
+  std::string del_request = del.header("X-Request-Id");
+  ASSERT_THAT(del_request, ::testing::StartsWith("req-"));
   follow.join();
 
   // The log as JSON lines: every entry as the spec says.
@@ -153,9 +207,15 @@ TEST(SandboxLogsTest, LifecycleAndCommandsFollowedFilteredAndFreeOfSecrets) {
   EXPECT_EQ(seen.front(), "lifecycle/created");
   EXPECT_EQ(seen.back(), "lifecycle/deleted");
   auto has = [&](const std::string& s) { return std::count(seen.begin(), seen.end(), s); };
-  EXPECT_EQ(has("command/start"), 2) << all.body;
-  EXPECT_EQ(has("command/exit"), 2) << all.body;
+  EXPECT_EQ(has("command/start"), 5) << all.body;
+  EXPECT_EQ(has("command/exit"), 5) << all.body;
   EXPECT_EQ(has("lifecycle/deleting"), 1);
+  for (const auto& e : entries) {
+    std::string what = shape({e})[0];
+    if (what == "lifecycle/deleting" || what == "lifecycle/deleted") {
+      EXPECT_EQ(str(e.at("data"), "request_id"), del_request) << e;
+    }
+  }
   EXPECT_EQ(str(entries.front().at("data"), "template"), "minimal");
   // Who ran what, as whom, and how it ended; the names of its variables only.
   std::set<std::string> who;
@@ -168,7 +228,7 @@ TEST(SandboxLogsTest, LifecycleAndCommandsFollowedFilteredAndFreeOfSecrets) {
       EXPECT_EQ(data.at("argv").as_array()[0].as_string(), "/bin/sh");
     } else {
       int64_t code = data.at("exit_code").as_int64();
-      EXPECT_TRUE(code == 3 || code == 7) << e;
+      EXPECT_TRUE(code == 0 || code == 3 || code == 7) << e;
       EXPECT_TRUE(data.as_object().contains("duration_ms")) << e;
       if (code == 7) {
         EXPECT_EQ(data.at("bytes_out").as_int64(), 3) << e;  // "hi\n"
@@ -184,11 +244,59 @@ TEST(SandboxLogsTest, LifecycleAndCommandsFollowedFilteredAndFreeOfSecrets) {
   ASSERT_EQ(commands.status, 200);
   for (const auto& s : shape(jsonLines(commands.body)))
     EXPECT_THAT(s, ::testing::StartsWith("command/"));
-  EXPECT_EQ(jsonLines(commands.body).size(), 4u);
+  EXPECT_EQ(jsonLines(commands.body).size(), 10u);
+  // The other kinds, each by its filter.
+  auto ofKind = [&](const std::string& kind) {
+    Reply r = d.call("GET", "/v1/sandboxes/" + id + "/logs?kind=" + kind);
+    EXPECT_EQ(r.status, 200) << kind << ": " << r.body;
+    auto lines = jsonLines(r.body);
+    for (const auto& e : lines) EXPECT_EQ(str(e, "kind"), kind) << e;
+    return lines;
+  };
+  // Files: who, what, where and how big; never the contents.
+  std::vector<std::string> files;
+  for (const auto& e : ofKind("file")) {
+    const auto& f = e.at("data");
+    files.push_back(str(f, "op") + " " + str(f, "path") + " " + str(f, "who").substr(0, 4));
+    if (str(f, "op") != "remove") {
+      EXPECT_EQ(f.at("size").as_int64(), static_cast<int64_t>(kFileData.size())) << e;
+    }
+  }
+  EXPECT_THAT(files,
+              ::testing::ElementsAre("write /tmp/logged.txt ses-", "read /tmp/logged.txt ses-",
+                                     "remove /tmp/logged.txt envd"));
+  // The port's connection: the port, its peer, bytes each way and how long.
+  auto ports = ofKind("port");
+  ASSERT_EQ(ports.size(), 1u) << all.body;
+  const auto& pd = ports[0].at("data");
+  EXPECT_EQ(pd.at("port").as_int64(), 8080);
+  EXPECT_EQ(str(pd, "who"), "ingress");
+  EXPECT_EQ(str(pd, "peer"), "127.0.0.1");
+  EXPECT_GT(pd.at("bytes_in").as_int64(), 0);
+  EXPECT_GT(pd.at("bytes_out").as_int64(), static_cast<int64_t>(std::string("served").size()));
+  EXPECT_GE(pd.at("duration_ms").as_int64(), 0);
+  // The console: the line written to it, as a line of its own.
+  bool marker = false;
+  for (const auto& e : ofKind("console")) {
+    EXPECT_LE(str(e.at("data"), "line").size(), 512u);
+    marker = marker || str(e.at("data"), "line") == "vessel-console-marker";
+  }
+  EXPECT_TRUE(marker) << all.body;
+  // The gateway's decision: the name, the verdict, why.
+  bool refused = false;
+  for (const auto& e : ofKind("egress")) {
+    const auto& g = e.at("data");
+    if (str(g, "name") != "denied.example.org") continue;
+    refused = true;
+    EXPECT_EQ(str(g, "flow"), "dns") << e;
+    EXPECT_EQ(str(g, "verdict"), "deny") << e;
+    EXPECT_NE(str(g, "reason"), "<missing>") << e;
+  }
+  EXPECT_TRUE(refused) << all.body;
   Reply later = d.call("GET", "/v1/sandboxes/" + id + "/logs?since=2999-01-01T00%3A00%3A00Z");
   ASSERT_EQ(later.status, 200);
   EXPECT_TRUE(later.body.empty()) << later.body;
-  EXPECT_EQ(d.call("GET", "/v1/sandboxes/" + id + "/logs?kind=console").status, 400);
+  EXPECT_EQ(d.call("GET", "/v1/sandboxes/" + id + "/logs?kind=stdout").status, 400);
   // Another tenant's sandbox is as absent as none.
   EXPECT_EQ(d.call("GET", "/v1/sandboxes/" + id + "/logs", "", kKey2).status, 404);
   EXPECT_EQ(d.call("GET", "/v1/sandboxes/sb-000000000000/logs").status, 404);
@@ -247,11 +355,15 @@ TEST(SandboxLogsTest, LifecycleAndCommandsFollowedFilteredAndFreeOfSecrets) {
   EXPECT_EQ(cli_cmd.code, 0) << cli_cmd.err;
   EXPECT_THAT(cli_cmd.out, Not(HasSubstr("lifecycle")));
   EXPECT_THAT(cli_cmd.out, HasSubstr("(envd): /bin/sh -c 'echo hi; exit 7'"));
+  CliRun cli_files = vesselCli(d, {"logs", id, "--kind", "file"});
+  EXPECT_EQ(cli_files.code, 0) << cli_files.err;
+  EXPECT_THAT(cli_files.out, HasSubstr("remove /tmp/logged.txt (envd)"));
 
   // No secret in any of it.
-  std::string everything = all.body + streamed.body + v1.body + v2.body + cli.out + cli_cmd.out;
+  std::string everything =
+      all.body + streamed.body + v1.body + v2.body + cli.out + cli_cmd.out + cli_files.out;
   for (const std::string& secret :
-       {d.key(), token, envd_token, kEnvSecret, kCredSecret, str(conn.js(), "token")}) {
+       {d.key(), token, envd_token, kEnvSecret, kCredSecret, str(conn.js(), "token"), kFileData}) {
     EXPECT_THAT(everything, Not(HasSubstr(secret))) << "a secret in the log: " << secret;
   }
 

@@ -202,12 +202,14 @@ asio::awaitable<std::optional<Response>> Services::getFile(const Request& req,
   // The file's pieces, deflated off the io thread when asked (the last
   // call flushes the gzip trailer).
   bool finished = false;
+  uint64_t size = 0;
   auto next = [&]() -> asio::awaitable<Result<std::optional<std::string>>> {
     if (finished) co_return std::optional<std::string>();
     auto chunk = co_await (*reader)->read();
     if (!chunk.ok()) co_return std::move(chunk).error();
     finished = !chunk->has_value();
     std::string data = finished ? std::string() : std::move(**chunk);
+    size += data.size();
     if (gz) {
       auto deflate = [&gz, &data, end = finished] { return gz->feed(data, end); };
       data = co_await codec.run(std::move(deflate));
@@ -221,6 +223,7 @@ asio::awaitable<std::optional<Response>> Services::getFile(const Request& req,
     stream.socket().close(ec);  // no last chunk: the client sees a cut transfer
     co_return std::nullopt;
   }
+  if (*copied) t->agent->noteFile({.origin = "envd", .op = "read", .path = *path, .size = size});
   boost::system::error_code ec;
   stream.socket().shutdown(asio::ip::tcp::socket::shutdown_send, ec);
   co_return std::nullopt;
@@ -367,6 +370,7 @@ asio::awaitable<Result<json::object>> Services::writeUpload(
   wo.in_place = true;
   auto w = co_await t.agent->writeFile(wo);
   if (!w.ok()) co_return fromGuest(w.error());
+  uint64_t size = 0;
   for (;;) {
     auto piece = co_await next();
     if (!piece.ok()) {
@@ -378,6 +382,7 @@ asio::awaitable<Result<json::object>> Services::writeUpload(
     }
     if (!*piece) break;
     std::string_view data = **piece;
+    size += data.size();
     for (size_t off = 0; off < data.size(); off += kUploadPiece) {
       auto st = co_await (*w)->write(data.substr(off, kUploadPiece));
       if (!st.ok()) co_return fromGuest(st.error());
@@ -385,6 +390,7 @@ asio::awaitable<Result<json::object>> Services::writeUpload(
   }
   auto fin = co_await (*w)->finish();
   if (!fin.ok()) co_return fromGuest(fin.error());
+  t.agent->noteFile({.origin = "envd", .op = "write", .path = *path, .size = size});
   // Every upload replaces the file's metadata (none sent: none kept).
   auto set = co_await t.agent->setXattrs(*path, kMetadataPrefix, metadata);
   if (!set.ok() && !metadata.empty()) co_return fromGuest(set.error());

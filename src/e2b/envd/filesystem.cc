@@ -145,6 +145,7 @@ asio::awaitable<Response> Services::filesystemUnary(const Request& req, std::str
       auto st = co_await agent.remove(*path, true);
       if (!st.ok() && fromGuest(st.error()).code() != Code::kNotFound)
         co_return unaryError(req, fromGuest(st.error()));
+      agent.noteFile({.origin = "envd", .op = "remove", .path = *path});
       co_return unaryOk(req, json::object());
     }
     if (method == "MakeDir") {
@@ -156,6 +157,7 @@ asio::awaitable<Response> Services::filesystemUnary(const Request& req, std::str
         co_return unaryError(req, made.error());
       auto st = co_await agent.stat(*path);
       if (!st.ok()) co_return unaryError(req, fromGuest(st.error()));
+      agent.noteFile({.origin = "envd", .op = "mkdir", .path = *path});
       co_return unaryOk(req, json::object{{"entry", entryInfo(*st, *path)}});
     }
     // ListDir: depth 0 means 1, as envd.
@@ -206,6 +208,7 @@ asio::awaitable<Response> Services::filesystemUnary(const Request& req, std::str
     if (!to.ok()) co_return unaryError(req, to.error());
     auto st = co_await agent.rename(*from, *to);
     if (!st.ok()) co_return unaryError(req, fromGuest(st.error()));
+    agent.noteFile({.origin = "envd", .op = "rename", .path = *from, .to = *to});
     auto s2 = co_await agent.stat(*to);
     if (!s2.ok()) co_return unaryError(req, fromGuest(s2.error()));
     // Metadata lives in xattrs, which a rename carries along.
