@@ -7,7 +7,10 @@
 // one (--warm-pool minimal=2), side by side in one run. Each sandbox is
 // deleted afterwards. With the default pool first: creates back to back
 // and in bursts beside cold boots and a bubblewrap container (runLoad;
-// VESSEL_BENCH_LOAD_ONLY=1 runs only that).
+// VESSEL_BENCH_LOAD_ONLY=1 runs only that). Last, what the sandbox log
+// costs (issue 28): creates back to back to their first exec with the
+// command log on and off (--no-command-log), each in its own vesseld,
+// alternating (runLogCost; VESSEL_BENCH_LOG_ONLY=1 runs only that).
 #include <unistd.h>
 
 #include <atomic>
@@ -277,6 +280,67 @@ bool runConfig(const std::string& pool, const std::string& root, boost::json::ar
   return true;
 }
 
+// What logging costs: back-to-back creates to a first exec, with vesseld's
+// command log (each command, file operation and port connection in its
+// sandbox's log) on and off, in rounds that alternate between the two so
+// that drift of the host counts against both alike.
+bool runLogCost(const std::string& base, boost::json::array& rows) {
+  constexpr int kRounds = 4, kPerRound = 5;
+  std::map<bool, std::vector<double>> first;
+  std::map<bool, std::vector<double>> exec_only;
+  for (int round = 0; round < kRounds; ++round) {
+    for (bool on : {true, false}) {
+      std::string root = base + "-log-" + (on ? "on" : "off");
+      std::filesystem::create_directories(root);
+      testing::VesseldOptions o{
+          VESSELD_PATH,
+          env("VESSEL_KERNEL"),
+          env("VESSEL_MINIMAL_IMAGE"),
+          root,
+          {"--tenant-max-sandboxes", "1000", "--tenant-max-memory", "1048576", "--stop-vms-on-exit",
+           "--warm-pool", "minimal=2", on ? "--command-log" : "--no-command-log"}};
+      testing::Vesseld d(o);
+      if (!d.start()) {
+        std::fprintf(stderr, "vesseld did not start:\n%s\n", d.log().c_str());
+        return false;
+      }
+      for (int i = 0; i < 600; ++i) {  // the pool full, as on a node that has been up
+        auto m = d.call("GET", "/metrics", "", "");
+        if (m.body.find("vessel_warm_pool_vms{template=\"minimal\"} 2") != std::string::npos) break;
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      }
+      std::vector<std::string> made;
+      Segments seg;
+      for (int i = 0; i < kPerRound; ++i)
+        for (double v : createsToFirstExec(d, 1, "{}", true, made, &seg)) first[on].push_back(v);
+      for (double v : seg["first_exec"]) exec_only[on].push_back(v);
+      (void)createsToFirstExec(d, 0, "{}", false, made);  // deletes them
+      d.stop();
+      std::error_code ec;
+      std::filesystem::remove_all(root, ec);
+    }
+  }
+  std::printf(
+      "\nwhat logging costs (back to back, create to first exec, %d rounds of %d, alternating):"
+      "\n\n| command log | n | p50 ms | p99 ms | max ms | first exec p50 ms |\n"
+      "|---|---|---|---|---|---|\n",
+      kRounds, kPerRound);
+  for (bool on : {true, false}) {
+    auto s = stats(first[on]);
+    auto x = stats(exec_only[on]);
+    std::printf("| %s | %zu | %.0f | %.0f | %.0f | %.1f |\n", on ? "on" : "off", s.n, s.p50, s.p99,
+                s.max, x.p50);
+    auto j = toJson(s);
+    j["command_log"] = on;
+    j["first_exec_ms"] = toJson(x);
+    rows.push_back(std::move(j));
+  }
+  double on50 = stats(first[true]).p50, off50 = stats(first[false]).p50;
+  std::printf("command log on / off, p50: %.3fx\n\n", off50 > 0 ? on50 / off50 : 0);
+  std::fflush(stdout);
+  return true;
+}
+
 int run() {
   std::string base =
       std::filesystem::temp_directory_path() / ("vessel-bench-api-" + std::to_string(::getpid()));
@@ -285,6 +349,12 @@ int run() {
               "ready_p50", "ready_p99", "exec_p50", "exec_p99", "list_p50", "list_p99", "get_p50",
               "get_p99", "failed");
   int rc = 0;
+  boost::json::array log_cost;
+  if (std::getenv("VESSEL_BENCH_LOG_ONLY")) {
+    rc = runLogCost(base, log_cost) ? 0 : 1;
+    writeResults("api-log-cost", {{"log_cost", log_cost}});
+    return rc;
+  }
   std::vector<const char*> pools = {"none", "minimal=2"};
   if (std::getenv("VESSEL_BENCH_LOAD_ONLY")) pools = {"minimal=2"};
   for (const char* pool : pools) {
@@ -297,8 +367,9 @@ int run() {
   std::printf(
       "(ms; ready = create until its operation is done; exec = create until the exit of "
       "a first `true` through a session on the data plane)\n");
+  if (!std::getenv("VESSEL_BENCH_LOAD_ONLY") && !runLogCost(base, log_cost)) rc = 1;
   writeResults(std::getenv("VESSEL_BENCH_LOAD_ONLY") ? "api-load" : "api",
-               {{"rounds", rounds}, {"load", load}});
+               {{"rounds", rounds}, {"load", load}, {"log_cost", log_cost}});
   return rc;
 }
 
