@@ -189,9 +189,7 @@ Status ApiStack::serve(Health health, ReadyCheck ready,
                                      json::serialize(o));
       });
   installProbes(*server_, cfg.node_local ? "all" : "api", std::move(ready));
-  if (!cfg.console_dir.empty()) {
-    VESSEL_TRY(installConsole(*server_, cfg.console_dir, *sessions_));
-  }
+  VESSEL_TRY(installConsole(*server_, cfg.console_dir, *sessions_));
   VESSEL_TRY(tls.serve(*server_, "api"));
   VESSEL_TRY(server_->listen(cfg.listen));
   log.info("listening on {}://{}:{}", tls.scheme("api"), cfg.listen.host, server_->port());

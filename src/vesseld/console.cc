@@ -51,6 +51,7 @@ std::optional<http::Upstream> dataPlaneOf(api::Sessions& sessions,
 }  // namespace
 
 Status installConsole(http::HttpServer& server, const std::string& dir, api::Sessions& sessions) {
+  if (dir.empty()) return okStatus();
   auto files = http::StaticFiles::load(dir);
   if (!files.ok()) return std::move(files).error().withContext("web console (--console-dir)");
   Logger("vesseld").info("web console at /console ({} files from {})", files->size(), dir);

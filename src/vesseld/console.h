@@ -29,7 +29,8 @@ std::string consoleDir(const std::string& flag);
 
 // Serves the console from `dir` on `server` and relays its data-plane
 // requests to the data plane of the session's sandbox (`sessions` names
-// it). An error when `dir` cannot be loaded.
+// it). An error when `dir` cannot be loaded; nothing when it is "" (no
+// console: --console-dir off, or none found).
 Status installConsole(http::HttpServer& server, const std::string& dir, api::Sessions& sessions);
 
 }  // namespace vessel::vesseld
