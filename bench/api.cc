@@ -345,9 +345,6 @@ int run() {
   std::string base =
       std::filesystem::temp_directory_path() / ("vessel-bench-api-" + std::to_string(::getpid()));
   boost::json::array rounds, load;
-  std::printf("%-14s %-5s %7s %9s %9s %9s %9s %8s %8s %8s %8s %6s\n", "warm_pool", "conc", "wall_s",
-              "ready_p50", "ready_p99", "exec_p50", "exec_p99", "list_p50", "list_p99", "get_p50",
-              "get_p99", "failed");
   int rc = 0;
   boost::json::array log_cost;
   if (std::getenv("VESSEL_BENCH_LOG_ONLY")) {
@@ -355,6 +352,9 @@ int run() {
     writeResults("api-log-cost", {{"log_cost", log_cost}});
     return rc;
   }
+  std::printf("%-14s %-5s %7s %9s %9s %9s %9s %8s %8s %8s %8s %6s\n", "warm_pool", "conc", "wall_s",
+              "ready_p50", "ready_p99", "exec_p50", "exec_p99", "list_p50", "list_p99", "get_p50",
+              "get_p99", "failed");
   std::vector<const char*> pools = {"none", "minimal=2"};
   if (std::getenv("VESSEL_BENCH_LOAD_ONLY")) pools = {"minimal=2"};
   for (const char* pool : pools) {
