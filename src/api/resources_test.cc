@@ -182,7 +182,7 @@ TEST(ResourcesTest, LogsQuery) {
   ASSERT_TRUE(none.ok());
   EXPECT_EQ(none->q.limit, 1000);
   EXPECT_FALSE(none->follow);
-  for (const char* kind : {"lifecycle", "command", "console", "file", "port", "egress"}) {
+  for (const char* kind : {"lifecycle", "command", "console", "file", "port", "egress", "start"}) {
     auto k = parseLogsQuery(std::string("/v1/sandboxes/sb-1/logs?kind=") + kind);
     ASSERT_TRUE(k.ok()) << kind;
     EXPECT_EQ(k->q.kind, kind);

@@ -254,6 +254,7 @@ Status Runtime::writeRecord(const Sandbox& sb) {
   f.disk_mib = sb.disk_mib_;
   f.paused = sb.state_ == Sandbox::State::kPaused;
   f.disk_only = f.paused && sb.disk_only_;
+  f.start_pid = sb.start_pid_;
   // What a later vesseld needs to take the running VM over (adopt()).
   if (sb.vm_ && sb.vm_->pid() > 0) {
     f.vm_pid = sb.vm_->pid();
@@ -296,10 +297,12 @@ asio::awaitable<Result<std::shared_ptr<Sandbox>>> Runtime::create(std::string te
   }
   // Not a conditional expression: CONTRIBUTING.md "Coroutines under g++ 12" rule 3.
   Status made = okStatus();
-  if (opts.cold)
+  if (opts.cold) {
     made = co_await createCold(attempt, **t);
-  else
+  } else {
     made = co_await createRestored(attempt, template_name, *t);
+    sb->start_pid_ = (*t)->manifest.start_pid;  // running in the snapshot's memory
+  }
   if (made.ok()) {
     store_.acquire(sb->template_id_);
     auto t1 = Clock::now();
@@ -431,6 +434,7 @@ Result<std::shared_ptr<Sandbox>> Runtime::readRecord(const std::string& id, Sand
   sb->memory_mib_ = f.memory_mib;
   sb->disk_mib_ = f.disk_mib;
   sb->disk_only_ = f.paused && f.disk_only;
+  sb->start_pid_ = f.start_pid;
   return sb;
 }
 
@@ -456,6 +460,7 @@ asio::awaitable<Result<std::shared_ptr<Sandbox>>> Runtime::resume(const std::str
     if (!b.ok()) co_return std::move(b).error().withContext(ctx);
     sb->state_ = Sandbox::State::kRunning;
     sb->disk_only_ = false;
+    sb->start_pid_ = 0;  // a new boot: no start command, and its pid may be another's
     store_.acquire(sb->template_id_);
     VESSEL_CO_TRY(writeRecord(*sb));
     co_return sb;

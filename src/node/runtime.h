@@ -108,6 +108,9 @@ class Sandbox {
   uint64_t diskMib() const { return disk_mib_; }
   uint64_t memoryMib() const { return memory_mib_; }
   unsigned vcpus() const { return vcpus_; }
+  // Its template's start command's guest pid in this VM's memory (0: none,
+  // or a memory that began with a boot); vesseld follows its output.
+  uint32_t startPid() const { return start_pid_; }
 
  private:
   friend class Runtime;
@@ -118,6 +121,7 @@ class Sandbox {
   unsigned vcpus_ = 1;
   uint64_t memory_mib_ = 256;
   uint64_t disk_mib_ = 0;
+  uint32_t start_pid_ = 0;
   State state_ = State::kRunning;
   bool disk_only_ = false;  // paused without its memory
   std::unique_ptr<hypervisor::Vm> vm_;

@@ -63,6 +63,7 @@ asio::awaitable<Result<std::vector<std::shared_ptr<Sandbox>>>> Runtime::forkAs(
     child->dir_ = opts_.root + "/sandboxes/" + child->id_;
     fs::create_directories(child->dir_, ec);
     child->template_id_ = sb.template_id_;
+    child->start_pid_ = sb.start_pid_;
     child->hostname_ = child->id_;
     child->env_ = sb.env_;
     child->net_ = sb.net_;
@@ -185,6 +186,8 @@ asio::awaitable<Result<std::shared_ptr<const templates::Template>>> Runtime::for
   // The flattened image is the sandbox's whole disk (sparse).
   man.disk_mib = sb.disk_mib_;
   man.network = (*parent)->manifest.network;  // the state has the parent's devices
+  // Its start command, if still running, runs on in the new snapshot.
+  man.start_pid = sb.start_pid_;
   {
     auto now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
     char buf[32];

@@ -21,6 +21,7 @@ std::string encodeSandboxFile(const SandboxFile& f) {
   o["memory_mib"] = f.memory_mib;
   if (f.disk_mib) o["disk_mib"] = f.disk_mib;
   o["state"] = !f.paused ? "running" : f.disk_only ? "paused-disk" : "paused";
+  if (f.start_pid) o["start_pid"] = f.start_pid;
   if (f.vm_pid > 0) {
     o["vm_pid"] = f.vm_pid;
     if (f.vm_start_ticks) o["vm_start_ticks"] = f.vm_start_ticks;
@@ -62,6 +63,7 @@ Result<SandboxFile> decodeSandboxFile(std::string_view text) {
       return corrupt("state '" + std::string(st) + "'");
     f.paused = st != "running";
     f.disk_only = st == "paused-disk";
+    if (auto* p = o.if_contains("start_pid")) f.start_pid = p->to_number<uint32_t>();
     if (auto* p = o.if_contains("vm_pid")) f.vm_pid = static_cast<pid_t>(p->to_number<int32_t>());
     if (auto* t = o.if_contains("vm_start_ticks")) f.vm_start_ticks = t->to_number<uint64_t>();
   } catch (const std::exception& e) {

@@ -35,6 +35,10 @@ struct SandboxFile {
   // Paused without its memory (state "paused-disk"): only the disk was
   // kept, and a resume boots the template's kernel on it.
   bool disk_only = false;
+  // The guest pid of its template's start command in its memory (restored
+  // from the template's snapshot, and so its pauses and forks); 0 when its
+  // memory began with a boot (a cold create, a disk-only resume) or none.
+  uint32_t start_pid = 0;
   // A running VM: its QEMU's pid and start time (field 22 of /proc/pid/stat),
   // which together name it even after the pid is recycled.
   pid_t vm_pid = 0;

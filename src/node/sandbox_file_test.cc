@@ -20,6 +20,7 @@ SandboxFile sample() {
   f.disk_mib = 4096;
   f.vm_pid = 4242;
   f.vm_start_ticks = 123456789;
+  f.start_pid = 57;
   return f;
 }
 

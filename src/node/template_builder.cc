@@ -81,8 +81,9 @@ asio::awaitable<Status> prepareImage(agentclient::AgentClient& a, const template
   co_return okStatus();
 }
 
-asio::awaitable<Status> startImageCmd(agentclient::AgentClient& a, const BuildInputs& in,
-                                      const Progress& progress) {
+// Starts the image's Entrypoint and Cmd; its guest pid.
+asio::awaitable<Result<uint32_t>> startImageCmd(agentclient::AgentClient& a,
+                                                const BuildInputs& in, const Progress& progress) {
   if (in.image_start.empty())
     co_return Error(Code::kFailedPrecondition,
                     "image_cmd: the image has neither Entrypoint nor Cmd");
@@ -96,8 +97,9 @@ asio::awaitable<Status> startImageCmd(agentclient::AgentClient& a, const BuildIn
   auto p = co_await a.exec(e);
   if (!p.ok())
     co_return std::move(p).error().withContext("start the image's command '" + shown + "'");
+  uint32_t pid = (*p)->pid();
   (*p)->detach();  // keeps running inside the snapshot
-  co_return okStatus();
+  co_return pid;
 }
 
 // After an instruction ran: the disk as it stands, kept under its key. The
@@ -134,7 +136,7 @@ asio::awaitable<Status> checkpointDisk(hypervisor::Vm& vm, agentclient::AgentCli
 asio::awaitable<Status> applySpec(agentclient::AgentClient& a, const templates::BuildSpec& spec,
                                   const BuildInputs& in, const Progress& progress,
                                   const BuildLog& log, Clock::time_point deadline,
-                                  const StepRun& run) {
+                                  const StepRun& run, uint32_t& start_pid) {
   if (in.from_image) VESSEL_CO_TRY(co_await prepareImage(a, spec, in, progress));
   // A cached disk holds the files and commands as well as its steps.
   static const std::map<std::string, std::string> kNone;
@@ -169,7 +171,11 @@ asio::awaitable<Status> applySpec(agentclient::AgentClient& a, const templates::
   if (in.from_image && !spec.steps.empty() && !templateEnv(spec, in).empty())
     VESSEL_CO_TRY(co_await a.setDefaultEnv(templateEnv(spec, in)));
   if (!in.from_image && !spec.env.empty()) VESSEL_CO_TRY(co_await a.setDefaultEnv(spec.env));
-  if (spec.image_cmd) VESSEL_CO_TRY(co_await startImageCmd(a, in, progress));
+  if (spec.image_cmd) {
+    auto pid = co_await startImageCmd(a, in, progress);
+    if (!pid.ok()) co_return std::move(pid).error();
+    start_pid = *pid;
+  }
   if (!spec.start.empty() || !spec.start_argv.empty()) {
     std::string shown = spec.start;
     for (const auto& w : spec.start_argv) shown += (shown.empty() ? "" : " ") + w;
@@ -182,6 +188,7 @@ asio::awaitable<Status> applySpec(agentclient::AgentClient& a, const templates::
     e.cwd = spec.start_cwd;
     auto p = co_await a.exec(e);
     if (!p.ok()) co_return std::move(p).error().withContext("start '" + shown + "'");
+    start_pid = (*p)->pid();
     (*p)->detach();  // keeps running inside the snapshot
   }
   if (!spec.ready.empty()) {
@@ -306,7 +313,9 @@ asio::awaitable<Result<std::shared_ptr<const templates::Template>>> buildTemplat
                       disk = staging + "/" + templates::kRootfsFile](size_t k) {
       return checkpointDisk(vm, a, c, keys[k].key, disk);
     };
-  auto applied = co_await applySpec(*agent, spec, in, progress, build_log, deadline, run);
+  uint32_t start_pid = 0;
+  auto applied =
+      co_await applySpec(*agent, spec, in, progress, build_log, deadline, run, start_pid);
   Status snap = applied;
   if (snap.ok()) {
     progress("snapshot", 85);
@@ -329,6 +338,7 @@ asio::awaitable<Result<std::shared_ptr<const templates::Template>>> buildTemplat
   man.memory_mib = spec.memory_mib;
   man.disk_mib = spec.disk_mib;
   man.env = templateEnv(spec, in);
+  man.start_pid = start_pid;
   man.network = true;
   man.created_at = nowRfc3339();
   for (const char* f : {templates::kRootfsFile, templates::kMemoryFile, templates::kStateFile}) {

@@ -163,6 +163,15 @@ std::string commandText(const json::object& data) {
 
 std::string logMessage(std::string_view kind, const json::object& data) {
   if (kind == kLogConsole) return str(data, "line");
+  if (kind == kLogStart) {
+    std::string pid = "start command (pid " + str(data, "pid") + ")";
+    if (data.contains("lost_bytes"))
+      return pid + ": " + str(data, "lost_bytes") + " bytes of output dropped before it was read";
+    if (str(data, "event") == "exit")
+      return pid + (data.contains("exit_code") ? " exited " + str(data, "exit_code")
+                                               : " killed by signal " + str(data, "signal"));
+    return (str(data, "stream") == "stderr" ? "stderr: " : "") + str(data, "line");
+  }
   if (kind == kLogFile) {
     std::string out = str(data, "op") + " " + str(data, "path");
     if (data.contains("to")) out += " to " + str(data, "to");
@@ -215,6 +224,8 @@ std::string logMessage(std::string_view kind, const json::object& data) {
 }
 
 bool logIsError(std::string_view kind, const json::object& data) {
+  if (kind == kLogStart && str(data, "event") == "exit")
+    return data.contains("signal") || str(data, "exit_code") != "0";
   if (kind != kLogLifecycle) return false;
   auto* e = data.if_contains("event");
   return e && e->is_string() && e->get_string() == "failed";

@@ -9,7 +9,8 @@
 // what, the path, the size) and of the connections to its ports (kind
 // "port": the port, the peer, bytes each way, how long) and of what the
 // egress gateway decided about its connections and lookups (kind "egress":
-// the name, the port, the verdict and why).
+// the name, the port, the verdict and why), and of its template's start
+// command's output (kind "start": a line each, and its exit).
 // Each entry is a small JSON object of its kind's fields; writers here
 // never put data, environment values or tokens into one.
 //
@@ -44,15 +45,16 @@ inline constexpr std::string_view kLogConsole = "console";
 inline constexpr std::string_view kLogFile = "file";
 inline constexpr std::string_view kLogPort = "port";
 inline constexpr std::string_view kLogEgress = "egress";
+inline constexpr std::string_view kLogStart = "start";
 // Whether `kind` is one the log writes (the API refuses others). Inline:
 // the API's request parsers use it without linking the lifecycle.
 inline bool knownLogKind(std::string_view kind) {
   return kind == kLogLifecycle || kind == kLogCommand || kind == kLogConsole || kind == kLogFile ||
-         kind == kLogPort || kind == kLogEgress;
+         kind == kLogPort || kind == kLogEgress || kind == kLogStart;
 }
 // The kinds, as an error message names them.
 inline constexpr std::string_view kLogKindNames =
-    "lifecycle, command, console, file, port or egress";
+    "lifecycle, command, console, file, port, egress or start";
 
 struct SandboxLogLimits {
   int max_entries = 1000;

@@ -28,6 +28,7 @@ std::string toJson(const Manifest& m) {
     for (const auto& e : m.env) env.push_back(json::string(e));
     o["env"] = std::move(env);
   }
+  if (m.start_pid) o["start_pid"] = m.start_pid;
   o["created_at"] = m.created_at;
   o["files"] = std::move(files);
   return json::serialize(o);
@@ -98,6 +99,13 @@ Result<Manifest> parseManifest(std::string_view text) {
         return Error(Code::kInvalidArgument, "manifest: env must be a list of KEY=VALUE");
       m.env.emplace_back(kv.get_string());
     }
+  }
+  if (o->contains("start_pid")) {
+    VESSEL_ASSIGN_OR_RETURN(uint64_t pid, num(*o, "start_pid"));
+    // Linux's largest pid (PID_MAX_LIMIT); 1 is the agent itself.
+    if (pid < 2 || pid > (uint64_t{1} << 22))
+      return Error(Code::kInvalidArgument, "manifest: start_pid out of range");
+    m.start_pid = static_cast<uint32_t>(pid);
   }
   const json::value* f = o->if_contains("files");
   if (!f || !f->is_object()) return Error(Code::kInvalidArgument, "manifest: files missing");

@@ -40,6 +40,10 @@ struct Manifest {
   // own env. The agent's defaults are set whole at each create, so they
   // live here rather than only in the snapshot. Absent: none.
   std::vector<std::string> env;
+  // The guest pid of the start command, which runs on, detached, inside the
+  // snapshot (its output is kept by the agent until a client attaches:
+  // vesseld's start-output log does). 0 (absent): none.
+  uint32_t start_pid = 0;
   std::string created_at;                    // RFC 3339, UTC
   std::map<std::string, std::string> files;  // file name -> sha256 hex
 };

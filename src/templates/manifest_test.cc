@@ -67,5 +67,21 @@ TEST(ManifestTest, EnvRoundTripsAndIsOptional) {
   EXPECT_EQ(back->env, m.env);
 }
 
+// The start command's pid (vesseld follows its output): optional, a real
+// pid or refused.
+TEST(ManifestTest, StartPidRoundTripsIsOptionalAndRangeChecked) {
+  Manifest m = sample();
+  EXPECT_EQ(toJson(m).find("start_pid"), std::string::npos) << "absent when there is none";
+  m.start_pid = 73;
+  auto back = parseManifest(toJson(m));
+  ASSERT_TRUE(back.ok()) << back.error().message();
+  EXPECT_EQ(back->start_pid, 73u);
+  for (const char* bad : {"0", "1", "4194305", "-5", "\"7\"", "1.5"}) {
+    std::string text = toJson(sample());
+    text.insert(1, std::string("\"start_pid\":") + bad + ",");
+    EXPECT_FALSE(parseManifest(text).ok()) << bad;
+  }
+}
+
 }  // namespace
 }  // namespace vessel::templates

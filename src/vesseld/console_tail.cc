@@ -14,12 +14,8 @@ namespace vessel::vesseld {
 
 namespace json = boost::json;
 
-namespace {
-
-// Printable text only: an escape sequence (a colour's "ESC [ 32 m") goes
-// whole, tabs become spaces, other control bytes (CR, BEL) go; bytes of
-// 0x80 and above stay for UTF-8.
-std::string printable(std::string_view in) {
+// Bytes of 0x80 and above stay for UTF-8.
+std::string printableLine(std::string_view in) {
   std::string out;
   out.reserve(in.size());
   for (size_t i = 0; i < in.size(); ++i) {
@@ -42,13 +38,11 @@ std::string printable(std::string_view in) {
   return toValidUtf8(out);
 }
 
-}  // namespace
-
 void ConsoleTail::line(const std::string& id, File& f, std::string_view text) {
   ops::SandboxLog* log = *log_;
   if (!log || f.lines > kMaxConsoleLines) return;
   bool cut = text.size() > kMaxConsoleLineBytes;
-  std::string shown = printable(text.substr(0, kMaxConsoleLineBytes));
+  std::string shown = printableLine(text.substr(0, kMaxConsoleLineBytes));
   if (shown.empty() && !cut) return;
   json::object o;
   if (f.lines == kMaxConsoleLines) {

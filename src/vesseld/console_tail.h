@@ -14,6 +14,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "ops/sandbox_log.h"
 
@@ -22,6 +23,11 @@ namespace vessel::vesseld {
 constexpr size_t kMaxConsoleLineBytes = 512;
 constexpr int kMaxConsoleLines = 256;
 constexpr size_t kMaxConsoleReadBytes = 64 << 10;
+
+// Printable text only, as valid UTF-8: an escape sequence (a colour's
+// "ESC [ 32 m") goes whole, tabs become spaces, other control bytes (CR,
+// BEL) go. For the console's lines and the start command's.
+std::string printableLine(std::string_view in);
 
 class ConsoleTail {
  public:

@@ -217,6 +217,7 @@ asio::awaitable<Status> LocalNode::destroy(std::string id) {
   Held h = std::move(it->second);
   held_.erase(it);
   if (h.sb->state() == node::Sandbox::State::kRunning) consoleDone(id, *h.sb);
+  if (start_) start_->forget(id);
   if (network_) co_await network_->detach(id);
   // A paused sandbox is not restored to be destroyed: its files go.
   co_return co_await runtime_.destroy(*h.sb);
@@ -349,6 +350,43 @@ void LocalNode::watch(const std::string& id) {
   uint64_t gen = next_watch_++;
   it->second.watch = gen;
   asio::co_spawn(io_, watchLoop(id, gen), asio::detached);
+  if (uint32_t pid = it->second.sb->startPid(); pid && start_)
+    asio::co_spawn(io_, startLoop(id, gen, pid), asio::detached);
+}
+
+asio::awaitable<void> LocalNode::startLoop(std::string id, uint64_t gen, uint32_t pid) {
+  auto alive = std::weak_ptr<bool>(alive_);
+  auto held = held_.find(id);
+  if (held == held_.end() || held->second.watch != gen || !held->second.sb->agent()) co_return;
+  std::shared_ptr<node::Sandbox> sb = held->second.sb;
+  std::shared_ptr<agentclient::AgentClient> agent = sb->agent();
+  // Still the VM this follower was started for (not paused, deleted,
+  // lost, or watched anew after a failed pause).
+  auto current = [&] {
+    if (alive.expired()) return false;
+    auto it = held_.find(id);
+    return it != held_.end() && it->second.watch == gen && it->second.sb == sb;
+  };
+  // Not found: it exited and a client read its exit, or this memory
+  // never had it; either way nothing is left to log.
+  auto p = co_await agent->attach(pid);
+  if (!p.ok() || !current()) co_return;
+  start_->lost(id, pid, (*p)->lostBytes());
+  for (;;) {
+    auto ev = co_await (*p)->next();
+    // An error: the channel closed (a pause, a stop) or another client
+    // attached; a later VM of this sandbox attaches again.
+    if (!ev.ok() || !current()) co_return;
+    if (ev->kind == agentclient::ProcessEvent::Kind::kExit) {
+      start_->exited(id, pid, ev->exit);
+      co_return;
+    }
+    bool is_err = ev->kind == agentclient::ProcessEvent::Kind::kStderr;
+    if (!start_->output(id, pid, is_err, ev->data)) {
+      (*p)->detach();  // the bound: the agent keeps the newest output
+      co_return;
+    }
+  }
 }
 
 asio::awaitable<void> LocalNode::watchLoop(std::string id, uint64_t gen) {
@@ -404,6 +442,7 @@ asio::awaitable<void> LocalNode::watchLoop(std::string id, uint64_t gen) {
   held_.erase(it);
   nodeLog(id).warn("lost: {}", reason);
   consoleDone(id, *sb);  // what the guest said last is often why
+  if (start_) start_->forget(id);
   if (network_) co_await network_->detach(id);
   (void)co_await runtime_.destroy(*sb);
   if (!alive.expired() && lost_) lost_(tenant, id, reason);
@@ -411,6 +450,7 @@ asio::awaitable<void> LocalNode::watchLoop(std::string id, uint64_t gen) {
 
 void LocalNode::setConsoleLog(std::shared_ptr<ops::SandboxLog*> log) {
   bool first = !console_;
+  start_ = std::make_unique<StartOutput>(log);
   console_ = std::make_unique<ConsoleTail>(std::move(log));
   if (first) asio::co_spawn(io_, consoleLoop(), asio::detached);
 }

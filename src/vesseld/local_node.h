@@ -19,6 +19,7 @@
 #include "node/template_worker.h"
 #include "ops/node.h"
 #include "vesseld/console_tail.h"
+#include "vesseld/start_output.h"
 #include "vesseld/egress_policies.h"
 
 namespace vessel::vesseld {
@@ -64,7 +65,8 @@ class LocalNode final : public ops::Node {
       std::function<std::shared_ptr<agentclient::CommandObserver>(const std::string& id)>;
   void setCommandLog(CommandLogFor make) { command_log_ = std::move(make); }
   // Its sandboxes' consoles go to their logs (vesseld/console_tail.h),
-  // read once a second while this node and `log` live.
+  // read once a second while this node and `log` live, and so does their
+  // template's start command's output (vesseld/start_output.h).
   void setConsoleLog(std::shared_ptr<ops::SandboxLog*> log);
   asio::awaitable<Result<ops::Holding>> adopt(std::string tenant, std::string id) override;
   asio::awaitable<int> discardOrphans(std::set<std::string> keep) override;
@@ -99,6 +101,9 @@ class LocalNode final : public ops::Node {
   void watch(const std::string& id);
   asio::awaitable<void> watchLoop(std::string id, uint64_t gen);
   asio::awaitable<void> consoleLoop();
+  // Follows the start command `pid` of the VM watcher `gen` watches, into
+  // the log, until it exits, the VM goes or the log's bound is reached.
+  asio::awaitable<void> startLoop(std::string id, uint64_t gen, uint32_t pid);
   // The console's last lines before its VM goes (`last`), or a new VM's
   // console from its start.
   void consoleDone(const std::string& id, const node::Sandbox& sb);
@@ -133,6 +138,7 @@ class LocalNode final : public ops::Node {
   LostHandler lost_;
   CommandLogFor command_log_;
   std::unique_ptr<ConsoleTail> console_;
+  std::unique_ptr<StartOutput> start_;
   std::map<std::string, Held> held_;
   std::map<std::string, node::GuestNetwork> pending_net_;  // prepared, not created yet
   struct CpuSample {

@@ -2,7 +2,9 @@
 // a real store: the guest's console (ConsoleTail: lines, their bounds, what
 // is read once), the gateway's decisions (EgressLog::take: per sandbox,
 // bounded, a restarted gateway) and the front ends' files and port
-// connections (the command log's observer: never the data).
+// connections (the command log's observer: never the data), and the
+// template's start command's output (StartOutput: lines per stream, across
+// a pause, bounded, its exit).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -14,6 +16,7 @@
 #include "vesseld/command_log.h"
 #include "vesseld/console_tail.h"
 #include "vesseld/egress_log.h"
+#include "vesseld/start_output.h"
 
 namespace vessel::vesseld {
 namespace {
@@ -204,6 +207,57 @@ TEST_F(LogSourcesTest, FilesAndPortConnectionsThroughTheCommandObserver) {
   // Gone with the log: the observer writes nothing, and does not crash.
   log_.reset();
   obs->file({.origin = "envd", .op = "remove", .path = "/x"});
+}
+
+TEST_F(LogSourcesTest, TheStartCommandsOutputALineAnEntryPerStreamThenItsExit) {
+  StartOutput out(log_->handle());
+  auto shown = [&](const std::string& id) {
+    std::vector<std::string> l;
+    for (const auto& o : entries(id, ops::kLogStart))
+      l.push_back(o.contains("line")        ? std::string(o.at("stream").as_string()) + ":" +
+                                                   std::string(o.at("line").as_string())
+                  : o.contains("lost_bytes") ? "lost " + json::serialize(o.at("lost_bytes"))
+                                             : "exit " + json::serialize(o.at("exit_code")));
+    return l;
+  };
+  out.lost("sb-1", 9, 0);  // nothing lost: no entry
+  EXPECT_TRUE(out.output("sb-1", 9, false, "listening on :8000\nhal"));
+  EXPECT_TRUE(out.output("sb-1", 9, true, "\x1b[31mwarn\x1b[0m\r\n"));
+  // A pause between: the partial line waits for the next VM's output.
+  EXPECT_TRUE(out.output("sb-1", 9, false, "f a line\n"));
+  out.lost("sb-1", 9, 4096);
+  EXPECT_TRUE(out.output("sb-1", 9, false, "no newline at the end"));
+  out.exited("sb-1", 9, agentclient::ExitInfo{true, 3, 0, false});
+  EXPECT_THAT(shown("sb-1"), ElementsAre("stdout:listening on :8000", "stderr:warn",
+                                         "stdout:half a line", "lost 4096",
+                                         "stdout:no newline at the end", "exit 3"));
+  auto all = entries("sb-1", ops::kLogStart);
+  EXPECT_EQ(all.front().at("pid").as_int64(), 9);
+  // Its messages, and a non-zero exit is an error.
+  EXPECT_EQ(ops::logMessage(ops::kLogStart, all[1]), "stderr: warn");
+  EXPECT_EQ(ops::logMessage(ops::kLogStart, all.back()), "start command (pid 9) exited 3");
+  EXPECT_TRUE(ops::logIsError(ops::kLogStart, all.back()));
+  EXPECT_FALSE(ops::logIsError(ops::kLogStart, all.front()));
+  EXPECT_TRUE(entries("sb-2", ops::kLogStart).empty());
+
+  // A long line is cut; past the bound, one entry says so and output()
+  // answers false (the follower detaches); nothing more is written.
+  EXPECT_TRUE(out.output("sb-2", 5, false, std::string(5000, 'y') + "\n"));
+  auto cut = entries("sb-2", ops::kLogStart);
+  ASSERT_EQ(cut.size(), 1u);
+  EXPECT_EQ(cut[0].at("line").as_string().size(), kMaxStartLineBytes);
+  EXPECT_TRUE(cut[0].contains("truncated"));
+  std::string many;
+  for (int i = 0; i < kMaxStartLines + 20; ++i) many += "l" + std::to_string(i) + "\n";
+  EXPECT_FALSE(out.output("sb-2", 5, false, many));
+  EXPECT_FALSE(out.output("sb-2", 5, true, "more\n"));
+  auto capped = entries("sb-2", ops::kLogStart);
+  ASSERT_EQ(capped.size(), static_cast<size_t>(kMaxStartLines) + 1);
+  EXPECT_THAT(std::string(capped.back().at("line").as_string()),
+              ::testing::HasSubstr("attaches to pid 5"));
+  // Deleted: a later sandbox of that id would start again.
+  out.forget("sb-2");
+  EXPECT_TRUE(out.output("sb-2", 5, false, "again\n"));
 }
 
 }  // namespace

@@ -5,8 +5,13 @@
 // the envd suite, not here.
 import { after, before, describe, test } from 'node:test'
 import assert from 'node:assert/strict'
-import { Sandbox, SandboxNotFoundError, AuthenticationError, Secret, Template } from 'e2b'
-import { Sandbox as Sandbox251, Secret as Secret251 } from 'e2b-251'
+import { Sandbox, SandboxNotFoundError, AuthenticationError, Secret, Template, ApiClient, ConnectionConfig } from 'e2b'
+import {
+  Sandbox as Sandbox251,
+  Secret as Secret251,
+  ApiClient as ApiClient251,
+  ConnectionConfig as ConnectionConfig251,
+} from 'e2b-251'
 import { Vesseld } from './vesseld.mjs'
 
 const d = new Vesseld()
@@ -262,6 +267,54 @@ describe('e2b 2.51 (v2 routes)', { timeout: 1_800_000 }, () => {
     assert.equal((await call('POST', `/v2/sandboxes/${id}/connect`, {})).status, 200)
     assert.equal((await call('DELETE', `/sandboxes/${id}`)).status, 204)
     assert.equal((await call('DELETE', `/sandboxes/${id}`)).status, 404)
+  })
+
+  test('sandbox logs through the SDK's own API client, as the e2b CLI reads them: v1 and v2 routes', async () => {
+    const secret = `env-secret-${process.pid}-0f1e2d3c`
+    const s = await Sandbox251.create({ metadata: { suite: run, part: 'logs' }, ...slow })
+    const id = s.sandboxId
+    const r = await s.commands.run('echo logged-$((40+2))', { envs: { TOKEN: secret } })
+    assert.equal(r.stdout, 'logged-42\n')
+    await s.files.write('/tmp/logged.txt', `contents ${secret}`)
+    assert.equal(await s.kill(slow), true)
+
+    // v1 (e2b 2.45's client): {logs: [{timestamp, line}], logEntries: [...]}, oldest first.
+    const v1 = await new ApiClient(new ConnectionConfig({ apiKey: d.key })).api.GET(
+      '/sandboxes/{sandboxID}/logs', { params: { path: { sandboxID: id }, query: { limit: 1000 } } })
+    assert.equal(v1.response.status, 200, JSON.stringify(v1.error))
+    const lines = v1.data.logs.map((l) => l.line)
+    assert.ok(lines.length === v1.data.logEntries.length && lines.length > 0)
+    const at = (pattern) => lines.findIndex((l) => pattern.test(l))
+    const created = at(/created/)
+    const started = at(/echo logged-\$\(\(40\+2\)\)/)
+    const wrote = at(/\/tmp\/logged\.txt/)
+    const deleted = at(/deleted/)
+    assert.ok(created >= 0 && started > created && wrote > started && deleted > wrote, lines.join('\n'))
+    for (const l of v1.data.logs) assert.ok(!Number.isNaN(new Date(l.timestamp).getTime()), l.timestamp)
+
+    // v2 (2.51's client): {logs: [{timestamp, level, message, fields}]}, with its filters.
+    const api = new ApiClient251(new ConnectionConfig251({ apiKey: d.key })).api
+    const v2 = await api.GET('/v2/sandboxes/{sandboxID}/logs', { params: { path: { sandboxID: id } } })
+    assert.equal(v2.response.status, 200, JSON.stringify(v2.error))
+    const kinds = new Set(v2.data.logs.map((l) => l.fields.kind))
+    for (const k of ['lifecycle', 'command', 'file']) assert.ok(kinds.has(k), [...kinds].join(','))
+    for (const l of v2.data.logs) assert.match(l.level, /^(info|error)$/)
+    const exit = v2.data.logs.find((l) => l.fields.kind === 'command' && l.fields.phase === 'exit')
+    assert.equal(exit?.fields.exit_code, '0', JSON.stringify(exit))
+    const found = await api.GET('/v2/sandboxes/{sandboxID}/logs', {
+      params: { path: { sandboxID: id }, query: { search: 'logged.txt' } },
+    })
+    assert.ok(found.data.logs.length >= 1)
+    for (const l of found.data.logs) assert.match(l.message, /logged\.txt/)
+    // Never the command's environment values, the file's contents or a token.
+    const all = JSON.stringify([v1.data, v2.data])
+    const raw = Buffer.from(d.key.slice(4), 'hex').toString()
+    for (const bad of [secret, s.envdAccessToken, d.key, raw]) assert.equal(all.includes(bad), false, bad)
+    // Another tenant's key (a wrong key here) reads nothing.
+    const wrong = 'e2b_' + Buffer.from('vsk_' + '1'.repeat(64)).toString('hex')
+    const denied = await new ApiClient251(new ConnectionConfig251({ apiKey: wrong })).api.GET(
+      '/v2/sandboxes/{sandboxID}/logs', { params: { path: { sandboxID: id } } })
+    assert.equal(denied.response.status, 401)
   })
 
   test('header rules become gateway credentials for their host, secrets filled in', async () => {

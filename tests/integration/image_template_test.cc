@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 #include "base/base64.h"
 #include "images/testing/registry.h"
@@ -63,7 +64,10 @@ class ImageTemplateTest : public ::testing::Test {
     spec.env = {"PATH=/usr/local/bin:/usr/bin:/bin", "GREETING=hello from the image"};
     spec.working_dir = "/srv";
     // The image's command: where it ran and as whom, left in a file.
-    spec.cmd = {"/bin/sh", "-c", "pwd > /tmp/started; id -u >> /tmp/started; exec sleep 100000"};
+    // Its output, before the snapshot and after, is the sandbox log's "start".
+    spec.cmd = {"/bin/sh", "-c",
+                "pwd > /tmp/started; id -u >> /tmp/started; echo serving from $(pwd);"
+                " echo warming up >&2; sleep 4; echo still here; exec sleep 100000"};
     ASSERT_TRUE(reg->push(root, "test/app", "1", spec).ok());
     images::testing::ImageSpec arm;
     arm.architecture = "arm64";
@@ -103,6 +107,20 @@ TEST_F(ImageTemplateTest, BuildsFromAnImageRunsInItAndCachesIt) {
   EXPECT_EQ(d->sh(id, "test -x /sbin/vessel-agent && echo yes"), "yes\n");
   // The image's Cmd ran before the snapshot, as its User (root) in its WorkingDir.
   EXPECT_EQ(d->sh(id, "cat /tmp/started"), "/srv\n0\n");
+  // Its output is in the sandbox's log, each line with its stream, the
+  // last one written seconds later (after the snapshot, as a rule).
+  std::string start_log;
+  for (int i = 0; i < 120 && start_log.find("still here") == std::string::npos; ++i) {
+    if (i) std::this_thread::sleep_for(500ms);
+    start_log = d->call("GET", "/v1/sandboxes/" + id + "/logs?kind=start").body;
+  }
+  EXPECT_THAT(start_log, HasSubstr(R"("stream":"stdout","line":"serving from /srv")"));
+  EXPECT_THAT(start_log, HasSubstr(R"("stream":"stderr","line":"warming up")"));
+  EXPECT_THAT(start_log, HasSubstr(R"("stream":"stdout","line":"still here")"));
+  EXPECT_EQ(start_log.find("serving from"), start_log.rfind("serving from")) << "logged twice";
+  CliRun logs = vessel({"logs", id, "--kind", "start"});
+  EXPECT_EQ(logs.code, 0) << logs.err;
+  EXPECT_THAT(logs.out, HasSubstr(" start     stderr: warming up"));
   EXPECT_THAT(d->sh(id, "ps"), HasSubstr("sleep 100000"));
   EXPECT_TRUE(d->deleteSandbox(id));
 
@@ -310,6 +328,20 @@ CMD ["/bin/sh", "-c", "id -u > cmd.txt; pwd >> cmd.txt; exec sleep 100000"]
   EXPECT_EQ(d->sh(id, "echo \"$GREETING\"", "user"), "hello from the Dockerfile\n");
   // CMD ran before the snapshot as the last USER in the last WORKDIR.
   EXPECT_EQ(d->sh(id, "cat /w/cmd.txt"), "4242\n/w\n");
+  // Its output is in the sandbox's log, each line with its stream, the
+  // last one written seconds later (after the snapshot, as a rule).
+  std::string start_log;
+  for (int i = 0; i < 120 && start_log.find("still here") == std::string::npos; ++i) {
+    if (i) std::this_thread::sleep_for(500ms);
+    start_log = d->call("GET", "/v1/sandboxes/" + id + "/logs?kind=start").body;
+  }
+  EXPECT_THAT(start_log, HasSubstr(R"("stream":"stdout","line":"serving from /srv")"));
+  EXPECT_THAT(start_log, HasSubstr(R"("stream":"stderr","line":"warming up")"));
+  EXPECT_THAT(start_log, HasSubstr(R"("stream":"stdout","line":"still here")"));
+  EXPECT_EQ(start_log.find("serving from"), start_log.rfind("serving from")) << "logged twice";
+  CliRun logs = vessel({"logs", id, "--kind", "start"});
+  EXPECT_EQ(logs.code, 0) << logs.err;
+  EXPECT_THAT(logs.out, HasSubstr(" start     stderr: warming up"));
   EXPECT_THAT(d->sh(id, "ps"), HasSubstr("sleep 100000"));
   EXPECT_TRUE(d->deleteSandbox(id));
 }
