@@ -80,16 +80,27 @@ function sandboxesPage({ cleanup }) {
   const body = h('tbody')
   const templateSelect = h('select', { 'aria-label': 'template', name: 'template' })
   let sandboxes = []
+  // What the running ones use, measured by their node (the first 50).
+  const usage = new Map() // id -> GET /v1/sandboxes/{id}/metrics
+  const mib = (b) => `${Math.round(b / 1048576)}`
   const render = () =>
-    body.replaceChildren(...sandboxes.map((s) =>
-      h('tr', { 'data-sandbox': s.id, 'data-state': s.state },
+    body.replaceChildren(...sandboxes.map((s) => {
+      const u = s.state === 'running' ? usage.get(s.id) : undefined
+      return h('tr', { 'data-sandbox': s.id, 'data-state': s.state },
         h('td', {}, h('a', { href: `#/sandbox/${s.id}` }, s.id)),
         h('td', {}, stateBadge(s.state)),
         h('td', {}, s.template),
         h('td', {}, age(s.created_at)),
-        h('td', { title: 'the API does not name a sandbox\'s node' }, '—'),
-        h('td', {}, `${s.memory_mib} MiB`),
-        h('td', {}, s.vcpus))))
+        h('td', {}, s.node ?? 'this machine'),
+        h('td', { class: 'memory' }, u ? `${mib(u.mem_used_bytes)} / ${s.memory_mib} MiB` : `${s.memory_mib} MiB`),
+        h('td', { class: 'cpu' }, u ? `${u.cpu_used_pct.toFixed(1)}% of ${s.vcpus}` : `${s.vcpus}`))
+    }))
+  const measure = async () => {
+    const running = sandboxes.filter((s) => s.state === 'running').slice(0, 50)
+    await Promise.all(running.map((s) => api('GET', `/v1/sandboxes/${s.id}/metrics`).then(
+      (m) => usage.set(s.id, m), () => usage.delete(s.id))))
+    render()
+  }
   const load = async () => {
     try {
       const all = []
@@ -101,6 +112,7 @@ function sandboxesPage({ cleanup }) {
       } while (token && all.length < 1000)
       sandboxes = all.filter((s) => s.state !== 'deleted')
       render()
+      measure()
     } catch (e) {
       err.show(e)
     }
@@ -113,7 +125,7 @@ function sandboxesPage({ cleanup }) {
     pending = setTimeout(load, 250)
   }
   events.listeners.add(onEvent)
-  const tick = setInterval(render, 10_000)
+  const tick = setInterval(measure, 10_000)
   cleanup(() => {
     events.listeners.delete(onEvent)
     clearInterval(tick)
@@ -138,8 +150,17 @@ function sandboxesPage({ cleanup }) {
     h('div', { class: 'row' }, templateSelect, h('button', { type: 'button', class: 'primary', id: 'create', onclick: create }, 'Create sandbox')),
     err,
     h('table', { id: 'sandboxes' },
-      h('thead', {}, h('tr', {}, ...['ID', 'State', 'Template', 'Age', 'Node', 'Memory', 'CPUs'].map((t) => h('th', {}, t)))),
+      h('thead', {}, h('tr', {}, ...['ID', 'State', 'Template', 'Age', 'Node', 'Memory (used / size)', 'CPU (use of vCPUs)'].map((t) => h('th', {}, t)))),
       body))
+}
+
+// Whether this key is an operator's (GET /v1/nodes answers it, 403 for
+// others): asked once per sign-in; the Operator page is shown to those.
+let operator = null
+async function checkOperator() {
+  if (operator !== null) return
+  operator = await api('GET', '/v1/nodes').then(() => true, () => false)
+  document.getElementById('operator-link').hidden = !operator
 }
 
 let cleanups = []
@@ -148,6 +169,7 @@ function route() {
   cleanups = []
   if (!key()) return signIn()
   nav.hidden = false
+  checkOperator()
   if (!events.abort || events.abort.signal.aborted) events.start()
   const ctx = { go: (hash) => (location.hash = hash), cleanup: (f) => cleanups.push(f), events }
   const hash = location.hash || '#/'
@@ -162,6 +184,8 @@ function route() {
 document.getElementById('signout').addEventListener('click', () => {
   events.stop()
   clearKey()
+  operator = null
+  document.getElementById('operator-link').hidden = true
   location.hash = '#/'
   route()
 })

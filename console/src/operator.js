@@ -1,8 +1,9 @@
 // What an operator sees: vesseld's health and its Prometheus numbers
 // (GET /healthz and GET /metrics, both aggregate and unauthenticated on
 // the API listener): sandboxes by state, warm pools, the create rate and
-// the egress gateway's decisions. The API has no node list and no
-// operator role: docs/console.md says what is missing.
+// the egress gateway's decisions; and the nodes (GET /v1/nodes, which
+// only an operator's key may read: the page is linked for those).
+import { api } from './api.js'
 import { errorBox, h } from './dom.js'
 
 // Prometheus text into [{name, labels, value}].
@@ -29,9 +30,10 @@ export function operatorPage({ cleanup }) {
   let previous = null // {at, creates}
   const load = async () => {
     try {
-      const [health, metricsText] = await Promise.all([
+      const [health, metricsText, nodes] = await Promise.all([
         fetch('/healthz').then((r) => r.json()),
         fetch('/metrics').then((r) => r.text()),
+        api('GET', '/v1/nodes'),
       ])
       const m = parseMetrics(metricsText)
       const pick = (name) => m.filter((s) => s.name === name)
@@ -47,6 +49,10 @@ export function operatorPage({ cleanup }) {
         pools.set(s.labels.template, p)
       }
       out.replaceChildren(
+        h('h2', {}, 'Nodes'),
+        table(['Node', 'State', 'Sandboxes', 'Memory free / host (MiB)', 'vCPUs', 'Accelerator', 'Templates', 'Last heard'],
+          nodes.nodes.map((n) => [n.name, n.state, n.sandboxes, `${n.memory_free_mib} / ${n.memory_mib}`, n.vcpus, n.accel,
+            n.templates.length, n.heartbeat_at ? new Date(n.heartbeat_at).toLocaleTimeString() : 'now'])),
         h('h2', {}, 'This vesseld'),
         h('pre', { class: 'log' }, JSON.stringify(health, null, 2)),
         h('h2', {}, 'Sandboxes by state (every tenant)'),

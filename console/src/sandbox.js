@@ -109,7 +109,7 @@ export function sandboxPage(id, { go, cleanup, events }) {
       })
       return pre
     },
-    Metrics: () => metricsPanel(sessionOf),
+    Metrics: () => metricsPanel(id, sessionOf),
   }
   const show = (name) => {
     stopPanel()
@@ -202,12 +202,25 @@ function filesPanel(sessionOf) {
     h('table', {}, h('thead', {}, h('tr', {}, h('th', {}, 'Name'), h('th', {}, 'Type'), h('th', {}, 'Size'), h('th'))), list))
 }
 
-// What the guest says of itself, on request: one command through the
-// data plane (so it shows in the sandbox's log like any other).
-function metricsPanel(sessionOf) {
+// What its node measures (GET /v1/sandboxes/{id}/metrics), and what the
+// guest says of itself, on request: one command through the data plane
+// (so it shows in the sandbox's log like any other).
+function metricsPanel(id, sessionOf) {
+  const host = h('pre', { class: 'log', id: 'host-metrics' })
   const pre = h('pre', { class: 'log' })
+  const mib = (b) => (b / 1048576).toFixed(1)
   async function load() {
+    host.textContent = 'asking its node…'
     pre.textContent = 'asking the guest…'
+    try {
+      const m = await api('GET', `/v1/sandboxes/${id}/metrics`)
+      host.textContent = `measured on its node at ${new Date(m.timestamp).toLocaleTimeString()}:\n` +
+        `CPU ${m.cpu_used_pct.toFixed(1)}% of ${m.cpu_count} vCPU(s) since the previous sample\n` +
+        `memory ${mib(m.mem_used_bytes)} MiB resident of ${mib(m.mem_total_bytes)} MiB\n` +
+        `disk ${mib(m.disk_used_bytes)} MiB written of ${mib(m.disk_total_bytes)} MiB`
+    } catch (e) {
+      host.textContent = e.message
+    }
     try {
       const s = await sessionOf()
       let out = ''
@@ -223,5 +236,6 @@ function metricsPanel(sessionOf) {
     }
   }
   load()
-  return h('div', {}, h('div', { class: 'row' }, h('button', { type: 'button', onclick: load }, 'Refresh')), pre)
+  return h('div', {}, h('div', { class: 'row' }, h('button', { type: 'button', onclick: load }, 'Refresh')),
+    h('h3', {}, 'Its VM, from the host'), host, h('h3', {}, 'The guest'), pre)
 }

@@ -70,6 +70,10 @@ try {
   console.log(`sandbox ${id}`)
   // Running arrives over the event stream; the page is not reloaded.
   await page.locator(`#sandboxes tr[data-sandbox="${id}"][data-state=running]`).waitFor({ timeout: 120_000 })
+  // Its memory and CPU as its node measures them, and where it runs.
+  await page.locator(`#sandboxes tr[data-sandbox="${id}"] td.memory`, { hasText: '/ 256 MiB' }).waitFor({ timeout: 30_000 })
+  await page.locator(`#sandboxes tr[data-sandbox="${id}"] td.cpu`, { hasText: '% of 1' }).waitFor()
+  await page.locator(`#sandboxes tr[data-sandbox="${id}"] td`, { hasText: 'this machine' }).waitFor()
   await shot('sandboxes')
 
   step('echo hi in the terminal')
@@ -102,14 +106,20 @@ try {
   await shot('logs')
   await page.getByRole('tab', { name: 'Metrics' }).click()
   await page.getByText(/load average/).waitFor()
+  await page.getByText(/MiB resident of 256\.0 MiB/).waitFor()
   await shot('metrics')
 
   step('templates and operator pages')
   await page.click('a[href="#/templates"]')
   await page.getByRole('cell', { name: 'minimal', exact: true }).first().waitFor()
   await shot('templates')
+  // This key is an operator's (console_test starts vesseld so): the page
+  // is linked, and lists this machine as its one node.
+  await page.locator('#operator-link').waitFor({ state: 'visible' })
   await page.click('a[href="#/operator"]')
   await page.getByText('Sandboxes by state (every tenant)').waitFor()
+  await page.getByRole('heading', { name: 'Nodes' }).waitFor()
+  await page.getByRole('cell', { name: 'ready', exact: true }).first().waitFor()
   await shot('operator')
 
   step('delete the sandbox')

@@ -124,6 +124,7 @@ void ControlPlane::install(HttpServer& server) {
                 co_return co_await sandboxLogs(req, stream, *tenant, std::move(id));
               });
   network_.install(r, authed);
+  installReads(r, authed);
 }
 
 Response ControlPlane::refusal(const Request& req, const std::string& tenant, const std::string& id,

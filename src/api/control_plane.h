@@ -5,8 +5,11 @@
 // answer rendered back. Nothing here runs a sandbox: every change is the
 // lifecycle's operation. Also the SSE streams of operations and events,
 // and templates (builds are the lifecycle's operations too).
+#include <functional>
 #include <map>
 #include <memory>
+#include <set>
+#include <vector>
 
 #include "api/http_names.h"
 #include "api/live_sandboxes.h"
@@ -31,6 +34,14 @@ class ControlPlane : public LiveSandboxes {
   }
   // Adds the route table of /v1/ to the server's router.
   void install(HttpServer& server);
+  // Operator keys (docs/console.md): the tenants whose keys may read
+  // GET /v1/nodes, and the nodes it lists (a cluster's from the store; one
+  // machine's, itself). Without it, every key is refused there.
+  using NodeList = std::function<Result<std::vector<store::NodeRecord>>()>;
+  void setOperators(std::set<std::string> tenants, NodeList nodes) {
+    operators_ = std::move(tenants);
+    nodes_ = std::move(nodes);
+  }
 
  private:
   Response createSandbox(const Request& req, const std::string& tenant);
@@ -49,6 +60,8 @@ class ControlPlane : public LiveSandboxes {
   asio::awaitable<std::optional<Response>> sandboxLogs(const Request& req,
                                                        boost::beast::tcp_stream& stream,
                                                        std::string tenant, std::string id);
+  // GET /v1/nodes and GET /v1/sandboxes/{id}/metrics (operator_api.cc).
+  void installReads(Router& r, const Authenticated& authed);
   // Templates (templates_api.cc).
   Response buildTemplate(const Request& req, const std::string& tenant);
   Response listTemplates(const Request& req, const std::string& tenant);
@@ -59,6 +72,8 @@ class ControlPlane : public LiveSandboxes {
   templates::TemplateStore& templates_;
   NetworkApi network_;  // the egress routes (/v1/credentials, /v1/sandboxes/{id}/network)
   Sessions* sessions_ = nullptr;
+  std::set<std::string> operators_;
+  NodeList nodes_;
 };
 
 }  // namespace vessel::api

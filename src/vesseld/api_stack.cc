@@ -70,6 +70,9 @@ Result<std::unique_ptr<ApiStack>> ApiStack::build(asio::io_context& io, ApiSetti
     };
   a->sessions_ = std::make_unique<api::Sessions>(store, so);
   a->control_->setSessions(a->sessions_.get());
+  if (!s.node_local)  // one machine sets its own node list (daemon.cc)
+    a->control_->setOperators({s.operator_tenants.begin(), s.operator_tenants.end()},
+                              [&store] { return store.listNodes(); });
 
   // E2B access tokens: the key is the API side's alone (a file, the same on
   // every replica); nodes and the store never see it (access_token.h).

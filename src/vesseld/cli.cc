@@ -104,6 +104,8 @@ void addFlags(CLI::App& app, Config& cfg, std::string& accel, std::string& role)
   app.add_flag("--command-log,!--no-command-log", cfg.command_log,
                "log each command, file operation and port connection of the front ends in its "
                "sandbox's log (default on)");
+  app.add_option("--operator-tenant", cfg.operator_tenants,
+                 "a tenant id whose API keys are operators' (GET /v1/nodes); repeatable");
   app.add_flag("--egress,!--no-egress", cfg.egress,
                "run vessel-gateway and give sandboxes network slots (default on)");
   app.add_option("--gateway-binary", cfg.gateway_binary,

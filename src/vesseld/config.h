@@ -93,6 +93,9 @@ struct Config {
   // their sandboxes' logs (vesseld/command_log.h); off: only the lifecycle
   // and the console (bench/api measures what it costs).
   bool command_log = true;
+  // Tenant ids whose API keys are operators' (GET /v1/nodes, the console's
+  // Operator page): docs/console.md.
+  std::vector<std::string> operator_tenants;
   // On SIGTERM/SIGINT: stop running VMs (true) or leave them for the next
   // vesseld to re-adopt (false, the default).
   bool stop_vms_on_exit = false;

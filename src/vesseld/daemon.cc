@@ -170,6 +170,17 @@ Status runAll(Config cfg, const Machines& machines) {
     });
   }
   node->logTo(api->lifecycle().sandboxLog().handle());
+  // One machine is its only node, named as a cluster node would be.
+  std::string node_name = cfg.node_name;
+  if (char host[256] = {}; node_name.empty())
+    node_name = ::gethostname(host, sizeof(host) - 1) == 0 && host[0] ? host : "local";
+  api->control().setOperators(
+      {cfg.operator_tenants.begin(), cfg.operator_tenants.end()},
+      [n = node.get(), name = node_name] {
+        store::NodeRecord r = n->describe();
+        r.name = name;
+        return Result<std::vector<store::NodeRecord>>(std::vector<store::NodeRecord>{r});
+      });
   // Take over what an earlier vesseld left (running VMs, paused sandboxes,
   // operations in flight) before anyone can ask about it.
   runBlocking(io, api->lifecycle().recover());

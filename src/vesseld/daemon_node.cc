@@ -43,17 +43,6 @@ namespace json = boost::json;
 
 namespace {
 
-uint64_t hostMemoryMib() {
-  std::ifstream in("/proc/meminfo");
-  std::string key;
-  uint64_t kib = 0;
-  while (in >> key >> kib) {
-    if (key == "MemTotal:") return kib / 1024;
-    in.ignore(256, '\n');
-  }
-  return 0;
-}
-
 // The data plane here reaches only this node's sandboxes; using one
 // restarts its idle clock in the store.
 class NodeSandboxes final : public api::LiveSandboxes {
@@ -86,8 +75,7 @@ class Heartbeats {
         sup_(sup),
         catalogue_(catalogue),
         served_(served),
-        timer_(io),
-        mem_total_(hostMemoryMib()) {
+        timer_(io) {
     registered_ = beat();
   }
   bool registered() const { return registered_; }
@@ -96,18 +84,11 @@ class Heartbeats {
 
  private:
   bool beat() {
-    auto l = node_.local().load();
-    store::NodeRecord n;
+    store::NodeRecord n = node_.describe();
     n.name = cfg_.node_name;
     n.advertise_url = cfg_.node_advertise;
     n.data_url = cfg_.data_url;
     if (cfg_.e2b_envd_listen_addr) n.envd_url = cfg_.e2b_envd_advertise;
-    n.memory_mib = mem_total_;
-    n.memory_free_mib = mem_total_ > l.memory_mib ? mem_total_ - l.memory_mib : 0;
-    n.vcpus = std::max(1u, std::thread::hardware_concurrency());
-    n.sandboxes = static_cast<int64_t>(l.ids.size());
-    for (const auto& m : node_.templates().list()) n.templates.push_back(m.name);
-    n.accel = std::string(hypervisor::accelName(node_.machine().accel));
     auto s = store_.heartbeatNode(n);
     if (!s.ok()) Logger("vesseld-node").warn("heartbeat: {}", s.error().message());
     return s.ok();
@@ -139,7 +120,6 @@ class Heartbeats {
   cluster::StoreCatalogue& catalogue_;
   cluster::TemplateNode& served_;
   asio::steady_timer timer_;
-  const uint64_t mem_total_;
   bool registered_ = false;
 };
 

@@ -2,7 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <fstream>
+#include <thread>
 
 #include "base/log.h"
 #include "node/network/host_networks.h"
@@ -214,6 +217,31 @@ json::object NodeStack::isolation() const {
   else if (!machine_.jailed)
     o["warning"] = "VM jail disabled (--no-jail): QEMU runs as vesseld's own user";
   return o;
+}
+
+store::NodeRecord NodeStack::describe() {
+  auto l = local().load();
+  store::NodeRecord n;
+  uint64_t total = 0;
+  {
+    std::ifstream in("/proc/meminfo");
+    std::string key;
+    uint64_t kib = 0;
+    while (in >> key >> kib) {
+      if (key == "MemTotal:") {
+        total = kib / 1024;
+        break;
+      }
+      in.ignore(256, '\n');
+    }
+  }
+  n.memory_mib = total;
+  n.memory_free_mib = total > l.memory_mib ? total - l.memory_mib : 0;
+  n.vcpus = std::max(1u, std::thread::hardware_concurrency());
+  n.sandboxes = static_cast<int64_t>(l.ids.size());
+  for (const auto& m : templates().list()) n.templates.push_back(m.name);
+  n.accel = std::string(hypervisor::accelName(machine().accel));
+  return n;
 }
 
 }  // namespace vessel::vesseld

@@ -38,6 +38,11 @@ class NodeStack {
   node::network::Egress* egress() { return egress_.get(); }
   const Machine& machine() const { return machine_; }
   const NodeSettings& settings() const { return s_; }
+  // This node's capacity and load as a node reports itself: the host's
+  // memory and what its VMs hold, vCPUs, sandboxes, templates and
+  // accelerator (a cluster node's heartbeat; GET /v1/nodes on one
+  // machine). Names and URLs are the caller's.
+  store::NodeRecord describe();
 
   // After the sandboxes an earlier vesseld left were taken over: the jails
   // of VMs that died unwatched go, and the network slots no survivor holds.

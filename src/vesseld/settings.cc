@@ -74,6 +74,7 @@ ApiSettings apiSettings(const Config& cfg, bool node_local) {
   s.envd_listen = cfg.e2b_envd_listen_addr;
   s.data_url = cfg.data_url;
   s.console_dir = consoleDir(cfg.console_dir);
+  s.operator_tenants = cfg.operator_tenants;
   s.default_network = cfg.default_network;
   s.e2b_sandbox_domain = cfg.e2b_sandbox_domain;
   s.e2b_token_key_file = cfg.e2b_token_key_file;
@@ -140,6 +141,8 @@ json::object nodeJson(const NodeSettings& s) {
 
 json::object apiJson(const ApiSettings& s) {
   const auto& p = s.policy;
+  json::array operators;
+  for (const auto& t : s.operator_tenants) operators.push_back(json::string(t));
   return {
       {"state_dir", s.state_dir},
       {"default_idle_timeout_s", p.default_idle_timeout_s},
@@ -158,6 +161,7 @@ json::object apiJson(const ApiSettings& s) {
       {"e2b_sandbox_domain", s.e2b_sandbox_domain},
       {"data_url", s.data_url},
       {"console_dir", s.console_dir},
+      {"operator_tenants", operators},
       {"default_network", s.default_network},
       {"node_lost_after_s", s.lost_after.count()},
   };

@@ -68,6 +68,8 @@ struct ApiSettings {
   std::optional<HostPort> e2b_listen, envd_listen;
   std::string data_url;     // what sessions name when the node names none
   std::string console_dir;  // the web console's files ("": none)
+  // Tenants whose keys are operators' (GET /v1/nodes).
+  std::vector<std::string> operator_tenants;
   // A replica reads stored network settings with this default (the node
   // that runs the sandbox applies them).
   std::string default_network;

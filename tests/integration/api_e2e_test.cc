@@ -73,7 +73,9 @@ class ApiTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     g = new Shared;
-    g->d = std::make_unique<testing::Vesseld>(VESSELD_PATH);
+    // The second tenant's keys are an operator's (GET /v1/nodes).
+    g->d = std::make_unique<testing::Vesseld>(VESSELD_PATH,
+                                              std::vector<std::string>{"--operator-tenant=t2"});
     // Every reply below is checked against api/openapi.yaml.
     g->d->setContract(testing::apiContract());
     std::string state = g->d->stateDir();
@@ -135,6 +137,14 @@ TEST_F(ApiTest, LifeOfASandbox) {
   EXPECT_EQ(str(sb.at("metadata"), "owner"), "ci");
   EXPECT_EQ(str(call("GET", "/v1/operations/" + op).js(), "state"), "done");
   EXPECT_THAT(call("GET", "/v1/sandboxes").body, HasSubstr(id));
+  EXPECT_FALSE(sb.as_object().contains("node")) << "one machine names no node";
+  // What its VM uses, measured on the host.
+  Reply m = call("GET", "/v1/sandboxes/" + id + "/metrics");
+  ASSERT_EQ(m.status, 200) << m.body;
+  EXPECT_EQ(m.js().at("cpu_count").as_int64(), 1);
+  EXPECT_EQ(m.js().at("mem_total_bytes").as_int64(), int64_t{256} << 20);
+  EXPECT_GT(m.js().at("mem_used_bytes").as_int64(), 0);
+  EXPECT_GE(m.js().at("disk_total_bytes").as_int64(), int64_t{1} << 30);
 
   // Illegal in this state: 409 naming the state.
   Reply bad = call("POST", "/v1/sandboxes/" + id + ":resume");
@@ -148,6 +158,8 @@ TEST_F(ApiTest, LifeOfASandbox) {
   EXPECT_EQ(finish(str(p.js().at("operation"), "id")), "done") << readLog();
   EXPECT_EQ(state(id), "paused");
   EXPECT_EQ(call("POST", "/v1/sandboxes/" + id + ":pause").status, 409);
+  Reply pm = call("GET", "/v1/sandboxes/" + id + "/metrics");
+  EXPECT_EQ(pm.status, 409) << "no VM while paused: " << pm.body;
 
   Reply r = call("POST", "/v1/sandboxes/" + id + ":resume");
   ASSERT_EQ(r.status, 202) << r.body;
@@ -165,6 +177,7 @@ TEST_F(ApiTest, TenantsSeeOnlyTheirOwn) {
   EXPECT_EQ(call("DELETE", "/v1/sandboxes/" + id, "", g->key2).status, 404);
   EXPECT_EQ(call("POST", "/v1/sandboxes/" + id + ":pause", "", g->key2).status, 404);
   EXPECT_EQ(call("GET", "/v1/operations/" + op, "", g->key2).status, 404);
+  EXPECT_EQ(call("GET", "/v1/sandboxes/" + id + "/metrics", "", g->key2).status, 404);
   EXPECT_EQ(call("GET", "/v1/operations/" + op + "/events", "", g->key2).status, 404);
   EXPECT_THAT(call("GET", "/v1/sandboxes", "", g->key2).body, ::testing::Not(HasSubstr(id)));
   EXPECT_EQ(finish(op), "done") << readLog();
@@ -181,6 +194,27 @@ TEST_F(ApiTest, TenantsSeeOnlyTheirOwn) {
   ASSERT_EQ(seen.size(), 1u) << ev.body;
   EXPECT_EQ(seen[0].type, "test.marker");
   destroy(id);
+}
+
+// Nodes are an operator's to see: the second tenant is one here, the
+// development tenant is not.
+TEST_F(ApiTest, OnlyAnOperatorsKeyListsNodes) {
+  Reply denied = call("GET", "/v1/nodes");
+  EXPECT_EQ(denied.status, 403) << denied.body;
+  EXPECT_THAT(str(denied.js(), "message"), HasSubstr("--operator-tenant"));
+  EXPECT_EQ(call("GET", "/v1/nodes", "", "vsk_nobody").status, 401);
+  Reply r = call("GET", "/v1/nodes", "", g->key2);
+  ASSERT_EQ(r.status, 200) << r.body;
+  const auto& nodes = r.js().at("nodes").as_array();
+  ASSERT_EQ(nodes.size(), 1u) << "one machine is its one node";
+  const auto& n = nodes[0];
+  EXPECT_FALSE(str(n, "name").empty());
+  EXPECT_EQ(str(n, "state"), "ready");
+  EXPECT_THAT(str(n, "accel"), ::testing::AnyOf("kvm", "tcg"));
+  EXPECT_GT(n.at("memory_mib").as_int64(), 0);
+  EXPECT_LE(n.at("memory_free_mib").as_int64(), n.at("memory_mib").as_int64());
+  EXPECT_GE(n.at("vcpus").as_int64(), 1);
+  EXPECT_THAT(json::serialize(n.at("templates")), HasSubstr("\"minimal\""));
 }
 
 TEST_F(ApiTest, EventsComeInOrderAndResumeFromLastEventId) {

@@ -35,7 +35,8 @@ class ConsoleTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     d_ = new testing::Vesseld(VESSELD_PATH,
-                              {"--console-dir", CONSOLE_DIR, "--warm-pool", "none", "--no-egress"});
+                              {"--console-dir", CONSOLE_DIR, "--warm-pool", "none", "--no-egress",
+                               "--operator-tenant", "dev"});
     ASSERT_TRUE(d_->start()) << "vesseld did not come up; log:\n" << d_->log();
   }
   static void TearDownTestSuite() { testing::endSuite(d_); }
