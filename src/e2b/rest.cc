@@ -145,6 +145,29 @@ void RestApi::install(http::HttpServer& server) {
   r.get("/v2/sandboxes/{id:sandbox}/logs",
         now([this](const Request& q, CT t, P p) { return logs(q, t, p["id"], true); }));
   r.get("/snapshots", now([this](const Request& q, CT t, P) { return listSnapshots(q, t); }));
+  // The template builder (rest_builds.cc); /templates/tags before
+  // /templates/{template}, which would take "tags" as a name.
+  builds_ = makeBuilds();
+  r.post("/v3/templates",
+         authed([this](const Request& q, T t, P) { return requestBuild(q, std::move(t)); }));
+  r.get("/templates/{template}/files/{hash}", now([this](const Request& q, CT t, P p) {
+          return fileUploadLink(q, t, p["template"], p["hash"]);
+        }));
+  r.addUpload(http::verb::put, "/templates/{template}/files/{hash}", kMaxUploadBytes,
+              [this](const Request& q, P p, http::BodyReader& b) { return uploadFiles(q, p, b); });
+  r.post("/v2/templates/{template}/builds/{build}", now([this](const Request& q, CT t, P p) {
+           return startBuild(q, t, p["template"], p["build"]);
+         }));
+  for (bool logs : {false, true})
+    r.get(logs ? "/templates/{template}/builds/{build}/logs"
+               : "/templates/{template}/builds/{build}/status",
+          now([this, logs](const Request& q, CT t, P p) {
+            return buildStatus(q, t, p["template"], p["build"], logs);
+          }));
+  r.get("/templates/{template}/tags",
+        now([this](const Request& q, CT t, P p) { return tags(q, t, p["template"]); }));
+  r.post("/templates/tags", now([this](const Request& q, CT t, P) { return assignTags(q, t, true); }));
+  r.del("/templates/tags", now([this](const Request& q, CT t, P) { return assignTags(q, t, false); }));
   r.get("/templates", now([this](const Request& q, CT t, P) { return listTemplates(q, t); }));
   r.del("/templates/{template}",
         now([this](const Request& q, CT t, P p) { return deleteTemplate(q, t, p["template"]); }));

@@ -10,6 +10,7 @@
 #include <boost/json/object.hpp>
 #include <chrono>
 #include <functional>
+#include <memory>
 #include <set>
 #include <string>
 #include <vector>
@@ -29,6 +30,9 @@ using http::Response;
 // The envd version sandboxes report (`envdVersion`): the SDKs enable
 // features by it, so it must match what Vessel's envd front end serves.
 inline constexpr const char* kEnvdVersion = "0.6.4";
+
+// The largest archive of one COPY the template builder takes (its upload URL).
+inline constexpr uint64_t kMaxUploadBytes = 32 << 20;
 
 struct RestOptions {
   // How long a synchronous answer waits for its operation (TCG restores are slow).
@@ -53,6 +57,9 @@ class RestApi {
   // The `domain` sandboxes are given (`<port>-<id>.<domain>` reaches their
   // ports, ingress/proxy.h); "" (envd off): none.
   void setSandboxDomain(std::string domain) { domain_ = std::move(domain); }
+  // The scheme of the upload URLs the template builder hands out ("https"
+  // when the listener speaks TLS); before install().
+  void setUrlScheme(std::string scheme) { scheme_ = std::move(scheme); }
 
  private:
   // The tenant of the request's key (X-API-Key or a bearer token).
@@ -77,6 +84,19 @@ class RestApi {
   Response deleteTemplate(const Request& req, const std::string& tenant, const std::string& id);
   Response listTemplates(const Request& req, const std::string& tenant);
   Response templateAlias(const Request& req, const std::string& tenant, const std::string& alias);
+  // E2B's template builder (rest_builds.cc): builds requested, their
+  // uploaded files, their status and log from the build's operation, tags.
+  asio::awaitable<Response> requestBuild(const Request& req, std::string tenant);
+  Response fileUploadLink(const Request& req, const std::string& tenant, const std::string& id,
+                          const std::string& hash);
+  asio::awaitable<Response> uploadFiles(const Request& req, const http::Params& p,
+                                        http::BodyReader& body);
+  Response startBuild(const Request& req, const std::string& tenant, const std::string& id,
+                      const std::string& build);
+  Response buildStatus(const Request& req, const std::string& tenant, const std::string& id,
+                       const std::string& build, bool logs_route);
+  Response tags(const Request& req, const std::string& tenant, const std::string& id);
+  Response assignTags(const Request& req, const std::string& tenant, bool assign);
   Response listSecrets(const Request& req, const std::string& tenant);
   asio::awaitable<Response> createSecret(const Request& req, std::string tenant);
   asio::awaitable<Response> secret(const Request& req, std::string tenant, std::string name);
@@ -109,6 +129,10 @@ class RestApi {
   const AccessTokens& tokens_;
   RestOptions opts_;
   std::string domain_;
+  std::string scheme_ = "http";
+  struct Builds;  // rest_builds.cc
+  static std::shared_ptr<Builds> makeBuilds();
+  std::shared_ptr<Builds> builds_;
 };
 
 // E2B's error body, `{"code": <status>, "message": ...}`, with the status the
