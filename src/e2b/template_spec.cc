@@ -28,7 +28,8 @@ struct State {
   }
   std::string resolve(const std::string& p) const {
     if (p.empty() || p[0] == '/') return p;
-    return (workdir.empty() ? std::string("/home/user") : workdir) + "/" + p;
+    std::string base = workdir.empty() ? std::string("/home/user") : workdir;
+    return base + (base.back() == '/' ? "" : "/") + p;
   }
 };
 
@@ -105,6 +106,7 @@ Status addStep(const TemplateStep& t, size_t index, State& st, BuildSpec& spec,
       return okStatus();
     case TemplateStep::Kind::kWorkdir:
       st.workdir = st.resolve(t.args[0]);
+      if (st.workdir == "/") return okStatus();  // fromDockerfile starts with WORKDIR /
       b.kind = BuildStep::Kind::kMkdir;
       b.path = st.workdir;
       b.mode = 0755;
