@@ -166,8 +166,10 @@ void RestApi::install(http::HttpServer& server) {
           }));
   r.get("/templates/{template}/tags",
         now([this](const Request& q, CT t, P p) { return tags(q, t, p["template"]); }));
-  r.post("/templates/tags", now([this](const Request& q, CT t, P) { return assignTags(q, t, true); }));
-  r.del("/templates/tags", now([this](const Request& q, CT t, P) { return assignTags(q, t, false); }));
+  r.post("/templates/tags",
+         now([this](const Request& q, CT t, P) { return assignTags(q, t, true); }));
+  r.del("/templates/tags",
+        now([this](const Request& q, CT t, P) { return assignTags(q, t, false); }));
   r.get("/templates", now([this](const Request& q, CT t, P) { return listTemplates(q, t); }));
   r.del("/templates/{template}",
         now([this](const Request& q, CT t, P p) { return deleteTemplate(q, t, p["template"]); }));

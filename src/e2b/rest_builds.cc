@@ -63,7 +63,8 @@ struct Entry {
 };
 
 json::object entryJson(const Entry& e) {
-  return json::object{{"timestamp", ops::rfc3339(e.ms)}, {"level", e.level}, {"message", e.message}};
+  return json::object{
+      {"timestamp", ops::rfc3339(e.ms)}, {"level", e.level}, {"message", e.message}};
 }
 
 // One stored event of the build as E2B log entries: Vessel's template.log
@@ -82,7 +83,8 @@ void appendEntries(const store::EventRecord& ev, std::vector<Entry>& out) {
   } else if (ev.type == "template.log") {
     std::string kind = str("kind");
     std::string n;
-    if (const auto* s = d.if_contains("step"); s && s->is_int64()) n = std::to_string(s->as_int64());
+    if (const auto* s = d.if_contains("step"); s && s->is_int64())
+      n = std::to_string(s->as_int64());
     if (kind == "step") {
       out.push_back({ev.at_ms, "info", "[" + n + "] " + str("text")});
     } else if (kind == "done") {
@@ -116,8 +118,8 @@ Result<uint64_t> number(const std::map<std::string, std::string>& q, const char*
   uint64_t n = 0;
   auto [p, ec] = std::from_chars(it->second.data(), it->second.data() + it->second.size(), n);
   if (ec != std::errc() || p != it->second.data() + it->second.size() || n > max)
-    return Error(Code::kInvalidArgument, std::string(k) + " must be a number up to " +
-                                             std::to_string(max));
+    return Error(Code::kInvalidArgument,
+                 std::string(k) + " must be a number up to " + std::to_string(max));
   return n;
 }
 
@@ -135,7 +137,7 @@ struct RestApi::Builds {
     std::string tenant, hash;
     std::chrono::steady_clock::time_point expires;
   };
-  std::map<std::string, Ticket> tickets;  // by token
+  std::map<std::string, Ticket> tickets;                // by token
   using FileKey = std::pair<std::string, std::string>;  // tenant, files hash
   std::map<FileKey, std::string> files;
   std::deque<FileKey> file_order;
@@ -145,7 +147,7 @@ struct RestApi::Builds {
     int64_t at_ms;
   };
   std::map<std::string, std::map<std::string, Tag>> tags;  // "tenant/name" -> tag -> build
-  std::map<std::string, std::string> latest;                 // "tenant/name" -> newest build
+  std::map<std::string, std::string> latest;               // "tenant/name" -> newest build
 
   // Keeps the newest archives within kMaxArchives (at least the one just kept).
   void keepFile(const FileKey& k, std::string content) {
@@ -263,10 +265,11 @@ Response RestApi::startBuild(const Request& req, const std::string& tenant, cons
   // `force` (rebuild every step): Vessel's builds have no per-step cache to
   // skip yet; it maps to BuildSpec's no_cache once that lands.
   std::string owner = tenant;
-  auto spec = toBuildSpec(*t, rec.req, [this, owner](const std::string& hash) -> const std::string* {
-    auto it = builds_->files.find({owner, hash});
-    return it == builds_->files.end() ? nullptr : &it->second;
-  });
+  auto spec =
+      toBuildSpec(*t, rec.req, [this, owner](const std::string& hash) -> const std::string* {
+        auto it = builds_->files.find({owner, hash});
+        return it == builds_->files.end() ? nullptr : &it->second;
+      });
   if (!spec.ok()) return errorJson(req, spec.error());
   if (t->registry_credentials)
     rec.notes.push_back({nowMs(), "warn",
@@ -288,14 +291,17 @@ Response RestApi::buildStatus(const Request& req, const std::string& tenant, con
   auto b = builds_->find(tenant, id, build);
   if (!b.ok()) return errorJson(req, b.error());
   const Builds::Build& rec = **b;
-  auto q = logs_route ? http::parseQuery(req.target(), {"cursor", "limit", "direction", "level", "source"})
-                      : http::parseQuery(req.target(), {"logsOffset", "limit", "level"});
+  auto q = logs_route
+               ? http::parseQuery(req.target(), {"cursor", "limit", "direction", "level", "source"})
+               : http::parseQuery(req.target(), {"logsOffset", "limit", "level"});
   if (!q.ok()) return errorJson(req, q.error());
   auto offset = number(*q, "logsOffset", 0, 1u << 30);
   auto limit = number(*q, "limit", logs_route ? 100 : 1u << 30, logs_route ? 100 : 1u << 30);
   auto cursor = number(*q, "cursor", 0, uint64_t{1} << 62);
   if (!offset.ok() || !limit.ok() || !cursor.ok())
-    return errorJson(req, !offset.ok() ? offset.error() : !limit.ok() ? limit.error() : cursor.error());
+    return errorJson(req, !offset.ok()  ? offset.error()
+                          : !limit.ok() ? limit.error()
+                                        : cursor.error());
   std::vector<Entry> all = rec.notes;
   std::string status = "waiting";
   std::optional<json::object> reason;
@@ -317,12 +323,13 @@ Response RestApi::buildStatus(const Request& req, const std::string& tenant, con
     }
   }
   std::string level = q->count("level") ? q->at("level") : "";
-  auto rank = [](const std::string& l) { return l == "debug" ? 0 : l == "info" ? 1 : l == "warn" ? 2 : 3; };
+  auto rank = [](const std::string& l) {
+    return l == "debug" ? 0 : l == "info" ? 1 : l == "warn" ? 2 : 3;
+  };
   json::array entries, lines;
   std::vector<const Entry*> picked;
   for (const auto& e : all)
-    if ((level.empty() || rank(e.level) >= rank(level)) &&
-        e.ms >= static_cast<int64_t>(*cursor))
+    if ((level.empty() || rank(e.level) >= rank(level)) && e.ms >= static_cast<int64_t>(*cursor))
       picked.push_back(&e);
   if (logs_route && q->count("direction") && q->at("direction") == "backward")
     std::reverse(picked.begin(), picked.end());
@@ -330,9 +337,13 @@ Response RestApi::buildStatus(const Request& req, const std::string& tenant, con
     entries.push_back(entryJson(*picked[i]));
     lines.push_back(json::string(picked[i]->message));
   }
-  if (logs_route) return jsonBody(req, http::status::ok, json::object{{"logs", std::move(entries)}});
-  json::object out{{"templateID", rec.req.name}, {"buildID", build},  {"status", status},
-                   {"logs", std::move(lines)},  {"logEntries", std::move(entries)}};
+  if (logs_route)
+    return jsonBody(req, http::status::ok, json::object{{"logs", std::move(entries)}});
+  json::object out{{"templateID", rec.req.name},
+                   {"buildID", build},
+                   {"status", status},
+                   {"logs", std::move(lines)},
+                   {"logEntries", std::move(entries)}};
   if (reason) out["reason"] = std::move(*reason);
   return jsonBody(req, http::status::ok, out);
 }
@@ -362,7 +373,8 @@ Response RestApi::assignTags(const Request& req, const std::string& tenant, bool
   }
   std::string build;
   if (auto t = tags.find(r->tag); t != tags.end()) build = t->second.build_id;
-  if (build.empty() && r->tag == "default" && builds_->latest.count(key)) build = builds_->latest[key];
+  if (build.empty() && r->tag == "default" && builds_->latest.count(key))
+    build = builds_->latest[key];
   if (build.empty())
     return errorJson(req, Error(Code::kNotFound, "template " + r->name + ":" + r->tag +
                                                      " not found (no build of it here)"));

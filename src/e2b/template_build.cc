@@ -64,7 +64,8 @@ Result<TemplateStep> parseStep(const json::value& v, size_t i) {
       if (!filesHash(s.files_hash)) return bad(at + ".filesHash must be 64 hex digits");
     } else if (k == "force" || k == "forceUpload" || k == "resolveSymlinks" || k == "gzip") {
       // The SDK's own flags: there is no per-step cache to skip here.
-      if (!x.is_bool() && !x.is_null()) return bad(at + "." + std::string(k) + " must be a boolean");
+      if (!x.is_bool() && !x.is_null())
+        return bad(at + "." + std::string(k) + " must be a boolean");
     } else {
       return bad(at + ": unknown field '" + std::string(k) + "'");
     }

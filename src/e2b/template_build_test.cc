@@ -5,7 +5,6 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-
 #include <sys/wait.h>
 
 #include <cstdlib>
@@ -78,15 +77,17 @@ TEST(TemplateBuild, WhatHasNoMappingIsRefusedByName) {
               HasSubstr("COPY, ENV, RUN, WORKDIR and USER"));
   EXPECT_FALSE(parseTemplateBuild(R"({"fromImage":"x","fromTemplate":"base"})").ok());
   EXPECT_FALSE(parseTemplateBuild(R"({"steps":[]})").ok());
-  EXPECT_FALSE(parseTemplateBuild(R"({"fromImage":"x","steps":[{"type":"COPY","args":["a","/b"]}]})")
-                   .ok());  // no filesHash
-  EXPECT_FALSE(parseTemplateBuild(R"({"fromImage":"x","steps":[{"type":"ENV","args":["1A","x"]}]})")
-                   .ok());
+  EXPECT_FALSE(
+      parseTemplateBuild(R"({"fromImage":"x","steps":[{"type":"COPY","args":["a","/b"]}]})")
+          .ok());  // no filesHash
+  EXPECT_FALSE(
+      parseTemplateBuild(R"({"fromImage":"x","steps":[{"type":"ENV","args":["1A","x"]}]})").ok());
   EXPECT_FALSE(parseTemplateBuild(R"({"fromImage":"NOT A REF"})").ok());
 }
 
 TEST(TemplateBuild, BuildRequestsAndTags) {
-  auto r = parseBuildRequest(R"({"name":"my-app:v1","tags":["stable"],"cpuCount":2,"memoryMB":512})");
+  auto r =
+      parseBuildRequest(R"({"name":"my-app:v1","tags":["stable"],"cpuCount":2,"memoryMB":512})");
   ASSERT_TRUE(r.ok()) << r.error().message();
   EXPECT_EQ(r->name, "my-app");
   EXPECT_THAT(r->tags, ElementsAre("v1", "stable"));
@@ -124,7 +125,7 @@ TEST(TemplateBuild, StepsBecomeTheSpecsStepsWithTheirUserWorkdirAndEnv) {
   EXPECT_EQ(spec->steps[0].content, "tar bytes");
   EXPECT_EQ(spec->steps[1].user, "root");
   EXPECT_THAT(spec->steps[1].argv[2], HasSubstr("chown -R 'user'"));  // COPY as the current USER
-  EXPECT_EQ(spec->steps[2].user, "user");  // E2B's default user
+  EXPECT_EQ(spec->steps[2].user, "user");                             // E2B's default user
   EXPECT_TRUE(spec->steps[2].env.empty());
   EXPECT_EQ(spec->steps[3].kind, BuildStep::Kind::kMkdir);
   EXPECT_EQ(spec->steps[3].path, "/app");
@@ -156,12 +157,13 @@ TEST(TemplateBuild, TheCopyScriptCopiesAsDockerDoes) {
   std::ofstream(root / "src/y.cfg") << "y";
   auto copy = [&](const std::string& src, const std::string& dest) {
     auto b = parseTemplateBuild(R"({"fromImage":"x","steps":[{"type":"USER","args":["root"]},
-        {"type":"COPY","args":[")" + src + R"(",")" + dest + R"(","","0640"],"filesHash":")" +
-                                kHash + R"("}]})");
+        {"type":"COPY","args":[")" +
+                                src + R"(",")" + dest + R"(","","0640"],"filesHash":")" + kHash +
+                                R"("}]})");
     EXPECT_TRUE(b.ok());
     std::string archive;
-    auto spec = toBuildSpec(*b, BuildRequest{"t", {}, 0, 0},
-                            [&](const std::string&) { return &archive; });
+    auto spec =
+        toBuildSpec(*b, BuildRequest{"t", {}, 0, 0}, [&](const std::string&) { return &archive; });
     EXPECT_TRUE(spec.ok());
     // The unpack's scratch directory is the host's copy of the tree here.
     std::string script = spec->steps[1].argv[2];
@@ -180,8 +182,7 @@ TEST(TemplateBuild, TheCopyScriptCopiesAsDockerDoes) {
   EXPECT_TRUE(fs::exists(root / "out/app/sub/b.txt"));
   EXPECT_EQ(copy("one.txt", out + "/dir/"), 0);
   EXPECT_TRUE(fs::is_regular_file(root / "out/dir/one.txt"));
-  EXPECT_EQ(fs::status(root / "out/dir/one.txt").permissions() & fs::perms::all,
-            fs::perms(0640));
+  EXPECT_EQ(fs::status(root / "out/dir/one.txt").permissions() & fs::perms::all, fs::perms(0640));
   EXPECT_EQ(copy("one.txt", out + "/renamed.txt"), 0);
   EXPECT_TRUE(fs::is_regular_file(root / "out/renamed.txt"));
   EXPECT_EQ(copy("*.cfg", out + "/cfg"), 0);

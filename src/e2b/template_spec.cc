@@ -89,7 +89,8 @@ Status addStep(const TemplateStep& t, size_t index, State& st, BuildSpec& spec,
       std::string owner = t.args.size() > 2 && !t.args[2].empty() ? t.args[2] : st.user;
       if (owner == "root") owner.clear();
       std::string mode = t.args.size() > 3 ? t.args[3] : "";
-      b.argv = {"/bin/sh", "-c", copyScript(scratch, t.args[0], st.resolve(t.args[1]), owner, mode)};
+      b.argv = {"/bin/sh", "-c",
+                copyScript(scratch, t.args[0], st.resolve(t.args[1]), owner, mode)};
       b.user = "root";
       spec.steps.push_back(std::move(b));
       return okStatus();
@@ -113,9 +114,7 @@ Status addStep(const TemplateStep& t, size_t index, State& st, BuildSpec& spec,
       if (st.user != "root") b.owner = st.user;
       spec.steps.push_back(std::move(b));
       return okStatus();
-    case TemplateStep::Kind::kUser:
-      st.user = t.args[0];
-      return okStatus();
+    case TemplateStep::Kind::kUser: st.user = t.args[0]; return okStatus();
   }
   return okStatus();
 }
