@@ -26,7 +26,7 @@ files=(
   src/api/network_settings.cc
   src/api/resources.cc
   src/api/data_plane_requests.cc
-  src/e2b/requests.cc src/e2b/envd/connect.cc src/e2b/envd/multipart.cc src/e2b/envd/signature.cc
+  src/e2b/requests.cc src/e2b/template_build.cc src/e2b/template_spec.cc src/e2b/envd/connect.cc src/e2b/envd/multipart.cc src/e2b/envd/signature.cc
   src/e2b/envd/route.cc
   src/hypervisor/qemu/qmp.cc
   src/templates/manifest.cc src/templates/build_spec.cc src/templates/image_ref.cc
