@@ -158,7 +158,7 @@ TEST(TemplateBuild, TheCopyScriptCopiesAsDockerDoes) {
   auto copy = [&](const std::string& src, const std::string& dest) {
     auto b = parseTemplateBuild(R"({"fromImage":"x","steps":[{"type":"USER","args":["root"]},
         {"type":"COPY","args":[")" +
-                                src + R"(",")" + dest + R"(","","0640"],"filesHash":")" + kHash +
+                                src + R"(",")" + dest + R"(","","0750"],"filesHash":")" + kHash +
                                 R"("}]})");
     EXPECT_TRUE(b.ok());
     std::string archive;
@@ -182,7 +182,7 @@ TEST(TemplateBuild, TheCopyScriptCopiesAsDockerDoes) {
   EXPECT_TRUE(fs::exists(root / "out/app/sub/b.txt"));
   EXPECT_EQ(copy("one.txt", out + "/dir/"), 0);
   EXPECT_TRUE(fs::is_regular_file(root / "out/dir/one.txt"));
-  EXPECT_EQ(fs::status(root / "out/dir/one.txt").permissions() & fs::perms::all, fs::perms(0640));
+  EXPECT_EQ(fs::status(root / "out/dir/one.txt").permissions() & fs::perms::all, fs::perms(0750));
   EXPECT_EQ(copy("one.txt", out + "/renamed.txt"), 0);
   EXPECT_TRUE(fs::is_regular_file(root / "out/renamed.txt"));
   EXPECT_EQ(copy("*.cfg", out + "/cfg"), 0);

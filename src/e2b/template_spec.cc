@@ -49,9 +49,9 @@ std::string copyScript(const std::string& scratch, const std::string& src, const
   std::string s = "set -e\ncd " + shellQuote(scratch) + "\nd=" + shellQuote(dest) +
                   "\nn=0\nfor f in " + shellQuote(src, true) +
                   "; do [ -e \"$f\" ] || [ -L \"$f\" ] || continue; n=$((n+1)); done\n"
-                  "[ \"$n\" -gt 0 ] || { echo \"COPY: nothing matches " +
-                  shellQuote(src).substr(1, shellQuote(src).size() - 2) +
-                  "\" >&2; exit 1; }\n"
+                  "[ \"$n\" -gt 0 ] || { echo 'COPY: nothing matches' " +
+                  shellQuote(src) +
+                  " >&2; exit 1; }\n"
                   "dir=0; case \"$d\" in */) dir=1;; esac\n"
                   "if [ \"$n\" -gt 1 ] || [ -d \"$d\" ]; then dir=1; fi\n"
                   "for f in " +
