@@ -43,6 +43,13 @@ struct RestOptions {
 // in vesseld: keys are the native API's, and src/e2b reads no store).
 using TenantForKey = std::function<Result<std::string>(std::string_view key)>;
 
+// A build operation's stored events after a sequence number, oldest first
+// (store::Store::listEvents of the tenant and operation): the template
+// builder's status renders them as E2B's log, as the native API's SSE
+// streams read the same log.
+using OperationEvents = std::function<Result<std::vector<store::EventRecord>>(
+    const std::string& tenant, const std::string& op_id, int64_t after_seq, int limit)>;
+
 class RestApi {
  public:
   RestApi(ops::Lifecycle& lifecycle, TenantForKey tenant_for_key,
@@ -60,6 +67,8 @@ class RestApi {
   // The scheme of the upload URLs the template builder hands out ("https"
   // when the listener speaks TLS); before install().
   void setUrlScheme(std::string scheme) { scheme_ = std::move(scheme); }
+  // Where build status reads its events (unset: builds show no log).
+  void setOperationEvents(OperationEvents f) { events_ = std::move(f); }
 
  private:
   // The tenant of the request's key (X-API-Key or a bearer token).
@@ -130,6 +139,7 @@ class RestApi {
   RestOptions opts_;
   std::string domain_;
   std::string scheme_ = "http";
+  OperationEvents events_;
   struct Builds;  // rest_builds.cc
   static std::shared_ptr<Builds> makeBuilds();
   std::shared_ptr<Builds> builds_;

@@ -308,9 +308,11 @@ Response RestApi::buildStatus(const Request& req, const std::string& tenant, con
   if (!rec.op_id.empty()) {
     auto op = lifecycle_.getOperation(tenant, rec.op_id);
     if (!op.ok()) return errorJson(req, op.error());
-    auto events = lifecycle_.operationEvents(tenant, rec.op_id, 0, kMaxEvents);
-    if (!events.ok()) return errorJson(req, events.error());
-    for (const auto& ev : *events) appendEntries(ev, all);
+    if (events_) {
+      auto events = events_(tenant, rec.op_id, 0, kMaxEvents);
+      if (!events.ok()) return errorJson(req, events.error());
+      for (const auto& ev : *events) appendEntries(ev, all);
+    }
     switch (op->state) {
       case OpState::kPending: status = "waiting"; break;
       case OpState::kRunning: status = "building"; break;

@@ -203,11 +203,6 @@ class Lifecycle {
   // Error before anything is accepted, or the failed operation once begun.
   Result<store::OperationRecord> buildTemplate(const std::string& tenant,
                                                templates::BuildSpec spec);
-  // A build's events after `after_seq`, oldest first (the E2B front end
-  // renders them as E2B's build log); another tenant's operation has none.
-  Result<std::vector<store::EventRecord>> operationEvents(const std::string& tenant,
-                                                          const std::string& op_id,
-                                                          int64_t after_seq, int limit);
 
   // The reaper (ops/reaper.h): start() runs reapOnce() every
   // reap_interval (deletes sandboxes past their lifetime, pauses or ends

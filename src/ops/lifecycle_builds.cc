@@ -93,13 +93,6 @@ Result<store::OperationRecord> Lifecycle::buildTemplate(const std::string& tenan
   return op;
 }
 
-Result<std::vector<store::EventRecord>> Lifecycle::operationEvents(const std::string& tenant,
-                                                                   const std::string& op_id,
-                                                                   int64_t after_seq, int limit) {
-  if (op_id.empty()) return std::vector<store::EventRecord>{};  // "" would be every operation's
-  return store_.listEvents(tenant, op_id, after_seq, limit);
-}
-
 void Lifecycle::buildProgress(const std::string& op_id, const std::string& name,
                               const std::string& step, int percent) {
   auto it = builds_in_flight_.find(op_id);

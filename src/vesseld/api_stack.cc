@@ -90,6 +90,14 @@ Result<std::unique_ptr<ApiStack>> ApiStack::build(asio::io_context& io, ApiSetti
   auto tenant_for_key = [&store](std::string_view key) { return api::tenantForKey(key, store); };
   a->e2b_rest_ =
       std::make_unique<e2b::RestApi>(*a->lifecycle_, tenant_for_key, templates, *a->tokens_);
+  // The template builder's status reads the build's events from the store,
+  // as the native API's event streams do; "" would be every operation's.
+  a->e2b_rest_->setOperationEvents(
+      [&store](const std::string& tenant, const std::string& op, int64_t after, int limit) {
+        if (op.empty())
+          return Result<std::vector<store::EventRecord>>(std::vector<store::EventRecord>{});
+        return store.listEvents(tenant, op, after, limit);
+      });
 
   // E2B envd (docs/e2b-envd.md): on one machine the lifecycle's agents;
   // on a replica none, every request forwarded to its sandbox's node.
