@@ -62,8 +62,9 @@ bool e2bTemplateName(std::string_view n);
 
 // The archive (the SDK's tar.gz) uploaded under a files hash, or null.
 using UploadedFiles = std::function<const std::string*(const std::string& hash)>;
-// Vessel's build spec of `b` for the template `name`: COPY unpacks its
-// archive into a scratch directory with the guest's tar, then copies
+// Vessel's build spec of `b` for the template `name`: COPY writes its
+// archive into the guest, unpacks it into a scratch directory with the
+// guest's tar, then copies
 // `src` to `dest` as docker does; RUN, ENV, WORKDIR and USER become the
 // spec's steps and their user, workdir and environment; startCmd and
 // readyCmd its `start` (as the last USER in the last WORKDIR) and `ready`.

@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 
 namespace vessel::e2b {
 namespace {
@@ -120,9 +121,10 @@ TEST(TemplateBuild, StepsBecomeTheSpecsStepsWithTheirUserWorkdirAndEnv) {
   EXPECT_EQ(spec->name, "my-app");
   EXPECT_EQ(spec->vcpus, 2u);
   EXPECT_EQ(spec->from_image, "127.0.0.1:5000/e2b/busybox:1");
-  ASSERT_EQ(spec->steps.size(), 5u);  // unpack, copy, run, mkdir, run
-  EXPECT_EQ(spec->steps[0].kind, BuildStep::Kind::kUnpack);
+  ASSERT_EQ(spec->steps.size(), 5u);  // write the archive, unpack and copy, run, mkdir, run
+  EXPECT_EQ(spec->steps[0].kind, BuildStep::Kind::kWrite);
   EXPECT_EQ(spec->steps[0].content, "tar bytes");
+  EXPECT_THAT(spec->steps[1].argv[2], HasSubstr("tar -xf '/tmp/.e2b-copy-0.tar'"));  // not gzip
   EXPECT_EQ(spec->steps[1].user, "root");
   EXPECT_THAT(spec->steps[1].argv[2], HasSubstr("chown -R 'user'"));  // COPY as the current USER
   EXPECT_EQ(spec->steps[2].user, "user");                             // E2B's default user
@@ -155,6 +157,14 @@ TEST(TemplateBuild, TheCopyScriptCopiesAsDockerDoes) {
   std::ofstream(root / "src/one.txt") << "1";
   std::ofstream(root / "src/x.cfg") << "x";
   std::ofstream(root / "src/y.cfg") << "y";
+  // The SDK's archive: a tar.gz of the paths, relative to the context.
+  std::string tgz = (root / "context.tar.gz").string();
+  ASSERT_EQ(std::system(
+                ("tar -czf " + tgz + " -C " + (root / "src").string() + " app one.txt x.cfg y.cfg")
+                    .c_str()),
+            0);
+  std::ifstream in(tgz, std::ios::binary);
+  std::string archive((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   auto copy = [&](const std::string& src, const std::string& dest) {
     auto b = parseTemplateBuild(R"({"fromImage":"x","steps":[{"type":"USER","args":["root"]},
         {"type":"COPY","args":[")" +
@@ -162,18 +172,16 @@ TEST(TemplateBuild, TheCopyScriptCopiesAsDockerDoes) {
                                 R"("}]})");
     EXPECT_TRUE(b.ok());
     if (!b.ok()) return -1;
-    std::string archive;
     auto spec =
         toBuildSpec(*b, BuildRequest{"t", {}, 0, 0}, [&](const std::string&) { return &archive; });
     EXPECT_TRUE(spec.ok());
     if (!spec.ok() || spec->steps.size() != 2) return -1;
-    // The unpack's scratch directory is the host's copy of the tree here.
+    // The guest's paths become the host's scratch paths here.
     std::string script = spec->steps[1].argv[2];
-    std::string scratch = spec->steps[0].path;
-    for (size_t at; (at = script.find(scratch)) != std::string::npos;)
-      script.replace(at, scratch.size(), (root / "scratch").string());
-    fs::remove_all(root / "scratch");
-    fs::copy(root / "src", root / "scratch", fs::copy_options::recursive);
+    const std::string guest = "/tmp/.e2b-copy-1";
+    for (size_t at; (at = script.find(guest)) != std::string::npos;)
+      script.replace(at, guest.size(), (root / "scratch").string());
+    std::ofstream(root / "scratch.tar", std::ios::binary) << spec->steps[0].content;
     std::ofstream(root / "copy.sh") << script;
     int st = std::system(("/bin/sh " + (root / "copy.sh").string() + " 2>/dev/null").c_str());
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
@@ -190,7 +198,8 @@ TEST(TemplateBuild, TheCopyScriptCopiesAsDockerDoes) {
   EXPECT_EQ(copy("*.cfg", out + "/cfg"), 0);
   EXPECT_TRUE(fs::exists(root / "out/cfg/x.cfg"));
   EXPECT_TRUE(fs::exists(root / "out/cfg/y.cfg"));
-  EXPECT_FALSE(fs::exists(root / "scratch"));  // removed by the script after a copy
+  EXPECT_FALSE(fs::exists(root / "scratch"));  // both removed by the script after a copy
+  EXPECT_FALSE(fs::exists(root / "scratch.tar"));
   EXPECT_NE(copy("missing.txt", out + "/m"), 0);
   fs::remove_all(root);
 }

@@ -81,16 +81,25 @@ Status addStep(const TemplateStep& t, size_t index, State& st, BuildSpec& spec,
                          ") were not uploaded (the SDK uploads them to the URL "
                          "GET /templates/{id}/files/{hash} gives)");
       std::string scratch = "/tmp/.e2b-copy-" + std::to_string(index);
-      BuildStep unpack = b;
-      unpack.kind = BuildStep::Kind::kUnpack;
-      unpack.path = scratch;
-      unpack.content = *archive;
-      spec.steps.push_back(std::move(unpack));
+      // Written, then unpacked by the copy's script rather than by an unpack
+      // step: busybox's tar finds no gzip by itself, so -z is said for the
+      // SDK's tar.gz (gzip: false sends a plain tar).
+      BuildStep write = b;
+      write.kind = BuildStep::Kind::kWrite;
+      write.path = scratch + ".tar";
+      write.mode = 0600;
+      write.content = *archive;
+      spec.steps.push_back(std::move(write));
+      bool gzip = archive->size() >= 2 && static_cast<unsigned char>((*archive)[0]) == 0x1f &&
+                  static_cast<unsigned char>((*archive)[1]) == 0x8b;
+      std::string unpack = "set -e\nmkdir -p " + shellQuote(scratch) + "\ntar -x" +
+                           (gzip ? "z" : "") + "f " + shellQuote(scratch + ".tar") + " -C " +
+                           shellQuote(scratch) + "\nrm -f " + shellQuote(scratch + ".tar") + "\n";
       std::string owner = t.args.size() > 2 && !t.args[2].empty() ? t.args[2] : st.user;
       if (owner == "root") owner.clear();
       std::string mode = t.args.size() > 3 ? t.args[3] : "";
       b.argv = {"/bin/sh", "-c",
-                copyScript(scratch, t.args[0], st.resolve(t.args[1]), owner, mode)};
+                unpack + copyScript(scratch, t.args[0], st.resolve(t.args[1]), owner, mode)};
       b.user = "root";
       spec.steps.push_back(std::move(b));
       return okStatus();
