@@ -262,8 +262,6 @@ Response RestApi::startBuild(const Request& req, const std::string& tenant, cons
     return errorJson(req, Error(Code::kFailedPrecondition, "build " + build + " already started"));
   auto t = parseTemplateBuild(req.body());
   if (!t.ok()) return errorJson(req, t.error());
-  // `force` (rebuild every step): Vessel's builds have no per-step cache to
-  // skip yet; it maps to BuildSpec's no_cache once that lands.
   std::string owner = tenant;
   auto spec =
       toBuildSpec(*t, rec.req, [this, owner](const std::string& hash) -> const std::string* {
@@ -271,11 +269,12 @@ Response RestApi::startBuild(const Request& req, const std::string& tenant, cons
         return it == builds_->files.end() ? nullptr : &it->second;
       });
   if (!spec.ok()) return errorJson(req, spec.error());
-  if (t->registry_credentials)
-    rec.notes.push_back({nowMs(), "warn",
-                         "fromImageRegistry: the credentials are not used (Vessel pulls "
-                         "anonymously); a private image fails to pull"});
-  auto op = lifecycle_.buildTemplate(tenant, std::move(*spec));
+  // `force`, the build's or a step's: every step built again, none taken
+  // from the step cache (a step's force rebuilds from the first step, not
+  // from itself: more work, the same result).
+  spec->no_cache = t->force;
+  for (const auto& s : t->steps) spec->no_cache |= s.force;
+  auto op = lifecycle_.buildTemplate(tenant, std::move(*spec), std::move(t->registry_auth));
   if (!op.ok()) return errorJson(req, op.error());
   rec.op_id = op->id;
   Response res{http::status::accepted, req.version()};

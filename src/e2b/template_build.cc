@@ -63,9 +63,11 @@ Result<TemplateStep> parseStep(const json::value& v, size_t i) {
       VESSEL_ASSIGN_OR_RETURN(s.files_hash, http::strField(x, at + ".filesHash", 64));
       if (!filesHash(s.files_hash)) return bad(at + ".filesHash must be 64 hex digits");
     } else if (k == "force" || k == "forceUpload" || k == "resolveSymlinks" || k == "gzip") {
-      // The SDK's own flags: there is no per-step cache to skip here.
+      // The SDK's own flags; `force` (this step and those after it built
+      // again) is kept, the others say how the SDK uploaded.
       if (!x.is_bool() && !x.is_null())
         return bad(at + "." + std::string(k) + " must be a boolean");
+      if (k == "force" && x.is_bool()) s.force = x.as_bool();
     } else {
       return bad(at + ": unknown field '" + std::string(k) + "'");
     }
@@ -127,7 +129,9 @@ Status parseRegistry(const json::value& v, TemplateBuild& b) {
     if (k == "type") continue;
     if (k != "username" && k != "password")
       return bad("fromImageRegistry: unknown field '" + std::string(k) + "'");
-    VESSEL_TRY(http::strField(x, "fromImageRegistry." + std::string(k), 4096));
+    VESSEL_ASSIGN_OR_RETURN(std::string value,
+                            http::strField(x, "fromImageRegistry." + std::string(k), 4096));
+    (k == "username" ? b.registry_auth.username : b.registry_auth.password) = std::move(value);
   }
   b.registry_credentials = true;
   return okStatus();

@@ -13,6 +13,7 @@
 
 #include "base/result.h"
 #include "templates/build_spec.h"
+#include "templates/image_ref.h"
 
 namespace vessel::e2b {
 
@@ -30,15 +31,17 @@ struct TemplateStep {
   Kind kind = Kind::kRun;
   std::vector<std::string> args;
   std::string files_hash;  // kCopy: the uploaded archive's hash
+  bool force = false;      // built again, with every step after it
 };
 
 // POST /v2/templates/{id}/builds/{buildID} (TemplateBuildStartV2).
 struct TemplateBuild {
   std::string from_image;     // canonical (templates/image_ref.h); or
   std::string from_template;  // a template the tenant sees
-  // fromImageRegistry of type `registry` was given; its credentials are
-  // checked for shape but not used (Vessel's pulls are anonymous).
+  // fromImageRegistry of type `registry`: the registry's username and
+  // password, for this build's pull only (never stored or logged).
   bool registry_credentials = false;
+  templates::RegistryAuth registry_auth;
   bool force = false;
   std::vector<TemplateStep> steps;
   std::string start_cmd, ready_cmd;

@@ -47,6 +47,9 @@ TEST(TemplateBuild, TheSdksBodyBecomesTypedSteps) {
   EXPECT_EQ(b->steps[0].kind, TemplateStep::Kind::kCopy);
   EXPECT_EQ(b->steps[0].files_hash, kHash);
   EXPECT_THAT(b->steps[5].args, ElementsAre("echo $GREETING > greeting", "user"));
+  EXPECT_FALSE(b->force);
+  EXPECT_FALSE(b->steps[4].force);
+  EXPECT_TRUE(b->steps[5].force) << "a step's force is kept";
   // docker.io's short names are made canonical, as Vessel's own API does.
   auto d = parseTemplateBuild(R"({"fromImage":"python:3.12"})");
   ASSERT_TRUE(d.ok());
@@ -72,6 +75,8 @@ TEST(TemplateBuild, WhatHasNoMappingIsRefusedByName) {
       R"({"fromImage":"x/y:1","fromImageRegistry":{"type":"registry","username":"u","password":"p"}})");
   ASSERT_TRUE(reg.ok()) << reg.error().message();
   EXPECT_TRUE(reg->registry_credentials);
+  EXPECT_EQ(reg->registry_auth.username, "u");
+  EXPECT_EQ(reg->registry_auth.password, "p");
   EXPECT_THAT(parseTemplateBuild(R"({"fromImage":"x","steps":[{"type":"ADD","args":["a"]}]})")
                   .error()
                   .message(),

@@ -201,8 +201,12 @@ class Lifecycle {
   // or it fails with the node's reason, in the tenant's names. A refusal
   // (a reserved name, no such base, the node's build queue full) is an
   // Error before anything is accepted, or the failed operation once begun.
+  // `given`: a registry username and password that came with the request
+  // itself (E2B's fromImageRegistry) instead of a stored credential; used
+  // for this build's pull only, never stored or logged.
   Result<store::OperationRecord> buildTemplate(const std::string& tenant,
-                                               templates::BuildSpec spec);
+                                               templates::BuildSpec spec,
+                                               templates::RegistryAuth given = {});
 
   // The reaper (ops/reaper.h): start() runs reapOnce() every
   // reap_interval (deletes sandboxes past their lifetime, pauses or ends

@@ -45,7 +45,8 @@ Result<templates::RegistryAuth> Lifecycle::registryAuth(const std::string& tenan
 }
 
 Result<store::OperationRecord> Lifecycle::buildTemplate(const std::string& tenant,
-                                                        templates::BuildSpec spec) {
+                                                        templates::BuildSpec spec,
+                                                        templates::RegistryAuth given) {
   std::string name = spec.name;
   VESSEL_TRY(catalogue_.checkNewName(name));
   // A from_image build boots the image's filesystem: the node pulls and
@@ -58,7 +59,11 @@ Result<store::OperationRecord> Lifecycle::buildTemplate(const std::string& tenan
     base_stored = base.stored;
   }
 
-  templates::RegistryAuth auth;
+  templates::RegistryAuth auth = std::move(given);
+  if (!auth.empty() && (spec.from_image.empty() || !spec.from_image_credential.empty()))
+    return Error(Code::kInvalidArgument,
+                 "a registry username and password go with from_image, instead of "
+                 "from_image_credential");
   if (!spec.from_image_credential.empty()) {
     VESSEL_ASSIGN_OR_RETURN(auth, registryAuth(tenant, spec));
   }

@@ -124,6 +124,24 @@ TEST_F(LifecycleTest, ARegistryCredentialIsTheTenantsAndMeantForTheRegistry) {
               HasSubstr("is for registry.lan, not the image's registry ghcr.io"));
   EXPECT_TRUE(node_->last_build_auth.empty()) << "a refused credential reached the node";
   EXPECT_EQ(node_->count("build " + templates::tenantTemplateName("t1", "app") + " from "), 1);
+
+  // A username and password given with the request (E2B's
+  // fromImageRegistry) reach the node as a stored credential's do; never
+  // beside a named credential, nor without an image.
+  spec.from_image_credential = "reg";
+  EXPECT_EQ(lc_->buildTemplate("t1", spec, {"carol", "given"}).error().code(),
+            Code::kInvalidArgument);
+  spec.from_image_credential.clear();
+  ASSERT_TRUE(lc_->buildTemplate("t1", spec, {"carol", "given"}).ok());
+  EXPECT_EQ(node_->last_build_auth.username, "carol");
+  EXPECT_EQ(node_->last_build_auth.password, "given");
+  drain();
+  node_->last_build_auth = {};
+  templates::BuildSpec plain;
+  plain.name = "plain";
+  EXPECT_EQ(lc_->buildTemplate("t1", plain, {"carol", "given"}).error().code(),
+            Code::kInvalidArgument);
+  EXPECT_TRUE(node_->last_build_auth.empty());
 }
 
 }  // namespace

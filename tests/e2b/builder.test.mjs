@@ -18,6 +18,7 @@ import { Vesseld } from './vesseld.mjs'
 let d
 let registry // the helper process
 let host // its host:port
+let privateHost // the one behind a username and password
 let ctx // the build context (the SDK's fileContextPath)
 let built // Template.build's answer
 
@@ -41,7 +42,7 @@ async function startRegistry() {
 }
 
 before(async () => {
-  host = await startRegistry()
+  ;[host, privateHost] = (await startRegistry()).split(' ')
   d = await new Vesseld({ templates: ['minimal'], rest: true, egress: false }).start()
   ctx = fs.mkdtempSync(path.join(os.tmpdir(), 'vessel-e2b-ctx-'))
   fs.mkdirSync(path.join(ctx, 'app', 'sub'), { recursive: true })
@@ -137,6 +138,36 @@ test('fromDockerfile goes through the same routes', async () => {
   } finally {
     await sb.kill()
   }
+})
+
+test('fromImage with a username and password pulls a private image; force rebuilds', async () => {
+  const wrong = Template().fromImage(`${privateHost}/e2b/private:1`, { username: 'e2b-user', password: 'nope' })
+  await assert.rejects(Template.build(wrong, 'e2b-private', d.opts()), (e) => {
+    assert.match(e.message, /refused/)
+    assert.doesNotMatch(e.message, /nope/)
+    return true
+  })
+  const right = Template()
+    .fromImage(`${privateHost}/e2b/private:1`, { username: 'e2b-user', password: 'e2b-registry-pass-1234' })
+    .runCmd('cat /proc/sys/kernel/random/uuid > /tmp/built-at')
+  const logs = []
+  await Template.build(right, 'e2b-private', { ...d.opts(), onBuildLogs: (e) => logs.push(e.message) })
+  assert.equal(JSON.stringify(logs).includes('e2b-registry-pass-1234'), false, 'the password in a log')
+  const builtAt = async () => {
+    const sb = await Sandbox.create('e2b-private', d.opts())
+    try {
+      return (await d.sh(sb.sandboxId, 'cat /tmp/built-at', 'root')).stdout
+    } finally {
+      await sb.kill()
+    }
+  }
+  const first = await builtAt()
+  // The same template again is the same build; skipCache (the SDK's
+  // force) builds it anew.
+  await Template.build(right, 'e2b-private', d.opts())
+  assert.equal(await builtAt(), first)
+  await Template.build(right, 'e2b-private', { ...d.opts(), skipCache: true })
+  assert.notEqual(await builtAt(), first)
 })
 
 test('a failing step fails the build with its output; AWS and GCP registries are refused', async () => {

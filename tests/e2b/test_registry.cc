@@ -1,8 +1,10 @@
 // A registry on 127.0.0.1 for builder.test.mjs (E2B's Template builder):
 // Debian's docker-registry with one image, e2b/busybox:1, made from
-// busybox-static with umoci and pushed with skopeo (images/testing). Prints
-// the registry's host:port, then serves until its stdin closes (the test,
-// or its death), and removes everything. Nothing leaves the machine.
+// busybox-static with umoci and pushed with skopeo (images/testing), and a
+// second one behind a username and password (kPrivateUser, kPrivatePass)
+// with e2b/private:1. Prints both host:ports on one line, then serves until
+// its stdin closes (the test, or its death), and removes everything.
+// Nothing leaves the machine.
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -39,7 +41,16 @@ int main() {
     std::fprintf(stderr, "push: %s\n", pushed.error().message().c_str());
     return 2;
   }
-  std::printf("%s\n", (*reg)->host().c_str());
+  auto priv = TestRegistry::start({"e2b-user", "e2b-registry-pass-1234"});
+  if (!priv.ok()) {
+    std::fprintf(stderr, "private registry: %s\n", priv.error().message().c_str());
+    return 2;
+  }
+  if (auto s = (*priv)->push(root, "e2b/private", "1"); !s.ok()) {
+    std::fprintf(stderr, "push private: %s\n", s.error().message().c_str());
+    return 2;
+  }
+  std::printf("%s %s\n", (*reg)->host().c_str(), (*priv)->host().c_str());
   std::fflush(stdout);
   char buf[256];
   while (::read(0, buf, sizeof buf) > 0) {
