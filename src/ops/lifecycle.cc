@@ -218,14 +218,25 @@ std::optional<Error> Lifecycle::quotaFor(const std::string& tenant, const Demand
   if (!use.ok()) return use.error();
   // The store knows sandboxes; the tenant's templates are on this node's disk.
   use->disk_mib += static_cast<int64_t>(catalogue_.tenantDiskMib(tenant));
-  return overQuota(*lim, *use, policy_.quota, d);
+  return overQuota(*lim, withBuilds(tenant, *use), policy_.quota, d);
+}
+
+store::TenantUsage Lifecycle::withBuilds(const std::string& tenant, store::TenantUsage u) const {
+  for (const auto& [op_id, shape] : build_shapes_) {
+    auto it = builds_in_flight_.find(op_id);
+    if (it == builds_in_flight_.end() || it->second.tenant_id != tenant) continue;
+    u.sandboxes += 1;
+    u.memory_mib += static_cast<int64_t>(shape.memory_mib);
+    u.vcpus += static_cast<int64_t>(shape.vcpus);
+  }
+  return u;
 }
 
 store::Store::Admission Lifecycle::admission(const std::string& tenant, const Demand& d) const {
   auto tmpl_mib = static_cast<int64_t>(catalogue_.tenantDiskMib(tenant));
-  return [this, d, tmpl_mib](const store::TenantLimits& l, store::TenantUsage u) {
+  return [this, tenant, d, tmpl_mib](const store::TenantLimits& l, store::TenantUsage u) {
     u.disk_mib += tmpl_mib;
-    return overQuota(l, u, policy_.quota, d);
+    return overQuota(l, withBuilds(tenant, u), policy_.quota, d);
   };
 }
 

@@ -292,6 +292,12 @@ class Lifecycle {
   // Template builds the node is running: op id -> their operation. Failed
   // at shutdown (the node drops them without calling back).
   std::map<std::string, store::OperationRecord> builds_in_flight_;
+  // Their build VMs, op id -> shape: a build is a sandbox in its tenant's
+  // quotas while it runs (withBuilds).
+  std::map<std::string, Demand> build_shapes_;
+  // `u` with the tenant's builds in flight: one sandbox each, their VMs'
+  // memory and vCPUs.
+  store::TenantUsage withBuilds(const std::string& tenant, store::TenantUsage u) const;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
   metrics::Family<metrics::Counter>* lost_ = nullptr;
 };

@@ -68,8 +68,12 @@ Result<store::OperationRecord> Lifecycle::buildTemplate(const std::string& tenan
     VESSEL_ASSIGN_OR_RETURN(auth, registryAuth(tenant, spec));
   }
 
+  // A build is a sandbox while it runs: its VM within the tenant's quotas.
+  Demand shape{1, spec.memory_mib, spec.vcpus, 0};
+  if (auto q = quotaFor(tenant, shape)) return q->withContext("build " + name);
   VESSEL_ASSIGN_OR_RETURN(auto op, log_.begin(tenant, "", "build"));
   builds_in_flight_[op.id] = op;
+  build_shapes_[op.id] = shape;
   BuildRequest req;
   req.spec = std::move(spec);
   req.spec.name = TemplateCatalogue::storedName(tenant, name);
@@ -92,6 +96,7 @@ Result<store::OperationRecord> Lifecycle::buildTemplate(const std::string& tenan
     if (auto it = builds_in_flight_.find(op_id); it != builds_in_flight_.end()) {
       log_.set(it->second, OpState::kFailed, &s.error());
       builds_in_flight_.erase(it);
+      build_shapes_.erase(op_id);
     }
     return std::move(s).error();
   }
@@ -130,6 +135,7 @@ void Lifecycle::buildDone(const std::string& op_id, const std::string& name,
   if (it == builds_in_flight_.end()) return;
   store::OperationRecord o = it->second;
   builds_in_flight_.erase(it);
+  build_shapes_.erase(op_id);
   if (o.state == OpState::kPending) log_.set(o, OpState::kRunning);
   if (!r.ok()) {
     opsLog().warn("template build {} failed: {}", name, r.error().message());
@@ -151,6 +157,7 @@ void Lifecycle::buildDone(const std::string& op_id, const std::string& name,
 void Lifecycle::failBuildsInFlight() {
   auto builds = std::move(builds_in_flight_);
   builds_in_flight_.clear();
+  build_shapes_.clear();
   for (auto& [id, op] : builds) {
     Error e(Code::kUnavailable, "vesseld stopped during the build");
     log_.set(op, OpState::kFailed, &e);

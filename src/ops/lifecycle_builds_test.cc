@@ -144,5 +144,37 @@ TEST_F(LifecycleTest, ARegistryCredentialIsTheTenantsAndMeantForTheRegistry) {
   EXPECT_TRUE(node_->last_build_auth.empty());
 }
 
+// A build is a sandbox while it runs: its VM counts in the tenant's
+// quotas, against other builds and creates, until it ends.
+TEST_F(LifecycleTest, ABuildCountsInTheTenantsQuotasWhileItRuns) {
+  Policy pol;
+  pol.quota.max_memory_mib = 600;
+  lc_->setPolicy(pol);
+  templates::BuildSpec spec;
+  spec.name = "one";
+  spec.memory_mib = 512;
+  auto first = lc_->buildTemplate("t1", spec);
+  ASSERT_TRUE(first.ok()) << first.error().message();
+  spec.name = "two";
+  auto second = lc_->buildTemplate("t1", spec);
+  ASSERT_FALSE(second.ok());
+  EXPECT_EQ(second.error().code(), Code::kResourceExhausted);
+  EXPECT_THAT(second.error().message(), HasSubstr("512 MiB of at most 600"));
+  EXPECT_THAT(second.error().message(), HasSubstr("build two"));
+  CreateRequest c;
+  c.tenant = "t1";
+  auto create = lc_->create(c);  // minimal: 256 MiB more than fits
+  ASSERT_FALSE(create.ok());
+  EXPECT_EQ(create.error().code(), Code::kResourceExhausted);
+  // Another tenant's builds are not this one's.
+  spec.name = "theirs";
+  ASSERT_TRUE(lc_->buildTemplate("t2", spec).ok());
+  drain();  // the builds end: their VMs no longer count
+  EXPECT_EQ(this->op(first->id).state, OpState::kDone);
+  EXPECT_TRUE(lc_->buildTemplate("t1", spec).ok());
+  drain();
+  EXPECT_TRUE(lc_->create(c).ok());
+}
+
 }  // namespace
 }  // namespace vessel::ops
