@@ -276,6 +276,15 @@ int runApiList() {
   return 0;
 }
 
+// DELETE /v1/templates/{name}: sandboxes made from it run on.
+int runApiDelete(const std::string& name) {
+  auto c = apiClient();
+  auto r = c.del("/v1/templates/" + name);
+  if (!r.ok()) return fail(r.error());
+  std::printf("deleted %s\n", name.c_str());
+  return 0;
+}
+
 int runLocalList(const TemplateOptions& o) {
   templates::TemplateStore store(o.store, "", "");
   std::printf("%-20s %-18s %-6s %-8s %s\n", "NAME", "VERSION", "VCPUS", "MEMORY", "CREATED");
@@ -290,7 +299,7 @@ int runLocalList(const TemplateOptions& o) {
 void addTemplate(CLI::App& app, std::function<int()>* run) {
   auto o = std::make_shared<TemplateOptions>();
   o->store = defaultStore();
-  auto* t = app.add_subcommand("template", "build and list templates");
+  auto* t = app.add_subcommand("template", "build, list and delete templates");
   t->require_subcommand(1);
   auto* b = t->add_subcommand(
       "build",
@@ -335,6 +344,11 @@ void addTemplate(CLI::App& app, std::function<int()>* run) {
       ->capture_default_str()
       ->needs(list_local);
   l->callback([o, run] { *run = [o] { return o->local ? runLocalList(*o) : runApiList(); }; });
+  auto* d = t->add_subcommand(
+      "delete", "delete one of your templates, every version (its sandboxes run on)");
+  d->alias("rm");
+  d->add_option("name", o->name, "the template")->required();
+  d->callback([o, run] { *run = [o] { return runApiDelete(o->name); }; });
 }
 
 }  // namespace vessel::cli

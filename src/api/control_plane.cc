@@ -71,6 +71,11 @@ void ControlPlane::install(HttpServer& server) {
   r.get("/v1/sandboxes", sync([this](const Request& q, P, T t) { return listSandboxes(q, t); }));
   r.post("/v1/templates", sync([this](const Request& q, P, T t) { return buildTemplate(q, t); }));
   r.get("/v1/templates", sync([this](const Request& q, P, T t) { return listTemplates(q, t); }));
+  r.del("/v1/templates/{name}", sync([this](const Request& q, P p, T t) {
+          auto s = lifecycle_.deleteTemplate(t, p["name"]);
+          if (!s.ok()) return errorResponse(q, s.error());
+          return jsonResponse(q, http::status::no_content, "");
+        }));
   r.get("/v1/sandboxes/{id:sandbox}", sync([this](const Request& q, P p, T t) {
           auto sb = lifecycle_.get(t, p["id"]);
           if (!sb.ok()) return errorResponse(q, sb.error());

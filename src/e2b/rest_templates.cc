@@ -105,31 +105,17 @@ Response RestApi::listSnapshots(const Request& req, const std::string& tenant) {
   return jsonBody(req, http::status::ok, out);
 }
 
+// Every version of the tenant's template; sandboxes made from it run on
+// (ops::TemplateCatalogue::remove retires what they hold).
 Response RestApi::deleteTemplate(const Request& req, const std::string& tenant,
                                  const std::string& id) {
   auto name = templateName(id);
   if (!name.ok()) return errorJson(req, name.error());
-  std::string stored = templates::tenantTemplateName(tenant, *name);
-  std::vector<templates::Manifest> versions;
-  for (auto& m : templates_.list())
-    if (m.name == stored) versions.push_back(std::move(m));
-  if (versions.empty())
-    return errorJson(req, Error(Code::kNotFound, "template " + *name + " not found"));
-  // A live sandbox of it (paused ones too) may still need its files.
-  ops::ListRequest l;
-  l.tenant = tenant;
-  l.page_size = 1;
-  l.template_name = *name;
-  for (auto st : store::kAllSandboxStates)
-    if (st != SandboxState::kFailed && st != SandboxState::kDeleted) l.states.insert(st);
-  auto users = lifecycle_.list(l);
-  if (!users.ok()) return errorJson(req, users.error());
-  if (!users->sandboxes.empty())
-    return errorJson(req,
-                     Error(Code::kFailedPrecondition,
-                           "template " + *name + " is used by sandbox " + users->sandboxes[0].id));
-  for (const auto& m : versions)
-    if (auto s = templates_.remove(m.name, m.version); !s.ok()) return errorJson(req, s.error());
+  if (auto s = lifecycle_.deleteTemplate(tenant, *name); !s.ok()) {
+    if (s.error().code() == Code::kNotFound)
+      return errorJson(req, Error(Code::kNotFound, "template " + *name + " not found"));
+    return errorJson(req, s.error());
+  }
   return noContent(req);
 }
 

@@ -233,8 +233,10 @@ asio::awaitable<Result<std::shared_ptr<const templates::Template>>> buildTemplat
   // (qemu::baseCmdline); older snapshots tick at 250 Hz forever.
   std::string hash = sha256Hex(canonicalSpec(spec) + "\n" + *base_sha + "\n" + in.kernel_sha256 +
                                "\n" + in.qemu_version + "\nnic\ntsc");
-  // --no-cache: built again, so another version (the newest of its name).
-  if (spec.no_cache) hash = sha256Hex(hash + "\nrebuilt " + newId("nc"));
+  // --no-cache: built again, so another version (the newest of its name);
+  // so is a spec whose version was deleted while sandboxes still use it.
+  if (spec.no_cache || store.retired(spec.name, hash.substr(0, 16)))
+    hash = sha256Hex(hash + "\nrebuilt " + newId("nc"));
   std::string version = hash.substr(0, 16);
   // The env goes into the manifest, which is read bounded.
   size_t env_bytes = 0;

@@ -195,6 +195,11 @@ class Lifecycle {
   // Templates as a tenant names them (ops/template_catalogue.h): its own
   // first, else a built-in one; new names checked; old versions collected.
   const TemplateCatalogue& templateCatalogue() const { return catalogue_; }
+  // Deletes the tenant's template `name`, every version; sandboxes made
+  // from it run on (TemplateCatalogue::remove).
+  Status deleteTemplate(const std::string& tenant, const std::string& name) {
+    return catalogue_.remove(tenant, name);
+  }
   // Builds the tenant's template `spec.name` on the node from `spec` (its
   // base as the tenant names it). The operation (kind "build", no sandbox)
   // publishes template.progress events, then template.built and is done;

@@ -56,6 +56,22 @@ Status TemplateCatalogue::checkNewName(const std::string& name) const {
   return okStatus();
 }
 
+Status TemplateCatalogue::remove(const std::string& tenant, const std::string& name) {
+  if (!plainName(name))
+    return Error(Code::kInvalidArgument, "template name may hold letters, digits, - and _");
+  std::string stored = storedName(tenant, name);
+  int removed = 0;
+  for (const auto& m : templates_.list()) {
+    if (m.name != stored) continue;
+    VESSEL_TRY_CTX(templates_.remove(m.name, m.version), "delete template " + name);
+    ++removed;
+  }
+  if (removed > 0) return okStatus();
+  if (templates_.has(name) && templates::builtinTemplateName(name))
+    return Error(Code::kPermissionDenied, "template '" + name + "' is built in");
+  return Error(Code::kNotFound, "template '" + name + "' does not exist");
+}
+
 std::string TemplateCatalogue::storedName(const std::string& tenant, const std::string& name) {
   return templates::tenantTemplateName(tenant, name);
 }

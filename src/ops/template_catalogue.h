@@ -39,6 +39,12 @@ class TemplateCatalogue {
   uint64_t tenantDiskMib(const std::string& tenant) const;
   // Deletes template versions nothing holds and a newer one replaces.
   void collect();
+  // Deletes every version of the tenant's own template `name`; a version
+  // its sandboxes still use is retired (TemplateStore::remove): they run,
+  // pause, resume and fork on, and no new sandbox starts from it.
+  // kNotFound when the tenant has none; a built-in template is not the
+  // tenant's to delete (kPermissionDenied).
+  Status remove(const std::string& tenant, const std::string& name);
 
  private:
   templates::TemplateStore& templates_;

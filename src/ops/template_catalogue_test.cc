@@ -88,5 +88,29 @@ TEST_F(TemplateCatalogueTest, ATenantsDiskCountsOnlyItsOwnTemplates) {
   EXPECT_EQ(cat.tenantDiskMib("t1"), templates_->allocatedMib(stored));
 }
 
+// A tenant deletes its own template, every version; a version its
+// sandboxes hold is retired (they run on), and no new sandbox starts from
+// it. Built-in and other tenants' templates are not its to delete.
+TEST_F(TemplateCatalogueTest, ATenantDeletesItsOwnTemplateAndItsSandboxesRunOn) {
+  std::string own = templates::tenantTemplateName("t1", "py");
+  installTemplate(own);
+  CreateRequest c;
+  c.template_name = "py";
+  std::string id = created(c);
+  templates_->acquire(own + "@v1");  // as the node holds it for the sandbox
+  EXPECT_EQ(lc_->deleteTemplate("t2", "py").error().code(), Code::kNotFound);
+  EXPECT_EQ(lc_->deleteTemplate("t1", "minimal").error().code(), Code::kPermissionDenied);
+  ASSERT_TRUE(lc_->deleteTemplate("t1", "py").ok());
+  EXPECT_TRUE(templates_->retired(own, "v1"));
+  EXPECT_EQ(lc_->get("t1", id)->state, store::SandboxState::kRunning);
+  c.tenant = "t1";
+  auto again = lc_->create(c);
+  ASSERT_FALSE(again.ok());
+  EXPECT_EQ(again.error().code(), Code::kNotFound);
+  EXPECT_EQ(lc_->deleteTemplate("t1", "py").error().code(), Code::kNotFound) << "deleted already";
+  templates_->release(own + "@v1");
+  EXPECT_FALSE(std::filesystem::exists(dir_ + "/templates/" + own + "/v1"));
+}
+
 }  // namespace
 }  // namespace vessel::ops

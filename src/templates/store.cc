@@ -34,6 +34,14 @@ bool validName(const std::string& s) {
   return s[0] != '.';
 }
 
+// A version deleted while sandboxes used it (TemplateStore::remove).
+constexpr const char* kRetiredFile = ".retired";
+
+bool retiredDir(const std::string& dir) {
+  std::error_code ec;
+  return fs::exists(dir + "/" + kRetiredFile, ec);
+}
+
 Result<Manifest> readManifest(const std::string& dir) {
   VESSEL_ASSIGN_OR_RETURN(std::string text, readFile(dir + "/" + kManifestFile, 64 * 1024));
   auto m = parseManifest(text);
@@ -92,6 +100,7 @@ Result<std::shared_ptr<const Template>> TemplateStore::open(const std::string& n
     std::string newest_at;
     std::error_code ec;
     for (auto& e : fs::directory_iterator(root_ + "/" + name, ec)) {
+      if (retiredDir(e.path().string())) continue;
       auto m = readManifest(e.path().string());
       if (m.ok() && m->created_at >= newest_at) {
         newest_at = m->created_at;
@@ -138,7 +147,9 @@ std::vector<Manifest> TemplateStore::list() const {
   std::error_code ec;
   for (auto& n : fs::directory_iterator(root_, ec))
     for (auto& v : fs::directory_iterator(n.path(), ec))
-      if (auto m = readManifest(v.path().string()); m.ok()) out.push_back(std::move(*m));
+      if (retiredDir(v.path().string())) continue;
+      else if (auto m = readManifest(v.path().string()); m.ok())
+        out.push_back(std::move(*m));
   std::sort(out.begin(), out.end(), [](const Manifest& a, const Manifest& b) {
     return std::tie(a.name, a.created_at) < std::tie(b.name, b.created_at);
   });
@@ -180,7 +191,21 @@ void TemplateStore::noteHashed(const std::map<std::string, HashedFile>& by_path)
 
 void TemplateStore::release(const std::string& id) {
   auto it = in_use_.find(id);
-  if (it != in_use_.end() && --it->second <= 0) in_use_.erase(it);
+  if (it == in_use_.end() || --it->second > 0) return;
+  in_use_.erase(it);
+  // The last sandbox of a retired version let go: its files go now.
+  auto at = id.find('@');
+  if (at == std::string::npos || catalogue_) return;
+  std::string name = id.substr(0, at), version = id.substr(at + 1);
+  if (validName(name) && validName(version) && retired(name, version)) {
+    std::error_code ec;
+    fs::remove_all(root_ + "/" + name + "/" + version, ec);
+  }
+}
+
+bool TemplateStore::retired(const std::string& name, const std::string& version) const {
+  return !catalogue_ && validName(name) && validName(version) &&
+         retiredDir(root_ + "/" + name + "/" + version);
 }
 
 bool TemplateStore::inUse(const std::string& id) const { return in_use_.count(id) > 0; }
@@ -189,12 +214,12 @@ Status TemplateStore::remove(const std::string& name, const std::string& version
   if (!validName(name) || !validName(version))
     return Error(Code::kInvalidArgument, "bad template name or version");
   if (catalogue_) return catalogue_->remove(name, version);
-  if (inUse(name + "@" + version))
-    return Error(Code::kFailedPrecondition,
-                 "template " + name + "@" + version + " is in use by sandboxes");
+  std::string dir = root_ + "/" + name + "/" + version;
   std::error_code ec;
-  if (!fs::exists(root_ + "/" + name + "/" + version, ec))
+  if (!fs::exists(dir, ec))
     return Error(Code::kNotFound, "template " + name + "@" + version + " does not exist");
+  if (inUse(name + "@" + version))
+    return writeFileAtomic(dir + "/" + kRetiredFile, "", 0600);
   fs::remove_all(root_ + "/" + name + "/" + version, ec);
   if (ec) return Error(Code::kInternal, "remove template: " + ec.message());
   return okStatus();
@@ -210,6 +235,17 @@ int TemplateStore::collectGarbage() {
     if (m.created_at == newest[m.name] || inUse(m.name + "@" + m.version)) continue;
     if (remove(m.name, m.version).ok()) ++removed;
   }
+  // Retired versions whose sandboxes are gone (one ended while another
+  // vesseld ran, or before this one adopted the rest).
+  std::error_code ec;
+  for (auto& n : fs::directory_iterator(root_, ec))
+    for (auto& v : fs::directory_iterator(n.path(), ec)) {
+      std::string name = n.path().filename().string(), version = v.path().filename().string();
+      if (!retiredDir(v.path().string()) || inUse(name + "@" + version)) continue;
+      std::error_code rm;
+      fs::remove_all(v.path(), rm);
+      if (!rm) ++removed;
+    }
   return removed;
 }
 
@@ -260,7 +296,9 @@ bool TemplateStore::has(const std::string& name) const {
     return e.ok() && e->has_value();
   }
   std::error_code ec;
-  return fs::exists(root_ + "/" + name, ec);
+  for (auto& v : fs::directory_iterator(root_ + "/" + name, ec))
+    if (!retiredDir(v.path().string())) return true;
+  return false;
 }
 
 Result<std::shared_ptr<const Template>> TemplateStore::openCatalogued(const std::string& name,

@@ -109,9 +109,15 @@ class TemplateStore {
   void acquire(const std::string& template_id) { ++in_use_[template_id]; }
   void release(const std::string& template_id);
   bool inUse(const std::string& template_id) const;
-  // Deletes one version; refused while in use.
+  // Deletes one version. One that sandboxes still use is retired instead:
+  // listings and opens by name alone no longer see it (no new sandbox
+  // starts from it, a build of the same spec makes a new version), opens
+  // by name and version still do (its sandboxes resume and fork), and its
+  // files go when the last of them lets go (release, collectGarbage).
   Status remove(const std::string& name, const std::string& version);
-  // Deletes every version that is neither the newest of its name nor in use.
+  bool retired(const std::string& name, const std::string& version) const;
+  // Deletes every version that is neither the newest of its name nor in
+  // use, and every retired one no longer in use.
   int collectGarbage();
 
  private:

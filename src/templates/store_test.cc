@@ -110,13 +110,51 @@ TEST_F(TemplateStoreTest, InUseCannotBeRemovedAndGcKeepsNewest) {
   ASSERT_TRUE(s.install(root_ + "/s2", stage(root_ + "/s2", "v2", "2026-02-01")).ok());
   ASSERT_TRUE(s.install(root_ + "/s3", stage(root_ + "/s3", "v3", "2026-03-01")).ok());
   s.acquire("t@v1");
-  EXPECT_EQ(s.remove("t", "v1").error().code(), Code::kFailedPrecondition);
   EXPECT_EQ(s.collectGarbage(), 1);  // v2 only: v1 in use, v3 newest
   EXPECT_FALSE(s.open("t", "v2").ok());
   s.release("t@v1");
   EXPECT_EQ(s.collectGarbage(), 1);
   EXPECT_TRUE(s.open("t", "v3").ok());
   EXPECT_EQ(s.list().size(), 1u);
+}
+
+// Deleting a version its sandboxes still use retires it: new sandboxes
+// cannot find it, its own sandboxes still can, and its files go with the
+// last of them (or at the next collection, after a restart).
+TEST_F(TemplateStoreTest, ADeletedVersionInUseIsRetiredUntilItsLastSandboxEnds) {
+  TemplateStore s(root_, "qemu-x", std::string(64, 'k'));
+  ASSERT_TRUE(s.install(root_ + "/s1", stage(root_ + "/s1", "v1", "2026-01-01")).ok());
+  ASSERT_TRUE(s.install(root_ + "/s2", stage(root_ + "/s2", "v2", "2026-02-01")).ok());
+  s.acquire("t@v2");
+  s.acquire("t@v2");
+  ASSERT_TRUE(s.remove("t", "v2").ok());
+  EXPECT_TRUE(s.retired("t", "v2"));
+  EXPECT_FALSE(s.retired("t", "v1"));
+  EXPECT_TRUE(s.open("t", "v2").ok()) << "its sandboxes resume and fork from it";
+  auto newest = s.open("t");
+  ASSERT_TRUE(newest.ok());
+  EXPECT_EQ((*newest)->manifest.version, "v1") << "a create by name skips it";
+  ASSERT_EQ(s.list().size(), 1u);
+  EXPECT_EQ(s.list()[0].version, "v1");
+  ASSERT_TRUE(s.remove("t", "v1").ok());  // not in use: gone at once
+  EXPECT_FALSE(fs::exists(root_ + "/t/v1"));
+  EXPECT_FALSE(s.has("t")) << "only a retired version is left";
+  EXPECT_EQ(s.open("t").error().code(), Code::kNotFound);
+  EXPECT_EQ(s.collectGarbage(), 0) << "still in use";
+  s.release("t@v2");
+  EXPECT_TRUE(fs::exists(root_ + "/t/v2"));
+  s.release("t@v2");  // the last one
+  EXPECT_FALSE(fs::exists(root_ + "/t/v2"));
+  EXPECT_EQ(s.remove("t", "v2").error().code(), Code::kNotFound);
+
+  // A restarted vesseld holds nothing until its sandboxes are adopted: a
+  // retired version nobody took up is collected.
+  ASSERT_TRUE(s.install(root_ + "/s3", stage(root_ + "/s3", "v3", "2026-03-01")).ok());
+  s.acquire("t@v3");
+  ASSERT_TRUE(s.remove("t", "v3").ok());
+  TemplateStore after(root_, "qemu-x", std::string(64, 'k'));
+  EXPECT_EQ(after.collectGarbage(), 1);
+  EXPECT_FALSE(fs::exists(root_ + "/t/v3"));
 }
 
 }  // namespace

@@ -134,11 +134,14 @@ describe('e2b 2.45 (v1 routes)', { timeout: 1_800_000 }, () => {
     const info = await Sandbox.getInfo(child.sandboxId)
     assert.equal(info.templateId, snap.snapshotId)
     assert.equal(info.state, 'running')
-    // In use: not deleted under its sandbox.
-    await assert.rejects(Sandbox.deleteSnapshot(snap.snapshotId), /409|in use|used by/)
-    assert.equal(await child.kill(slow), true)
+    // Deleted while a sandbox of it runs: the sandbox runs on (its files
+    // stay until it ends); no new sandbox starts from it.
     assert.equal(await Sandbox.deleteSnapshot(snap.snapshotId, slow), true)
+    assert.equal((await Sandbox.getInfo(child.sandboxId)).state, 'running')
+    assert.equal((await child.commands.run('echo still here')).stdout, 'still here\n')
+    await assert.rejects(Sandbox.create(snap.snapshotId, slow), /not found|does not exist/)
     assert.equal(await Sandbox.deleteSnapshot(snap.snapshotId, slow), false)
+    assert.equal(await child.kill(slow), true)
 
     // fork: the copy runs, with the parent's template.
     const forks = await s.fork({ count: 1, ...slow })
