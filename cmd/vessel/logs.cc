@@ -150,8 +150,9 @@ void addLogs(CLI::App& app, std::function<int()>* run) {
                                "ports, egress), as docker logs");
   l->add_option("id", a->id, "sandbox id")->required();
   l->add_flag("-f,--follow", a->follow, "follow new entries until the sandbox is deleted");
-  l->add_option("--kind", a->kind,
-                "only entries of this kind (lifecycle, command, console, file, port, egress, start)");
+  l->add_option(
+      "--kind", a->kind,
+      "only entries of this kind (lifecycle, command, console, file, port, egress, start)");
   l->add_option("--since", a->since, "only entries since an RFC 3339 time or a duration (10m)");
   l->add_flag("--json", a->raw, "print the API's JSON lines");
   l->callback([a, run] { *run = [a] { return runLogs(*a); }; });

@@ -344,8 +344,8 @@ void addTemplate(CLI::App& app, std::function<int()>* run) {
       ->capture_default_str()
       ->needs(list_local);
   l->callback([o, run] { *run = [o] { return o->local ? runLocalList(*o) : runApiList(); }; });
-  auto* d = t->add_subcommand(
-      "delete", "delete one of your templates, every version (its sandboxes run on)");
+  auto* d = t->add_subcommand("delete",
+                              "delete one of your templates, every version (its sandboxes run on)");
   d->alias("rm");
   d->add_option("name", o->name, "the template")->required();
   d->callback([o, run] { *run = [o] { return runApiDelete(o->name); }; });

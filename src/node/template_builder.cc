@@ -82,8 +82,8 @@ asio::awaitable<Status> prepareImage(agentclient::AgentClient& a, const template
 }
 
 // Starts the image's Entrypoint and Cmd; its guest pid.
-asio::awaitable<Result<uint32_t>> startImageCmd(agentclient::AgentClient& a,
-                                                const BuildInputs& in, const Progress& progress) {
+asio::awaitable<Result<uint32_t>> startImageCmd(agentclient::AgentClient& a, const BuildInputs& in,
+                                                const Progress& progress) {
   if (in.image_start.empty())
     co_return Error(Code::kFailedPrecondition,
                     "image_cmd: the image has neither Entrypoint nor Cmd");

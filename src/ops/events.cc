@@ -30,7 +30,7 @@ json::object sandboxJson(const store::SandboxRecord& s) {
                  {"created_at", rfc3339(s.created_ms)},
                  {"updated_at", rfc3339(s.updated_ms)}};
   if (!s.error.empty()) o["error"] = s.error;
-  if (!s.node.empty()) o["node"] = s.node;  // a cluster's; none on one machine
+  if (!s.node.empty()) o["node"] = s.node;     // a cluster's; none on one machine
   if (s.disk_mib) o["disk_mib"] = s.disk_mib;  // 0: recorded before disk sizes
   o["timeout"] = s.idle_timeout_s;
   if (s.expires_ms > 0) o["expires_at"] = rfc3339(s.expires_ms);

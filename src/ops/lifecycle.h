@@ -209,8 +209,7 @@ class Lifecycle {
   // `given`: a registry username and password that came with the request
   // itself (E2B's fromImageRegistry) instead of a stored credential; used
   // for this build's pull only, never stored or logged.
-  Result<store::OperationRecord> buildTemplate(const std::string& tenant,
-                                               templates::BuildSpec spec,
+  Result<store::OperationRecord> buildTemplate(const std::string& tenant, templates::BuildSpec spec,
                                                templates::RegistryAuth given = {});
 
   // The reaper (ops/reaper.h): start() runs reapOnce() every

@@ -147,7 +147,8 @@ std::vector<Manifest> TemplateStore::list() const {
   std::error_code ec;
   for (auto& n : fs::directory_iterator(root_, ec))
     for (auto& v : fs::directory_iterator(n.path(), ec))
-      if (retiredDir(v.path().string())) continue;
+      if (retiredDir(v.path().string()))
+        continue;
       else if (auto m = readManifest(v.path().string()); m.ok())
         out.push_back(std::move(*m));
   std::sort(out.begin(), out.end(), [](const Manifest& a, const Manifest& b) {
@@ -218,8 +219,7 @@ Status TemplateStore::remove(const std::string& name, const std::string& version
   std::error_code ec;
   if (!fs::exists(dir, ec))
     return Error(Code::kNotFound, "template " + name + "@" + version + " does not exist");
-  if (inUse(name + "@" + version))
-    return writeFileAtomic(dir + "/" + kRetiredFile, "", 0600);
+  if (inUse(name + "@" + version)) return writeFileAtomic(dir + "/" + kRetiredFile, "", 0600);
   fs::remove_all(root_ + "/" + name + "/" + version, ec);
   if (ec) return Error(Code::kInternal, "remove template: " + ec.message());
   return okStatus();

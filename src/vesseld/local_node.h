@@ -19,8 +19,8 @@
 #include "node/template_worker.h"
 #include "ops/node.h"
 #include "vesseld/console_tail.h"
-#include "vesseld/start_output.h"
 #include "vesseld/egress_policies.h"
+#include "vesseld/start_output.h"
 
 namespace vessel::vesseld {
 

@@ -214,8 +214,8 @@ TEST_F(LogSourcesTest, TheStartCommandsOutputALineAnEntryPerStreamThenItsExit) {
   auto shown = [&](const std::string& id) {
     std::vector<std::string> l;
     for (const auto& o : entries(id, ops::kLogStart))
-      l.push_back(o.contains("line")        ? std::string(o.at("stream").as_string()) + ":" +
-                                                   std::string(o.at("line").as_string())
+      l.push_back(o.contains("line") ? std::string(o.at("stream").as_string()) + ":" +
+                                           std::string(o.at("line").as_string())
                   : o.contains("lost_bytes") ? "lost " + json::serialize(o.at("lost_bytes"))
                                              : "exit " + json::serialize(o.at("exit_code")));
     return l;
@@ -228,9 +228,9 @@ TEST_F(LogSourcesTest, TheStartCommandsOutputALineAnEntryPerStreamThenItsExit) {
   out.lost("sb-1", 9, 4096);
   EXPECT_TRUE(out.output("sb-1", 9, false, "no newline at the end"));
   out.exited("sb-1", 9, agentclient::ExitInfo{true, 3, 0, false});
-  EXPECT_THAT(shown("sb-1"), ElementsAre("stdout:listening on :8000", "stderr:warn",
-                                         "stdout:half a line", "lost 4096",
-                                         "stdout:no newline at the end", "exit 3"));
+  EXPECT_THAT(shown("sb-1"),
+              ElementsAre("stdout:listening on :8000", "stderr:warn", "stdout:half a line",
+                          "lost 4096", "stdout:no newline at the end", "exit 3"));
   auto all = entries("sb-1", ops::kLogStart);
   EXPECT_EQ(all.front().at("pid").as_int64(), 9);
   // Its messages, and a non-zero exit is an error.

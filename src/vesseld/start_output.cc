@@ -28,15 +28,15 @@ void StartOutput::line(const std::string& id, State& s, uint32_t pid, bool is_er
   log->append(id, ops::kLogStart, std::move(o));
 }
 
-bool StartOutput::output(const std::string& id, uint32_t pid, bool is_err,
-                         std::string_view bytes) {
+bool StartOutput::output(const std::string& id, uint32_t pid, bool is_err, std::string_view bytes) {
   State& s = state_[id];
   std::string& partial = s.partial[is_err ? 1 : 0];
   while (!bytes.empty() && s.lines <= kMaxStartLines) {
     size_t nl = bytes.find('\n');
     if (nl == std::string_view::npos) {
       // Kept up to one cut line's worth: the rest of a longer one is dropped.
-      size_t room = kMaxStartLineBytes + 1 > partial.size() ? kMaxStartLineBytes + 1 - partial.size() : 0;
+      size_t room =
+          kMaxStartLineBytes + 1 > partial.size() ? kMaxStartLineBytes + 1 - partial.size() : 0;
       partial.append(bytes.substr(0, room));
       break;
     }

@@ -34,9 +34,8 @@ constexpr const char* kPolicy =
 class ConsoleTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    d_ = new testing::Vesseld(VESSELD_PATH,
-                              {"--console-dir", CONSOLE_DIR, "--warm-pool", "none", "--no-egress",
-                               "--operator-tenant", "dev"});
+    d_ = new testing::Vesseld(VESSELD_PATH, {"--console-dir", CONSOLE_DIR, "--warm-pool", "none",
+                                             "--no-egress", "--operator-tenant", "dev"});
     ASSERT_TRUE(d_->start()) << "vesseld did not come up; log:\n" << d_->log();
   }
   static void TearDownTestSuite() { testing::endSuite(d_); }
