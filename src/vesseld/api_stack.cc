@@ -208,7 +208,7 @@ Status ApiStack::serve(Health health, ReadyCheck ready,
   // The E2B-compatible REST API: E2B's SDKs with E2B_API_URL pointing here.
   e2b_server_ = std::make_unique<HttpServer>(io_);
   e2b_server_->setMetrics(metrics_, "e2b");
-  e2b_rest_->setUrlScheme(tls.scheme());  // the template builder's upload URLs
+  e2b_rest_->setUrlScheme(tls.scheme("e2b"));  // the template builder's upload URLs
   e2b_rest_->install(*e2b_server_);
   if (cfg.e2b_listen) {
     VESSEL_TRY(tls.serve(*e2b_server_, "e2b"));
