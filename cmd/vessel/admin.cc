@@ -2,7 +2,9 @@
 // vesseld (SQLite in WAL mode allows it; PostgreSQL with --store or
 // $VESSEL_STORE, as vesseld takes it): `vessel tenant create NAME` and
 // `vessel key create TENANT`. The key is printed once; only its SHA-256 is
-// stored, so it cannot be shown again.
+// stored, so it cannot be shown again. `vessel node token NAME` makes a
+// node's token (issue 24: each node its own), a line of the API replicas'
+// --node-tokens-file.
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -12,6 +14,7 @@
 
 #include "api/auth.h"
 #include "base/sha256.h"
+#include "cluster/node_tokens.h"
 #include "cmd/vessel/api_common.h"
 #include "cmd/vessel/commands.h"
 #include "store/store.h"
@@ -89,6 +92,18 @@ int runKeyCreate(const StoreArgs& where, const std::string& tenant) {
   return 0;
 }
 
+// "NAME TOKEN": the line for the replicas' --node-tokens-file; the token
+// alone goes in that node's --node-token-file. Checked as the replicas
+// will read it, so a name they would refuse is refused here.
+int runNodeToken(const std::string& name) {
+  auto token = cluster::newNodeToken();
+  if (!token.ok()) return fail(token.error());
+  std::string line = name + " " + *token;
+  if (auto t = cluster::NodeTokens::parse(line); !t.ok()) return fail(t.error());
+  std::printf("%s\n", line.c_str());
+  return 0;
+}
+
 }  // namespace
 
 void addAdmin(CLI::App& app, std::function<int()>* run) {
@@ -116,6 +131,14 @@ void addAdmin(CLI::App& app, std::function<int()>* run) {
   kc->add_option("tenant", *arg, "tenant name")->required();
   storeOptions(kc);
   kc->callback([=] { *run = [=] { return runKeyCreate(*where, *arg); }; });
+
+  auto* node = app.add_subcommand("node", "operator: a cluster's nodes");
+  node->require_subcommand(1);
+  auto* nt = node->add_subcommand(
+      "token", "make a node's token; print \"NAME TOKEN\" (a line of the replicas' "
+               "--node-tokens-file; the token alone is the node's --node-token-file)");
+  nt->add_option("name", *arg, "the node's --node-name")->required();
+  nt->callback([=] { *run = [=] { return runNodeToken(*arg); }; });
 }
 
 }  // namespace vessel::cli

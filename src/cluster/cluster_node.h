@@ -30,6 +30,7 @@
 #include <string>
 #include <vector>
 
+#include "cluster/node_tokens.h"
 #include "cluster/remote_node.h"
 #include "ops/node.h"
 #include "store/store.h"
@@ -37,7 +38,7 @@
 namespace vessel::cluster {
 
 struct ClusterOptions {
-  std::string token;  // the node API's shared secret
+  NodeTokens tokens;  // each node's token (or the one shared token)
   // Nodes advertised at https:// URLs are verified with this client context
   // (vesseld --node-ca-file; http/tls_client.h).
   std::shared_ptr<asio::ssl::context> tls;
@@ -100,6 +101,8 @@ class ClusterNode final : public ops::Node {
  private:
   // The node's client, made or updated from its registry record.
   RemoteNode& remote(const store::NodeRecord& n);
+  // `order` without the nodes this replica has no token for.
+  std::vector<std::string> withToken(std::vector<std::string> order) const;
   // The sandbox's node and its client; kUnavailable when it is lost or
   // unknown, kNotFound when the sandbox has no node.
   Result<RemoteNode*> route(const std::string& id);

@@ -37,9 +37,13 @@ void addFlags(CLI::App& app, Config& cfg, std::string& accel, std::string& role)
                  "when it advertises https:// (default: the system's trust store)")
       ->envname("VESSEL_NODE_CA_FILE");
   app.add_option("--node-token-file", cfg.node_token_file,
-                 "api and node roles: file holding the node API's shared secret (else "
-                 "VESSEL_NODE_TOKEN)")
+                 "node role: file holding this node's token (else VESSEL_NODE_TOKEN); api "
+                 "role without --node-tokens-file: the one token every node shares")
       ->envname("VESSEL_NODE_TOKEN_FILE");
+  app.add_option("--node-tokens-file", cfg.node_tokens_file,
+                 "api role: file of every node's token, lines \"NAME TOKEN\" (vessel node "
+                 "token NAME makes one); each node then accepts only its own")
+      ->envname("VESSEL_NODE_TOKENS_FILE");
   app.add_option("--node-lost-after", cfg.node_lost_after_s,
                  "api role: seconds without a heartbeat after which a node is lost and its "
                  "sandboxes fail")

@@ -121,7 +121,7 @@ Status runApi(Config cfg) {
   ApiSettings settings = apiSettings(cfg, false);
   EgressPolicies network_reader(*store, nullptr, settings.default_network);
   cluster::ClusterOptions co;
-  co.token = cfg.node_token;
+  co.tokens = cfg.node_tokens;
   // Nodes advertising https:// are verified with --node-ca-file.
   VESSEL_ASSIGN_OR_RETURN(co.tls, http::clientContext(cfg.node_ca_file));
   co.lost_after = settings.lost_after;

@@ -44,7 +44,10 @@ using namespace std::chrono_literals;
 
 constexpr int kNodes = 3;
 constexpr int kApis = 2;
-inline const std::string kToken = "cluster-test-node-token-0123456789";
+// Each node its own token (issue 24, item 5); the replicas hold them all.
+inline std::string nodeToken(int i) {
+  return "cluster-test-token-of-node" + std::to_string(i) + "-0123456789";
+}
 
 inline bool sh(const std::string& cmd) {
   return std::system((cmd + " >/dev/null 2>&1").c_str()) == 0;
@@ -94,8 +97,14 @@ class ClusterTest : public ::testing::Test {
     auto s = store::openPostgres(url_);
     ASSERT_TRUE(s.ok()) << s.error().message();
     store_ = std::move(*s);
-    token_file_ = dir_->path() + "/node-token";
-    std::ofstream(token_file_) << kToken << "\n";
+    tokens_file_ = dir_->path() + "/node-tokens";
+    {
+      std::ofstream all(tokens_file_);
+      for (int i = 0; i < kNodes; ++i) {
+        all << nodeName(i) << " " << nodeToken(i) << "\n";
+        std::ofstream(tokenFile(i)) << nodeToken(i) << "\n";
+      }
+    }
     ASSERT_NO_FATAL_FAILURE(prepare());
     for (int i = 0; i < kNodes; ++i) ASSERT_TRUE(startNode(i)) << logs();
     for (int i = 0; i < kApis; ++i) ASSERT_TRUE(startApi(i)) << logs();
@@ -117,6 +126,7 @@ class ClusterTest : public ::testing::Test {
   std::string netns(int i) const { return "vcn" + sfx_ + "-" + std::to_string(i); }
   std::string ip(int i) const { return net_ + std::to_string(11 + i); }
   std::string nodeName(int i) const { return "node" + std::to_string(i); }
+  std::string tokenFile(int i) const { return dir_->path() + "/node-token-" + std::to_string(i); }
   static std::string readFile(const std::string& p) {
     std::ifstream in(p);
     return std::string(std::istreambuf_iterator<char>(in), {});
@@ -129,7 +139,6 @@ class ClusterTest : public ::testing::Test {
             "--warm-pool=none",
             "--kernel=" + testing::kernelPath(),
             "--minimal-image=" + testing::minimalImage(),
-            "--node-token-file=" + token_file_,
             "--state-dir=" + dir_->path() + "/" + state,
             "--cache-dir=" + dir_->path() + "/" + state + "-cache"};
   }
@@ -173,7 +182,7 @@ class ClusterTest : public ::testing::Test {
     for (std::string a :
          {"--store=" + store, "--node-name=" + nodeName(i), "--node-listen=" + ip(i) + ":8091",
           "--data-listen=" + ip(i) + ":8081", std::string("--listen=127.0.0.1:1"),
-          "--e2b-envd-listen=" + ip(i) + ":49983"})
+          "--e2b-envd-listen=" + ip(i) + ":49983", "--node-token-file=" + tokenFile(i)})
       argv.push_back(a);
     for (auto& a : nodeFlags(i)) argv.push_back(a);
     if (!spawn(argv, dir_->path() + "/node" + std::to_string(i) + ".log", nodes_[i])) return false;
@@ -201,7 +210,9 @@ class ClusterTest : public ::testing::Test {
         "--e2b-listen=127.0.0.1:" + std::to_string(e2b_ports_[i]),
         "--e2b-envd-listen=127.0.0.1:" + std::to_string(envd_ports_[i]), "--node-lost-after=4",
         // The envd token key: the replicas', the same file for both.
-        "--e2b-token-key-file=" + dir_->path() + "/e2b-token-key"};
+        "--e2b-token-key-file=" + dir_->path() + "/e2b-token-key",
+        // Every node's token: each node accepts only its own.
+        "--node-tokens-file=" + tokens_file_};
     for (auto& a : common("api" + std::to_string(i))) argv.push_back(a);
     for (auto& a : apiFlags(i)) argv.push_back(a);
     if (!spawn(argv, dir_->path() + "/api" + std::to_string(i) + ".log", apis_[i])) return false;
@@ -312,7 +323,7 @@ class ClusterTest : public ::testing::Test {
     return n;
   }
 
-  std::string sfx_, net_, bridge_, url_, token_file_, key_;
+  std::string sfx_, net_, bridge_, url_, tokens_file_, key_;
   std::unique_ptr<testing::ScratchDir> dir_;
   std::unique_ptr<store::testing::PostgresServer> pg_;
   std::unique_ptr<store::Store> store_;

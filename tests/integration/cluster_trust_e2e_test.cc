@@ -101,5 +101,53 @@ TEST_F(ClusterTest, ANodeCannotComputeOrBypassAnotherSandboxsEnvdToken) {
   EXPECT_EQ(sendTo("127.0.0.1", envd_ports_[0], std::move(smuggled)).result_int(), 401);
 }
 
+bhttp::request<bhttp::string_body> holding(const std::string& id, const std::string& token) {
+  bhttp::request<bhttp::string_body> r{bhttp::verb::post, "/node/v1/holding", 11};
+  r.set(bhttp::field::authorization, "Bearer " + token);
+  r.set(bhttp::field::content_type, "application/json");
+  r.body() = R"({"id":")" + id + R"("})";
+  return r;
+}
+
+// Each node its own token (issue 24, item 5): a taken-over node's token
+// opens no other node's API, and an envd forward proof it makes under its
+// own token opens no other node's envd. The sandbox's own node's token
+// does both (so the refusals are about whose token it is).
+TEST_F(ClusterTest, ANodesTokenOpensNoOtherNode) {
+  auto [id, op] = create(0);
+  ASSERT_TRUE(waitUntil([&] { return finished(0, op); })) << logs();
+  ASSERT_EQ(opState(0, op), "done") << logs();
+  int node = -1;
+  for (int i = 0; i < kNodes; ++i)
+    if (row(id)->node == nodeName(i)) node = i;
+  ASSERT_GE(node, 0);
+  const int other = (node + 1) % kNodes;
+
+  // The node API.
+  EXPECT_EQ(sendTo(ip(node), 8091, holding(id, nodeToken(other))).result_int(), 401);
+  auto own = sendTo(ip(node), 8091, holding(id, nodeToken(node)));
+  EXPECT_EQ(own.result_int(), 200) << own.body();
+  EXPECT_NE(own.body().find("running"), std::string::npos) << own.body();
+
+  // The node's envd, with a forward proof made under another node's token.
+  auto forged = stat(id, "");
+  forged.set(e2b::AccessTokens::kForwardHeader,
+             e2b::AccessTokens::proofUnder(nodeToken(other), id));
+  EXPECT_EQ(sendTo(ip(node), 49983, std::move(forged)).result_int(), 401);
+  auto real = stat(id, "");
+  real.set(e2b::AccessTokens::kForwardHeader, e2b::AccessTokens::proofUnder(nodeToken(node), id));
+  auto ok = sendTo(ip(node), 49983, std::move(real));
+  EXPECT_EQ(ok.result_int(), 200) << ok.body();
+  // Nor does any node store its token where another node reads it: the
+  // store holds each node's token hash only.
+  for (int i = 0; i < kNodes; ++i) {
+    auto meta = store_->getMeta("node_token_sha256:" + nodeName(i));
+    ASSERT_TRUE(meta.ok());
+    ASSERT_TRUE(meta->has_value()) << nodeName(i) << " published no token hash";
+    EXPECT_EQ((*meta)->find(nodeToken(i)), std::string::npos);
+    EXPECT_EQ((*meta)->size(), 64u);
+  }
+}
+
 }  // namespace
 }  // namespace vessel::cluster_e2e
