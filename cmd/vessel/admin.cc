@@ -4,7 +4,10 @@
 // `vessel key create TENANT`. The key is printed once; only its SHA-256 is
 // stored, so it cannot be shown again. `vessel node token NAME` makes a
 // node's token (issue 24: each node its own), a line of the API replicas'
-// --node-tokens-file.
+// --node-tokens-file. `vessel catalogue key FILE` makes the replicas'
+// catalogue signing key and prints the public key nodes are given.
+#include <fcntl.h>
+#include <openssl/rand.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -13,7 +16,10 @@
 #include <filesystem>
 
 #include "api/auth.h"
+#include "base/fd.h"
+#include "base/hex.h"
 #include "base/sha256.h"
+#include "cluster/catalogue_signature.h"
 #include "cluster/node_tokens.h"
 #include "cmd/vessel/api_common.h"
 #include "cmd/vessel/commands.h"
@@ -104,6 +110,24 @@ int runNodeToken(const std::string& name) {
   return 0;
 }
 
+// Never over an existing key: replacing it would leave every signed entry
+// unverifiable on the nodes (docs/operations.md says how to rotate).
+int runCatalogueKey(const std::string& path) {
+  unsigned char seed[32];
+  if (RAND_bytes(seed, sizeof(seed)) != 1) return fail("RAND_bytes failed");
+  std::string_view raw(reinterpret_cast<const char*>(seed), sizeof(seed));
+  auto signer = cluster::CatalogueSigner::fromSeed(raw);
+  if (!signer.ok()) return fail(signer.error());
+  auto fd = Fd::open(path, O_WRONLY | O_CREAT | O_EXCL, 0600);
+  if (!fd.ok()) return fail(fd.error());
+  std::string text = hexEncode(raw) + "\n";
+  if (::write(fd->get(), text.data(), text.size()) != static_cast<ssize_t>(text.size()) ||
+      ::fsync(fd->get()) != 0)
+    return fail(Error::fromErrno("write " + path));
+  std::printf("%s\n", signer->publicKeyHex().c_str());
+  return 0;
+}
+
 }  // namespace
 
 void addAdmin(CLI::App& app, std::function<int()>* run) {
@@ -134,11 +158,21 @@ void addAdmin(CLI::App& app, std::function<int()>* run) {
 
   auto* node = app.add_subcommand("node", "operator: a cluster's nodes");
   node->require_subcommand(1);
-  auto* nt = node->add_subcommand(
-      "token", "make a node's token; print \"NAME TOKEN\" (a line of the replicas' "
-               "--node-tokens-file; the token alone is the node's --node-token-file)");
+  auto* nt =
+      node->add_subcommand("token",
+                           "make a node's token; print \"NAME TOKEN\" (a line of the replicas' "
+                           "--node-tokens-file; the token alone is the node's --node-token-file)");
   nt->add_option("name", *arg, "the node's --node-name")->required();
   nt->callback([=] { *run = [=] { return runNodeToken(*arg); }; });
+
+  auto* cat = app.add_subcommand("catalogue", "operator: the template catalogue's signing key");
+  cat->require_subcommand(1);
+  auto* ck = cat->add_subcommand(
+      "key",
+      "make the API replicas' signing key in FILE (0600); print the public key (the "
+      "nodes' --catalogue-public-key-file)");
+  ck->add_option("file", *arg, "where the private key goes (never an existing file)")->required();
+  ck->callback([=] { *run = [=] { return runCatalogueKey(*arg); }; });
 }
 
 }  // namespace vessel::cli

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <iterator>
 
+#include "base/hex.h"
 #include "base/sha256.h"
 #include "base/split.h"
 
@@ -48,8 +49,7 @@ NodeTokens NodeTokens::shared(std::string token) {
 }
 
 Result<NodeTokens> NodeTokens::parse(std::string_view text) {
-  if (text.size() > kMaxFileBytes)
-    return Error(Code::kInvalidArgument, "node tokens: over 1 MiB");
+  if (text.size() > kMaxFileBytes) return Error(Code::kInvalidArgument, "node tokens: over 1 MiB");
   NodeTokens t;
   size_t line_no = 0;
   for (std::string_view line : splitView(text, '\n')) {
@@ -100,13 +100,7 @@ const std::string& NodeTokens::forNode(std::string_view name) const {
 Result<std::string> newNodeToken() {
   unsigned char b[32];
   if (RAND_bytes(b, sizeof(b)) != 1) return Error(Code::kInternal, "RAND_bytes failed");
-  static const char* kHex = "0123456789abcdef";
-  std::string out;
-  for (unsigned char c : b) {
-    out.push_back(kHex[c >> 4]);
-    out.push_back(kHex[c & 15]);
-  }
-  return out;
+  return hexEncode(std::string_view(reinterpret_cast<const char*>(b), sizeof(b)));
 }
 
 std::string nodeTokenHash(std::string_view token) {

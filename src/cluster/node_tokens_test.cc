@@ -28,9 +28,9 @@ TEST(NodeTokensTest, TheSharedTokenIsEveryNodes) {
 }
 
 TEST(NodeTokensTest, RefusesBadLinesNamingThem) {
-  for (const char* bad : {"node0\n",                                 // no token
-                          "node0 short\n",                           // too short
-                          "no/de aaaaaaaaaaaaaaaa\n",                // not an id
+  for (const char* bad : {"node0\n",                                   // no token
+                          "node0 short\n",                             // too short
+                          "no/de aaaaaaaaaaaaaaaa\n",                  // not an id
                           "n aaaaaaaaaaaaaaaa\nn bbbbbbbbbbbbbbbb\n",  // twice
                           "# only a comment\n", ""}) {
     auto t = NodeTokens::parse(bad);
@@ -41,8 +41,7 @@ TEST(NodeTokensTest, RefusesBadLinesNamingThem) {
   }
   auto second = NodeTokens::parse("a aaaaaaaaaaaaaaaa\nb short\n");
   ASSERT_FALSE(second.ok());
-  EXPECT_NE(second.error().message().find("line 2"), std::string::npos)
-      << second.error().message();
+  EXPECT_NE(second.error().message().find("line 2"), std::string::npos) << second.error().message();
   EXPECT_FALSE(NodeTokens::parse(std::string((1 << 20) + 1, '#')).ok());
 }
 

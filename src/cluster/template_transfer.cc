@@ -132,14 +132,13 @@ TemplateFileServer::PeerCheck peerTokenCheck(store::Store& store, std::string se
 // what the router refuses itself.
 void TemplateFileServer::install(http::HttpServer& server) {
   http::Router& r = server.router();
-  r.guardUnder(
-      std::string(kTemplateFilesPrefix),
-      [this](const http::Request& req) -> std::optional<http::Response> {
-        if (!authorized(req))
-          return http::errorResponse(
-              req, Error(Code::kUnauthenticated, "template copies need a node's token"));
-        return std::nullopt;
-      });
+  r.guardUnder(std::string(kTemplateFilesPrefix),
+               [this](const http::Request& req) -> std::optional<http::Response> {
+                 if (!authorized(req))
+                   return http::errorResponse(
+                       req, Error(Code::kUnauthenticated, "template copies need a node's token"));
+                 return std::nullopt;
+               });
   r.addStream(http::verb::get, std::string(kTemplateFilesPrefix) + "{name}/{version}/{file}",
               [this](const http::Request& req, const http::Params&, beast::tcp_stream& stream) {
                 return serve(req, stream);
@@ -432,6 +431,13 @@ asio::awaitable<Status> TemplateFetcher::ensure(std::string name) {
   auto here = store_.open(m.name, m.version);
   if (here.ok()) co_return okStatus();
   if (here.error().code() != Code::kNotFound) co_return std::move(here).error();
+  if (opts_.verifier) {
+    // Only now that a copy is needed: entries of templates each node makes
+    // itself (the built-in ones) are never signed.
+    auto v = verifiedEntry(registry_, *opts_.verifier, m.name, m.version);
+    if (!v.ok()) co_return std::move(v).error().withContext("copy template " + id);
+    **e = std::move(*v);
+  }
   if (m.qemu_version != store_.qemuVersion() || m.kernel_sha256 != store_.kernelSha256())
     co_return Error(Code::kFailedPrecondition,
                     "template " + id + " was made with QEMU '" + m.qemu_version +

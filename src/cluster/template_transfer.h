@@ -27,6 +27,7 @@
 #include <string>
 #include <string_view>
 
+#include "cluster/catalogue_signature.h"
 #include "http/server.h"
 #include "store/store.h"
 #include "templates/catalogue.h"
@@ -95,6 +96,9 @@ struct FetchOptions {
   // Sources advertised at https:// URLs are verified with this client
   // context (vesseld --node-ca-file); without one they are refused.
   std::shared_ptr<asio::ssl::context> tls;
+  // The API replicas' catalogue key (catalogue_signature.h): with it, only
+  // an entry they signed is copied. Null: entries are taken as stored.
+  const CatalogueVerifier* verifier = nullptr;
 };
 
 // The receiving side, on a node's io thread.

@@ -235,6 +235,27 @@ TEST_F(TemplateTransferTest, ANodesOwnTokenCopiesOnceItsHashIsPublished) {
   EXPECT_EQ(as_b.fetched(), 1);
 }
 
+// With the replicas' public key a node copies only a signed entry: "solo"
+// as node a registered it is refused, nothing installed; signed, copied.
+TEST_F(TemplateTransferTest, OnlyASignedEntryIsCopied) {
+  auto signer = *CatalogueSigner::fromSeed(std::string(32, '\x33'));
+  auto verifier = *CatalogueVerifier::fromHex(signer.publicKeyHex());
+  FetchOptions o{"b", "tok", 15s, 10s};
+  o.verifier = &verifier;
+  TemplateFetcher checked(io_, *b_, *catalogue_, *store_, o);
+  auto refused = runBlocking(io_, checked.ensure("solo"));
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().code(), Code::kFailedPrecondition) << refused.error().message();
+  EXPECT_NE(refused.error().message().find("not signed"), std::string::npos);
+  EXPECT_TRUE(nothingOf(dir_ + "/b", "solo"));
+  auto row = store_->getTemplate("solo", "v1");
+  ASSERT_TRUE(row.ok() && row->has_value());
+  ASSERT_TRUE(signAnswered(*store_, signer, "", "solo", "v1", (*row)->manifest_json).ok());
+  auto s = runBlocking(io_, checked.ensure("solo"));
+  ASSERT_TRUE(s.ok()) << s.error().message();
+  EXPECT_EQ(checked.fetched(), 1);
+}
+
 // A heartbeat is up to 2 s behind a build: a live node that does not list
 // the template yet is still asked.
 TEST_F(TemplateTransferTest, ASourceWhoseHeartbeatLagsIsStillAsked) {

@@ -44,6 +44,14 @@ void addFlags(CLI::App& app, Config& cfg, std::string& accel, std::string& role)
                  "api role: file of every node's token, lines \"NAME TOKEN\" (vessel node "
                  "token NAME makes one); each node then accepts only its own")
       ->envname("VESSEL_NODE_TOKENS_FILE");
+  app.add_option("--catalogue-key-file", cfg.catalogue_key_file,
+                 "api role: the Ed25519 key (64 hex digits, mode 0600; vessel catalogue key "
+                 "FILE makes one) that signs the templates nodes build or fork")
+      ->envname("VESSEL_CATALOGUE_KEY_FILE");
+  app.add_option("--catalogue-public-key-file", cfg.catalogue_public_key_file,
+                 "node role: its public key (64 hex digits); the node then copies only "
+                 "template catalogue entries the API replicas signed")
+      ->envname("VESSEL_CATALOGUE_PUBLIC_KEY_FILE");
   app.add_option("--node-lost-after", cfg.node_lost_after_s,
                  "api role: seconds without a heartbeat after which a node is lost and its "
                  "sandboxes fail")

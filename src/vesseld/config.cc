@@ -137,13 +137,13 @@ Status Config::readNodeTokens(const std::string& flag) {
                  "--node-tokens-file is the API replicas' (every node's token); a node holds "
                  "only its own, in --node-token-file");
   if (node_token.size() < cluster::kMinNodeTokenSize)
-    return Error(Code::kInvalidArgument,
-                 flag + (role == Role::kNode
-                             ? " needs this node's token (at least 16 characters) in "
-                               "--node-token-file or VESSEL_NODE_TOKEN"
-                             : " needs every node's token in --node-tokens-file (or, for a "
-                               "cluster that keeps one shared token, --node-token-file or "
-                               "VESSEL_NODE_TOKEN, at least 16 characters)"));
+    return Error(
+        Code::kInvalidArgument,
+        flag + (role == Role::kNode ? " needs this node's token (at least 16 characters) in "
+                                      "--node-token-file or VESSEL_NODE_TOKEN"
+                                    : " needs every node's token in --node-tokens-file (or, for a "
+                                      "cluster that keeps one shared token, --node-token-file or "
+                                      "VESSEL_NODE_TOKEN, at least 16 characters)"));
   if (role == Role::kApi) node_tokens = cluster::NodeTokens::shared(node_token);
   return okStatus();
 }

@@ -58,6 +58,11 @@ struct Config {
   std::string node_token;
   std::string node_tokens_file;
   cluster::NodeTokens node_tokens;
+  // Template catalogue signatures (cluster/catalogue_signature.h): the API
+  // replicas' private key, and the public key a node checks entries with
+  // before it copies one ("": entries are not checked).
+  std::string catalogue_key_file;
+  std::string catalogue_public_key_file;
   // API role: a node silent (no heartbeat) for this long is lost.
   int64_t node_lost_after_s = 15;
   // API and node roles: the PEM CA certificate(s) a node's certificate must

@@ -268,6 +268,17 @@ Status runNode(Config cfg, const Machines& machines) {
   cluster::FetchOptions fo{.self = cfg.node_name, .token = cfg.node_token};
   // Other nodes advertising https:// are verified with --node-ca-file.
   VESSEL_ASSIGN_OR_RETURN(fo.tls, http::clientContext(cfg.node_ca_file));
+  std::optional<cluster::CatalogueVerifier> verifier;
+  if (!cfg.catalogue_public_key_file.empty()) {
+    VESSEL_ASSIGN_OR_RETURN(auto v,
+                            cluster::CatalogueVerifier::openFile(cfg.catalogue_public_key_file));
+    verifier = std::move(v);
+    fo.verifier = &*verifier;
+  } else {
+    log.warn(
+        "no --catalogue-public-key-file: templates copied from other nodes are checked "
+        "against catalogue entries any node can write");
+  }
   cluster::TemplateFetcher fetcher(io, node->templates(), catalogue, *store, fo);
   cluster::TemplateNode served(node->local(), node->templates(), catalogue, *store, fetcher,
                                cfg.node_name);

@@ -34,7 +34,9 @@ class EnvdForwarder {
   // node accepts (so a proof made for one node opens no other).
   EnvdForwarder(store::Store& store, const e2b::AccessTokens& tokens,
                 cluster::NodeTokens node_tokens, std::chrono::milliseconds lost_after)
-      : store_(store), tokens_(tokens), node_tokens_(std::move(node_tokens)),
+      : store_(store),
+        tokens_(tokens),
+        node_tokens_(std::move(node_tokens)),
         lost_after_(lost_after) {}
 
   // HttpServer::forwardWhen's chooser: a request it forwards carries this
