@@ -23,6 +23,7 @@
 #include "cluster/node_tokens.h"
 #include "cmd/vessel/api_common.h"
 #include "cmd/vessel/commands.h"
+#include "store/node_roles.h"
 #include "store/store.h"
 
 namespace vessel::cli {
@@ -110,6 +111,25 @@ int runNodeToken(const std::string& name) {
   return 0;
 }
 
+// The node's own PostgreSQL role (store/node_roles.h), with a new random
+// password, printed once: the node's --store URL names it as its user.
+int runNodeAdd(const StoreArgs& where, const std::string& name) {
+  if (where.store == "sqlite")
+    return fail("vessel node add needs the cluster's PostgreSQL store (--store=postgres://...)");
+  auto st = openStore(where);  // migrated first: the policies must be there
+  if (!st.ok()) return fail(st.error());
+  auto password = cluster::newNodeToken();
+  if (!password.ok()) return fail(password.error());
+  if (auto s = store::createNodeRole(where.store, name, *password); !s.ok()) return fail(s.error());
+  std::printf("%s\n", password->c_str());
+  if (::isatty(1))
+    std::fprintf(stderr,
+                 "vessel: node %s's store password (shown once); its --store URL is "
+                 "postgres://%s:PASSWORD@HOST/DB\n",
+                 name.c_str(), name.c_str());
+  return 0;
+}
+
 // Never over an existing key: replacing it would leave every signed entry
 // unverifiable on the nodes (docs/operations.md says how to rotate).
 int runCatalogueKey(const std::string& path) {
@@ -164,6 +184,13 @@ void addAdmin(CLI::App& app, std::function<int()>* run) {
                            "--node-tokens-file; the token alone is the node's --node-token-file)");
   nt->add_option("name", *arg, "the node's --node-name")->required();
   nt->callback([=] { *run = [=] { return runNodeToken(*arg); }; });
+  auto* na = node->add_subcommand(
+      "add",
+      "make the node's own PostgreSQL role (row-level security: its row and the "
+      "sandboxes placed on it); print its password");
+  na->add_option("name", *arg, "the node's --node-name")->required();
+  storeOptions(na);
+  na->callback([=] { *run = [=] { return runNodeAdd(*where, *arg); }; });
 
   auto* cat = app.add_subcommand("catalogue", "operator: the template catalogue's signing key");
   cat->require_subcommand(1);
