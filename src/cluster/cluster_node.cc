@@ -106,10 +106,18 @@ std::vector<std::string> ClusterNode::sweepOnce() {
   return marked;
 }
 
+// A node this replica holds no token for (per-node tokens, and the node
+// is not in the file yet) is never placed on: its every call would be 401.
+std::vector<std::string> ClusterNode::withToken(std::vector<std::string> order) const {
+  std::erase_if(order, [this](const std::string& n) { return opts_.tokens.forNode(n).empty(); });
+  return order;
+}
+
 RemoteNode& ClusterNode::remote(const store::NodeRecord& n) {
   auto& r = remotes_[n.name];
   if (!r)
-    r = std::make_unique<RemoteNode>(io_, n.name, n.advertise_url, opts_.token, opts_.tls);
+    r = std::make_unique<RemoteNode>(io_, n.name, n.advertise_url, opts_.tokens.forNode(n.name),
+                                     opts_.tls);
   else if (r->url() != n.advertise_url)
     r->setUrl(n.advertise_url);
   return *r;
@@ -212,8 +220,8 @@ asio::awaitable<Status> ClusterNode::create(ops::NodeCreate c) {
       placed_[n.name] = 0;
     }
   }
-  auto order =
-      rankNodes(*nodes, c.template_name, c.memory_mib, store::nowMs(), opts_.lost_after, placed_);
+  auto order = withToken(
+      rankNodes(*nodes, c.template_name, c.memory_mib, store::nowMs(), opts_.lost_after, placed_));
   if (order.empty())
     co_return Error(Code::kUnavailable, "no node is available to run sandbox " + c.id);
   NodeCall call;

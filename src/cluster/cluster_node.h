@@ -30,6 +30,8 @@
 #include <string>
 #include <vector>
 
+#include "cluster/catalogue_signature.h"
+#include "cluster/node_tokens.h"
 #include "cluster/remote_node.h"
 #include "ops/node.h"
 #include "store/store.h"
@@ -37,10 +39,13 @@
 namespace vessel::cluster {
 
 struct ClusterOptions {
-  std::string token;  // the node API's shared secret
+  NodeTokens tokens;  // each node's token (or the one shared token)
   // Nodes advertised at https:// URLs are verified with this client context
   // (vesseld --node-ca-file; http/tls_client.h).
   std::shared_ptr<asio::ssl::context> tls;
+  // Signs the catalogue entry of each template a node builds or forks into
+  // for this replica (catalogue_signature.h); null: entries stay unsigned.
+  const CatalogueSigner* signer = nullptr;
   std::chrono::milliseconds lost_after{15000};
   std::chrono::milliseconds sweep_every{1000};
   // Calls that wait on a guest (create, resume, fork, pause) and the others.
@@ -100,6 +105,11 @@ class ClusterNode final : public ops::Node {
  private:
   // The node's client, made or updated from its registry record.
   RemoteNode& remote(const store::NodeRecord& n);
+  // The answered manifest, once its catalogue entry is signed (with a signer).
+  Result<templates::Manifest> signedManifest(const NodeReply& r, const std::string& node,
+                                             const std::string& tenant);
+  // `order` without the nodes this replica has no token for.
+  std::vector<std::string> withToken(std::vector<std::string> order) const;
   // The sandbox's node and its client; kUnavailable when it is lost or
   // unknown, kNotFound when the sandbox has no node.
   Result<RemoteNode*> route(const std::string& id);

@@ -35,15 +35,28 @@ asio::awaitable<Result<templates::Manifest>> ClusterNode::forkToTemplate(std::st
   c.template_name = stored_name;
   auto r = co_await callFor(id, "fork_template", c, opts_.long_call);
   if (!r.ok()) co_return std::move(r).error();
-  co_return manifestOf(*r, node_of_[id]);
+  auto sb = store_.findSandbox(id);
+  if (!sb.ok())
+    co_return std::move(sb).error().withContext("fork sandbox " + id + " into a template");
+  if (!*sb) co_return Error(Code::kNotFound, "sandbox " + id + " is gone");
+  co_return signedManifest(*r, node_of_[id], (*sb)->tenant_id);
+}
+
+Result<templates::Manifest> ClusterNode::signedManifest(const NodeReply& r, const std::string& node,
+                                                        const std::string& tenant) {
+  auto m = manifestOf(r, node);
+  if (!m.ok() || !opts_.signer) return m;
+  auto s = signAnswered(store_, *opts_.signer, tenant, m->name, m->version, r.manifest);
+  if (!s.ok()) return std::move(s).error().withContext("node " + node + "'s template");
+  return m;
 }
 
 Status ClusterNode::build(ops::BuildRequest req, ops::BuildCallbacks cb) {
   auto nodes = store_.listNodes();
   if (!nodes.ok()) return std::move(nodes).error().withContext("place template build");
   for (const auto& n : *nodes) nodes_[n.name] = n;
-  auto order =
-      rankNodes(*nodes, req.base, req.spec.memory_mib, store::nowMs(), opts_.lost_after, placed_);
+  auto order = withToken(
+      rankNodes(*nodes, req.base, req.spec.memory_mib, store::nowMs(), opts_.lost_after, placed_));
   if (order.empty())
     return Error(Code::kUnavailable, "no node is available to build template " + req.spec.name);
   NodeCall c;
@@ -66,7 +79,7 @@ Status ClusterNode::build(ops::BuildRequest req, ops::BuildCallbacks cb) {
           auto reply = co_await remote(nodes_[name]).call("build", c, kBuildCall, &connected);
           if (alive.expired()) co_return;  // the replica is stopping: nobody to tell
           if (reply.ok()) {
-            if (cb.done) cb.done(manifestOf(*reply, name));
+            if (cb.done) cb.done(signedManifest(*reply, name, c.tenant));
             co_return;
           }
           if (connected) {

@@ -61,14 +61,17 @@ class ClusterNodeTest : public ::testing::Test {
     ASSERT_TRUE(store_->createTenant("t1", "one").ok());
     for (int i = 0; i < 2; ++i) {
       fakes_.push_back(std::make_unique<ops::testing::FakeNode>(io_));
-      servers_.push_back(std::make_unique<NodeServer>(*fakes_.back(), "tok"));
+      servers_.push_back(std::make_unique<NodeServer>(*fakes_.back(), token(i)));
       http_.push_back(std::make_unique<http::HttpServer>(io_, nodeServerLimits()));
       servers_.back()->install(*http_.back());
       ASSERT_TRUE(http_.back()->listen({"127.0.0.1", 0}).ok());
       heartbeat(i, store::nowMs());
     }
     ClusterOptions o;
-    o.token = "tok";
+    // Per-node tokens (node_tokens.h): each node holds only its own.
+    auto tokens = NodeTokens::parse("n0 " + token(0) + "\nn1 " + token(1) + "\n");
+    ASSERT_TRUE(tokens.ok()) << tokens.error().message();
+    o.tokens = *tokens;
     o.lost_after = 10s;
     cluster_ = std::make_unique<ClusterNode>(io_, *store_, o);
     cluster_->onLost([this](const std::string&, const std::string& id, const std::string& why) {
@@ -88,6 +91,7 @@ class ClusterNodeTest : public ::testing::Test {
     ASSERT_TRUE(store_->heartbeatNode(n).ok());
   }
   static std::string name(int i) { return "n" + std::to_string(i); }
+  static std::string token(int i) { return "token-of-node-" + std::to_string(i) + "-0123456789"; }
   Status create(const std::string& id) {
     store::SandboxRecord sb{id, "t1", "minimal", store::SandboxState::kCreating};
     if (auto s = store_->insertSandbox(sb); !s.ok()) return s;
@@ -180,6 +184,39 @@ TEST_F(ClusterNodeTest, TheNodeApiRefusesAWrongToken) {
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().code(), Code::kUnauthenticated) << r.error().message();
   EXPECT_TRUE(fakes_[0]->calls.empty());
+}
+
+// A node's token opens that node only: n1's token, held by a taken-over
+// n1, gets nothing from n0 (issue 24, item 5).
+TEST_F(ClusterNodeTest, ANodesTokenOpensNoOtherNode) {
+  RemoteNode as_n1(io_, "n0", "http://127.0.0.1:" + std::to_string(http_[0]->port()), token(1));
+  NodeCall c;
+  c.id = "sb-x";
+  auto r = runBlocking(io_, as_n1.call("holding", c, 5s));
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code(), Code::kUnauthenticated) << r.error().message();
+  EXPECT_TRUE(fakes_[0]->calls.empty());
+  RemoteNode own(io_, "n0", "http://127.0.0.1:" + std::to_string(http_[0]->port()), token(0));
+  auto ok = runBlocking(io_, own.call("holding", c, 5s));
+  ASSERT_TRUE(ok.ok()) << ok.error().message();
+}
+
+// A node the replica has no token for is not placed on (its calls would
+// all be refused): every create goes to the node it knows.
+TEST_F(ClusterNodeTest, ANodeWithoutATokenGetsNoSandboxes) {
+  ClusterOptions o;
+  auto only_n1 = NodeTokens::parse("n1 " + token(1) + "\n");
+  ASSERT_TRUE(only_n1.ok());
+  o.tokens = *only_n1;
+  o.lost_after = 10s;
+  cluster_ = std::make_unique<ClusterNode>(io_, *store_, o);
+  for (int i = 0; i < 3; ++i) {
+    auto s = create("sb-t" + std::to_string(i));
+    ASSERT_TRUE(s.ok()) << s.error().message();
+    EXPECT_EQ(*store_->sandboxNode("sb-t" + std::to_string(i)), "n1");
+  }
+  EXPECT_EQ(fakes_[0]->count("create"), 0);
+  EXPECT_EQ(fakes_[1]->count("create"), 3);
 }
 
 TEST_F(ClusterNodeTest, ASilentNodeIsLostItsCallsFailAndCreatesGoElsewhere) {

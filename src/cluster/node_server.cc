@@ -21,8 +21,9 @@ http::ServerLimits nodeServerLimits() {
   return l;
 }
 
-// The node API's route table: one POST route per call, each behind the
-// cluster's node token (as are the router's own 404 and 405: the guard).
+// The node API's route table: one POST route per call, each behind this
+// node's token (as are the router's own 404 and 405: the guard). With
+// per-node tokens (node_tokens.h) no other node's token opens it.
 void NodeServer::install(http::HttpServer& server) {
   http::Router& r = server.router();
   auto refused = [this](const http::Request& req) -> std::optional<http::Response> {
@@ -31,7 +32,7 @@ void NodeServer::install(http::HttpServer& server) {
     if (auth.size() <= kBearer.size() || auth.substr(0, kBearer.size()) != kBearer ||
         !tokenMatches(auth.substr(kBearer.size()), token_))
       return http::errorResponse(
-          req, Error(Code::kUnauthenticated, "the node API needs the cluster's node token"));
+          req, Error(Code::kUnauthenticated, "the node API needs this node's token"));
     return std::nullopt;
   };
   r.guardUnder(std::string(kPrefix), refused);

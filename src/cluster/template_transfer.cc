@@ -26,6 +26,7 @@
 #include "base/offload.h"
 #include "client/client.h"
 #include "cluster/node_protocol.h"
+#include "cluster/node_tokens.h"
 #include "http/tls_client.h"
 
 namespace vessel::cluster {
@@ -102,22 +103,42 @@ TemplateFileServer::~TemplateFileServer() {
   reader_.join();
 }
 
+bool TemplateFileServer::authorized(const http::Request& req) const {
+  auto auth = req[http::field::authorization];
+  constexpr std::string_view kBearer = "Bearer ";
+  if (auth.size() <= kBearer.size() || auth.substr(0, kBearer.size()) != kBearer) return false;
+  std::string_view presented(auth.data() + kBearer.size(), auth.size() - kBearer.size());
+  return tokenMatches(presented, token_) || (peers_ && peers_(presented));
+}
+
+TemplateFileServer::PeerCheck peerTokenCheck(store::Store& store, std::string self) {
+  return [&store, self = std::move(self)](std::string_view token) {
+    if (token.size() < kMinNodeTokenSize) return false;
+    auto nodes = store.listNodes();
+    if (!nodes.ok()) return false;
+    const std::string hash = nodeTokenHash(token);
+    for (const auto& n : *nodes) {
+      if (n.name == self) continue;
+      auto published = store.getMeta(nodeTokenMetaKey(n.name));
+      // Hashes are public within the cluster; the compare is constant-time anyway.
+      if (published.ok() && *published && tokenMatches(hash, **published)) return true;
+    }
+    return false;
+  };
+}
+
 // One route: GET <prefix>{name}/{version}/{file}; serve() checks the token
 // and the path's components (parseTemplateFilePath), the guard the token of
 // what the router refuses itself.
 void TemplateFileServer::install(http::HttpServer& server) {
   http::Router& r = server.router();
-  r.guardUnder(
-      std::string(kTemplateFilesPrefix),
-      [this](const http::Request& req) -> std::optional<http::Response> {
-        auto auth = req[http::field::authorization];
-        constexpr std::string_view kBearer = "Bearer ";
-        if (auth.size() <= kBearer.size() || auth.substr(0, kBearer.size()) != kBearer ||
-            !tokenMatches(auth.substr(kBearer.size()), token_))
-          return http::errorResponse(
-              req, Error(Code::kUnauthenticated, "the node API needs the cluster's node token"));
-        return std::nullopt;
-      });
+  r.guardUnder(std::string(kTemplateFilesPrefix),
+               [this](const http::Request& req) -> std::optional<http::Response> {
+                 if (!authorized(req))
+                   return http::errorResponse(
+                       req, Error(Code::kUnauthenticated, "template copies need a node's token"));
+                 return std::nullopt;
+               });
   r.addStream(http::verb::get, std::string(kTemplateFilesPrefix) + "{name}/{version}/{file}",
               [this](const http::Request& req, const http::Params&, beast::tcp_stream& stream) {
                 return serve(req, stream);
@@ -126,12 +147,9 @@ void TemplateFileServer::install(http::HttpServer& server) {
 
 asio::awaitable<std::optional<http::Response>> TemplateFileServer::serve(
     const http::Request& req, beast::tcp_stream& stream) {
-  auto auth = req[http::field::authorization];
-  constexpr std::string_view kBearer = "Bearer ";
-  if (auth.size() <= kBearer.size() || auth.substr(0, kBearer.size()) != kBearer ||
-      !tokenMatches(auth.substr(kBearer.size()), token_))
+  if (!authorized(req))
     co_return http::errorResponse(
-        req, Error(Code::kUnauthenticated, "the node API needs the cluster's node token"));
+        req, Error(Code::kUnauthenticated, "template copies need a node's token"));
   std::string_view target(req.target().data(), req.target().size());
   if (req.method() != http::verb::get) co_return http::methodNotAllowed(req, target, "GET");
   auto ref = parseTemplateFilePath(target);
@@ -413,6 +431,13 @@ asio::awaitable<Status> TemplateFetcher::ensure(std::string name) {
   auto here = store_.open(m.name, m.version);
   if (here.ok()) co_return okStatus();
   if (here.error().code() != Code::kNotFound) co_return std::move(here).error();
+  if (opts_.verifier) {
+    // Only now that a copy is needed: entries of templates each node makes
+    // itself (the built-in ones) are never signed.
+    auto v = verifiedEntry(registry_, *opts_.verifier, m.name, m.version);
+    if (!v.ok()) co_return std::move(v).error().withContext("copy template " + id);
+    **e = std::move(*v);
+  }
   if (m.qemu_version != store_.qemuVersion() || m.kernel_sha256 != store_.kernelSha256())
     co_return Error(Code::kFailedPrecondition,
                     "template " + id + " was made with QEMU '" + m.qemu_version +

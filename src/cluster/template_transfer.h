@@ -21,11 +21,13 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/thread_pool.hpp>
 #include <chrono>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
 #include <string_view>
 
+#include "cluster/catalogue_signature.h"
 #include "http/server.h"
 #include "store/store.h"
 #include "templates/catalogue.h"
@@ -56,8 +58,12 @@ bool nodeHasTemplate(const store::NodeRecord& n, const std::string& name);
 // receiver does, against the catalogue).
 class TemplateFileServer {
  public:
-  TemplateFileServer(templates::TemplateStore& store, std::string token)
-      : store_(store), token_(std::move(token)) {}
+  // Whether a presented token is another node's (per-node tokens: the
+  // fetching node presents its own, which this node does not hold; see
+  // peerTokenCheck). Unset: only `token` is accepted.
+  using PeerCheck = std::function<bool(std::string_view token)>;
+  TemplateFileServer(templates::TemplateStore& store, std::string token, PeerCheck peers = {})
+      : store_(store), token_(std::move(token)), peers_(std::move(peers)) {}
   ~TemplateFileServer();
   // Installs the GET route. Before NodeServer::install on the same server:
   // the first matching prefix route takes a request.
@@ -66,16 +72,23 @@ class TemplateFileServer {
  private:
   asio::awaitable<std::optional<http::Response>> serve(const http::Request& req,
                                                        boost::beast::tcp_stream& stream);
+  bool authorized(const http::Request& req) const;
 
   templates::TemplateStore& store_;
   std::string token_;
+  PeerCheck peers_;
   int sending_ = 0;              // transfers in progress (bounded)
   asio::thread_pool reader_{1};  // file reads, off the io thread
 };
 
+// The nodes' tokens as published in the store (node_tokens.h): a token
+// whose hash some node other than `self` published there. Read from the
+// store at each check (a copy is rare; a node's new token counts at once).
+TemplateFileServer::PeerCheck peerTokenCheck(store::Store& store, std::string self);
+
 struct FetchOptions {
   std::string self;   // this node's name (never its own source)
-  std::string token;  // the node API's shared secret
+  std::string token;  // this node's own token (other nodes check it: peerTokenCheck)
   // Sources are nodes whose heartbeat is newer than this.
   std::chrono::milliseconds lost_after{15000};
   // A source that sends nothing for this long is given up on.
@@ -83,6 +96,9 @@ struct FetchOptions {
   // Sources advertised at https:// URLs are verified with this client
   // context (vesseld --node-ca-file); without one they are refused.
   std::shared_ptr<asio::ssl::context> tls;
+  // The API replicas' catalogue key (catalogue_signature.h): with it, only
+  // an entry they signed is copied. Null: entries are taken as stored.
+  const CatalogueVerifier* verifier = nullptr;
 };
 
 // The receiving side, on a node's io thread.

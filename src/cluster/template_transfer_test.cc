@@ -19,6 +19,7 @@
 #include "base/run_blocking.h"
 #include "base/sha256.h"
 #include "cluster/node_server.h"
+#include "cluster/node_tokens.h"
 #include "cluster/template_catalogue.h"
 #include "http/server.h"
 #include "templates/naming.h"
@@ -94,7 +95,8 @@ class TemplateTransferTest : public ::testing::Test {
     std::string rootfs((3 << 20) + 12345, '\0');
     for (size_t i = 0; i < rootfs.size(); ++i) rootfs[i] = static_cast<char>(i * 131 % 251);
     installTemplate(*a_, "solo", rootfs);
-    files_ = std::make_unique<TemplateFileServer>(*a_, "tok");
+    // Node a's token, and the other nodes' as they published them.
+    files_ = std::make_unique<TemplateFileServer>(*a_, "tok", peerTokenCheck(*store_, "a"));
     http_ = std::make_unique<http::HttpServer>(io_, nodeServerLimits());
     files_->install(*http_);
     ASSERT_TRUE(http_->listen({"127.0.0.1", 0}).ok());
@@ -210,6 +212,48 @@ TEST_F(TemplateTransferTest, AWrongTokenGetsNothing) {
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.error().code(), Code::kUnauthenticated) << s.error().message();
   EXPECT_TRUE(nothingOf(dir_ + "/b", "solo"));
+}
+
+// Per-node tokens: node b presents its own token, which a does not hold;
+// a lets it copy only once b's token hash is published (in b's name: a
+// hash a node publishes under a's own name does not count).
+TEST_F(TemplateTransferTest, ANodesOwnTokenCopiesOnceItsHashIsPublished) {
+  const std::string b_token = "token-of-node-b-0123456789";
+  TemplateFetcher as_b(io_, *b_, *catalogue_, *store_, FetchOptions{"b", b_token, 15s, 10s});
+  ASSERT_TRUE(store_->setMeta(nodeTokenMetaKey("a"), nodeTokenHash(b_token)).ok());
+  auto refused = runBlocking(io_, as_b.ensure("solo"));
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().code(), Code::kUnauthenticated) << refused.error().message();
+  EXPECT_TRUE(nothingOf(dir_ + "/b", "solo"));
+  store::NodeRecord n;
+  n.name = "b";
+  n.advertise_url = "http://127.0.0.1:1";
+  ASSERT_TRUE(store_->heartbeatNode(n).ok());
+  ASSERT_TRUE(store_->setMeta(nodeTokenMetaKey("b"), nodeTokenHash(b_token)).ok());
+  auto s = runBlocking(io_, as_b.ensure("solo"));
+  ASSERT_TRUE(s.ok()) << s.error().message();
+  EXPECT_EQ(as_b.fetched(), 1);
+}
+
+// With the replicas' public key a node copies only a signed entry: "solo"
+// as node a registered it is refused, nothing installed; signed, copied.
+TEST_F(TemplateTransferTest, OnlyASignedEntryIsCopied) {
+  auto signer = *CatalogueSigner::fromSeed(std::string(32, '\x33'));
+  auto verifier = *CatalogueVerifier::fromHex(signer.publicKeyHex());
+  FetchOptions o{"b", "tok", 15s, 10s};
+  o.verifier = &verifier;
+  TemplateFetcher checked(io_, *b_, *catalogue_, *store_, o);
+  auto refused = runBlocking(io_, checked.ensure("solo"));
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().code(), Code::kFailedPrecondition) << refused.error().message();
+  EXPECT_NE(refused.error().message().find("not signed"), std::string::npos);
+  EXPECT_TRUE(nothingOf(dir_ + "/b", "solo"));
+  auto row = store_->getTemplate("solo", "v1");
+  ASSERT_TRUE(row.ok() && row->has_value());
+  ASSERT_TRUE(signAnswered(*store_, signer, "", "solo", "v1", (*row)->manifest_json).ok());
+  auto s = runBlocking(io_, checked.ensure("solo"));
+  ASSERT_TRUE(s.ok()) << s.error().message();
+  EXPECT_EQ(checked.fetched(), 1);
 }
 
 // A heartbeat is up to 2 s behind a build: a live node that does not list

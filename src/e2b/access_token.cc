@@ -103,8 +103,12 @@ bool AccessTokens::check(std::string_view sandbox_id, std::string_view token) co
 }
 
 std::string AccessTokens::forwardProof(std::string_view sandbox_id) const {
-  if (forward_secret_.empty()) return "";
-  return hmacHex(forward_secret_, "envd-forward:", sandbox_id);
+  return proofUnder(forward_secret_, sandbox_id);
+}
+
+std::string AccessTokens::proofUnder(std::string_view secret, std::string_view sandbox_id) {
+  if (secret.empty()) return "";
+  return hmacHex(secret, "envd-forward:", sandbox_id);
 }
 
 bool AccessTokens::forwarded(std::string_view sandbox_id, std::string_view proof) const {

@@ -59,6 +59,9 @@ class AccessTokens {
   static constexpr const char* kForwardHeader = "X-Vessel-Envd-Forward";
   // "" without a forward secret.
   std::string forwardProof(std::string_view sandbox_id) const;
+  // A replica's proof for a sandbox on the node whose token is `secret`
+  // (each node its own: cluster/node_tokens.h).
+  static std::string proofUnder(std::string_view secret, std::string_view sandbox_id);
   // In constant time: whether `proof` is a replica's for `sandbox_id`.
   bool forwarded(std::string_view sandbox_id, std::string_view proof) const;
 

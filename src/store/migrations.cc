@@ -17,6 +17,9 @@ namespace {
 struct Template {
   int number;
   const char* sql;
+  // PostgreSQL only (row-level security): SQLite records the number and
+  // runs nothing, so both engines count the same migrations.
+  bool postgres_only = false;
 };
 constexpr Template kTemplates[] = {
     {1, "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);"},
@@ -114,13 +117,65 @@ constexpr Template kTemplates[] = {
      "CREATE TABLE sandbox_logs (seq {seq}, sandbox_id TEXT NOT NULL, kind TEXT NOT NULL,"
      "  data TEXT NOT NULL, at_ms {i64} NOT NULL);"
      "CREATE INDEX sandbox_logs_sandbox ON sandbox_logs(sandbox_id, seq);"},
+    // A taken-over node is contained (issue 24, item 5; store/node_roles.h):
+    // row-level security for the nodes' own roles. The API replicas connect
+    // as the tables' owner, which these policies do not bind; a node's role
+    // (named as the node, `vessel node add`) sees and writes its own node
+    // row, the sandboxes placed on it and what hangs off them, reads the
+    // credentials only of tenants with a live sandbox on it, and writes no
+    // meta but its own token hash. Subqueries on sandboxes are themselves
+    // filtered for the node, so "IN (SELECT id FROM sandboxes)" is its own.
+    {13,
+     "ALTER TABLE nodes ENABLE ROW LEVEL SECURITY;"
+     "CREATE POLICY nodes_read ON nodes FOR SELECT USING (true);"
+     "CREATE POLICY nodes_own_insert ON nodes FOR INSERT WITH CHECK (name = current_user);"
+     "CREATE POLICY nodes_own_update ON nodes FOR UPDATE USING (name = current_user)"
+     "  WITH CHECK (name = current_user);"
+     "ALTER TABLE sandboxes ENABLE ROW LEVEL SECURITY;"
+     "CREATE POLICY sandboxes_placed ON sandboxes USING (node = current_user)"
+     "  WITH CHECK (node = current_user);"
+     "ALTER TABLE credentials ENABLE ROW LEVEL SECURITY;"
+     "CREATE POLICY credentials_placed ON credentials FOR SELECT USING (tenant_id IN"
+     "  (SELECT tenant_id FROM sandboxes WHERE state NOT IN ('deleted','failed')));"
+     "ALTER TABLE sandbox_network ENABLE ROW LEVEL SECURITY;"
+     "CREATE POLICY sandbox_network_placed ON sandbox_network"
+     "  USING (sandbox_id IN (SELECT id FROM sandboxes))"
+     "  WITH CHECK (sandbox_id IN (SELECT id FROM sandboxes));"
+     "ALTER TABLE sandbox_ingress ENABLE ROW LEVEL SECURITY;"
+     "CREATE POLICY sandbox_ingress_placed ON sandbox_ingress"
+     "  USING (sandbox_id IN (SELECT id FROM sandboxes))"
+     "  WITH CHECK (sandbox_id IN (SELECT id FROM sandboxes));"
+     "ALTER TABLE sessions ENABLE ROW LEVEL SECURITY;"
+     "CREATE POLICY sessions_placed ON sessions USING (sandbox_id IN (SELECT id FROM sandboxes))"
+     "  WITH CHECK (sandbox_id IN (SELECT id FROM sandboxes));"
+     "ALTER TABLE operations ENABLE ROW LEVEL SECURITY;"
+     "CREATE POLICY operations_placed ON operations"
+     "  USING (sandbox_id IN (SELECT id FROM sandboxes))"
+     "  WITH CHECK (sandbox_id IN (SELECT id FROM sandboxes));"
+     "ALTER TABLE events ENABLE ROW LEVEL SECURITY;"
+     "CREATE POLICY events_placed ON events USING (sandbox_id IN (SELECT id FROM sandboxes))"
+     "  WITH CHECK (sandbox_id IN (SELECT id FROM sandboxes));"
+     "ALTER TABLE sandbox_logs ENABLE ROW LEVEL SECURITY;"
+     "CREATE POLICY sandbox_logs_placed ON sandbox_logs"
+     "  USING (sandbox_id IN (SELECT id FROM sandboxes))"
+     "  WITH CHECK (sandbox_id IN (SELECT id FROM sandboxes));"
+     "ALTER TABLE meta ENABLE ROW LEVEL SECURITY;"
+     "CREATE POLICY meta_read ON meta FOR SELECT USING (true);"
+     "CREATE POLICY meta_own_token_insert ON meta FOR INSERT"
+     "  WITH CHECK (key = 'node_token_sha256:' || current_user);"
+     "CREATE POLICY meta_own_token_update ON meta FOR UPDATE"
+     "  USING (key = 'node_token_sha256:' || current_user)"
+     "  WITH CHECK (key = 'node_token_sha256:' || current_user);",
+     true},
 };
 
 }  // namespace
 
 std::vector<Migration> migrations(Dialect d) {
   std::vector<Migration> out;
-  for (const auto& t : kTemplates) out.push_back({t.number, renderSql(d, t.sql)});
+  for (const auto& t : kTemplates)
+    out.push_back({t.number, t.postgres_only && d != Dialect::kPostgres ? std::string("SELECT 1")
+                                                                        : renderSql(d, t.sql)});
   return out;
 }
 

@@ -51,7 +51,12 @@ std::string renderSql(Dialect d, std::string_view sql) {
 }
 
 const DialectHooks& hooks(Dialect d) {
-  static const DialectHooks kSqlite{{}, "PRAGMA user_version", "PRAGMA user_version={n}", ""};
+  static const DialectHooks kSqlite{
+      {},
+      "PRAGMA user_version",
+      "PRAGMA user_version={n}",
+      "",
+      "SELECT count(*) FROM sqlite_master WHERE type='table' AND name='schema_migrations'"};
   static const DialectHooks kPostgres{
       // Migrations may rewrite big tables: no statement timeout while
       // others wait for this one.
@@ -59,7 +64,9 @@ const DialectHooks& hooks(Dialect d) {
        "SELECT pg_advisory_xact_lock(" + std::to_string(kMigrationLock) + ")"},
       "",
       "",
-      "SELECT pg_advisory_xact_lock(?, hashtext(?))"};
+      "SELECT pg_advisory_xact_lock(?, hashtext(?))",
+      "SELECT count(*) FROM pg_tables WHERE schemaname=current_schema()"
+      " AND tablename='schema_migrations'"};
   return d == Dialect::kPostgres ? kPostgres : kSqlite;
 }
 

@@ -40,6 +40,10 @@ struct DialectHooks {
   // a tenant's sequence numbers become visible in increasing order. Empty
   // on SQLite, whose one writer at a time commits them in order anyway.
   std::string sequence_lock;
+  // 1 when schema_migrations exists: a node's role (store/node_roles.h) may
+  // not create tables, even with IF NOT EXISTS, so it is created only when
+  // missing.
+  std::string has_migrations_table;
 };
 const DialectHooks& hooks(Dialect d);
 

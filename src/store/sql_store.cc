@@ -524,9 +524,11 @@ Status SqlStore::migrate() {
       const auto& h = hooks(q.dialect());
       const auto known = migrations(q.dialect());
       for (const auto& lock : h.migration_lock) VESSEL_TRY(q.exec(lock));
-      VESSEL_TRY(
-          q.script("CREATE TABLE IF NOT EXISTS schema_migrations (number {i64} PRIMARY KEY,"
-                   " applied_ms {i64} NOT NULL)"));
+      VESSEL_ASSIGN_OR_RETURN(auto has_table, q.one(int0, h.has_migrations_table));
+      if (has_table.value_or(0) == 0)
+        VESSEL_TRY(
+            q.script("CREATE TABLE IF NOT EXISTS schema_migrations (number {i64} PRIMARY KEY,"
+                     " applied_ms {i64} NOT NULL)"));
       VESSEL_ASSIGN_OR_RETURN(auto numbers, q.all(int0, "SELECT number FROM schema_migrations"));
       std::set<int> applied(numbers.begin(), numbers.end());
       auto record = [&](int n) {

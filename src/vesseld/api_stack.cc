@@ -83,7 +83,6 @@ Result<std::unique_ptr<ApiStack>> ApiStack::build(asio::io_context& io, ApiSetti
     a->tokens_ = std::make_unique<e2b::AccessTokens>(std::move(t));
   }
   if (!cfg.node_local) {
-    a->tokens_->setForwardSecret(cfg.node_token);
     // A store from before issue 24 still holds the old shared key.
     VESSEL_TRY(e2b::AccessTokens::forgetStoredKey(store));
   }
@@ -117,7 +116,8 @@ Result<std::unique_ptr<ApiStack>> ApiStack::build(asio::io_context& io, ApiSetti
   } else {
     agents.agent_of = [](const std::string&) { return nullptr; };
     agents.live_ids = [] { return std::vector<std::string>{}; };
-    a->envd_forward_ = std::make_unique<EnvdForwarder>(store, *a->tokens_, cfg.lost_after);
+    a->envd_forward_ =
+        std::make_unique<EnvdForwarder>(store, *a->tokens_, cfg.node_tokens, cfg.lost_after);
     a->live_hook_ = a->lifecycle_->operations().onSandboxState(
         [fwd = a->envd_forward_.get()](const std::string&, const std::string& id,
                                        store::SandboxState) { fwd->forget(id); });

@@ -37,9 +37,21 @@ void addFlags(CLI::App& app, Config& cfg, std::string& accel, std::string& role)
                  "when it advertises https:// (default: the system's trust store)")
       ->envname("VESSEL_NODE_CA_FILE");
   app.add_option("--node-token-file", cfg.node_token_file,
-                 "api and node roles: file holding the node API's shared secret (else "
-                 "VESSEL_NODE_TOKEN)")
+                 "node role: file holding this node's token (else VESSEL_NODE_TOKEN); api "
+                 "role without --node-tokens-file: the one token every node shares")
       ->envname("VESSEL_NODE_TOKEN_FILE");
+  app.add_option("--node-tokens-file", cfg.node_tokens_file,
+                 "api role: file of every node's token, lines \"NAME TOKEN\" (vessel node "
+                 "token NAME makes one); each node then accepts only its own")
+      ->envname("VESSEL_NODE_TOKENS_FILE");
+  app.add_option("--catalogue-key-file", cfg.catalogue_key_file,
+                 "api role: the Ed25519 key (64 hex digits, mode 0600; vessel catalogue key "
+                 "FILE makes one) that signs the templates nodes build or fork")
+      ->envname("VESSEL_CATALOGUE_KEY_FILE");
+  app.add_option("--catalogue-public-key-file", cfg.catalogue_public_key_file,
+                 "node role: its public key (64 hex digits); the node then copies only "
+                 "template catalogue entries the API replicas signed")
+      ->envname("VESSEL_CATALOGUE_PUBLIC_KEY_FILE");
   app.add_option("--node-lost-after", cfg.node_lost_after_s,
                  "api role: seconds without a heartbeat after which a node is lost and its "
                  "sandboxes fail")

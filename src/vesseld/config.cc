@@ -110,16 +110,11 @@ std::string_view roleName(Role r) {
   return "all";
 }
 
-Status Config::validateRole() {
-  if (role == Role::kAll) return okStatus();
-  const std::string flag = "--role=" + std::string(roleName(role));
-  // Replicas and nodes share state only through the store: an embedded
-  // SQLite file cannot be that.
-  if (store == "sqlite")
-    return Error(Code::kInvalidArgument,
-                 flag +
-                     " needs a shared store: --store=postgres://... (or VESSEL_STORE); "
-                     "SQLite serves one machine only (--role=all)");
+// A node's own token (--node-token-file, else VESSEL_NODE_TOKEN) and, on an
+// API replica, every node's (--node-tokens-file) or else that one token as
+// the shared one: a replica given neither is refused rather than left
+// unable to reach any node.
+Status Config::readNodeTokens(const std::string& flag) {
   if (!node_token_file.empty()) {
     std::ifstream in(node_token_file);
     if (!in)
@@ -131,11 +126,39 @@ Status Config::validateRole() {
   }
   while (!node_token.empty() && std::isspace(static_cast<unsigned char>(node_token.back())))
     node_token.pop_back();
-  if (node_token.size() < 16)
+  if (role == Role::kApi && !node_tokens_file.empty()) {
+    auto t = cluster::NodeTokens::readFile(node_tokens_file);
+    if (!t.ok()) return std::move(t).error().withContext("--node-tokens-file");
+    node_tokens = std::move(*t);
+    return okStatus();
+  }
+  if (role == Role::kNode && !node_tokens_file.empty())
+    return Error(Code::kInvalidArgument,
+                 "--node-tokens-file is the API replicas' (every node's token); a node holds "
+                 "only its own, in --node-token-file");
+  if (node_token.size() < cluster::kMinNodeTokenSize)
+    return Error(
+        Code::kInvalidArgument,
+        flag + (role == Role::kNode ? " needs this node's token (at least 16 characters) in "
+                                      "--node-token-file or VESSEL_NODE_TOKEN"
+                                    : " needs every node's token in --node-tokens-file (or, for a "
+                                      "cluster that keeps one shared token, --node-token-file or "
+                                      "VESSEL_NODE_TOKEN, at least 16 characters)"));
+  if (role == Role::kApi) node_tokens = cluster::NodeTokens::shared(node_token);
+  return okStatus();
+}
+
+Status Config::validateRole() {
+  if (role == Role::kAll) return okStatus();
+  const std::string flag = "--role=" + std::string(roleName(role));
+  // Replicas and nodes share state only through the store: an embedded
+  // SQLite file cannot be that.
+  if (store == "sqlite")
     return Error(Code::kInvalidArgument,
                  flag +
-                     " needs the node API's shared secret (at least 16 characters) in "
-                     "--node-token-file or VESSEL_NODE_TOKEN");
+                     " needs a shared store: --store=postgres://... (or VESSEL_STORE); "
+                     "SQLite serves one machine only (--role=all)");
+  VESSEL_TRY(readNodeTokens(flag));
   auto nl = parseHostPort(node_listen);
   if (!nl.ok()) return std::move(nl).error().withContext("--node-listen");
   node_listen_addr = *nl;

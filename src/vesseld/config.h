@@ -13,6 +13,7 @@
 
 #include "base/host_port.h"
 #include "base/result.h"
+#include "cluster/node_tokens.h"
 #include "node/accel.h"
 #include "os/jail.h"
 
@@ -49,10 +50,19 @@ struct Config {
   std::string node_listen = "127.0.0.1:8091";
   std::string node_name;
   std::string node_advertise;
-  // The node API's shared secret (api and node roles): from this file, else
-  // VESSEL_NODE_TOKEN. Filled by validate() into node_token.
+  // A node's own token (node role): from this file, else VESSEL_NODE_TOKEN.
+  // Filled by validate() into node_token. On an API replica it is the one
+  // token every node shares, unless node_tokens_file names each node's
+  // (cluster/node_tokens.h); validate() fills node_tokens either way.
   std::string node_token_file;
   std::string node_token;
+  std::string node_tokens_file;
+  cluster::NodeTokens node_tokens;
+  // Template catalogue signatures (cluster/catalogue_signature.h): the API
+  // replicas' private key, and the public key a node checks entries with
+  // before it copies one ("": entries are not checked).
+  std::string catalogue_key_file;
+  std::string catalogue_public_key_file;
   // API role: a node silent (no heartbeat) for this long is lost.
   int64_t node_lost_after_s = 15;
   // API and node roles: the PEM CA certificate(s) a node's certificate must
@@ -228,6 +238,7 @@ struct Config {
  private:
   // The api and node roles' flags; reads the node token.
   Status validateRole();
+  Status readNodeTokens(const std::string& flag);
   // The TLS flags, the pairs loaded once, and no plain HTTP off loopback
   // unless allowed.
   Status validateTls();

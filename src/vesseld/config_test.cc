@@ -2,9 +2,11 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 
 #include "http/testing/test_pki.h"
 
@@ -47,6 +49,52 @@ TEST(ConfigTest, RolesNeedPostgresAndTheNodeToken) {
   EXPECT_FALSE(api.validate().ok());
   ::unsetenv("VESSEL_NODE_TOKEN");
   // The test-only fake hypervisor's own checks: vesseld/testing/fake_machine_test.cc.
+}
+
+// Per-node tokens (issue 24): a replica reads every node's from
+// --node-tokens-file; with only --node-token-file every node shares that
+// one; a node holds its own only and is refused the replicas' file.
+TEST(ConfigTest, ReplicasReadEachNodesTokenNodesOnlyTheirOwn) {
+  ::unsetenv("VESSEL_NODE_TOKEN");
+  auto dir = std::filesystem::temp_directory_path() / ("config-test-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string all = (dir / "node-tokens").string(), own = (dir / "node-token").string();
+  std::ofstream(all) << "n1 token-of-n1-0123456789\nn2 token-of-n2-0123456789\n";
+  std::ofstream(own) << "token-of-n1-0123456789\n";
+  Config api;
+  api.role = Role::kApi;
+  api.state_dir = "/tmp/x";
+  api.store = "postgres://vessel@db/vessel";
+  auto s = api.validate();
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.error().message().find("--node-tokens-file"), std::string::npos)
+      << s.error().message();
+  api.node_tokens_file = all;
+  ASSERT_TRUE(api.validate().ok()) << api.validate().error().message();
+  EXPECT_TRUE(api.node_tokens.perNode());
+  EXPECT_EQ(api.node_tokens.forNode("n2"), "token-of-n2-0123456789");
+  EXPECT_EQ(api.node_tokens.forNode("n3"), "");
+  Config shared = api;
+  shared.node_tokens_file.clear();
+  shared.node_token_file = own;
+  ASSERT_TRUE(shared.validate().ok()) << shared.validate().error().message();
+  EXPECT_FALSE(shared.node_tokens.perNode());
+  EXPECT_EQ(shared.node_tokens.forNode("n3"), "token-of-n1-0123456789");
+  Config node = shared;
+  node.role = Role::kNode;
+  node.kernel = node.minimal_image = "/etc/hostname";
+  node.node_name = "n1";
+  ASSERT_TRUE(node.validate().ok()) << node.validate().error().message();
+  EXPECT_EQ(node.node_token, "token-of-n1-0123456789");
+  node.node_tokens_file = all;
+  auto refused = node.validate();
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.error().message().find("only its own"), std::string::npos)
+      << refused.error().message();
+  std::ofstream(all) << "n1 short\n";
+  api.node_tokens = {};
+  EXPECT_FALSE(api.validate().ok());
+  std::filesystem::remove_all(dir);
 }
 
 TEST(ConfigTest, ValidateNamesTheBadField) {

@@ -121,9 +121,16 @@ Status runApi(Config cfg) {
   ApiSettings settings = apiSettings(cfg, false);
   EgressPolicies network_reader(*store, nullptr, settings.default_network);
   cluster::ClusterOptions co;
-  co.token = cfg.node_token;
+  co.tokens = cfg.node_tokens;
   // Nodes advertising https:// are verified with --node-ca-file.
   VESSEL_ASSIGN_OR_RETURN(co.tls, http::clientContext(cfg.node_ca_file));
+  std::optional<cluster::CatalogueSigner> signer;
+  if (!cfg.catalogue_key_file.empty()) {
+    VESSEL_ASSIGN_OR_RETURN(auto s, cluster::CatalogueSigner::openFile(cfg.catalogue_key_file));
+    log.info("template catalogue entries signed (public key {})", s.publicKeyHex());
+    signer = std::move(s);
+    co.signer = &*signer;
+  }
   co.lost_after = settings.lost_after;
   co.network_of = [&](const std::string& id) { return network_reader.stored(id); };
   cluster::ClusterNode nodes(io, *store, co);

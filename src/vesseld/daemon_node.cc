@@ -22,6 +22,7 @@
 #include "base/log.h"
 #include "base/run_blocking.h"
 #include "cluster/node_server.h"
+#include "cluster/node_tokens.h"
 #include "cluster/template_catalogue.h"
 #include "cluster/template_node.h"
 #include "cluster/template_transfer.h"
@@ -154,7 +155,10 @@ class NodeListeners {
         beats_(beats),
         node_api_(served, cfg.node_token),
         node_server_(io, cluster::nodeServerLimits()),
-        template_files_(node.templates(), cfg.node_token),
+        // Other nodes copy templates with their own tokens (per-node
+        // tokens), which this node checks against the hashes they published.
+        template_files_(node.templates(), cfg.node_token,
+                        cluster::peerTokenCheck(store, cfg.node_name)),
         sessions_(store, api::SessionOptions{.data_url = cfg.data_url}),
         live_(node.local(), store),
         data_(io, sessions_, live_),
@@ -257,9 +261,24 @@ Status runNode(Config cfg, const Machines& machines) {
   cluster::StoreCatalogue catalogue(*store);
   log.info("template catalogue: {} template(s) here registered",
            cluster::registerInstalled(node->templates(), catalogue));
+  // What other nodes check this node's token against when it copies a
+  // template from them: its hash, never the token (node_tokens.h).
+  VESSEL_TRY(store->setMeta(cluster::nodeTokenMetaKey(cfg.node_name),
+                            cluster::nodeTokenHash(cfg.node_token)));
   cluster::FetchOptions fo{.self = cfg.node_name, .token = cfg.node_token};
   // Other nodes advertising https:// are verified with --node-ca-file.
   VESSEL_ASSIGN_OR_RETURN(fo.tls, http::clientContext(cfg.node_ca_file));
+  std::optional<cluster::CatalogueVerifier> verifier;
+  if (!cfg.catalogue_public_key_file.empty()) {
+    VESSEL_ASSIGN_OR_RETURN(auto v,
+                            cluster::CatalogueVerifier::openFile(cfg.catalogue_public_key_file));
+    verifier = std::move(v);
+    fo.verifier = &*verifier;
+  } else {
+    log.warn(
+        "no --catalogue-public-key-file: templates copied from other nodes are checked "
+        "against catalogue entries any node can write");
+  }
   cluster::TemplateFetcher fetcher(io, node->templates(), catalogue, *store, fo);
   cluster::TemplateNode served(node->local(), node->templates(), catalogue, *store, fetcher,
                                cfg.node_name);

@@ -52,7 +52,11 @@ std::optional<http::Upstream> EnvdForwarder::choose(boost::beast::http::request_
   const auto& ups = upstreams();
   auto it = ups.find(*node);
   if (it == ups.end()) return std::nullopt;
-  if (!health) head.set(e2b::AccessTokens::kForwardHeader, tokens_.forwardProof(*id));
+  if (!health) {
+    const std::string& secret = node_tokens_.forNode(*node);
+    if (secret.empty()) return std::nullopt;  // no token for that node: it would refuse
+    head.set(e2b::AccessTokens::kForwardHeader, e2b::AccessTokens::proofUnder(secret, *id));
+  }
   return it->second;
 }
 

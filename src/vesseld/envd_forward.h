@@ -21,6 +21,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "cluster/node_tokens.h"
 #include "e2b/access_token.h"
 #include "http/forward.h"
 #include "store/store.h"
@@ -29,12 +30,18 @@ namespace vessel::vesseld {
 
 class EnvdForwarder {
  public:
+  // `node_tokens`: each node's token, the secret of the forward proofs that
+  // node accepts (so a proof made for one node opens no other).
   EnvdForwarder(store::Store& store, const e2b::AccessTokens& tokens,
-                std::chrono::milliseconds lost_after)
-      : store_(store), tokens_(tokens), lost_after_(lost_after) {}
+                cluster::NodeTokens node_tokens, std::chrono::milliseconds lost_after)
+      : store_(store),
+        tokens_(tokens),
+        node_tokens_(std::move(node_tokens)),
+        lost_after_(lost_after) {}
 
   // HttpServer::forwardWhen's chooser: a request it forwards carries this
-  // replica's forward proof for its sandbox (it checked the token first).
+  // replica's forward proof for its sandbox under its node's token (it
+  // checked the access token first).
   std::optional<http::Upstream> choose(boost::beast::http::request_header<>& head);
   // A sandbox's state changed here (the operation log's hook): its
   // placement is read again on its next request.
@@ -53,6 +60,7 @@ class EnvdForwarder {
 
   store::Store& store_;
   const e2b::AccessTokens& tokens_;
+  cluster::NodeTokens node_tokens_;
   std::chrono::milliseconds lost_after_;
   std::map<std::string, http::Upstream> upstreams_;  // by node name
   struct Placement {

@@ -36,7 +36,6 @@ class EnvdForwarderTest : public ::testing::Test {
       ASSERT_TRUE(store_->heartbeatNode(n).ok());
     }
     ASSERT_TRUE(store_->setSandboxNode("sb-a", "n1").ok());
-    tokens_.setForwardSecret(std::string(32, 's'));
   }
   void TearDown() override { std::filesystem::remove_all(dir_); }
 
@@ -57,10 +56,13 @@ class EnvdForwarderTest : public ::testing::Test {
   std::string dir_;
   std::unique_ptr<store::Store> store_;
   e2b::AccessTokens tokens_ = e2b::AccessTokens::withKey(std::string(32, 'k'));
+  // Each node's token (cluster/node_tokens.h): a proof is made for one node.
+  cluster::NodeTokens nodes_ =
+      *cluster::NodeTokens::parse("n1 token-of-n1-0123456789\nn2 token-of-n2-0123456789\n");
 };
 
 TEST_F(EnvdForwarderTest, PlacementComesFromMemoryUntilItsTimeOrAStateChangeHere) {
-  EnvdForwarder f(*store_, tokens_, std::chrono::minutes(1));
+  EnvdForwarder f(*store_, tokens_, nodes_, std::chrono::minutes(1));
   std::string tok = tokens_.forSandbox("sb-a");
   EXPECT_EQ(hostFor(f, "sb-a", tok), "10.0.0.1");
   EXPECT_EQ(f.placementsKept(), 1u);
@@ -75,7 +77,7 @@ TEST_F(EnvdForwarderTest, PlacementComesFromMemoryUntilItsTimeOrAStateChangeHere
 }
 
 TEST_F(EnvdForwarderTest, AStrangersRequestCostsNoStoreReadAndKeepsNothing) {
-  EnvdForwarder f(*store_, tokens_, std::chrono::minutes(1));
+  EnvdForwarder f(*store_, tokens_, nodes_, std::chrono::minutes(1));
   // A wrong token, another sandbox's token, an unknown id: answered by the
   // replica itself (no upstream), and nothing is kept for them.
   EXPECT_EQ(hostFor(f, "sb-a", std::string(64, '0')), "<none>");
@@ -92,13 +94,25 @@ TEST_F(EnvdForwarderTest, AStrangersRequestCostsNoStoreReadAndKeepsNothing) {
 }
 
 TEST_F(EnvdForwarderTest, AClientsOwnForwardProofIsDroppedAndTheReplicasSet) {
-  EnvdForwarder f(*store_, tokens_, std::chrono::minutes(1));
+  EnvdForwarder f(*store_, tokens_, nodes_, std::chrono::minutes(1));
   auto h = head("sb-a", tokens_.forSandbox("sb-a"));
   h.set(e2b::AccessTokens::kForwardHeader, "forged");
   auto up = f.choose(h);
   ASSERT_TRUE(up.has_value());
   EXPECT_NE(h[e2b::AccessTokens::kForwardHeader], "forged");
-  EXPECT_EQ(h[e2b::AccessTokens::kForwardHeader], tokens_.forwardProof("sb-a"));
+  // Under the token of the sandbox's node, n1, which only n1 accepts.
+  auto n1 = e2b::AccessTokens::nodeSide("token-of-n1-0123456789");
+  auto n2 = e2b::AccessTokens::nodeSide("token-of-n2-0123456789");
+  EXPECT_TRUE(n1.forwarded("sb-a", h[e2b::AccessTokens::kForwardHeader]));
+  EXPECT_FALSE(n2.forwarded("sb-a", h[e2b::AccessTokens::kForwardHeader]));
+}
+
+// A node this replica holds no token for gets nothing forwarded (it would
+// refuse every proof): the replica answers itself.
+TEST_F(EnvdForwarderTest, ANodeWithoutATokenIsNotForwardedTo) {
+  EnvdForwarder f(*store_, tokens_, *cluster::NodeTokens::parse("n2 token-of-n2-0123456789"),
+                  std::chrono::minutes(1));
+  EXPECT_EQ(hostFor(f, "sb-a", tokens_.forSandbox("sb-a")), "<none>");
 }
 
 }  // namespace

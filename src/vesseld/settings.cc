@@ -78,7 +78,7 @@ ApiSettings apiSettings(const Config& cfg, bool node_local) {
   s.default_network = cfg.default_network;
   s.e2b_sandbox_domain = cfg.e2b_sandbox_domain;
   s.e2b_token_key_file = cfg.e2b_token_key_file;
-  s.node_token = cfg.node_token;
+  s.node_tokens = cfg.node_tokens;
   s.node_ca_file = cfg.node_ca_file;
   s.lost_after = std::chrono::seconds(cfg.node_lost_after_s);
   return s;

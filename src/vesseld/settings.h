@@ -75,9 +75,10 @@ struct ApiSettings {
   std::string default_network;
   std::string e2b_sandbox_domain;
   // The envd/traffic token key's file ("": <state_dir>/e2b-token-key) and,
-  // on a replica, the secret its envd forward proofs are made with.
+  // on a replica, the nodes' tokens: an envd forward proof for a node's
+  // sandbox is made with that node's token.
   std::string e2b_token_key_file;
-  std::string node_token;
+  cluster::NodeTokens node_tokens;
   // API replicas: the CA file nodes' https:// listeners are verified with
   // ("": the system's trust store).
   std::string node_ca_file;

@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <boost/asio/connect.hpp>
@@ -26,8 +27,10 @@
 #include <thread>
 
 #include "base/child_process.h"
+#include "base/hex.h"
 #include "base/sha256.h"
 #include "client/client.h"
+#include "cluster/catalogue_signature.h"
 #include "e2b/envd/connect.h"
 #include "e2b/envd/signature.h"
 #include "guest_env.h"
@@ -44,7 +47,13 @@ using namespace std::chrono_literals;
 
 constexpr int kNodes = 3;
 constexpr int kApis = 2;
-inline const std::string kToken = "cluster-test-node-token-0123456789";
+// The replicas' catalogue signing key (its seed), as the tests know it.
+inline const std::string kCatalogueSeed(32, '\x5a');
+
+// Each node its own token (issue 24, item 5); the replicas hold them all.
+inline std::string nodeToken(int i) {
+  return "cluster-test-token-of-node" + std::to_string(i) + "-0123456789";
+}
 
 inline bool sh(const std::string& cmd) {
   return std::system((cmd + " >/dev/null 2>&1").c_str()) == 0;
@@ -94,8 +103,22 @@ class ClusterTest : public ::testing::Test {
     auto s = store::openPostgres(url_);
     ASSERT_TRUE(s.ok()) << s.error().message();
     store_ = std::move(*s);
-    token_file_ = dir_->path() + "/node-token";
-    std::ofstream(token_file_) << kToken << "\n";
+    tokens_file_ = dir_->path() + "/node-tokens";
+    {
+      std::ofstream all(tokens_file_);
+      for (int i = 0; i < kNodes; ++i) {
+        all << nodeName(i) << " " << nodeToken(i) << "\n";
+        std::ofstream(tokenFile(i)) << nodeToken(i) << "\n";
+      }
+    }
+    // The replicas' catalogue signing key; the nodes get its public half.
+    {
+      auto signer = cluster::CatalogueSigner::fromSeed(kCatalogueSeed);
+      ASSERT_TRUE(signer.ok()) << signer.error().message();
+      std::ofstream(dir_->path() + "/catalogue-key") << hexEncode(kCatalogueSeed) << "\n";
+      ASSERT_EQ(::chmod((dir_->path() + "/catalogue-key").c_str(), 0600), 0);
+      std::ofstream(dir_->path() + "/catalogue-public-key") << signer->publicKeyHex() << "\n";
+    }
     ASSERT_NO_FATAL_FAILURE(prepare());
     for (int i = 0; i < kNodes; ++i) ASSERT_TRUE(startNode(i)) << logs();
     for (int i = 0; i < kApis; ++i) ASSERT_TRUE(startApi(i)) << logs();
@@ -117,6 +140,7 @@ class ClusterTest : public ::testing::Test {
   std::string netns(int i) const { return "vcn" + sfx_ + "-" + std::to_string(i); }
   std::string ip(int i) const { return net_ + std::to_string(11 + i); }
   std::string nodeName(int i) const { return "node" + std::to_string(i); }
+  std::string tokenFile(int i) const { return dir_->path() + "/node-token-" + std::to_string(i); }
   static std::string readFile(const std::string& p) {
     std::ifstream in(p);
     return std::string(std::istreambuf_iterator<char>(in), {});
@@ -129,7 +153,6 @@ class ClusterTest : public ::testing::Test {
             "--warm-pool=none",
             "--kernel=" + testing::kernelPath(),
             "--minimal-image=" + testing::minimalImage(),
-            "--node-token-file=" + token_file_,
             "--state-dir=" + dir_->path() + "/" + state,
             "--cache-dir=" + dir_->path() + "/" + state + "-cache"};
   }
@@ -173,7 +196,8 @@ class ClusterTest : public ::testing::Test {
     for (std::string a :
          {"--store=" + store, "--node-name=" + nodeName(i), "--node-listen=" + ip(i) + ":8091",
           "--data-listen=" + ip(i) + ":8081", std::string("--listen=127.0.0.1:1"),
-          "--e2b-envd-listen=" + ip(i) + ":49983"})
+          "--e2b-envd-listen=" + ip(i) + ":49983", "--node-token-file=" + tokenFile(i),
+          "--catalogue-public-key-file=" + dir_->path() + "/catalogue-public-key"})
       argv.push_back(a);
     for (auto& a : nodeFlags(i)) argv.push_back(a);
     if (!spawn(argv, dir_->path() + "/node" + std::to_string(i) + ".log", nodes_[i])) return false;
@@ -201,7 +225,10 @@ class ClusterTest : public ::testing::Test {
         "--e2b-listen=127.0.0.1:" + std::to_string(e2b_ports_[i]),
         "--e2b-envd-listen=127.0.0.1:" + std::to_string(envd_ports_[i]), "--node-lost-after=4",
         // The envd token key: the replicas', the same file for both.
-        "--e2b-token-key-file=" + dir_->path() + "/e2b-token-key"};
+        "--e2b-token-key-file=" + dir_->path() + "/e2b-token-key",
+        // Every node's token: each node accepts only its own.
+        "--node-tokens-file=" + tokens_file_,
+        "--catalogue-key-file=" + dir_->path() + "/catalogue-key"};
     for (auto& a : common("api" + std::to_string(i))) argv.push_back(a);
     for (auto& a : apiFlags(i)) argv.push_back(a);
     if (!spawn(argv, dir_->path() + "/api" + std::to_string(i) + ".log", apis_[i])) return false;
@@ -232,6 +259,18 @@ class ClusterTest : public ::testing::Test {
     for (const char* n : {"node0", "node1", "node2", "api0", "api1"})
       s += std::string("--- ") + n + "\n" + readFile(dir_->path() + "/" + n + ".log");
     return s;
+  }
+
+  // Signs the stored catalogue entry name@version as the replicas do (what
+  // an operator does for a template installed on a node by hand).
+  void signAsReplicas(const std::string& name, const std::string& version) {
+    auto signer = cluster::CatalogueSigner::fromSeed(kCatalogueSeed);
+    ASSERT_TRUE(signer.ok());
+    auto row = store_->getTemplate(name, version);
+    ASSERT_TRUE(row.ok() && row->has_value()) << name << "@" << version;
+    auto sig = signer->sign(**row);
+    ASSERT_TRUE(sig.ok());
+    ASSERT_TRUE(store_->setMeta(cluster::templateSignatureKey(name, version), *sig).ok());
   }
 
   // POST /v1/sandboxes on replica `api`: {sandbox id, operation id}.
@@ -312,7 +351,7 @@ class ClusterTest : public ::testing::Test {
     return n;
   }
 
-  std::string sfx_, net_, bridge_, url_, token_file_, key_;
+  std::string sfx_, net_, bridge_, url_, tokens_file_, key_;
   std::unique_ptr<testing::ScratchDir> dir_;
   std::unique_ptr<store::testing::PostgresServer> pg_;
   std::unique_ptr<store::Store> store_;

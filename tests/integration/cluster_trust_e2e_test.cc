@@ -4,6 +4,7 @@
 // cluster is cluster_e2e_fixture.h's. Needs root.
 #include "cluster_e2e_fixture.h"
 #include "e2b/access_token.h"
+#include "templates/manifest.h"
 
 namespace vessel::cluster_e2e {
 namespace {
@@ -99,6 +100,124 @@ TEST_F(ClusterTest, ANodeCannotComputeOrBypassAnotherSandboxsEnvdToken) {
   auto smuggled = stat(id, std::string(64, '0'));
   smuggled.set(e2b::AccessTokens::kForwardHeader, std::string(64, '0'));
   EXPECT_EQ(sendTo("127.0.0.1", envd_ports_[0], std::move(smuggled)).result_int(), 401);
+}
+
+bhttp::request<bhttp::string_body> holding(const std::string& id, const std::string& token) {
+  bhttp::request<bhttp::string_body> r{bhttp::verb::post, "/node/v1/holding", 11};
+  r.set(bhttp::field::authorization, "Bearer " + token);
+  r.set(bhttp::field::content_type, "application/json");
+  r.body() = R"({"id":")" + id + R"("})";
+  return r;
+}
+
+// Each node its own token (issue 24, item 5): a taken-over node's token
+// opens no other node's API, and an envd forward proof it makes under its
+// own token opens no other node's envd. The sandbox's own node's token
+// does both (so the refusals are about whose token it is).
+TEST_F(ClusterTest, ANodesTokenOpensNoOtherNode) {
+  auto [id, op] = create(0);
+  ASSERT_TRUE(waitUntil([&] { return finished(0, op); })) << logs();
+  ASSERT_EQ(opState(0, op), "done") << logs();
+  int node = -1;
+  for (int i = 0; i < kNodes; ++i)
+    if (row(id)->node == nodeName(i)) node = i;
+  ASSERT_GE(node, 0);
+  const int other = (node + 1) % kNodes;
+
+  // The node API.
+  EXPECT_EQ(sendTo(ip(node), 8091, holding(id, nodeToken(other))).result_int(), 401);
+  auto own = sendTo(ip(node), 8091, holding(id, nodeToken(node)));
+  EXPECT_EQ(own.result_int(), 200) << own.body();
+  EXPECT_NE(own.body().find("running"), std::string::npos) << own.body();
+
+  // The node's envd, with a forward proof made under another node's token.
+  auto forged = stat(id, "");
+  forged.set(e2b::AccessTokens::kForwardHeader,
+             e2b::AccessTokens::proofUnder(nodeToken(other), id));
+  EXPECT_EQ(sendTo(ip(node), 49983, std::move(forged)).result_int(), 401);
+  auto real = stat(id, "");
+  real.set(e2b::AccessTokens::kForwardHeader, e2b::AccessTokens::proofUnder(nodeToken(node), id));
+  auto ok = sendTo(ip(node), 49983, std::move(real));
+  EXPECT_EQ(ok.result_int(), 200) << ok.body();
+  // Nor does any node store its token where another node reads it: the
+  // store holds each node's token hash only.
+  for (int i = 0; i < kNodes; ++i) {
+    auto meta = store_->getMeta("node_token_sha256:" + nodeName(i));
+    ASSERT_TRUE(meta.ok());
+    ASSERT_TRUE(meta->has_value()) << nodeName(i) << " published no token hash";
+    EXPECT_EQ((*meta)->find(nodeToken(i)), std::string::npos);
+    EXPECT_EQ((*meta)->size(), 64u);
+  }
+}
+
+// A taken-over node writes the catalogue (issue 24, item 5): an entry it
+// registered itself, or rewrote after the replicas signed it, is copied by
+// no other node (they hold the replicas' public key); the entry as the
+// replicas signed it is. "evil" fills a node (as "solo" in
+// cluster_e2e_test.cc), so the next create of it must copy it elsewhere.
+TEST_F(ClusterTest, ANodesOwnCatalogueEntryIsCopiedByNoOtherNode) {
+  uint64_t host_mib = 0;
+  {
+    std::ifstream in("/proc/meminfo");
+    std::string k;
+    uint64_t kib = 0;
+    while (in >> k >> kib && k != "MemTotal:") in.ignore(256, '\n');
+    host_mib = kib / 1024;
+  }
+  ASSERT_GT(host_mib, 0u);
+  const uint64_t big = host_mib / 2 + 1;
+  store::TenantLimits lim;
+  lim.max_memory_mib = static_cast<int64_t>(big) * 4;
+  ASSERT_TRUE(store_->setTenantLimits("dev", lim).ok());
+  ASSERT_TRUE(nodes_[0].signal(SIGTERM).ok());
+  ASSERT_TRUE(nodes_[0].waitFor(30s).ok());
+  {
+    templates::TemplateStore ts(dir_->path() + "/node0-cache/templates", "fake", "k");
+    auto s =
+        hypervisor::testing::installFakeTemplate(ts, dir_->path() + "/evil-staging", "evil", big);
+    ASSERT_TRUE(s.ok()) << s.error().message();
+  }
+  ASSERT_TRUE(startNode(0)) << logs();
+  ASSERT_TRUE(waitUntil([&] {
+    auto t = store_->getTemplate("evil", "");
+    return t.ok() && t->has_value();
+  })) << logs();
+  auto [first, op1] = createOf(0, "evil");
+  ASSERT_TRUE(waitUntil([&] { return finished(0, op1); })) << logs();
+  ASSERT_EQ(opState(0, op1), "done") << opJson(0, op1) << logs();
+  ASSERT_TRUE(waitUntil([&] { return nodeRows()["node0"].memory_free_mib < big; })) << logs();
+
+  auto refusedCreate = [&](const std::string& why_not) {
+    auto [id, op] = createOf(1, "evil");
+    ASSERT_TRUE(waitUntil([&] { return finished(1, op); })) << logs();
+    std::string why = opJson(1, op);
+    EXPECT_EQ(opState(1, op), "failed") << why_not << ": " << why;
+    EXPECT_NE(why.find("not signed by the API replicas"), std::string::npos) << why;
+    std::string node = row(id)->node;
+    EXPECT_NE(node, "node0");
+    EXPECT_FALSE(std::filesystem::exists(dir_->path() + "/" + node + "-cache/templates/evil"))
+        << why_not;
+  };
+  // Registered by node0 alone: unsigned.
+  refusedCreate("an entry a node wrote");
+  // Signed, then rewritten by a node (another rootfs checksum): refused.
+  signAsReplicas("evil", "v1");
+  auto signed_row = store_->getTemplate("evil", "v1");
+  ASSERT_TRUE(signed_row.ok() && signed_row->has_value());
+  store::TemplateRecord rewritten = **signed_row;
+  auto m = templates::parseManifest(rewritten.manifest_json);
+  ASSERT_TRUE(m.ok());
+  const std::string real = m->files.at(templates::kRootfsFile);
+  rewritten.manifest_json.replace(rewritten.manifest_json.find(real), real.size(),
+                                  sha256Hex("the node's own rootfs"));
+  ASSERT_TRUE(store_->putTemplate(rewritten, true).ok());
+  refusedCreate("a signed entry a node rewrote");
+  // As the replicas signed it: copied, and it runs.
+  ASSERT_TRUE(store_->putTemplate(**signed_row, true).ok());
+  auto [ok, op3] = createOf(1, "evil");
+  ASSERT_TRUE(waitUntil([&] { return finished(1, op3); })) << logs();
+  ASSERT_EQ(opState(1, op3), "done") << opJson(1, op3) << logs();
+  EXPECT_NE(row(ok)->node, "node0");
 }
 
 }  // namespace
