@@ -205,7 +205,8 @@ TEST_F(ApiTest, OnlyAnOperatorsKeyListsNodes) {
   EXPECT_EQ(call("GET", "/v1/nodes", "", "vsk_nobody").status, 401);
   Reply r = call("GET", "/v1/nodes", "", g->key2);
   ASSERT_EQ(r.status, 200) << r.body;
-  const auto& nodes = r.js().at("nodes").as_array();
+  json::value body = r.js();
+  const auto& nodes = body.at("nodes").as_array();
   ASSERT_EQ(nodes.size(), 1u) << "one machine is its one node";
   const auto& n = nodes[0];
   EXPECT_FALSE(str(n, "name").empty());
@@ -295,7 +296,8 @@ TEST_F(ApiTest, BadInputGetsAJsonErrorWithTheRightStatus) {
                           {"PUT", "/v1/sandboxes/sb-000000000000", "GET, DELETE"},
                           {"GET", "/v1/sandboxes/sb-000000000000:pause", "POST"},
                           {"DELETE", "/v1/operations/op-000000000000", "GET"},
-                          {"POST", "/v1/templates/x", ""},
+                          {"POST", "/v1/templates/x", "DELETE"},
+                          {"POST", "/v1/templates/x/y", ""},
                           {"PUT", "/v1/credentials", "GET, POST"},
                           {"POST", "/v1/sandboxes/sb-000000000000/network", "GET, PUT"}}) {
     Reply r = call(w.method, w.target);
