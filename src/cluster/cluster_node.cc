@@ -247,6 +247,10 @@ asio::awaitable<Status> ClusterNode::create(ops::NodeCreate c) {
     if (alive.expired()) co_return Error(Code::kUnavailable, "the API replica is stopping");
     if (reply.ok()) {
       holding_[c.id] = reply->holding;
+      // A create the node refused holds nothing there: its memory is not
+      // counted against the node until the next heartbeat.
+      if (!reply->status.ok() && reply->holding == ops::Holding::kNothing)
+        placed_[name] -= std::min(placed_[name], c.memory_mib);
       co_return reply->status;
     }
     holding_[c.id] = ops::Holding::kNothing;

@@ -14,7 +14,8 @@ import {
 } from 'e2b-251'
 import { Vesseld } from './vesseld.mjs'
 
-const d = new Vesseld()
+// envd too: the logs test runs a command and writes a file through it.
+const d = new Vesseld({ envd: true })
 const run = `run-${process.pid}-${Date.now()}`
 // TCG guests: restores take seconds to tens of seconds.
 const slow = { requestTimeoutMs: 600_000 }
@@ -23,7 +24,7 @@ before(async () => {
   await d.start()
   process.env.E2B_API_URL = d.apiUrl
   process.env.E2B_API_KEY = d.key
-  process.env.E2B_SANDBOX_URL = 'http://127.0.0.1:49983'
+  process.env.E2B_SANDBOX_URL = d.envdUrl
   delete process.env.E2B_DEBUG
 })
 
@@ -272,7 +273,7 @@ describe('e2b 2.51 (v2 routes)', { timeout: 1_800_000 }, () => {
     assert.equal((await call('DELETE', `/sandboxes/${id}`)).status, 404)
   })
 
-  test('sandbox logs through the SDK's own API client, as the e2b CLI reads them: v1 and v2 routes', async () => {
+  test("sandbox logs through the SDK's own API client, as the e2b CLI reads them: v1 and v2 routes", async () => {
     const secret = `env-secret-${process.pid}-0f1e2d3c`
     const s = await Sandbox251.create({ metadata: { suite: run, part: 'logs' }, ...slow })
     const id = s.sandboxId
