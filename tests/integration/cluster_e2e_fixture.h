@@ -156,11 +156,11 @@ class ClusterTest : public ::testing::Test {
             "--state-dir=" + dir_->path() + "/" + state,
             "--cache-dir=" + dir_->path() + "/" + state + "-cache"};
   }
-  // Puts template "solo" on node0 only (node0 stopped, installed, started
-  // again), so large (a number only, to the fake) that one sandbox of it
-  // fills a node: the next create must go to another node. `*big` is its
-  // memory; the tenant may hold four of it.
-  void putSoloOnNode0(uint64_t* big) {
+  // Puts template `name` ("solo") on node0 only (node0 stopped, installed,
+  // started again), so large (a number only, to the fake) that one sandbox
+  // of it fills a node: the next create must go to another node. `*big` is
+  // its memory; the tenant may hold four of it.
+  void putSoloOnNode0(uint64_t* big, const std::string& name = "solo") {
     uint64_t host_mib = 0;
     {
       std::ifstream in("/proc/meminfo");
@@ -178,8 +178,8 @@ class ClusterTest : public ::testing::Test {
     ASSERT_TRUE(nodes_[0].waitFor(std::chrono::seconds(30)).ok());
     {
       templates::TemplateStore ts(dir_->path() + "/node0-cache/templates", "fake", "k");
-      auto s = hypervisor::testing::installFakeTemplate(ts, dir_->path() + "/solo-staging", "solo",
-                                                        *big);
+      auto s = hypervisor::testing::installFakeTemplate(ts, dir_->path() + "/" + name + "-staging",
+                                                        name, *big);
       ASSERT_TRUE(s.ok()) << s.error().message();
     }
     ASSERT_TRUE(startNode(0)) << logs();

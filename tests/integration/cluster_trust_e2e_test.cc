@@ -156,28 +156,8 @@ TEST_F(ClusterTest, ANodesTokenOpensNoOtherNode) {
 // replicas signed it is. "evil" fills a node (as "solo" in
 // cluster_e2e_test.cc), so the next create of it must copy it elsewhere.
 TEST_F(ClusterTest, ANodesOwnCatalogueEntryIsCopiedByNoOtherNode) {
-  uint64_t host_mib = 0;
-  {
-    std::ifstream in("/proc/meminfo");
-    std::string k;
-    uint64_t kib = 0;
-    while (in >> k >> kib && k != "MemTotal:") in.ignore(256, '\n');
-    host_mib = kib / 1024;
-  }
-  ASSERT_GT(host_mib, 0u);
-  const uint64_t big = host_mib / 2 + 1;
-  store::TenantLimits lim;
-  lim.max_memory_mib = static_cast<int64_t>(big) * 4;
-  ASSERT_TRUE(store_->setTenantLimits("dev", lim).ok());
-  ASSERT_TRUE(nodes_[0].signal(SIGTERM).ok());
-  ASSERT_TRUE(nodes_[0].waitFor(30s).ok());
-  {
-    templates::TemplateStore ts(dir_->path() + "/node0-cache/templates", "fake", "k");
-    auto s =
-        hypervisor::testing::installFakeTemplate(ts, dir_->path() + "/evil-staging", "evil", big);
-    ASSERT_TRUE(s.ok()) << s.error().message();
-  }
-  ASSERT_TRUE(startNode(0)) << logs();
+  uint64_t big = 0;
+  ASSERT_NO_FATAL_FAILURE(putSoloOnNode0(&big, "evil"));
   ASSERT_TRUE(waitUntil([&] {
     auto t = store_->getTemplate("evil", "");
     return t.ok() && t->has_value();
