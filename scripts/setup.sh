@@ -11,6 +11,8 @@ VESSEL_APT_PACKAGES=(
   libboost1.81-dev libboost-json1.81-dev libcli11-dev libspdlog-dev libfmt-dev libsqlite3-dev
   sqlite3 libssl-dev libgtest-dev libgmock-dev libbenchmark-dev libseccomp-dev libcap-ng-dev
   libyaml-cpp-dev libpsl-dev publicsuffix libpqxx-dev zlib1g-dev
+  # build contexts as tars (templates/context_archive.h: the API reads them, the CLI writes them)
+  libarchive-dev
   # the PostgreSQL store's tests run a private PostgreSQL 15 server (no system cluster, below)
   postgresql-15
   # guests: hypervisor, kernel source and its build tools, image tools

@@ -109,6 +109,10 @@ bool IgnoreRules::excluded(std::string_view rel_path) const {
   return out;
 }
 
+bool IgnoreRules::hasExceptions() const {
+  return std::any_of(rules_.begin(), rules_.end(), [](const Rule& r) { return r.negate; });
+}
+
 Result<BuildContext> BuildContext::open(const std::string& dir, ContextLimits limits) {
   std::error_code ec;
   if (!fs::is_directory(dir, ec))

@@ -24,6 +24,9 @@ class IgnoreRules {
  public:
   static IgnoreRules parse(std::string_view text);
   bool excluded(std::string_view rel_path) const;
+  // Some rule re-includes (`!`): what is under an excluded directory may
+  // still be in the context, so a walk cannot skip it whole.
+  bool hasExceptions() const;
 
  private:
   struct Rule {
