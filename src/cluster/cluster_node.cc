@@ -8,6 +8,7 @@
 #include <boost/json.hpp>
 
 #include "base/log.h"
+#include "cluster/credential_share.h"
 #include "cluster/template_transfer.h"
 
 namespace vessel::cluster {
@@ -172,6 +173,14 @@ asio::awaitable<Result<ops::NetworkSpec>> ClusterNode::updateNetwork(std::string
   // The node checks the settings against its gateway and the tenant's
   // credentials, stores them and registers them at once when the sandbox
   // runs there: the answer is what it stored.
+  // Until the node answers, it may run either settings: it gets the
+  // credentials of both, then only those of what it stored.
+  auto where = route(id);
+  if (!where.ok()) co_return std::move(where).error();
+  std::string node = (*where)->name();
+  std::vector<std::string> both = credentialsOf(id);
+  both.insert(both.end(), spec.credentials.begin(), spec.credentials.end());
+  VESSEL_CO_TRY(share(tenant, id, node, both));
   NodeCall c;
   c.id = id;
   c.tenant = tenant;
@@ -180,7 +189,20 @@ asio::awaitable<Result<ops::NetworkSpec>> ClusterNode::updateNetwork(std::string
   if (!r.ok()) co_return std::move(r).error();
   if (!r->status.ok()) co_return std::move(r->status).error();
   if (!r->network) co_return Error(Code::kProtocol, "node reply: no network settings");
+  VESSEL_CO_TRY(share(tenant, id, node, r->network->credentials));
   co_return std::move(*r->network);
+}
+
+Status ClusterNode::share(const std::string& tenant, const std::string& id, const std::string& node,
+                          const std::vector<std::string>& names) {
+  if (auto s = shareCredentials(store_, tenant, id, names, opts_.tokens.forNode(node)); !s.ok())
+    return std::move(s).error().withContext("credentials of sandbox " + id + " for node " + node);
+  return okStatus();
+}
+
+std::vector<std::string> ClusterNode::credentialsOf(const std::string& id) {
+  auto n = network(id);
+  return n.ok() ? n->credentials : std::vector<std::string>{};
 }
 
 Result<ops::NetworkSpec> ClusterNode::network(const std::string& id) {
@@ -189,8 +211,20 @@ Result<ops::NetworkSpec> ClusterNode::network(const std::string& id) {
 }
 
 asio::awaitable<void> ClusterNode::credentialChanged(std::string tenant, std::string name) {
-  // Every live node hears of it (in the background); failures are the
-  // nodes' to log.
+  // The tenant's sandboxes that use it get it sealed again for their node
+  // (or lose it, deleted); then every live node hears of it (in the
+  // background); failures are the nodes' to log.
+  if (auto live = store_.listLiveSandboxes(); live.ok()) {
+    for (const auto& sb : *live) {
+      if (sb.tenant_id != tenant || sb.node.empty()) continue;
+      auto names = credentialsOf(sb.id);
+      if (std::find(names.begin(), names.end(), name) == names.end()) continue;
+      if (auto s = share(tenant, sb.id, sb.node, names); !s.ok())
+        clusterLog().warn("credential change: {}", s.error().message());
+    }
+  } else {
+    clusterLog().warn("credential change: {}", live.error().message());
+  }
   int64_t now = store::nowMs();
   for (const auto& [node, rec] : nodes_) {
     if (stale(rec, now)) continue;
@@ -241,6 +275,10 @@ asio::awaitable<Status> ClusterNode::create(ops::NodeCreate c) {
     // does not place there (the node's reconcile would destroy it).
     if (auto s = store_.setSandboxNode(c.id, name); !s.ok()) co_return s;
     node_of_[c.id] = name;
+    if (auto s = share(c.tenant, c.id, name,
+                       call.network ? call.network->credentials : std::vector<std::string>{});
+        !s.ok())
+      co_return s;
     placed_[name] += c.memory_mib;
     bool connected = false;
     auto reply = co_await remote(nodes_[name]).call("create", call, opts_.long_call, &connected);
@@ -272,6 +310,8 @@ asio::awaitable<Status> ClusterNode::pause(std::string id, bool keep_memory) {
 }
 
 asio::awaitable<Status> ClusterNode::resume(std::string tenant, std::string id) {
+  if (auto where = route(id); where.ok())
+    VESSEL_CO_TRY(share(tenant, id, (*where)->name(), credentialsOf(id)));
   NodeCall c;
   c.id = id;
   c.tenant = tenant;
@@ -284,10 +324,12 @@ asio::awaitable<Result<std::vector<Status>>> ClusterNode::fork(std::string tenan
   auto where = route(id);
   if (!where.ok()) co_return std::move(where).error();
   // The copies live where their parent does.
+  auto names = credentialsOf(id);
   for (const auto& child : copies) {
     if (auto s = store_.setSandboxNode(child, (*where)->name()); !s.ok())
       co_return std::move(s).error();
     node_of_[child] = (*where)->name();
+    VESSEL_CO_TRY(share(tenant, child, (*where)->name(), names));
   }
   NodeCall c;
   c.id = id;
@@ -321,6 +363,11 @@ asio::awaitable<Status> ClusterNode::destroy(std::string id) {
   if (!r.ok()) co_return std::move(r).error();
   holding_.erase(id);
   node_of_.erase(id);
+  if (r->status.ok()) {
+    // Its node no longer reads them (migration 15); nothing keeps them.
+    if (auto s = store_.setSandboxCredentials(id, {}); !s.ok())
+      clusterLog().warn("sandbox {}: {}", id, s.error().message());
+  }
   co_return r->status;
 }
 

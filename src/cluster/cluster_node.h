@@ -116,6 +116,12 @@ class ClusterNode final : public ops::Node {
   // Runs `call` on the sandbox's node and remembers what it holds after.
   asio::awaitable<Result<NodeReply>> callFor(const std::string& id, std::string call, NodeCall c,
                                              std::chrono::milliseconds timeout);
+  // Seals the sandbox's credentials `names` for `node` before that node is
+  // asked to run it (credential_share.h).
+  Status share(const std::string& tenant, const std::string& id, const std::string& node,
+               const std::vector<std::string>& names);
+  // The credential names the sandbox's stored settings carry.
+  std::vector<std::string> credentialsOf(const std::string& id);
   asio::awaitable<void> sweepLoop();
   bool stale(const store::NodeRecord& n, int64_t now_ms) const;
 

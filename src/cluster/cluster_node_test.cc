@@ -12,6 +12,7 @@
 #include <boost/asio/detached.hpp>
 
 #include "base/run_blocking.h"
+#include "cluster/credential_share.h"
 #include "cluster/node_server.h"
 #include "http/server.h"
 #include "ops/testing/fake_node.h"
@@ -269,6 +270,80 @@ TEST_F(ClusterNodeTest, ASilentNodeIsLostItsCallsFailAndCreatesGoElsewhere) {
   // It heartbeats again: it is back.
   heartbeat(1, store::nowMs());
   EXPECT_FALSE((*store_->listNodes())[1].lost);
+}
+
+// Issue 24: a sandbox's credentials reach only the node that runs it,
+// sealed under a key from that node's token and bound to the sandbox; a
+// change reseals them, a fork copy gets its own, a delete removes them.
+TEST_F(ClusterNodeTest, CredentialsAreSealedForTheSandboxsNodeAlone) {
+  ASSERT_TRUE(store_->useCredentialKey(std::string(32, 'k')).ok());
+  store::CredentialRecord gh{"t1", "gh", {"api.github.test"}, "Authorization", "Bearer one", 1};
+  ASSERT_TRUE(store_->putCredential(gh).ok());
+  ClusterOptions o;
+  o.tokens = *NodeTokens::parse("n0 " + token(0) + "\nn1 " + token(1) + "\n");
+  o.lost_after = 10s;
+  // What the node stored (a fake node stores nothing: the test does).
+  o.network_of = [this](const std::string& id) -> Result<ops::NetworkSpec> {
+    VESSEL_ASSIGN_OR_RETURN(auto n, store_->getSandboxNetwork(id));
+    return n.value_or(ops::NetworkSpec{"none", {}, {}, {}, {}});
+  };
+  ClusterNode cluster(io_, *store_, o);
+  ops::NetworkSpec net{"allowlist", {"api.github.test"}, {"gh", "missing"}, {}, {}};
+  ASSERT_TRUE(cluster.prepareNetwork("t1", "sb-c", net).ok());
+  ASSERT_TRUE(store_->insertSandbox({"sb-c", "t1", "minimal", store::SandboxState::kRunning}).ok());
+  ops::NodeCreate c;
+  c.id = "sb-c";
+  c.tenant = "t1";
+  c.template_name = "minimal";
+  c.memory_mib = 256;
+  ASSERT_TRUE(runBlocking(io_, cluster.create(c)).ok());
+  ASSERT_TRUE(store_->setSandboxNetwork("sb-c", net).ok());
+  int i = store_->sandboxNode("sb-c").value_or("") == "n0" ? 0 : 1;
+  auto open = [&](int node, const std::string& sb) -> Result<store::CredentialRecord> {
+    auto sealed = store_->sandboxCredential(sb, "gh");
+    if (!sealed.ok()) return sealed.error();
+    if (!*sealed) return Error(Code::kNotFound, "no row for " + sb);
+    return openForNode(nodeCredentialKey(token(node)), "t1", sb, "gh", **sealed);
+  };
+  auto mine = open(i, "sb-c");
+  ASSERT_TRUE(mine.ok()) << mine.error().message();
+  EXPECT_EQ(mine->value, "Bearer one");
+  EXPECT_EQ(mine->hosts, gh.hosts);
+  auto sealed = store_->sandboxCredential("sb-c", "gh");
+  EXPECT_EQ(sealed->value_or("").find("Bearer"), std::string::npos);
+  EXPECT_EQ(open(1 - i, "sb-c").error().code(), Code::kPermissionDenied);  // the other node
+  EXPECT_EQ(
+      openForNode(nodeCredentialKey(token(i)), "t1", "sb-other", "gh", **sealed).error().code(),
+      Code::kPermissionDenied);  // moved to another sandbox
+  EXPECT_FALSE(store_->sandboxCredential("sb-c", "missing")->has_value());
+
+  // A new value reaches the node sealed again.
+  gh.value = "Bearer two";
+  ASSERT_TRUE(store_->putCredential(gh).ok());
+  runBlocking(io_, [&]() -> asio::awaitable<bool> {
+    co_await cluster.credentialChanged("t1", "gh");
+    co_return true;
+  }());
+  EXPECT_EQ(open(i, "sb-c")->value, "Bearer two");
+
+  // A fork copy: its own rows, for the same node.
+  ASSERT_TRUE(
+      store_->insertSandbox({"sb-c2", "t1", "minimal", store::SandboxState::kCreating}).ok());
+  ASSERT_TRUE(fakes_[i]->prepareNetwork("t1", "sb-c", net).ok());
+  auto copies = runBlocking(io_, cluster.fork("t1", "sb-c", {"sb-c2"}));
+  ASSERT_TRUE(copies.ok()) << copies.error().message();
+  EXPECT_EQ(open(i, "sb-c2")->value, "Bearer two");
+  EXPECT_EQ(open(1 - i, "sb-c2").error().code(), Code::kPermissionDenied);
+
+  // A network change to no credential: the node keeps none.
+  ops::NetworkSpec none{"allowlist", {"api.github.test"}, {}, {}, {}};
+  auto changed = runBlocking(io_, cluster.updateNetwork("t1", "sb-c", none));
+  ASSERT_TRUE(changed.ok()) << changed.error().message();
+  EXPECT_FALSE(store_->sandboxCredential("sb-c", "gh")->has_value());
+
+  // Deleted: nothing of it stays for the node.
+  ASSERT_TRUE(runBlocking(io_, cluster.destroy("sb-c2")).ok());
+  EXPECT_FALSE(store_->sandboxCredential("sb-c2", "gh")->has_value());
 }
 
 }  // namespace

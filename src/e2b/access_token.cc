@@ -1,18 +1,13 @@
 #include "e2b/access_token.h"
 
-#include <fcntl.h>
 #include <openssl/crypto.h>
 #include <openssl/hmac.h>
-#include <openssl/rand.h>
-#include <unistd.h>
 
-#include "base/fd.h"
+#include "base/aead.h"
 #include "store/store.h"
 
 namespace vessel::e2b {
 namespace {
-
-constexpr size_t kKeyBytes = 32;
 
 std::string hex(const unsigned char* p, size_t n) {
   static constexpr char kDigits[] = "0123456789abcdef";
@@ -46,26 +41,7 @@ Result<AccessTokens> AccessTokens::open(const std::string& state_dir) {
 }
 
 Result<AccessTokens> AccessTokens::openFile(const std::string& path) {
-  auto existing = Fd::open(path, O_RDONLY);
-  if (existing.ok()) {
-    char buf[kKeyBytes + 1];
-    ssize_t n = ::read(existing->get(), buf, sizeof buf);
-    if (n != static_cast<ssize_t>(kKeyBytes))
-      return Error(Code::kInvalidArgument,
-                   path + ": expected a " + std::to_string(kKeyBytes) + "-byte key");
-    return AccessTokens(std::string(buf, kKeyBytes));
-  }
-  std::string key(kKeyBytes, '\0');
-  if (RAND_bytes(reinterpret_cast<unsigned char*>(key.data()), kKeyBytes) != 1)
-    return Error(Code::kInternal, "RAND_bytes failed");
-  // A temporary file renamed into place: a crash never leaves a short key.
-  std::string tmp = path + ".tmp";
-  ::unlink(tmp.c_str());
-  VESSEL_ASSIGN_OR_RETURN(Fd fd, Fd::open(tmp, O_WRONLY | O_CREAT | O_EXCL, 0600));
-  if (::write(fd.get(), key.data(), key.size()) != static_cast<ssize_t>(key.size()))
-    return Error::fromErrno("write " + tmp);
-  if (::fsync(fd.get()) != 0) return Error::fromErrno("fsync " + tmp);
-  if (::rename(tmp.c_str(), path.c_str()) != 0) return Error::fromErrno("rename " + tmp);
+  VESSEL_ASSIGN_OR_RETURN(std::string key, aeadKeyFile(path));
   return AccessTokens(std::move(key));
 }
 

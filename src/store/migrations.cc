@@ -167,6 +167,21 @@ constexpr Template kTemplates[] = {
      "  USING (key = 'node_token_sha256:' || current_user)"
      "  WITH CHECK (key = 'node_token_sha256:' || current_user);",
      true},
+    // Credentials reach a node only for the sandboxes it runs (issue 24):
+    // their values are sealed at rest under the API replicas' key, and a
+    // replica seals each sandbox's again for the node it places it on, under
+    // a key from that node's token (cluster/credential_share.h). A node's
+    // role reads no row of credentials any more, and of these only the live
+    // sandboxes' placed on it.
+    {14,
+     "CREATE TABLE sandbox_credentials (sandbox_id TEXT NOT NULL, name TEXT NOT NULL,"
+     "  sealed TEXT NOT NULL, PRIMARY KEY (sandbox_id, name));"},
+    {15,
+     "DROP POLICY credentials_placed ON credentials;"
+     "ALTER TABLE sandbox_credentials ENABLE ROW LEVEL SECURITY;"
+     "CREATE POLICY sandbox_credentials_placed ON sandbox_credentials FOR SELECT"
+     "  USING (sandbox_id IN (SELECT id FROM sandboxes WHERE state NOT IN ('deleted','failed')));",
+     true},
 };
 
 }  // namespace

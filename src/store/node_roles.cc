@@ -8,10 +8,12 @@ namespace vessel::store {
 namespace {
 
 // What a node's store calls touch (vesseld --role=node); each table's
-// policy (migration 13) narrows the rows.
+// policy (migrations 13 and 15) narrows the rows. Not credentials: a node
+// reads its sandboxes' as sealed for it (sandbox_credentials).
 constexpr const char* kGrants[] = {
-    "GRANT SELECT ON schema_migrations, meta, nodes, sandboxes, credentials, sandbox_network,"
-    " sandbox_ingress, sessions, operations, events, sandbox_logs, templates TO {role}",
+    "GRANT SELECT ON schema_migrations, meta, nodes, sandboxes, sandbox_credentials,"
+    " sandbox_network, sandbox_ingress, sessions, operations, events, sandbox_logs, templates"
+    " TO {role}",
     "GRANT INSERT, UPDATE ON meta, nodes, sandbox_network, sandbox_ingress, operations, templates"
     " TO {role}",
     "GRANT UPDATE ON sandboxes TO {role}",

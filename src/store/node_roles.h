@@ -3,7 +3,7 @@
 // on row-level security with policies keyed on the connecting role's name:
 // a role named as a node reads and writes that node's row, the sandboxes
 // placed on it and their sessions, operations, events, logs and network
-// settings, reads only the credentials of tenants with a live sandbox on it,
+// settings, reads only the credentials sealed for its live sandboxes,
 // and writes no meta but its own token hash. The API replicas connect as the
 // tables' owner, which the policies do not bind. SQLite (one machine) has
 // no roles and stays as it is.

@@ -1,7 +1,8 @@
 // A node's own store role on a real PostgreSQL (issue 24, item 5): what a
 // taken-over node's store credentials reach. Its own row and sandboxes, and
-// the credentials of tenants it runs sandboxes of; not another node's row,
-// sandboxes or their tenants' credentials, nor the meta a replica writes.
+// the credentials sealed for its live sandboxes; not another node's row or
+// sandboxes, no tenant's stored credentials (even holding the replicas'
+// key), nor the meta a replica writes.
 #include "store/node_roles.h"
 
 #include <gtest/gtest.h>
@@ -39,8 +40,16 @@ TEST(NodeRolesTest, ANodesRoleReachesOnlyItsOwnRowAndSandboxes) {
   ASSERT_TRUE(o.insertSandbox({"sb-2", "t2", "minimal", SandboxState::kRunning}).ok());
   ASSERT_TRUE(o.setSandboxNode("sb-1", "n1").ok());
   ASSERT_TRUE(o.setSandboxNode("sb-2", "n2").ok());
+  const std::string key(32, 'k');
+  ASSERT_TRUE(o.useCredentialKey(key).ok());
   ASSERT_TRUE(o.putCredential({"t1", "c1", {"api.one"}, "Authorization", "value-of-t1", 1}).ok());
   ASSERT_TRUE(o.putCredential({"t2", "c2", {"api.two"}, "Authorization", "value-of-t2", 1}).ok());
+
+  ASSERT_TRUE(o.insertSandbox({"sb-3", "t1", "minimal", SandboxState::kRunning}).ok());
+  ASSERT_TRUE(o.setSandboxNode("sb-3", "n1").ok());
+  for (const char* sb : {"sb-1", "sb-2", "sb-3"})
+    ASSERT_TRUE(o.setSandboxCredentials(sb, {{"c", std::string("sealed-for-") + sb}}).ok());
+  ASSERT_TRUE(o.setSandboxState("sb-3", SandboxState::kDeleted, "").ok());
 
   ASSERT_TRUE(createNodeRole(*url, "n1", "store-password-of-n1").ok());
   auto again = createNodeRole(*url, "n1", "store-password-of-n1");
@@ -55,9 +64,21 @@ TEST(NodeRolesTest, ANodesRoleReachesOnlyItsOwnRowAndSandboxes) {
   ASSERT_TRUE(mine.ok()) << mine.error().message();
   ASSERT_EQ(mine->size(), 1u);
   EXPECT_EQ((*mine)[0].id, "sb-1");
+  auto shared = n1.sandboxCredential("sb-1", "c");
+  ASSERT_TRUE(shared.ok()) << shared.error().message();
+  EXPECT_EQ(shared->value_or(""), "sealed-for-sb-1");
+  // No stored credential: it holds no key, and with the key the rows are
+  // not there for its role.
   auto c1 = n1.getCredential("t1", "c1");
-  ASSERT_TRUE(c1.ok() && c1->has_value()) << (c1.ok() ? "none" : c1.error().message());
-  EXPECT_EQ((*c1)->value, "value-of-t1");
+  ASSERT_FALSE(c1.ok());
+  EXPECT_EQ(c1.error().code(), Code::kFailedPrecondition);
+  EXPECT_FALSE(n1.useCredentialKey(key).ok());  // its role may not read credentials at all
+  // A role made before migration 15 could; the policies now hide every row.
+  ASSERT_TRUE(pg->exec("node_roles_test", "GRANT SELECT ON credentials TO n1").ok());
+  ASSERT_TRUE(n1.useCredentialKey(key).ok());
+  c1 = n1.getCredential("t1", "c1");
+  ASSERT_TRUE(c1.ok()) << c1.error().message();
+  EXPECT_FALSE(c1->has_value()) << "node n1 read a stored credential";
   NodeRecord self;
   self.name = "n1";
   self.advertise_url = "http://n1:8091";
@@ -72,6 +93,13 @@ TEST(NodeRolesTest, ANodesRoleReachesOnlyItsOwnRowAndSandboxes) {
   auto sb2 = n1.findSandbox("sb-2");
   ASSERT_TRUE(sb2.ok());
   EXPECT_FALSE(sb2->has_value());
+  for (const char* sb : {"sb-2", "sb-3"}) {  // another node's; its own, deleted
+    auto other = n1.sandboxCredential(sb, "c");
+    ASSERT_TRUE(other.ok());
+    EXPECT_FALSE(other->has_value()) << sb;
+  }
+  EXPECT_FALSE(n1.setSandboxCredentials("sb-1", {{"c", "forged"}}).ok());
+  EXPECT_EQ(o.sandboxCredential("sb-1", "c")->value_or(""), "sealed-for-sb-1");
   auto c2 = n1.getCredential("t2", "c2");
   ASSERT_TRUE(c2.ok());
   EXPECT_FALSE(c2->has_value()) << "node n1 read another node's tenant's credential";

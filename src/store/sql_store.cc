@@ -35,8 +35,10 @@
 #include <set>
 #include <tuple>
 
+#include "base/aead.h"
 #include "store/migrations.h"
 #include "store/sql.h"
+#include "store/sql_credentials.h"
 #include "store/sql_logs.h"
 #include "store/sql_records.h"
 
@@ -279,35 +281,37 @@ class SqlStore final : public Store {
     return changes("delete expired sessions", "DELETE FROM sessions WHERE expires_ms<?", now_ms);
   }
 
+  // Credentials (sql_credentials.cc): sealed at rest under the key.
+  Result<int> useCredentialKey(std::string key) override {
+    if (key.size() != kAeadKeyBytes)
+      return Error(Code::kInvalidArgument,
+                   "a credential key is " + std::to_string(kAeadKeyBytes) + " bytes");
+    credential_key_ = std::move(key);
+    return call("seal stored credentials",
+                [&](Sql& q) { return store::sealPlainCredentials(q, credential_key_); });
+  }
   Status putCredential(const CredentialRecord& c) override {
-    return run("put credential " + c.name,
-               "INSERT INTO credentials(" + std::string(kCredentialCols) +
-                   ") VALUES(?,?,?,?,?,?) ON CONFLICT(tenant_id,name) DO UPDATE SET"
-                   " hosts=excluded.hosts, header=excluded.header, value=excluded.value,"
-                   " created_ms=excluded.created_ms",
-               c.tenant_id, c.name, stringListJson(c.hosts), c.header, c.value, c.created_ms);
+    return call("put credential " + c.name,
+                [&](Sql& q) { return store::putCredential(q, credential_key_, c); });
   }
   Result<std::vector<CredentialRecord>> listCredentials(const std::string& tenant_id) override {
-    VESSEL_ASSIGN_OR_RETURN(auto rows, all("list credentials", readCredential,
-                                           "SELECT " + std::string(kCredentialCols) +
-                                               " FROM credentials WHERE tenant_id=? ORDER BY name",
-                                           tenant_id));
-    std::vector<CredentialRecord> out;
-    for (auto& r : rows) {
-      if (!r.ok()) return std::move(r).error();
-      out.push_back(std::move(*r));
-    }
-    return out;
+    return call("list credentials",
+                [&](Sql& q) { return store::listCredentials(q, credential_key_, tenant_id); });
   }
   Result<std::optional<CredentialRecord>> getCredential(const std::string& tenant_id,
                                                         const std::string& name) override {
-    VESSEL_ASSIGN_OR_RETURN(auto row, one("get credential " + name, readCredential,
-                                          "SELECT " + std::string(kCredentialCols) +
-                                              " FROM credentials WHERE tenant_id=? AND name=?",
-                                          tenant_id, name));
-    if (!row) return std::optional<CredentialRecord>();
-    if (!row->ok()) return std::move(*row).error();
-    return std::optional<CredentialRecord>(std::move(**row));
+    return call("get credential " + name,
+                [&](Sql& q) { return store::getCredential(q, credential_key_, tenant_id, name); });
+  }
+  Status setSandboxCredentials(const std::string& sandbox_id,
+                               const std::map<std::string, std::string>& sealed) override {
+    return call("set credentials of " + sandbox_id,
+                [&](Sql& q) { return store::setSandboxCredentials(q, sandbox_id, sealed); });
+  }
+  Result<std::optional<std::string>> sandboxCredential(const std::string& sandbox_id,
+                                                       const std::string& name) override {
+    return call("get credential " + name + " of " + sandbox_id,
+                [&](Sql& q) { return store::sandboxCredential(q, sandbox_id, name); });
   }
   Status deleteCredential(const std::string& tenant_id, const std::string& name) override {
     return run("delete credential " + name, "DELETE FROM credentials WHERE tenant_id=? AND name=?",
@@ -513,6 +517,7 @@ class SqlStore final : public Store {
   // nothing here should depend on that.
   std::mutex mu_;  // guards d_'s connection
   int version_ = 0;
+  std::string credential_key_;  // "" on a node: credentials unreadable
 };
 
 // Applies the migrations this database lacks (migrations.h), in one

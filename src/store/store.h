@@ -229,11 +229,26 @@ class Store {
   virtual Result<int> deleteExpiredSessions(int64_t now_ms) = 0;
 
   // Egress: credentials by (tenant, name), replaced on a second put.
+  // Their values are sealed at rest (base/aead.h) under a key that only the
+  // API replicas hold (vesseld --credential-key-file): without it a
+  // credential can be neither put nor read (kFailedPrecondition), so a
+  // node, which has none, reads its sandboxes' credentials only as the
+  // replicas sealed them for it (sandboxCredential). useCredentialKey seals
+  // any value stored plain before it (a store from before issue 24) and
+  // returns how many.
+  virtual Result<int> useCredentialKey(std::string key) = 0;
   virtual Status putCredential(const CredentialRecord& c) = 0;
   virtual Result<std::vector<CredentialRecord>> listCredentials(const std::string& tenant_id) = 0;
   virtual Result<std::optional<CredentialRecord>> getCredential(const std::string& tenant_id,
                                                                 const std::string& name) = 0;
   virtual Status deleteCredential(const std::string& tenant_id, const std::string& name) = 0;
+  // A sandbox's credentials as an API replica sealed them for the node that
+  // runs it (cluster/credential_share.h), by name; a set replaces them all.
+  // A node's store role reads only those of live sandboxes placed on it.
+  virtual Status setSandboxCredentials(const std::string& sandbox_id,
+                                       const std::map<std::string, std::string>& sealed) = 0;
+  virtual Result<std::optional<std::string>> sandboxCredential(const std::string& sandbox_id,
+                                                               const std::string& name) = 0;
   // A sandbox's network settings as its node stored them (its create's or
   // its parent's; nullopt when it has none stored). Stored JSON that does
   // not decode is kInternal.

@@ -112,6 +112,7 @@ TEST_P(StoreTest, RecordsAreTypedAndUnreadableHostsAreAnError) {
   r.metadata = {{"team", "a b"}, {"x", "1"}};
   ASSERT_TRUE(st.insertSandbox(r).ok());
   EXPECT_EQ((*st.findSandbox("sb-m"))->metadata, r.metadata);
+  ASSERT_TRUE(st.useCredentialKey(std::string(32, 'k')).ok());
   ASSERT_TRUE(
       st.putCredential({"t1", "gh", {"api.a.test", "b.test"}, "Authorization", "x", 1}).ok());
   EXPECT_EQ((*st.getCredential("t1", "gh"))->hosts,

@@ -7,6 +7,7 @@
 #include <sqlite3.h>
 #include <unistd.h>
 
+#include <pqxx/pqxx>
 #include <string>
 
 #include "base/clock.h"
@@ -57,6 +58,24 @@ class StoreTest : public ::testing::TestWithParam<Engine> {
     ASSERT_EQ(sqlite3_open(url_.c_str(), &db), SQLITE_OK);
     EXPECT_EQ(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr), SQLITE_OK);
     sqlite3_close(db);
+  }
+  // The first column of the first row, read behind the store's back.
+  std::string rawText(const std::string& sql) {
+    if (GetParam() == Engine::kPostgres) {
+      pqxx::connection c(url_);
+      pqxx::nontransaction w(c);
+      return w.exec1(sql)[0].as<std::string>();
+    }
+    sqlite3* db;
+    std::string out;
+    EXPECT_EQ(sqlite3_open(url_.c_str(), &db), SQLITE_OK);
+    sqlite3_stmt* st = nullptr;
+    EXPECT_EQ(sqlite3_prepare_v2(db, sql.c_str(), -1, &st, nullptr), SQLITE_OK);
+    if (st && sqlite3_step(st) == SQLITE_ROW)
+      out = reinterpret_cast<const char*>(sqlite3_column_text(st, 0));
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    return out;
   }
   FakeWallClock clock_;
   std::string url_;  // the SQLite file or the PostgreSQL URL

@@ -78,7 +78,7 @@ TEST_P(StoreTest, OnTimeoutSettingsPersistAndDefaultToDelete) {
       "COLUMN lifetime_s; DELETE FROM schema_migrations WHERE number=8;");
   s = open();
   ASSERT_TRUE(s.ok()) << s.error().message();
-  EXPECT_EQ((*s)->schemaVersion(), 13);
+  EXPECT_EQ((*s)->schemaVersion(), 15);
   p = (*s)->getSandbox("t1", "sb-p");
   ASSERT_TRUE(p.ok() && p->has_value());
   EXPECT_FALSE((*p)->pause_on_timeout);
@@ -97,7 +97,7 @@ TEST_P(StoreTest, ConcurrentOpenersMigrateOnce) {
   for (int i = 0; i < kOpeners; ++i)
     threads.emplace_back([&, i] {
       auto s = open();
-      if (s.ok() && (*s)->schemaVersion() == 13) {
+      if (s.ok() && (*s)->schemaVersion() == 15) {
         ++ok;
       } else {
         errors[i] =
@@ -130,7 +130,7 @@ TEST_P(StoreTest, OpensADatabaseMadeBySchema11) {
   auto s = open();
   ASSERT_TRUE(s.ok()) << s.error().message();
   Store& st = **s;
-  EXPECT_EQ(st.schemaVersion(), 13);
+  EXPECT_EQ(st.schemaVersion(), 15);
   EXPECT_EQ(st.getMeta("instance_id")->value_or(""), "inst-0123");
   EXPECT_EQ(st.countTenants().value_or(0), 2);
   EXPECT_EQ(st.tenantForKey("hash1")->value_or(""), "t1");
@@ -203,8 +203,17 @@ TEST_P(StoreTest, OpensADatabaseMadeBySchema11) {
   ASSERT_TRUE(session.ok() && session->has_value());
   EXPECT_EQ((*session)->sandbox_id, "sb-a");
   EXPECT_EQ((*session)->expires_ms, 900'000);
+  // Its credential value was stored plain: the key seals it in place.
+  EXPECT_FALSE(st.getCredential("t1", "gh").ok());  // no key yet
+  EXPECT_EQ(rawText("SELECT value FROM credentials WHERE name='gh'"), "Bearer x");
+  auto sealed = st.useCredentialKey(std::string(32, 'k'));
+  ASSERT_TRUE(sealed.ok()) << sealed.error().message();
+  EXPECT_EQ(*sealed, 1);
+  EXPECT_EQ(rawText("SELECT value FROM credentials WHERE name='gh'").find("Bearer"),
+            std::string::npos);
+  EXPECT_EQ(*st.useCredentialKey(std::string(32, 'k')), 0);  // once
   auto cred = st.getCredential("t1", "gh");
-  ASSERT_TRUE(cred.ok() && cred->has_value());
+  ASSERT_TRUE(cred.ok() && cred->has_value()) << (cred.ok() ? "none" : cred.error().message());
   EXPECT_EQ((*cred)->hosts, std::vector<std::string>{"api.a.test"});
   EXPECT_EQ((*cred)->value, "Bearer x");
   EXPECT_EQ((*cred)->created_ms, 42);
@@ -238,7 +247,7 @@ TEST_P(StoreTest, OpensADatabaseMadeBySchema11) {
   s->reset();
   auto again = open();
   ASSERT_TRUE(again.ok()) << again.error().message();
-  EXPECT_EQ((*again)->schemaVersion(), 13);
+  EXPECT_EQ((*again)->schemaVersion(), 15);
   EXPECT_TRUE((*again)->findSandbox("sb-new")->has_value());
 }
 
@@ -339,7 +348,7 @@ TEST_F(SqliteStoreTest, LegacyVersionedDatabaseGetsTheMissingMigrations) {
   }
   auto s = openSqlite(path_);
   ASSERT_TRUE(s.ok()) << s.error().message();
-  EXPECT_EQ((*s)->schemaVersion(), 13);
+  EXPECT_EQ((*s)->schemaVersion(), 15);
   auto l = (*s)->tenantLimits("t1");
   ASSERT_TRUE(l.ok()) << l.error().message();
   EXPECT_FALSE(l->max_sandboxes.has_value());

@@ -81,6 +81,11 @@ void addFlags(CLI::App& app, Config& cfg, std::string& accel, std::string& role)
                  "api role: the key of E2B envd and traffic access tokens, the same file on "
                  "every replica; made when missing (default <state-dir>/e2b-token-key)")
       ->envname("VESSEL_E2B_TOKEN_KEY_FILE");
+  app.add_option("--credential-key-file", cfg.credential_key_file,
+                 "api role: the key credential values are encrypted under in the store, the "
+                 "same file on every replica; made when missing (default "
+                 "<state-dir>/credential-key)")
+      ->envname("VESSEL_CREDENTIAL_KEY_FILE");
   app.add_option("--e2b-sandbox-domain", cfg.e2b_sandbox_domain,
                  "domain of E2B sandbox ports, <port>-<id>.<domain> on the envd listener "
                  "(default vessel.localhost:<envd port>; must resolve to this host)");
@@ -174,6 +179,10 @@ void addFlags(CLI::App& app, Config& cfg, std::string& accel, std::string& role)
   app.add_option("--max-image-mib", cfg.max_image_mib,
                  "template builds from images (from_image): refuse images larger than this, "
                  "MiB (in the registry and unpacked)")
+      ->capture_default_str();
+  app.add_option("--max-build-context-mib", cfg.max_build_context_mib,
+                 "Dockerfile builds through the API: refuse a build context (its tar) larger "
+                 "than this, MiB")
       ->capture_default_str();
   app.add_option("--build-cache-mib", cfg.build_cache_mib,
                  "Dockerfile builds: keep each instruction's disk, at most this much in all "

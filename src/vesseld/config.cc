@@ -210,6 +210,8 @@ bool validTlsName(const std::string& n) {
 Status validateImageBuilds(const Config& c) {
   if (c.max_image_mib < 1 || c.max_image_mib > (int64_t{1} << 20))
     return Error(Code::kInvalidArgument, "--max-image-mib must be 1 to 1048576");
+  if (c.max_build_context_mib < 1 || c.max_build_context_mib > (int64_t{1} << 20))
+    return Error(Code::kInvalidArgument, "--max-build-context-mib must be 1 to 1048576");
   if (c.build_cache_mib < 0 || c.build_cache_mib > (int64_t{1} << 30))
     return Error(Code::kInvalidArgument, "--build-cache-mib must be 0 to 1073741824");
   if (c.max_concurrent_builds < 1 || c.max_concurrent_builds > 8)

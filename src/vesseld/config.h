@@ -131,6 +131,11 @@ struct Config {
   // registries (HOST:PORT) may speak plain HTTP besides loopback ones.
   int64_t max_image_mib = 4096;
   std::vector<std::string> insecure_registries;
+  // Dockerfile builds through POST /v1/templates:dockerfile: the build
+  // context's tar (MiB) this API takes; a larger body is refused with 413
+  // as it arrives. It is kept under <state_dir>/build-contexts while the
+  // request runs.
+  int64_t max_build_context_mib = 64;
   // Dockerfile builds keep each instruction's disk (node/build_cache.h)
   // under <cache-dir>/build-steps, at most this much (MiB allocated; 0: no
   // step cache).
@@ -194,6 +199,12 @@ struct Config {
   // <state_dir>/e2b-token-key. Every API replica of a cluster is given the
   // same file; nodes and the store never hold it (docs/threat-model.md).
   std::string e2b_token_key_file;
+  // API role (and all): the key credential values are sealed under in the
+  // store (store.h, useCredentialKey); made with 32 random bytes when
+  // missing. "": <state_dir>/credential-key. The same file on every API
+  // replica; a node never holds it and reads only what a replica sealed
+  // for it, for the sandboxes it runs (cluster/credential_share.h).
+  std::string credential_key_file;
 
   // TLS on every listener (docs/operations.md, "TLS"): one PEM
   // certificate (chain) and key for all of them, re-read on SIGHUP; or

@@ -16,6 +16,7 @@
 #include <random>
 
 #include "api/data_plane.h"
+#include "base/aead.h"
 #include "base/log.h"
 #include "base/run_blocking.h"
 #include "http/server.h"
@@ -101,8 +102,23 @@ std::string randomId() {
 // The one place that names the concrete stores: everything else sees
 // store::Store.
 Result<std::unique_ptr<store::Store>> openStore(const Config& cfg) {
-  if (cfg.store == "sqlite") return store::openSqlite(cfg.state_dir + "/vessel.db");
-  return store::openPostgres(cfg.store);
+  std::unique_ptr<store::Store> store;
+  if (cfg.store == "sqlite") {
+    VESSEL_ASSIGN_OR_RETURN(store, store::openSqlite(cfg.state_dir + "/vessel.db"));
+  } else {
+    VESSEL_ASSIGN_OR_RETURN(store, store::openPostgres(cfg.store));
+  }
+  // Credential values are sealed at rest under a key only the API side
+  // holds; a node has none (it reads what a replica sealed for it).
+  if (cfg.role != Role::kNode) {
+    std::string file = cfg.credential_key_file.empty() ? cfg.state_dir + "/credential-key"
+                                                       : cfg.credential_key_file;
+    VESSEL_ASSIGN_OR_RETURN(std::string key, aeadKeyFile(file));
+    VESSEL_ASSIGN_OR_RETURN(int sealed, store->useCredentialKey(std::move(key)));
+    if (sealed > 0)
+      Logger("vesseld").info("sealed {} credential value(s) stored in plain text before", sealed);
+  }
+  return store;
 }
 
 Status runDaemon(Config cfg, const Machines& machines) {

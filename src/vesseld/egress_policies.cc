@@ -43,13 +43,14 @@ ops::NetworkSpec EgressPolicies::defaults() const {
   return s;
 }
 
-Result<json::object> EgressPolicies::policyFor(const std::string& tenant, const ops::NetworkSpec& s,
-                                               bool strict) {
+Result<json::object> EgressPolicies::policyFor(const std::string& tenant,
+                                               const std::string& sandbox_id,
+                                               const ops::NetworkSpec& s, bool strict) {
   json::object p{{"mode", s.mode}};
   json::array allow, creds;
   for (const auto& a : s.allow) allow.emplace_back(a);
   for (const auto& name : s.credentials) {
-    VESSEL_ASSIGN_OR_RETURN(auto c, store_.getCredential(tenant, name));
+    VESSEL_ASSIGN_OR_RETURN(auto c, read_credential_(tenant, sandbox_id, name));
     if (!c) {
       if (strict) return Error(Code::kNotFound, "credential '" + name + "' does not exist");
       netLog().warn("credential '{}' no longer exists; left out of the policy", name);
@@ -85,7 +86,7 @@ Result<node::GuestNetwork> EgressPolicies::prepare(const std::string& tenant,
     return Error(Code::kFailedPrecondition,
                  "this node runs without egress (vesseld --no-egress): only network mode none");
   if (!allow_public_suffix_wildcards_) VESSEL_TRY(checkWildcards(s));
-  VESSEL_TRY(policyFor(tenant, s));
+  VESSEL_TRY(policyFor(tenant, sandbox_id, s));
   VESSEL_TRY(store_.setSandboxNetwork(sandbox_id, s));
   node::GuestNetwork g;
   g.route = s.mode != "none";
@@ -120,7 +121,7 @@ asio::awaitable<Status> EgressPolicies::attach(std::string tenant,
     co_return Error(Code::kFailedPrecondition,
                     "sandbox " + sb->id() + " has no network slot; its template has no NIC");
   }
-  auto policy = policyFor(tenant, *s, false);
+  auto policy = policyFor(tenant, sb->id(), *s, false);
   if (!policy.ok()) co_return std::move(policy).error();
   std::string id = sb->id(), source = sb->slot()->sourceAddress();
   Status set = co_await egress_->setSandbox(id, source, std::move(*policy));
@@ -145,7 +146,7 @@ asio::awaitable<void> EgressPolicies::credentialChanged(std::string tenant,
     if (!s.ok()) continue;
     if (std::find(s->credentials.begin(), s->credentials.end(), credential) == s->credentials.end())
       continue;
-    auto policy = policyFor(tenant, *s, false);
+    auto policy = policyFor(tenant, id, *s, false);
     Status st = okStatus();
     if (policy.ok())
       st = co_await egress_->setSandbox(id, source, std::move(*policy));
@@ -169,7 +170,7 @@ asio::awaitable<Result<ops::NetworkSpec>> EgressPolicies::update(std::string ten
     co_return Error(Code::kFailedPrecondition,
                     "this node runs without egress: only network mode none");
   if (!allow_public_suffix_wildcards_) VESSEL_CO_TRY(checkWildcards(s));
-  auto policy = policyFor(tenant, s);
+  auto policy = policyFor(tenant, id, s);
   if (!policy.ok()) co_return std::move(policy).error();
   auto old = stored(id);
   if (old.ok() && (old->mode == "none") != (s.mode == "none") && !paused)

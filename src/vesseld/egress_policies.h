@@ -8,6 +8,7 @@
 // in the guest carries them.
 #include <boost/asio/awaitable.hpp>
 #include <boost/json/object.hpp>
+#include <functional>
 #include <map>
 #include <string>
 
@@ -32,6 +33,14 @@ class EgressPolicies {
   EgressPolicies(store::Store& store, node::network::Egress* egress,
                  std::string default_mode = "none")
       : store_(store), egress_(egress), default_mode_(std::move(default_mode)) {}
+
+  // Where a credential's value comes from: by default the store, which
+  // opens it with the API side's key (one machine); a cluster node has no
+  // key and reads what a replica sealed for the sandbox
+  // (cluster/credential_share.h). nullopt: no such credential.
+  using CredentialReader = std::function<Result<std::optional<store::CredentialRecord>>(
+      const std::string& tenant, const std::string& sandbox_id, const std::string& name)>;
+  void readCredentialsWith(CredentialReader r) { read_credential_ = std::move(r); }
 
   // vesseld --allow-public-suffix-wildcards: `*.co.uk` and the like are
   // accepted (refused by default).
@@ -70,13 +79,17 @@ class EgressPolicies {
   // The gateway's policy object for `s` (credentials resolved from the store).
   // strict: a missing credential is an error (create, PUT); otherwise it is
   // left out with a warning (resume after the credential was deleted).
-  Result<boost::json::object> policyFor(const std::string& tenant, const ops::NetworkSpec& s,
-                                        bool strict = true);
+  Result<boost::json::object> policyFor(const std::string& tenant, const std::string& sandbox_id,
+                                        const ops::NetworkSpec& s, bool strict = true);
 
   store::Store& store_;
   node::network::Egress* egress_;
   std::string default_mode_;
   bool allow_public_suffix_wildcards_ = false;
+  CredentialReader read_credential_ = [this](const std::string& tenant, const std::string&,
+                                             const std::string& name) {
+    return store_.getCredential(tenant, name);
+  };
   struct Attached {
     std::string tenant, source;
   };

@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "base/log.h"
+#include "cluster/credential_share.h"
 #include "node/network/host_networks.h"
 #include "node/network/slot.h"
 #include "node/template_worker.h"
@@ -94,6 +95,13 @@ Result<std::unique_ptr<NodeStack>> NodeStack::build(asio::io_context& io, NodeSe
   }
   n->network_ = std::make_unique<EgressPolicies>(store, n->egress_.get(), cfg.default_network);
   n->network_->allowPublicSuffixWildcards(cfg.allow_public_suffix_wildcards);
+  if (!cfg.credential_token.empty()) {
+    n->network_->readCredentialsWith(
+        [&store, key = cluster::nodeCredentialKey(cfg.credential_token)](
+            const std::string& tenant, const std::string& sandbox_id, const std::string& name) {
+          return cluster::sharedCredential(store, key, tenant, sandbox_id, name);
+        });
+  }
 
   node::RuntimeOptions ro;
   ro.root = cfg.runtime_root;

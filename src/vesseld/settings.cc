@@ -38,6 +38,7 @@ NodeSettings nodeSettings(const Config& cfg) {
   s.ca_bundle = cfg.egress_ca_bundle;
   s.default_network = cfg.default_network;
   s.allow_public_suffix_wildcards = cfg.allow_public_suffix_wildcards;
+  if (cfg.role == Role::kNode) s.credential_token = cfg.node_token;
   s.min_free_disk_mib = static_cast<uint64_t>(cfg.min_free_disk_mib);
   s.max_image_mib = static_cast<uint64_t>(cfg.max_image_mib);
   s.build_cache_mib = static_cast<uint64_t>(cfg.build_cache_mib);
@@ -65,6 +66,7 @@ ApiSettings apiSettings(const Config& cfg, bool node_local) {
   s.policy.quota.max_vcpus = cfg.tenant_max_vcpus;
   s.policy.quota.max_disk_mib = cfg.tenant_max_disk_mib;
   s.policy.max_disk_mib = static_cast<uint64_t>(cfg.max_disk_mib);
+  s.max_build_context_mib = static_cast<uint64_t>(cfg.max_build_context_mib);
   if (node_local) {
     s.policy.state_dir = cfg.state_dir;
     s.policy.min_free_disk_mib = static_cast<uint64_t>(cfg.min_free_disk_mib);
@@ -155,6 +157,7 @@ json::object apiJson(const ApiSettings& s) {
       {"tenant_max_vcpus", p.quota.max_vcpus},
       {"tenant_max_disk_mib", p.quota.max_disk_mib},
       {"max_disk_mib", p.max_disk_mib},
+      {"max_build_context_mib", s.max_build_context_mib},
       {"listen", addr(s.listen)},
       {"e2b_listen", addr(s.e2b_listen)},
       {"e2b_envd_listen", addr(s.envd_listen)},

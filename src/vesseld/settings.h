@@ -40,6 +40,10 @@ struct NodeSettings {
   std::string gateway_binary, gateway_netns, upstream_netns, resolver, ca_bundle;
   std::string default_network;
   bool allow_public_suffix_wildcards = false;
+  // A cluster node's own token: its sandboxes' credentials are read as an
+  // API replica sealed them for it (cluster/credential_share.h). "" on one
+  // machine, whose store opens credentials with the API side's key.
+  std::string credential_token;
   // Below this much free space on the state and cache disks, creates,
   // pauses, forks and template builds are refused.
   uint64_t min_free_disk_mib = 0;
@@ -84,6 +88,8 @@ struct ApiSettings {
   std::string node_ca_file;
   // API replicas: a node or replica silent for this long is lost.
   std::chrono::seconds lost_after{15};
+  // POST /v1/templates:dockerfile: the largest build context tar (MiB).
+  uint64_t max_build_context_mib = 64;
 };
 // `node_local`: the API runs over this machine's node (--role=all), so
 // the lifecycle itself refuses creates while the state disk is short.

@@ -16,6 +16,7 @@
 #include <set>
 #include <thread>
 
+#include "base/aead.h"
 #include "base/child_process.h"
 #include "base/sha256.h"
 #include "guest_env.h"
@@ -81,6 +82,11 @@ TEST(BackupRestoreTest, PostgresDumpAndRestore) {
     auto s = store::openPostgres(*url);
     ASSERT_TRUE(s.ok()) << s.error().message();
     store::Store& st = **s;
+    // The replicas' credential key is backed up with the database: without
+    // it the restored credentials do not open (docs/operations.md).
+    auto ck = aeadKeyFile(dir.path() + "/credential-key");
+    ASSERT_TRUE(ck.ok()) << ck.error().message();
+    ASSERT_TRUE(st.useCredentialKey(*ck).ok());
     ASSERT_TRUE(st.createTenant("acme", "Acme").ok());
     ASSERT_TRUE(st.addApiKey("acme", sha256Hex(key)).ok());
     for (const char* id : {"sb-backup-1", "sb-backup-2"}) {
@@ -128,6 +134,7 @@ TEST(BackupRestoreTest, PostgresDumpAndRestore) {
             "--e2b-envd-listen",
             "",
             "--node-token-file=" + dir.path() + "/node-token",
+            "--credential-key-file=" + dir.path() + "/credential-key",
             "--state-dir=" + dir.path() + "/api",
             "--cache-dir=" + dir.path() + "/api-cache"};
   o.fds = {{out->get(), 1}, {out->get(), 2}};
@@ -151,6 +158,10 @@ TEST(BackupRestoreTest, PostgresDumpAndRestore) {
   ASSERT_TRUE(s.ok());
   EXPECT_EQ((*s)->getMeta("backup_test_meta").value_or(std::nullopt), token_key);
   EXPECT_EQ((*(*s)->getSandbox("acme", "sb-backup-1"))->node, "node-a");
+  ASSERT_TRUE((*s)->useCredentialKey(*aeadKeyFile(dir.path() + "/credential-key")).ok());
+  auto gh = (*s)->getCredential("acme", "gh");
+  ASSERT_TRUE(gh.ok() && gh->has_value()) << (gh.ok() ? "none" : gh.error().message());
+  EXPECT_EQ((*gh)->value, "Bearer secret");
 }
 
 // `sqlite3 vessel.db ".backup …"` while vesseld runs; then a sandbox is

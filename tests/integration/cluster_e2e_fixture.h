@@ -226,6 +226,8 @@ class ClusterTest : public ::testing::Test {
         "--e2b-envd-listen=127.0.0.1:" + std::to_string(envd_ports_[i]), "--node-lost-after=4",
         // The envd token key: the replicas', the same file for both.
         "--e2b-token-key-file=" + dir_->path() + "/e2b-token-key",
+        // The credential key: likewise the replicas' alone.
+        "--credential-key-file=" + dir_->path() + "/credential-key",
         // Every node's token: each node accepts only its own.
         "--node-tokens-file=" + tokens_file_,
         "--catalogue-key-file=" + dir_->path() + "/catalogue-key"};

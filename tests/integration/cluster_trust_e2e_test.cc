@@ -2,6 +2,7 @@
 // node or the store holds cannot produce a sandbox's envd token, and a
 // node's envd listener lets in only what an API replica checked. The
 // cluster is cluster_e2e_fixture.h's. Needs root.
+#include "cluster/credential_share.h"
 #include "cluster_e2e_fixture.h"
 #include "e2b/access_token.h"
 #include "templates/manifest.h"
@@ -198,6 +199,84 @@ TEST_F(ClusterTest, ANodesOwnCatalogueEntryIsCopiedByNoOtherNode) {
   ASSERT_TRUE(waitUntil([&] { return finished(1, op3); })) << logs();
   ASSERT_EQ(opState(1, op3), "done") << opJson(1, op3) << logs();
   EXPECT_NE(row(ok)->node, "node0");
+}
+
+// Credentials reach a node only for the sandboxes it runs: the store holds
+// each value sealed under the replicas' key (a file no node has), the node
+// that runs a sandbox opens what a replica sealed for it (the create needs
+// the credential, so it fails unless that node opened it), and neither the
+// store nor another node's token opens it. Deleted, its rows go.
+TEST_F(ClusterTest, CredentialsReachOnlyTheNodeThatRunsTheSandbox) {
+  const std::string secret = "Bearer e2e-secret-0123456789";
+  auto put = client(apiUrl(0), key_)
+                 .post("/v1/credentials", json::object{{"name", "gh"},
+                                                       {"hosts", json::array{"api.github.test"}},
+                                                       {"header", "Authorization"},
+                                                       {"value", secret}});
+  ASSERT_TRUE(put.ok()) << put.error().message() << logs();
+  // The other replica reads it too: one key, the same file on each.
+  auto listed = client(apiUrl(1), key_).get("/v1/credentials");
+  ASSERT_TRUE(listed.ok()) << listed.error().message();
+  EXPECT_NE(json::serialize(*listed).find("\"gh\""), std::string::npos);
+
+  auto made =
+      client(apiUrl(1), key_)
+          .post("/v1/sandboxes",
+                json::object{{"network",
+                              json::object{{"mode", "none"}, {"credentials", json::array{"gh"}}}}});
+  ASSERT_TRUE(made.ok()) << made.error().message();
+  std::string id = testing::str(made->at("sandbox"), "id");
+  std::string op = testing::str(made->at("operation"), "id");
+  ASSERT_TRUE(waitUntil([&] { return finished(1, op); })) << logs();
+  ASSERT_EQ(opState(1, op), "done") << opJson(1, op) << logs();
+  int node = -1;
+  for (int i = 0; i < kNodes; ++i)
+    if (row(id)->node == nodeName(i)) node = i;
+  ASSERT_GE(node, 0);
+
+  // The store as its owner reads it: no value without the replicas' key.
+  auto stored = store_->getCredential("dev", "gh");
+  ASSERT_FALSE(stored.ok());
+  EXPECT_EQ(stored.error().code(), Code::kFailedPrecondition);
+  auto sealed = store_->sandboxCredential(id, "gh");
+  ASSERT_TRUE(sealed.ok() && sealed->has_value()) << logs();
+  EXPECT_EQ((*sealed)->find("e2e-secret"), std::string::npos);
+  auto tokenOf = [&](int i) {
+    std::string t = readFile(tokenFile(i));
+    while (!t.empty() && (t.back() == '\n' || t.back() == ' ')) t.pop_back();
+    return t;
+  };
+  auto opened =
+      cluster::openForNode(cluster::nodeCredentialKey(tokenOf(node)), "dev", id, "gh", **sealed);
+  ASSERT_TRUE(opened.ok()) << opened.error().message();
+  EXPECT_EQ(opened->value, secret);
+  for (int i = 0; i < kNodes; ++i) {
+    if (i == node) continue;
+    EXPECT_FALSE(
+        cluster::openForNode(cluster::nodeCredentialKey(tokenOf(i)), "dev", id, "gh", **sealed)
+            .ok())
+        << nodeName(i) << " opened another node's sandbox's credential";
+    EXPECT_FALSE(
+        std::filesystem::exists(dir_->path() + "/node" + std::to_string(i) + "/credential-key"));
+  }
+  // A credential that does not exist: the node refuses the create.
+  auto bad =
+      client(apiUrl(0), key_)
+          .post("/v1/sandboxes",
+                json::object{{"network", json::object{{"mode", "none"},
+                                                      {"credentials", json::array{"nope"}}}}});
+  if (bad.ok()) {
+    std::string bad_op = testing::str(bad->at("operation"), "id");
+    ASSERT_TRUE(waitUntil([&] { return finished(0, bad_op); }));
+    EXPECT_EQ(opState(0, bad_op), "failed");
+    EXPECT_NE(opJson(0, bad_op).find("nope"), std::string::npos) << opJson(0, bad_op);
+  }
+
+  ASSERT_TRUE(client(apiUrl(0), key_).del("/v1/sandboxes/" + id).ok());
+  EXPECT_TRUE(waitUntil([&] {
+    auto s = store_->sandboxCredential(id, "gh");
+    return s.ok() && !s->has_value();
+  })) << logs();
 }
 
 }  // namespace

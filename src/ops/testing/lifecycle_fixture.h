@@ -28,6 +28,8 @@ class LifecycleTest : public ::testing::Test {
     auto s = store::openSqlite(dir_ + "/vessel.db", &clock_);
     ASSERT_TRUE(s.ok()) << s.error().message();
     store_ = std::move(*s);
+    // The API side's key: credential values are sealed at rest (store.h).
+    ASSERT_TRUE(store_->useCredentialKey(std::string(32, 'k')).ok());
     ASSERT_TRUE(store_->createTenant("t1", "one").ok());
     ASSERT_TRUE(store_->createTenant("t2", "two").ok());
     templates_ = std::make_unique<templates::TemplateStore>(dir_ + "/templates", "q", "k");

@@ -30,6 +30,10 @@ app.kubernetes.io/component: {{ .component }}
 {{- .Values.e2bTokenKey.existingSecret | default (printf "%s-e2b-token-key" (include "vessel.fullname" .)) -}}
 {{- end -}}
 
+{{- define "vessel.credentialKeySecret" -}}
+{{- .Values.credentialKey.existingSecret | default (printf "%s-credential-key" (include "vessel.fullname" .)) -}}
+{{- end -}}
+
 {{- define "vessel.tokenSecret" -}}
 {{- .Values.nodeToken.existingSecret | default (printf "%s-node-token" (include "vessel.fullname" .)) -}}
 {{- end -}}
