@@ -2,6 +2,8 @@
 // API (the build is an operation; progress on a terminal), or with --local
 // on a template store directly, without vesseld: scripts/build.sh builds
 // the built-in templates that way. Builds are cached by the spec's hash.
+#include <fcntl.h>
+#include <stdlib.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -13,14 +15,17 @@
 #include "base/fd.h"
 #include "base/log.h"
 #include "base/run_blocking.h"
+#include "base/scope_exit.h"
 #include "base/sha256.h"
 #include "cmd/vessel/api_common.h"
 #include "cmd/vessel/commands.h"
+#include "cmd/vessel/data_session.h"
 #include "hypervisor/qemu/qemu.h"
 #include "images/converter.h"
 #include "node/template_builder.h"
 #include "templates/build_context.h"
 #include "templates/build_spec.h"
+#include "templates/context_archive.h"
 #include "templates/dockerfile.h"
 
 namespace vessel::cli {
@@ -43,39 +48,52 @@ bool isDockerfile(std::string_view text) {
   return p == std::string_view::npos || text[p] != '{';
 }
 
-// A Dockerfile and its context as the spec the API takes (the files
-// inline): the context is read here, on the caller's machine.
-Result<std::string> dockerfileSpec(const TemplateOptions& o, const std::string& text) {
-  if (o.name.empty()) return Error(Code::kInvalidArgument, "a Dockerfile build needs --name");
-  if (!o.from_image.empty() || o.image_cmd)
-    return Error(Code::kInvalidArgument,
-                 "--from-image and --image-cmd do not apply to a Dockerfile (its FROM and CMD do)");
+// --build-arg NAME=VALUE, or NAME: its value from the environment, as
+// docker takes it.
+std::map<std::string, std::string> buildArgs(const TemplateOptions& o) {
   std::map<std::string, std::string> args;
   for (const auto& a : o.build_args) {
     auto eq = a.find('=');
     if (eq == std::string::npos) {
-      // As docker: --build-arg NAME takes NAME's value from the environment.
       const char* v = std::getenv(a.c_str());
       if (v) args[a] = v;
       continue;
     }
     args[a.substr(0, eq)] = a.substr(eq + 1);
   }
-  auto plan = templates::parseDockerfile(text, args);
+  return args;
+}
+
+// The Dockerfile parsed here too, before anything is sent: its errors and
+// warnings at once, on the caller's terminal.
+Result<templates::DockerPlan> dockerfilePlan(const TemplateOptions& o, const std::string& text) {
+  if (o.name.empty()) return Error(Code::kInvalidArgument, "a Dockerfile build needs --name");
+  if (!o.from_image.empty() || o.image_cmd)
+    return Error(Code::kInvalidArgument,
+                 "--from-image and --image-cmd do not apply to a Dockerfile (its FROM and CMD do)");
+  auto plan = templates::parseDockerfile(text, buildArgs(o));
   if (!plan.ok()) return std::move(plan).error().withContext(o.spec_file);
   for (const auto& w : plan->warnings) std::fprintf(stderr, "vessel: warning: %s\n", w.c_str());
-  std::string dir =
-      o.context.empty() ? std::filesystem::absolute(o.spec_file).parent_path().string() : o.context;
-  VESSEL_ASSIGN_OR_RETURN(auto ctx, templates::BuildContext::open(dir));
-  VESSEL_ASSIGN_OR_RETURN(auto spec, ctx.spec(*plan, o.name));
+  if (!o.registry_credential.empty() && plan->from_image.empty())
+    return Error(Code::kInvalidArgument,
+                 "--registry-credential needs a FROM image (this Dockerfile starts from a "
+                 "Vessel template)");
+  return plan;
+}
+
+std::string contextDir(const TemplateOptions& o) {
+  return o.context.empty() ? std::filesystem::absolute(o.spec_file).parent_path().string()
+                           : o.context;
+}
+
+// --local: a Dockerfile and its context as a build spec, the files inline
+// (read here; a build spec holds at most 1 MiB).
+Result<std::string> dockerfileSpec(const TemplateOptions& o, const std::string& text) {
+  VESSEL_ASSIGN_OR_RETURN(auto plan, dockerfilePlan(o, text));
+  VESSEL_ASSIGN_OR_RETURN(auto ctx, templates::BuildContext::open(contextDir(o)));
+  VESSEL_ASSIGN_OR_RETURN(auto spec, ctx.spec(plan, o.name));
   spec.no_cache = o.no_cache;
-  if (!o.registry_credential.empty()) {
-    if (spec.from_image.empty())
-      return Error(Code::kInvalidArgument,
-                   "--registry-credential needs a FROM image (this Dockerfile starts from a "
-                   "Vessel template)");
-    spec.from_image_credential = o.registry_credential;
-  }
+  spec.from_image_credential = o.registry_credential;
   std::string text_spec = templates::specJson(spec);
   if (text_spec.size() > (1 << 20))
     return Error(Code::kInvalidArgument, o.spec_file +
@@ -227,11 +245,65 @@ int runLocalBuild(const TemplateOptions& o) {
   return 0;
 }
 
+// A Dockerfile build through the API: the context (minus .dockerignore's
+// exclusions) as a tar in a temporary file, streamed to POST
+// /v1/templates:dockerfile, which unpacks and reads it (nothing inline, so
+// no 1 MiB spec bound; the server's --max-build-context-mib instead).
+Result<client::HttpResponse> sendDockerfile(client::Client& c, const TemplateOptions& o,
+                                            const std::string& text) {
+  if (auto plan = dockerfilePlan(o, text); !plan.ok()) return std::move(plan).error();
+  namespace fs = std::filesystem;
+  std::string dir = contextDir(o);
+  std::error_code ec;
+  // The Dockerfile by its place in the context, or (outside it, or a
+  // link) its text as a member of its own that is not part of the context.
+  std::string rel = fs::absolute(o.spec_file)
+                        .lexically_normal()
+                        .lexically_relative(fs::absolute(dir).lexically_normal())
+                        .string();
+  bool inside = !rel.empty() && rel != "." && rel.rfind("..", 0) != 0 &&
+                !fs::is_symlink(fs::symlink_status(o.spec_file, ec));
+  std::map<std::string, std::string> extra;
+  if (!inside) {
+    rel = std::string(templates::kOutsideDockerfile);
+    extra[rel] = text;
+  }
+  const char* tmpdir = std::getenv("TMPDIR");
+  std::string tar = std::string(tmpdir && *tmpdir ? tmpdir : "/tmp") + "/vessel-context-XXXXXX";
+  Fd fd(::mkostemp(tar.data(), O_CLOEXEC));
+  if (!fd) return Error::fromErrno("make a temporary file for the build context");
+  ScopeExit gone([&] { ::unlink(tar.c_str()); });
+  VESSEL_ASSIGN_OR_RETURN(auto stats,
+                          templates::writeContextTar(dir, fd.get(), {rel, ".dockerignore"}, extra));
+  fd.reset();
+  std::string path =
+      "/v1/templates:dockerfile?name=" + queryEscape(o.name) + "&dockerfile=" + queryEscape(rel);
+  for (const auto& [k, v] : buildArgs(o))
+    path += "&build_arg." + queryEscape(k) + "=" + queryEscape(v);
+  if (o.no_cache) path += "&no_cache=true";
+  if (!o.registry_credential.empty())
+    path += "&registry_credential=" + queryEscape(o.registry_credential);
+  // A minute, and a second per MiB beyond it.
+  auto timeout = std::chrono::seconds(60 + (stats.bytes >> 20));
+  return c.sendFile("POST", path, tar, "application/x-tar", timeout);
+}
+
 int runApiBuild(const TemplateOptions& o) {
-  auto text = specText(o);
-  if (!text.ok()) return fail(text.error());
   auto c = apiClient();
-  auto r = c.request("POST", "/v1/templates", *text, "application/json");
+  Result<client::HttpResponse> r = Error(Code::kInternal, "no request");
+  std::string dockerfile;
+  if (!o.spec_file.empty()) {
+    auto text = readFile(o.spec_file);
+    if (!text.ok()) return fail(text.error());
+    if (isDockerfile(*text)) dockerfile = std::move(*text);
+  }
+  if (!dockerfile.empty()) {
+    r = sendDockerfile(c, o, dockerfile);
+  } else {
+    auto text = specText(o);
+    if (!text.ok()) return fail(text.error());
+    r = c.request("POST", "/v1/templates", *text, "application/json");
+  }
   if (!r.ok()) return fail(r.error());
   if (r->status != 202)
     return fail(client::errorFromResponse(*r).withContext(o.spec_file.empty() ? o.from_image

@@ -21,7 +21,12 @@ Response okJson(const Request& req, const json::object& o) {
 
 ControlPlane::ControlPlane(asio::io_context& io, store::Store& store, ops::Lifecycle& lifecycle,
                            templates::TemplateStore& templates)
-    : io_(io), store_(store), lifecycle_(lifecycle), templates_(templates), network_(lifecycle) {}
+    : io_(io),
+      store_(store),
+      lifecycle_(lifecycle),
+      templates_(templates),
+      network_(lifecycle),
+      workers_(std::make_unique<asio::thread_pool>(1)) {}
 
 ControlPlane::~ControlPlane() = default;
 
@@ -70,6 +75,9 @@ void ControlPlane::install(HttpServer& server) {
   r.post("/v1/sandboxes", sync([this](const Request& q, P, T t) { return createSandbox(q, t); }));
   r.get("/v1/sandboxes", sync([this](const Request& q, P, T t) { return listSandboxes(q, t); }));
   r.post("/v1/templates", sync([this](const Request& q, P, T t) { return buildTemplate(q, t); }));
+  r.addUpload(
+      http::verb::post, "/v1/templates:dockerfile", max_context_,
+      [this](const Request& q, P, http::BodyReader& b) { return buildFromDockerfile(q, b); });
   r.get("/v1/templates", sync([this](const Request& q, P, T t) { return listTemplates(q, t); }));
   r.del("/v1/templates/{name}", sync([this](const Request& q, P p, T t) {
           auto s = lifecycle_.deleteTemplate(t, p["name"]);

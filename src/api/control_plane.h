@@ -5,6 +5,7 @@
 // answer rendered back. Nothing here runs a sandbox: every change is the
 // lifecycle's operation. Also the SSE streams of operations and events,
 // and templates (builds are the lifecycle's operations too).
+#include <boost/asio/thread_pool.hpp>
 #include <functional>
 #include <map>
 #include <memory>
@@ -31,6 +32,13 @@ class ControlPlane : public LiveSandboxes {
   void setSessions(Sessions* sessions) { sessions_ = sessions; }
   std::shared_ptr<agentclient::AgentClient> agentOf(const std::string& sandbox_id) override {
     return lifecycle_.agentOf(sandbox_id);
+  }
+  // Dockerfile builds with their context as a tar (POST
+  // /v1/templates:dockerfile): the body is kept under `dir` while the
+  // request runs, and refused past `max_bytes`. Before install().
+  void setBuildContexts(std::string dir, uint64_t max_bytes) {
+    uploads_dir_ = std::move(dir);
+    max_context_ = max_bytes;
   }
   // Adds the route table of /v1/ to the server's router.
   void install(HttpServer& server);
@@ -65,6 +73,9 @@ class ControlPlane : public LiveSandboxes {
   // Templates (templates_api.cc).
   Response buildTemplate(const Request& req, const std::string& tenant);
   Response listTemplates(const Request& req, const std::string& tenant);
+  // templates_dockerfile.cc
+  asio::awaitable<Response> buildFromDockerfile(const Request& req, http::BodyReader& body);
+  Response contextTooLarge(const Request& req) const;
 
   asio::io_context& io_;
   store::Store& store_;
@@ -74,6 +85,10 @@ class ControlPlane : public LiveSandboxes {
   Sessions* sessions_ = nullptr;
   std::set<std::string> operators_;
   NodeList nodes_;
+  std::string uploads_dir_ = "/var/lib/vessel/build-contexts";
+  uint64_t max_context_ = uint64_t{64} << 20;
+  // Unpacking and reading build contexts, off the event loop.
+  std::unique_ptr<asio::thread_pool> workers_;
 };
 
 }  // namespace vessel::api

@@ -229,6 +229,35 @@ Status unpackContextTar(const std::string& tar, const std::string& dir, UnpackLi
   return okStatus();
 }
 
+Result<std::string> readContextFile(const std::string& dir, const std::string& rel,
+                                    size_t max_bytes) {
+  auto segs = memberPath(rel);
+  if (!segs.ok() || segs->empty())
+    return Error(Code::kInvalidArgument,
+                 "'" + rel.substr(0, 200) + "' is no path in the build context");
+  VESSEL_ASSIGN_OR_RETURN(Fd root, Fd::open(dir, O_PATH | O_DIRECTORY));
+  Fd f(openBeneath(root.get(), joined(*segs, segs->size()), O_RDONLY | O_NOFOLLOW));
+  std::string shown = rel.substr(0, 200);
+  if (!f && errno == ENOENT)
+    return Error(Code::kInvalidArgument, "no " + shown + " in the build context");
+  if (!f && errno == ELOOP)
+    return Error(Code::kInvalidArgument, shown + " is (or is under) a symbolic link");
+  struct stat st {};
+  if (!f || ::fstat(f.get(), &st) != 0 || !S_ISREG(st.st_mode))
+    return Error(Code::kInvalidArgument, shown + " in the build context is not a regular file");
+  if (static_cast<uint64_t>(st.st_size) > max_bytes)
+    return Error(Code::kInvalidArgument,
+                 shown + " is larger than " + std::to_string(max_bytes >> 10) + " KiB");
+  std::string out(static_cast<size_t>(st.st_size), '\0');
+  for (size_t got = 0; got < out.size();) {
+    ssize_t n = ::read(f.get(), out.data() + got, out.size() - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return Error::fromErrno("read " + shown);
+    got += static_cast<size_t>(n);
+  }
+  return out;
+}
+
 namespace {
 
 class TarWriter {
@@ -341,7 +370,10 @@ Result<ContextTarStats> writeContextTar(const std::string& dir, int fd,
       return Error::fromErrno("stat " + it->path().string());
     bool kept = std::find(always.begin(), always.end(), rel) != always.end();
     if (!kept && ignore.excluded(rel)) {
-      if (prune && S_ISDIR(st.st_mode)) it.disable_recursion_pending();
+      bool holds_kept = std::any_of(always.begin(), always.end(), [&](const std::string& a) {
+        return a.size() > rel.size() && a.compare(0, rel.size(), rel) == 0 && a[rel.size()] == '/';
+      });
+      if (prune && S_ISDIR(st.st_mode) && !holds_kept) it.disable_recursion_pending();
       continue;
     }
     if (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode) && !S_ISLNK(st.st_mode)) continue;

@@ -42,6 +42,12 @@ struct UnpackLimits {
 // caller removes it.
 Status unpackContextTar(const std::string& tar, const std::string& dir, UnpackLimits limits = {});
 
+// The regular file `rel` (a path inside the context, no `..`) of the
+// unpacked context `dir`, reached through no symbolic link, at most
+// `max_bytes`: a Dockerfile. kInvalidArgument naming `rel` otherwise.
+Result<std::string> readContextFile(const std::string& dir, const std::string& rel,
+                                    size_t max_bytes);
+
 struct ContextTarStats {
   uint64_t bytes = 0;  // the regular files' sizes
   size_t entries = 0;

@@ -13,6 +13,8 @@
 #include <fstream>
 
 #include "base/fd.h"
+#include "templates/build_context.h"
+#include "templates/dockerfile.h"
 
 namespace vessel::templates {
 namespace {
@@ -141,6 +143,21 @@ TEST_F(ContextArchiveTest, RefusesDevicesAndWhatIsNotATar) {
   EXPECT_THAT(j.error().message(), HasSubstr("not a tar"));
 }
 
+TEST_F(ContextArchiveTest, ReadsTheDockerfileThroughNoLink) {
+  auto s = unpack({{.name = "ci/Dockerfile", .content = "FROM vessel://minimal\n"},
+                   {.name = "Dockerfile", .type = AE_IFLNK, .link = "/etc/passwd"}});
+  ASSERT_TRUE(s.ok()) << s.error().message();
+  EXPECT_EQ(*readContextFile(out(""), "ci/Dockerfile", 1 << 20), "FROM vessel://minimal\n");
+  auto link = readContextFile(out(""), "Dockerfile", 1 << 20);
+  ASSERT_FALSE(link.ok());
+  EXPECT_THAT(link.error().message(), HasSubstr("symbolic link"));
+  auto none = readContextFile(out(""), "other/Dockerfile", 1 << 20);
+  ASSERT_FALSE(none.ok());
+  EXPECT_THAT(none.error().message(), HasSubstr("no other/Dockerfile in the build context"));
+  EXPECT_FALSE(readContextFile(out(""), "../x", 1 << 20).ok());
+  EXPECT_FALSE(readContextFile(out(""), "ci/Dockerfile", 4).ok()) << "over its bound";
+}
+
 TEST_F(ContextArchiveTest, KeepsToItsLimits) {
   UnpackLimits l;
   l.max_bytes = 1000;
@@ -162,7 +179,9 @@ TEST_F(ContextArchiveTest, WritesTheContextMinusWhatDockerignoreExcludes) {
     fs::create_directories(fs::path(c + "/" + rel).parent_path());
     std::ofstream(c + "/" + rel) << text;
   };
-  put(".dockerignore", "node_modules\n*.key\nDockerfile\n");
+  put(".dockerignore", "node_modules\n*.key\nDockerfile\nci\n");
+  put("ci/Dockerfile", "FROM vessel://debian\n");
+  put("ci/other", "no");
   put("Dockerfile", "FROM vessel://minimal\n");
   put("src/main.c", "int main(){}\n");
   put("run.sh", "#!/bin/sh\n");
@@ -172,7 +191,8 @@ TEST_F(ContextArchiveTest, WritesTheContextMinusWhatDockerignoreExcludes) {
   fs::create_symlink("src/main.c", c + "/link");
   std::string t = root_ + "/ctx.tar";
   Fd fd(::open(t.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
-  auto w = writeContextTar(c, fd.get(), {"Dockerfile"}, {{"extra.txt", "from memory"}});
+  auto w =
+      writeContextTar(c, fd.get(), {"Dockerfile", "ci/Dockerfile"}, {{"extra.txt", "from memory"}});
   ASSERT_TRUE(w.ok()) << w.error().message();
   fd.reset();
   auto u = unpackContextTar(t, out(""));
@@ -181,10 +201,42 @@ TEST_F(ContextArchiveTest, WritesTheContextMinusWhatDockerignoreExcludes) {
   EXPECT_EQ(*readFile(out("src/main.c")), "int main(){}\n");
   EXPECT_EQ(*readFile(out("extra.txt")), "from memory");
   EXPECT_TRUE(fs::exists(out(".dockerignore")));
+  EXPECT_EQ(*readFile(out("ci/Dockerfile")), "FROM vessel://debian\n") << "under an excluded dir";
+  EXPECT_FALSE(fs::exists(out("ci/other")));
   EXPECT_FALSE(fs::exists(out("secret.key")));
   EXPECT_FALSE(fs::exists(out("node_modules")));
   EXPECT_EQ(fs::read_symlink(out("link")), "src/main.c");
   EXPECT_EQ(fs::status(out("run.sh")).permissions() & fs::perms::all, fs::perms(0755));
+}
+
+// What the API does with what the CLI sends: the context written, then
+// unpacked, its Dockerfile read and its COPY read by BuildContext.
+TEST_F(ContextArchiveTest, WhatTheWriterWritesBuildContextReads) {
+  std::string c = root_ + "/ctx";
+  fs::create_directories(c + "/sub");
+  std::ofstream(c + "/sub/big.bin") << std::string(700 << 10, 'b');
+  std::string t = root_ + "/ctx.tar";
+  Fd fd(::open(t.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
+  auto w =
+      writeContextTar(c, fd.get(), {std::string(kOutsideDockerfile)},
+                      {{std::string(kOutsideDockerfile), "FROM vessel://minimal\nCOPY . /ctx/\n"}});
+  ASSERT_TRUE(w.ok()) << w.error().message();
+  fd.reset();
+  ASSERT_TRUE(unpackContextTar(t, out("")).ok());
+  auto text = readContextFile(out(""), std::string(kOutsideDockerfile), 1 << 20);
+  ASSERT_TRUE(text.ok());
+  fs::remove(out(std::string(kOutsideDockerfile)));
+  auto plan = parseDockerfile(*text);
+  ASSERT_TRUE(plan.ok());
+  ContextLimits l;
+  l.max_bytes = 4 << 20;
+  auto ctx = BuildContext::open(out(""), l);
+  ASSERT_TRUE(ctx.ok());
+  auto spec = ctx->spec(*plan, "app");
+  ASSERT_TRUE(spec.ok()) << spec.error().message();
+  size_t files = 0;
+  for (const auto& st : spec->steps) files += st.kind == BuildStep::Kind::kWrite;
+  EXPECT_EQ(files, 1u) << "big.bin only, not the Dockerfile from outside";
 }
 
 }  // namespace

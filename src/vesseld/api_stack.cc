@@ -55,6 +55,13 @@ Result<std::unique_ptr<ApiStack>> ApiStack::build(asio::io_context& io, ApiSetti
   a->lifecycle_->setMetrics(a->metrics_);
   a->lifecycle_->setPolicy(cfg.policy);
   a->control_ = std::make_unique<api::ControlPlane>(io, store, *a->lifecycle_, templates);
+  {
+    // What a request left when the process died is no one's now.
+    std::string uploads = cfg.state_dir + "/build-contexts";
+    std::error_code ec;
+    std::filesystem::remove_all(uploads, ec);
+    a->control_->setBuildContexts(uploads, static_cast<uint64_t>(cfg.max_build_context_mib) << 20);
+  }
   api::SessionOptions so;
   so.data_url = cfg.data_url;
   if (!cfg.node_local)

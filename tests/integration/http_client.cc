@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 
 namespace vessel::testing {
 
@@ -53,10 +54,25 @@ std::unique_ptr<HttpStream> HttpStream::open(uint16_t port, const Request& req) 
   for (const auto& h : req.headers) r += h + "\r\n";
   if (!req.body.empty() || req.method == "POST" || req.method == "PUT") {
     if (req.json) r += "Content-Type: application/json\r\n";
-    r += "Content-Length: " + std::to_string(req.body.size()) + "\r\n";
+    if (req.chunked)
+      r += "Transfer-Encoding: chunked\r\n";
+    else
+      r += "Content-Length: " + std::to_string(req.body.size()) + "\r\n";
   }
   r += "\r\n";
-  r += req.body;
+  if (req.chunked) {
+    char size[32];
+    for (size_t at = 0; at < req.body.size(); at += 65536) {
+      size_t n = std::min<size_t>(65536, req.body.size() - at);
+      std::snprintf(size, sizeof size, "%zx\r\n", n);
+      r += size;
+      r.append(req.body, at, n);
+      r += "\r\n";
+    }
+    r += "0\r\n\r\n";
+  } else {
+    r += req.body;
+  }
   size_t off = 0;
   while (off < r.size() && s->armTimeout()) {
     ssize_t n = ::send(fd, r.data() + off, r.size() - off, MSG_NOSIGNAL);

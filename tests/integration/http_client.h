@@ -34,6 +34,9 @@ struct Request {
   std::string bearer;  // empty: no Authorization header
   std::vector<std::string> headers;
   bool json = true;  // Content-Type: application/json when there is a body
+  // The body sent chunked (Transfer-Encoding: chunked, 64 KiB chunks): no
+  // Content-Length tells the server its size.
+  bool chunked = false;
   // The whole exchange's deadline (send and every read): past it the stream
   // stops reading and the reply is what arrived (status 0 without a head).
   // Unset: each read may wait 120 s, which only keeps a hung server from

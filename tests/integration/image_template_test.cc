@@ -16,6 +16,8 @@
 #include <thread>
 
 #include "base/base64.h"
+#include "base/fd.h"
+#include "base/sha256.h"
 #include "images/testing/registry.h"
 #include "vesseld_harness.h"
 
@@ -73,7 +75,8 @@ class ImageTemplateTest : public ::testing::Test {
     arm.architecture = "arm64";
     ASSERT_TRUE(reg->push(root, "test/arm", "1", arm).ok());
     image_ref = reg->host() + "/test/app:1";
-    d = new Vesseld(VESSELD_PATH);
+    // A small cap on build contexts, so that one over it is cheap to send.
+    d = new Vesseld(VESSELD_PATH, {"--max-build-context-mib", "4"});
     d->setContract(testing::apiContract());
     ASSERT_TRUE(d->start()) << "vesseld did not come up; log:\n" << d->log();
   }
@@ -408,6 +411,84 @@ TEST_F(ImageTemplateTest, ARebuildRunsOnlyWhatChangedAndNoCacheRunsAll) {
   EXPECT_NE(forced.stamp, cold.stamp) << "--no-cache reused the first RUN";
   EXPECT_EQ(forced.last, "two\n");
   EXPECT_NE(forced.run.out, last.run.out) << "the same version: " << forced.run.out;
+}
+
+// POST /v1/templates:dockerfile: the context as a streamed tar, past the
+// 600 KiB an inline spec held, with the Dockerfile outside the context;
+// one over the daemon's 4 MiB cap (declared, chunked, from the CLI), a bad
+// tar, a bad Dockerfile and a missing one refused before any VM starts.
+// Boots: one build, one create.
+TEST_F(ImageTemplateTest, ADockerfileContextTravelsAsATarWithinTheCap) {
+  ScratchDir scratch;
+  const std::string c = scratch.path() + "/ctx";
+  std::filesystem::create_directories(c + "/sub");
+  std::string big;
+  big.reserve(2 << 20);
+  uint64_t x = 0x9e3779b97f4a7c15ull;
+  while (big.size() < (2u << 20)) {  // 2 MiB that do not compress
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    big.append(reinterpret_cast<const char*>(&x), sizeof x);
+  }
+  std::ofstream(c + "/sub/big.bin", std::ios::binary) << big;
+  std::ofstream(c + "/.dockerignore") << "*.log\n";
+  std::ofstream(c + "/skip.log") << "never sent\n";
+  std::string df = scratch.path() + "/Dockerfile";  // outside the context
+  std::ofstream(df) << "FROM vessel://minimal\nCOPY . /ctx/\n";
+  CliRun b = vessel({"template", "build", "-f", df, "--context", c, "--name", "bigctx"});
+  ASSERT_EQ(b.code, 0) << b.err << "\n" << d->log();
+  std::string why;
+  std::string id = d->createSandbox(R"({"template": "bigctx"})", &why);
+  ASSERT_FALSE(id.empty()) << why << d->log();
+  EXPECT_EQ(d->sh(id, "sha256sum /ctx/sub/big.bin | cut -d' ' -f1"), sha256Hex(big) + "\n");
+  EXPECT_EQ(d->sh(id, "ls -A /ctx | tr '\\n' ' '"), ".dockerignore sub ")
+      << "neither the excluded file nor the Dockerfile from outside";
+  EXPECT_TRUE(d->deleteSandbox(id));
+  for (const auto& e : std::filesystem::directory_iterator(d->stateDir() + "/build-contexts"))
+    ADD_FAILURE() << "left behind: " << e.path();
+
+  // Over the cap: 413 naming it, whether the length is declared or not.
+  auto upload = [&](const std::string& query, const std::string& body, bool chunked) {
+    testing::Request r;
+    r.method = "POST";
+    r.target = "/v1/templates:dockerfile?" + query;
+    r.bearer = d->key();
+    r.json = false;
+    r.chunked = chunked;
+    r.headers = {"Content-Type: application/x-tar"};
+    r.body = body;
+    auto s = testing::HttpStream::open(d->port(), r);
+    if (!s) return testing::Reply{};
+    s->readAll();
+    return s->reply();
+  };
+  std::string over(5 << 20, 'x');
+  for (bool chunked : {false, true}) {
+    auto r = upload("name=huge", over, chunked);
+    EXPECT_EQ(r.status, 413) << chunked << r.body;
+    EXPECT_THAT(r.body, HasSubstr("larger than the 4 MiB this server takes"));
+    EXPECT_THAT(r.body, HasSubstr("--max-build-context-mib"));
+  }
+  std::ofstream(c + "/sub/more.bin", std::ios::binary) << over;
+  CliRun o = vessel({"template", "build", "-f", df, "--context", c, "--name", "huge"});
+  EXPECT_EQ(o.code, 1);
+  EXPECT_THAT(o.err, HasSubstr("larger than the 4 MiB"));
+
+  // A bad tar, a Dockerfile that does not parse (its line named), none.
+  auto bad = upload("name=bad", std::string(4096, 'j'), false);
+  EXPECT_EQ(bad.status, 400) << bad.body;
+  EXPECT_THAT(bad.body, HasSubstr("not a tar"));
+  std::string t = scratch.path() + "/t";
+  std::filesystem::create_directories(t);
+  std::ofstream(t + "/Dockerfile") << "FROM vessel://minimal\nHEALTHCHECK CMD true\n";
+  ASSERT_EQ(std::system(("tar -cf " + t + ".tar -C " + t + " .").c_str()), 0);
+  auto tar = readFile(t + ".tar");
+  ASSERT_TRUE(tar.ok());
+  auto parse = upload("name=hc", *tar, true);
+  EXPECT_EQ(parse.status, 400) << parse.body;
+  EXPECT_THAT(parse.body, HasSubstr("line 2: HEALTHCHECK is not supported"));
+  auto none = upload("name=none&dockerfile=ci%2FDockerfile", *tar, false);
+  EXPECT_EQ(none.status, 400) << none.body;
+  EXPECT_THAT(none.body, HasSubstr("no ci/Dockerfile in the build context"));
 }
 
 // Boots: one build that fails at its third line. Then two refused before
