@@ -62,6 +62,26 @@ Result<std::unique_ptr<node::network::Egress>> startEgress(asio::io_context& io,
 
 }  // namespace
 
+namespace {
+
+std::unique_ptr<EgressPolicies> egressPolicies(store::Store& store, node::network::Egress* egress,
+                                               const NodeSettings& cfg) {
+  auto p = std::make_unique<EgressPolicies>(store, egress, cfg.default_network);
+  p->allowPublicSuffixWildcards(cfg.allow_public_suffix_wildcards);
+  // A cluster node holds no credential key: it reads what a replica sealed
+  // for it, for the sandboxes it runs.
+  if (!cfg.credential_token.empty()) {
+    p->readCredentialsWith(
+        [&store, key = cluster::nodeCredentialKey(cfg.credential_token)](
+            const std::string& tenant, const std::string& sandbox_id, const std::string& name) {
+          return cluster::sharedCredential(store, key, tenant, sandbox_id, name);
+        });
+  }
+  return p;
+}
+
+}  // namespace
+
 Result<std::unique_ptr<NodeStack>> NodeStack::build(asio::io_context& io, NodeSettings s,
                                                     store::Store& store, const Machines& machines) {
   Logger log("vesseld");
@@ -93,15 +113,7 @@ Result<std::unique_ptr<NodeStack>> NodeStack::build(asio::io_context& io, NodeSe
   } else {
     log.warn("egress disabled (--no-egress): sandboxes have no network");
   }
-  n->network_ = std::make_unique<EgressPolicies>(store, n->egress_.get(), cfg.default_network);
-  n->network_->allowPublicSuffixWildcards(cfg.allow_public_suffix_wildcards);
-  if (!cfg.credential_token.empty()) {
-    n->network_->readCredentialsWith(
-        [&store, key = cluster::nodeCredentialKey(cfg.credential_token)](
-            const std::string& tenant, const std::string& sandbox_id, const std::string& name) {
-          return cluster::sharedCredential(store, key, tenant, sandbox_id, name);
-        });
-  }
+  n->network_ = egressPolicies(store, n->egress_.get(), cfg);
 
   node::RuntimeOptions ro;
   ro.root = cfg.runtime_root;

@@ -109,6 +109,10 @@ test("default values: API, nodes and the chart's PostgreSQL, all valid", async (
   assert.match(secretValue(o["Secret/vessel-e2b-token-key"], "key"), /^[A-Za-z0-9]{32}$/);
   assert.ok(container(api, "api").args.includes("--e2b-token-key-file=/etc/vessel/e2b-token-key/key"));
   assert.ok(!n.args.some((x) => x.startsWith("--e2b-token-key-file")), n.args.join(" "));
+  // The credential key likewise: the replicas' alone.
+  assert.match(secretValue(o["Secret/vessel-credential-key"], "key"), /^[A-Za-z0-9]{32}$/);
+  assert.ok(container(api, "api").args.includes("--credential-key-file=/etc/vessel/credential-key/key"));
+  assert.ok(!n.args.some((x) => x.startsWith("--credential-key-file")), n.args.join(" "));
   for (const w of [api, node])
     for (const c of w.spec.template.spec.containers)
       assert.equal(c.env.find((e) => e.name === "VESSEL_STORE").valueFrom.secretKeyRef.name,
