@@ -391,6 +391,11 @@ Result<ChildProcess> Jail::spawn(SpawnOptions opts) const {
   // this thread's next child becomes PID 1 of a new one, and the thread's
   // own children go back to its old one right after the fork. Namespaces
   // are per thread, so vesseld's other threads never see the new one.
+  if (!cfg_.own_namespaces) {
+    auto child = ChildProcess::spawn(opts);
+    if (!child.ok()) return std::move(child).error().withContext("jail " + spec_.id);
+    return child;
+  }
   VESSEL_ASSIGN_OR_RETURN(Fd own, Fd::open("/proc/thread-self/ns/pid_for_children", O_RDONLY));
   if (::unshare(CLONE_NEWPID) != 0) return Error::fromErrno(ctx + ": unshare pid namespace");
   auto child = ChildProcess::spawn(opts);
@@ -426,7 +431,9 @@ int Jail::enter() const noexcept {
   // vesseld shares with it is path-named, which works across network
   // namespaces); IPC (no SysV objects or POSIX queues of the host) and UTS
   // (no host name) of its own.
-  if (::unshare(CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS) != 0) return errno;
+  int ns =
+      cfg_.own_namespaces ? CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS : CLONE_NEWNS;
+  if (::unshare(ns) != 0) return errno;
   if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) return errno;
   if (::mount("vessel-jail", dir_.c_str(), "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
               "size=1m,nr_inodes=4096,mode=0755") != 0)

@@ -105,6 +105,11 @@ struct JailerConfig {
   std::string jail_root;
   // Prefix of every cgroup and jail directory name: unique per vesseld.
   std::string name_prefix;
+  // false: a mount namespace alone, as the jail was before issue 24 (no
+  // network, IPC, UTS or PID namespace of its own). Only for
+  // `bench_create --jail-overhead`, which measures what they cost; no flag
+  // of vesseld turns them off.
+  bool own_namespaces = true;
 };
 
 // A device node made for the VM alone, at the host device's path: the same
