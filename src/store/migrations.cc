@@ -1,5 +1,7 @@
 #include "store/migrations.h"
 
+#include "store/sql_records.h"
+
 namespace vessel::store {
 
 namespace {
@@ -182,6 +184,29 @@ constexpr Template kTemplates[] = {
      "CREATE POLICY sandbox_credentials_placed ON sandbox_credentials FOR SELECT"
      "  USING (sandbox_id IN (SELECT id FROM sandboxes WHERE state NOT IN ('deleted','failed')));",
      true},
+    // Volumes (issue 27, docs/volumes.md): named filesystems a tenant owns,
+    // on the node that holds their image ('' on one machine); a snapshot
+    // or clone names its source. volume_mounts: which sandbox mounts which
+    // volume where (filled at sandbox create); a volume named there is
+    // not deleted unless forced.
+    {16,
+     "CREATE TABLE volumes (id TEXT PRIMARY KEY, tenant_id TEXT NOT NULL REFERENCES tenants(id),"
+     "  name TEXT NOT NULL, size_mib {i64} NOT NULL, read_only {i64} NOT NULL DEFAULT 0,"
+     "  source_id TEXT NOT NULL DEFAULT '', node TEXT NOT NULL DEFAULT '',"
+     "  created_ms {i64} NOT NULL, UNIQUE (tenant_id, name));"
+     "CREATE INDEX volumes_node ON volumes(node);"
+     "CREATE TABLE volume_mounts (sandbox_id TEXT NOT NULL, volume_id TEXT NOT NULL,"
+     "  path TEXT NOT NULL, read_only {i64} NOT NULL DEFAULT 0, PRIMARY KEY (sandbox_id, path));"
+     "CREATE INDEX volume_mounts_volume ON volume_mounts(volume_id);"},
+    // A node's role reads only the volumes placed on it and the mounts of
+    // its own sandboxes (store/node_roles.h).
+    {17,
+     "ALTER TABLE volumes ENABLE ROW LEVEL SECURITY;"
+     "CREATE POLICY volumes_placed ON volumes FOR SELECT USING (node = current_user);"
+     "ALTER TABLE volume_mounts ENABLE ROW LEVEL SECURITY;"
+     "CREATE POLICY volume_mounts_placed ON volume_mounts FOR SELECT"
+     "  USING (sandbox_id IN (SELECT id FROM sandboxes));",
+     true},
 };
 
 }  // namespace
@@ -205,6 +230,52 @@ Status checkKnown(const std::set<int>& applied) {
                        ", which this vesseld does not know: it is newer");
   }
   return okStatus();
+}
+
+// Applies the migrations this database lacks (migrations.h), in one
+// transaction under the dialect's migration lock. Databases from before
+// schema_migrations (SQLite's user_version) count as having 1..N.
+Result<int> migrateSchema(Sql& q, int64_t now_ms) {
+  return q.transaction([&]() -> Result<int> {
+    const auto& h = hooks(q.dialect());
+    const auto known = migrations(q.dialect());
+    for (const auto& lock : h.migration_lock) VESSEL_TRY(q.exec(lock));
+    VESSEL_ASSIGN_OR_RETURN(auto has_table, q.one(int0, h.has_migrations_table));
+    if (has_table.value_or(0) == 0)
+      VESSEL_TRY(
+          q.script("CREATE TABLE IF NOT EXISTS schema_migrations (number {i64} PRIMARY KEY,"
+                   " applied_ms {i64} NOT NULL)"));
+    VESSEL_ASSIGN_OR_RETURN(auto numbers, q.all(int0, "SELECT number FROM schema_migrations"));
+    std::set<int> applied(numbers.begin(), numbers.end());
+    auto record = [&](int n) {
+      return q.exec("INSERT INTO schema_migrations(number, applied_ms) VALUES(?,?)", n, now_ms);
+    };
+    if (applied.empty() && !h.legacy_version_get.empty()) {
+      VESSEL_ASSIGN_OR_RETURN(auto legacy, q.one(int0, h.legacy_version_get));
+      const int n = static_cast<int>(legacy.value_or(0));
+      if (n > known.back().number)
+        return Error(Code::kFailedPrecondition, "database schema version " + std::to_string(n) +
+                                                    " is newer than this vesseld knows (" +
+                                                    std::to_string(known.back().number) + ")");
+      for (int i = 1; i <= n; ++i) {
+        VESSEL_TRY(record(i));
+        applied.insert(i);
+      }
+    }
+    VESSEL_TRY(checkKnown(applied));
+    for (const auto& m : known) {
+      if (applied.count(m.number)) continue;
+      VESSEL_TRY_CTX(q.script(m.sql), "migration " + std::to_string(m.number));
+      VESSEL_TRY(record(m.number));
+      applied.insert(m.number);
+    }
+    const int version = *applied.rbegin();
+    if (std::string set = h.legacy_version_set; !set.empty()) {
+      set.replace(set.find("{n}"), 3, std::to_string(version));
+      VESSEL_TRY(q.script(set));
+    }
+    return version;
+  });
 }
 
 }  // namespace vessel::store

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "base/result.h"
+#include "store/sql.h"
 #include "store/sql_dialect.h"
 
 namespace vessel::store {
@@ -23,5 +24,11 @@ std::vector<Migration> migrations(Dialect d);
 // Refuses a database that records a migration this binary does not know
 // (it was written by a newer vesseld).
 Status checkKnown(const std::set<int>& applied);
+
+// Applies the migrations the database behind `q` lacks, in one transaction
+// under the dialect's migration lock (applied_ms = now_ms); returns the
+// newest number it then has. Databases from before schema_migrations
+// (SQLite's user_version) count as having 1..N.
+Result<int> migrateSchema(Sql& q, int64_t now_ms);
 
 }  // namespace vessel::store

@@ -8,12 +8,12 @@ namespace vessel::store {
 namespace {
 
 // What a node's store calls touch (vesseld --role=node); each table's
-// policy (migrations 13 and 15) narrows the rows. Not credentials: a node
+// policy (migrations 13, 15 and 17) narrows the rows. Not credentials: a node
 // reads its sandboxes' as sealed for it (sandbox_credentials).
 constexpr const char* kGrants[] = {
     "GRANT SELECT ON schema_migrations, meta, nodes, sandboxes, sandbox_credentials,"
-    " sandbox_network, sandbox_ingress, sessions, operations, events, sandbox_logs, templates"
-    " TO {role}",
+    " sandbox_network, sandbox_ingress, sessions, operations, events, sandbox_logs, templates,"
+    " volumes, volume_mounts TO {role}",
     "GRANT INSERT, UPDATE ON meta, nodes, sandbox_network, sandbox_ingress, operations, templates"
     " TO {role}",
     "GRANT UPDATE ON sandboxes TO {role}",
@@ -43,7 +43,7 @@ Status createNodeRole(const std::string& url, const std::string& node,
     pqxx::connection c(url);
     pqxx::work w(c);
     auto version = w.exec1("SELECT coalesce(max(number), 0) FROM schema_migrations")[0].as<int>();
-    if (version < 13)
+    if (version < 17)
       return Error(Code::kFailedPrecondition,
                    what + ": the store is not migrated (start an API replica first)");
     auto exists = w.exec1("SELECT count(*) FROM pg_roles WHERE rolname=" + w.quote(node));

@@ -41,6 +41,7 @@
 #include "store/sql_credentials.h"
 #include "store/sql_logs.h"
 #include "store/sql_records.h"
+#include "store/sql_volumes.h"
 
 namespace vessel::store {
 
@@ -465,6 +466,40 @@ class SqlStore final : public Store {
         name, version);
   }
 
+  // Volumes (sql_volumes.cc).
+  Status insertVolume(const VolumeRecord& v, int64_t max_total_mib) override {
+    return call("insert volume " + v.name,
+                [&](Sql& q) { return store::insertVolume(q, v, max_total_mib); });
+  }
+  Result<std::optional<VolumeRecord>> getVolume(const std::string& tenant_id,
+                                                const std::string& name) override {
+    return call("get volume " + name, [&](Sql& q) { return store::getVolume(q, tenant_id, name); });
+  }
+  Result<std::vector<VolumeRecord>> listVolumes(const std::string& tenant_id) override {
+    return call("list volumes", [&](Sql& q) { return store::listVolumes(q, tenant_id); });
+  }
+  Result<std::vector<VolumeRecord>> listNodeVolumes(const std::string& node) override {
+    return call("list volumes of node '" + node + "'",
+                [&](Sql& q) { return store::listNodeVolumes(q, node); });
+  }
+  Result<VolumeRecord> deleteVolume(const std::string& tenant_id, const std::string& name,
+                                    bool force) override {
+    return call("delete volume " + name,
+                [&](Sql& q) { return store::deleteVolume(q, tenant_id, name, force); });
+  }
+  Status insertVolumeMount(const VolumeMountRecord& m) override {
+    return call("insert mount of volume " + m.volume_id,
+                [&](Sql& q) { return store::insertVolumeMount(q, m); });
+  }
+  Result<std::vector<VolumeMountRecord>> listVolumeMounts(const std::string& volume_id) override {
+    return call("list mounts of volume " + volume_id,
+                [&](Sql& q) { return store::listVolumeMounts(q, volume_id); });
+  }
+  Result<int> deleteSandboxVolumeMounts(const std::string& sandbox_id) override {
+    return call("delete volume mounts of " + sandbox_id,
+                [&](Sql& q) { return store::deleteSandboxVolumeMounts(q, sandbox_id); });
+  }
+
  private:
   int64_t nowMs() const { return clock_.nowMs(); }
 
@@ -520,51 +555,11 @@ class SqlStore final : public Store {
   std::string credential_key_;  // "" on a node: credentials unreadable
 };
 
-// Applies the migrations this database lacks (migrations.h), in one
-// transaction under the dialect's migration lock. Databases from before
-// schema_migrations (SQLite's user_version) count as having 1..N.
+// Applies the migrations this database lacks (migrations.h, migrateSchema).
 Status SqlStore::migrate() {
-  return call("migrate", [&](Sql& q) {
-    return q.transaction([&]() -> Status {
-      const auto& h = hooks(q.dialect());
-      const auto known = migrations(q.dialect());
-      for (const auto& lock : h.migration_lock) VESSEL_TRY(q.exec(lock));
-      VESSEL_ASSIGN_OR_RETURN(auto has_table, q.one(int0, h.has_migrations_table));
-      if (has_table.value_or(0) == 0)
-        VESSEL_TRY(
-            q.script("CREATE TABLE IF NOT EXISTS schema_migrations (number {i64} PRIMARY KEY,"
-                     " applied_ms {i64} NOT NULL)"));
-      VESSEL_ASSIGN_OR_RETURN(auto numbers, q.all(int0, "SELECT number FROM schema_migrations"));
-      std::set<int> applied(numbers.begin(), numbers.end());
-      auto record = [&](int n) {
-        return q.exec("INSERT INTO schema_migrations(number, applied_ms) VALUES(?,?)", n, nowMs());
-      };
-      if (applied.empty() && !h.legacy_version_get.empty()) {
-        VESSEL_ASSIGN_OR_RETURN(auto legacy, q.one(int0, h.legacy_version_get));
-        const int n = static_cast<int>(legacy.value_or(0));
-        if (n > known.back().number)
-          return Error(Code::kFailedPrecondition, "database schema version " + std::to_string(n) +
-                                                      " is newer than this vesseld knows (" +
-                                                      std::to_string(known.back().number) + ")");
-        for (int i = 1; i <= n; ++i) {
-          VESSEL_TRY(record(i));
-          applied.insert(i);
-        }
-      }
-      VESSEL_TRY(checkKnown(applied));
-      for (const auto& m : known) {
-        if (applied.count(m.number)) continue;
-        VESSEL_TRY_CTX(q.script(m.sql), "migration " + std::to_string(m.number));
-        VESSEL_TRY(record(m.number));
-        applied.insert(m.number);
-      }
-      version_ = *applied.rbegin();
-      if (std::string set = h.legacy_version_set; !set.empty()) {
-        set.replace(set.find("{n}"), 3, std::to_string(version_));
-        VESSEL_TRY(q.script(set));
-      }
-      return okStatus();
-    });
+  return call("migrate", [&](Sql& q) -> Status {
+    VESSEL_ASSIGN_OR_RETURN(version_, migrateSchema(q, nowMs()));
+    return okStatus();
   });
 }
 

@@ -86,6 +86,22 @@ struct TemplateRecord {
   bool deleted = false;
 };
 
+// A volume (store migration 16, docs/volumes.md): a named filesystem a
+// tenant owns, of at most size_mib, whose image lives on `node`.
+struct VolumeRecord {
+  std::string id, tenant_id, name;
+  uint64_t size_mib = 0;
+  bool read_only = false;  // a snapshot
+  std::string source_id;   // the volume a snapshot or clone was copied from ("" for none)
+  std::string node;        // the node holding its image ("" on one machine)
+  int64_t created_ms = 0;
+};
+// A volume mounted into a sandbox at `path` (filled at sandbox create).
+struct VolumeMountRecord {
+  std::string sandbox_id, volume_id, path;
+  bool read_only = false;
+};
+
 // Per-tenant limits; unset: the deployment's default.
 struct TenantLimits {
   std::optional<int64_t> max_sandboxes, max_memory_mib, max_vcpus, max_disk_mib;
@@ -309,6 +325,26 @@ class Store {
                                                             const std::string& version) = 0;
   // Marks a version deleted (kNotFound when there is no such live version).
   virtual Status deleteTemplate(const std::string& name, const std::string& version) = 0;
+
+  // Volumes. insertVolume inserts `v` unless the tenant's volumes would
+  // then hold more than `max_total_mib` in all (kResourceExhausted; < 0:
+  // no limit): the check and the insert are one transaction serialized per
+  // tenant, as insertSandboxAdmitted. A name the tenant has is kAlreadyExists.
+  virtual Status insertVolume(const VolumeRecord& v, int64_t max_total_mib) = 0;
+  virtual Result<std::optional<VolumeRecord>> getVolume(const std::string& tenant_id,
+                                                        const std::string& name) = 0;
+  // A tenant's volumes by name.
+  virtual Result<std::vector<VolumeRecord>> listVolumes(const std::string& tenant_id) = 0;
+  // Every tenant's volumes whose image is on `node` ("" on one machine).
+  virtual Result<std::vector<VolumeRecord>> listNodeVolumes(const std::string& node) = 0;
+  // Deletes the tenant's volume and returns it; while a mount names it,
+  // kFailedPrecondition unless `force` (then its mounts go with it).
+  virtual Result<VolumeRecord> deleteVolume(const std::string& tenant_id, const std::string& name,
+                                            bool force) = 0;
+  virtual Status insertVolumeMount(const VolumeMountRecord& m) = 0;
+  virtual Result<std::vector<VolumeMountRecord>> listVolumeMounts(const std::string& volume_id) = 0;
+  // Forgets a sandbox's mounts (it ended); returns how many.
+  virtual Result<int> deleteSandboxVolumeMounts(const std::string& sandbox_id) = 0;
 };
 
 // Milliseconds since the Unix epoch (the store's timestamps).
