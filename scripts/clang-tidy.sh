@@ -34,6 +34,7 @@ files=(
   src/images/image_config.cc
   src/cluster/node_protocol.cc src/cluster/template_transfer.cc src/templates/catalogue.cc
   src/ingress/host.cc
+  src/volumes/files.cc
 )
 mapfile -t -O "${#files[@]}" files < <(ls tests/fuzz/*/fuzz.cc)
 

@@ -27,6 +27,8 @@ void addExec(CLI::App& app, std::function<int()>* run);
 void addShell(CLI::App& app, std::function<int()>* run);
 void addCp(CLI::App& app, std::function<int()>* run);
 void addStatus(CLI::App& app, std::function<int()>* run);
+// `vessel volume ...`: volumes and their files (volume.cc).
+void addVolume(CLI::App& app, std::function<int()>* run);
 // `vessel logs ID`: a sandbox's log (logs.cc).
 void addLogs(CLI::App& app, std::function<int()>* run);
 // Prints /healthz's isolation warning (TCG, no jail) on stderr, if any.

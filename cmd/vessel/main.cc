@@ -32,6 +32,7 @@ int main(int argc, char** argv) {
   vessel::cli::addCredential(app, &run);
   vessel::cli::addStatus(app, &run);
   vessel::cli::addLogs(app, &run);
+  vessel::cli::addVolume(app, &run);
   CLI11_PARSE(app, argc, argv);
   if (!ca_file.empty()) ::setenv("VESSEL_CA_FILE", ca_file.c_str(), 1);
   return run ? run() : 0;

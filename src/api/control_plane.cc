@@ -137,6 +137,7 @@ void ControlPlane::install(HttpServer& server) {
                 co_return co_await sandboxLogs(req, stream, *tenant, std::move(id));
               });
   network_.install(r, authed);
+  if (volumes_) volumes_->install(r, authed);
   installReads(r, authed);
 }
 

@@ -16,6 +16,7 @@
 #include "api/live_sandboxes.h"
 #include "api/network_api.h"
 #include "api/sessions.h"
+#include "api/volumes_api.h"
 #include "http/server.h"
 #include "ops/lifecycle.h"
 #include "store/store.h"
@@ -40,6 +41,8 @@ class ControlPlane : public LiveSandboxes {
     uploads_dir_ = std::move(dir);
     max_context_ = max_bytes;
   }
+  // Serves /v1/volumes through `volumes` (docs/volumes.md). Before install().
+  void setVolumes(VolumesApi* volumes) { volumes_ = volumes; }
   // Adds the route table of /v1/ to the server's router.
   void install(HttpServer& server);
   // Operator keys (docs/console.md): the tenants whose keys may read
@@ -83,6 +86,7 @@ class ControlPlane : public LiveSandboxes {
   templates::TemplateStore& templates_;
   NetworkApi network_;  // the egress routes (/v1/credentials, /v1/sandboxes/{id}/network)
   Sessions* sessions_ = nullptr;
+  VolumesApi* volumes_ = nullptr;
   std::set<std::string> operators_;
   NodeList nodes_;
   std::string uploads_dir_ = "/var/lib/vessel/build-contexts";

@@ -62,6 +62,19 @@ Result<std::unique_ptr<ApiStack>> ApiStack::build(asio::io_context& io, ApiSetti
     std::filesystem::remove_all(uploads, ec);
     a->control_->setBuildContexts(uploads, static_cast<uint64_t>(cfg.max_build_context_mib) << 20);
   }
+  {
+    // Volumes: mounted again (or adopted) before the API serves them.
+    api::VolumeLimits vl;
+    vl.tenant_max_mib = cfg.tenant_max_volume_mib;
+    vl.max_mib = cfg.max_volume_mib;
+    if (cfg.node_local) {
+      VESSEL_ASSIGN_OR_RETURN(a->volume_host_,
+                              volumes::VolumeHost::open({cfg.state_dir + "/volumes"}));
+    }
+    a->volumes_ = std::make_unique<api::VolumesApi>(store, a->volume_host_.get(), vl);
+    VESSEL_TRY(a->volumes_->restore());
+    a->control_->setVolumes(a->volumes_.get());
+  }
   api::SessionOptions so;
   so.data_url = cfg.data_url;
   if (!cfg.node_local)

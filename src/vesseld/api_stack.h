@@ -27,6 +27,7 @@
 #include "vesseld/live_index.h"
 #include "vesseld/probes.h"
 #include "vesseld/settings.h"
+#include "volumes/volume_host.h"
 
 namespace vessel::vesseld {
 
@@ -64,6 +65,9 @@ class ApiStack {
   ApiSettings s_;
   metrics::Registry metrics_;
   std::unique_ptr<ops::Lifecycle> lifecycle_;
+  // One machine's volumes (docs/volumes.md); a replica keeps none.
+  std::unique_ptr<volumes::VolumeHost> volume_host_;
+  std::unique_ptr<api::VolumesApi> volumes_;
   std::unique_ptr<api::ControlPlane> control_;
   std::unique_ptr<api::Sessions> sessions_;
   std::unique_ptr<e2b::AccessTokens> tokens_;

@@ -172,6 +172,12 @@ void addFlags(CLI::App& app, Config& cfg, std::string& accel, std::string& role)
   app.add_option("--max-disk-mib", cfg.max_disk_mib,
                  "the largest root disk a create may ask for (disk_mib), MiB")
       ->capture_default_str();
+  app.add_option("--tenant-max-volume-mib", cfg.tenant_max_volume_mib,
+                 "MiB of volumes per tenant (the sum of their sizes)")
+      ->capture_default_str();
+  app.add_option("--max-volume-mib", cfg.max_volume_mib,
+                 "the largest volume a create may ask for (size_mib), MiB")
+      ->capture_default_str();
   app.add_option("--min-free-disk-mib", cfg.min_free_disk_mib,
                  "refuse creates, pauses, forks and builds while the state directory's "
                  "filesystem has less free space than this, MiB (0: never)")

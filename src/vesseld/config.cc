@@ -383,6 +383,9 @@ Status Config::validate() {
       tenant_max_disk_mib < 0)
     return Error(Code::kInvalidArgument, "tenant quotas must not be negative");
   VESSEL_TRY(validateImageBuilds(*this));
+  if (tenant_max_volume_mib < 0 || max_volume_mib < 16 || max_volume_mib > (int64_t{1} << 24))
+    return Error(Code::kInvalidArgument,
+                 "--tenant-max-volume-mib must not be negative, --max-volume-mib 16 to 16777216");
   if (max_disk_mib < 64 || min_free_disk_mib < 0)
     return Error(Code::kInvalidArgument,
                  "--max-disk-mib must be at least 64 and --min-free-disk-mib not negative");

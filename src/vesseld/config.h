@@ -123,6 +123,10 @@ struct Config {
   int64_t tenant_max_disk_mib = 200 * 1024;
   // The largest root disk a create may ask for (disk_mib).
   int64_t max_disk_mib = 64 * 1024;
+  // Volumes (docs/volumes.md): a tenant's volumes' sizes together, and the
+  // largest one volume may be (MiB).
+  int64_t tenant_max_volume_mib = 200 * 1024;
+  int64_t max_volume_mib = 64 * 1024;
   // Creates, pauses, forks and template builds are refused while the state
   // directory's filesystem has less free space than this (MiB).
   int64_t min_free_disk_mib = 1024;

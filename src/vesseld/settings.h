@@ -90,6 +90,9 @@ struct ApiSettings {
   std::chrono::seconds lost_after{15};
   // POST /v1/templates:dockerfile: the largest build context tar (MiB).
   uint64_t max_build_context_mib = 64;
+  // Volumes: every volume of a tenant together, and one (MiB).
+  int64_t tenant_max_volume_mib = 200 * 1024;
+  uint64_t max_volume_mib = 64 * 1024;
 };
 // `node_local`: the API runs over this machine's node (--role=all), so
 // the lifecycle itself refuses creates while the state disk is short.

@@ -36,6 +36,8 @@ Error fileError(const std::string& what, int e = errno) {
   }
 }
 
+std::string shown(const std::string& rel) { return rel == "." ? "/" : "/" + rel; }
+
 // openat2 beneath `dirfd`: no escape by "..", symlinks (absolute or
 // relative), magic links or another mount.
 Result<Fd> beneath(int dirfd, const std::string& rel, uint64_t flags, uint64_t mode = 0) {
@@ -48,7 +50,7 @@ Result<Fd> beneath(int dirfd, const std::string& rel, uint64_t flags, uint64_t m
     if (fd >= 0) return Fd(static_cast<int>(fd));
     if (errno != EAGAIN && errno != EINTR) break;  // EAGAIN: a rename raced the lookup
   }
-  return fileError("open " + rel);
+  return fileError("open " + shown(rel));
 }
 
 std::string typeOf(mode_t m) {
@@ -83,8 +85,6 @@ Result<FileInfo> statAt(int dir, const std::string& name, const std::string& pat
   }
   return f;
 }
-
-std::string shown(const std::string& rel) { return rel == "." ? "/" : "/" + rel; }
 
 // Empties directory `fd` (opened O_NOFOLLOW), depth first, never following
 // a link and never leaving its filesystem.
