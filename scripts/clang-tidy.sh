@@ -26,6 +26,7 @@ files=(
   src/api/network_settings.cc
   src/api/resources.cc
   src/api/data_plane_requests.cc
+  src/api/volume_requests.cc
   src/e2b/requests.cc src/e2b/template_build.cc src/e2b/template_spec.cc src/e2b/envd/connect.cc src/e2b/envd/multipart.cc src/e2b/envd/signature.cc
   src/e2b/envd/route.cc
   src/hypervisor/qemu/qmp.cc

@@ -8,7 +8,6 @@
 #include "base/log.h"
 #include "base/new_id.h"
 #include "base/offload.h"
-#include "http/json_fields.h"
 
 namespace vessel::api {
 
@@ -30,41 +29,7 @@ json::object volumeJson(const store::VolumeRecord& v) {
                       {"created_at", rfc3339(v.created_ms)}};
 }
 
-// {name} of a clone or snapshot; {name, size_mib} of a create.
-Result<std::pair<std::string, uint64_t>> parseVolumeBody(std::string_view body, bool with_size,
-                                                         const VolumeLimits& l) {
-  VESSEL_ASSIGN_OR_RETURN(auto o, http::parseObject(body, 2));
-  std::string name;
-  uint64_t size = 0;
-  for (const auto& [k, v] : o) {
-    if (k == "name") {
-      VESSEL_ASSIGN_OR_RETURN(name, http::strField(v, "name", 63));
-    } else if (k == "size_mib" && with_size) {
-      VESSEL_ASSIGN_OR_RETURN(auto n, http::intField(v, "size_mib", static_cast<int64_t>(l.min_mib),
-                                                     static_cast<int64_t>(l.max_mib)));
-      size = static_cast<uint64_t>(n);
-    } else {
-      return http::badRequest("unknown field: " + std::string(k));
-    }
-  }
-  if (!validVolumeName(name))
-    return http::badRequest(
-        "name: 1-63 of [a-z0-9._-], starting with a letter or digit (the volume's name)");
-  if (with_size && size == 0) return http::badRequest("size_mib is required");
-  return std::make_pair(std::move(name), size);
-}
-
 }  // namespace
-
-bool validVolumeName(std::string_view name) {
-  if (name.empty() || name.size() > 63) return false;
-  for (size_t i = 0; i < name.size(); ++i) {
-    char c = name[i];
-    bool alnum = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
-    if (!alnum && (i == 0 || (c != '.' && c != '_' && c != '-'))) return false;
-  }
-  return true;
-}
 
 VolumesApi::VolumesApi(store::Store& store, volumes::VolumeHost* host, VolumeLimits limits,
                        std::string node)
@@ -143,13 +108,13 @@ void VolumesApi::install(Router& r, const Authenticated& authed) {
 }
 
 asio::awaitable<Response> VolumesApi::create(const Request& req, std::string tenant) {
-  auto in = parseVolumeBody(req.body(), true, limits_);
+  auto in = parseVolumeRequest(req.body(), true, limits_.min_mib, limits_.max_mib);
   if (!in.ok()) co_return errorResponse(req, in.error());
   if (auto s = needHost(); !s.ok()) co_return errorResponse(req, s.error());
   store::VolumeRecord v;
   v.tenant_id = std::move(tenant);
-  v.name = std::move(in->first);
-  v.size_mib = in->second;
+  v.name = std::move(in->name);
+  v.size_mib = in->size_mib;
   co_return co_await createImage(req, std::move(v), "");
 }
 
@@ -204,7 +169,7 @@ asio::awaitable<Response> VolumesApi::remove(const Request& req, std::string ten
 
 asio::awaitable<Response> VolumesApi::copy(const Request& req, std::string tenant, std::string name,
                                            bool snapshot) {
-  auto in = parseVolumeBody(req.body(), false, limits_);
+  auto in = parseVolumeRequest(req.body(), false, limits_.min_mib, limits_.max_mib);
   if (!in.ok()) co_return errorResponse(req, in.error());
   if (auto s = needHost(); !s.ok()) co_return errorResponse(req, s.error());
   auto src = store_.getVolume(tenant, name);
@@ -213,7 +178,7 @@ asio::awaitable<Response> VolumesApi::copy(const Request& req, std::string tenan
     co_return errorResponse(req, Error(Code::kNotFound, "volume " + name + " does not exist"));
   store::VolumeRecord v;
   v.tenant_id = tenant;
-  v.name = in->first;
+  v.name = in->name;
   v.size_mib = (*src)->size_mib;
   v.read_only = snapshot;
   v.source_id = (*src)->id;

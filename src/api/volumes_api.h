@@ -16,6 +16,7 @@
 
 #include "api/http_names.h"
 #include "api/network_api.h"
+#include "api/volume_requests.h"
 #include "http/server.h"
 #include "store/store.h"
 #include "volumes/files.h"
@@ -28,10 +29,6 @@ struct VolumeLimits {
   uint64_t max_mib = 64 * 1024;         // one volume
   uint64_t min_mib = 16;                // what ext4 with its journal needs
 };
-
-// Whether `name` may name a volume: 1-63 of [a-z0-9._-], starting with a
-// letter or digit (it sits in paths: no '/', no ':').
-bool validVolumeName(std::string_view name);
 
 class VolumesApi {
  public:
