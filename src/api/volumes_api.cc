@@ -66,8 +66,11 @@ Status VolumesApi::restore() {
   }
   for (const auto& id : host_->imageIds()) {
     if (known.count(id)) continue;
-    log().warn("volume image {} has no record (a create or delete cut short): removed", id);
-    if (auto s = host_->remove(id); !s.ok()) log().error("{}", s.error().message());
+    // Kept, not deleted: a store restored from a backup may lack a volume
+    // that has data.
+    log().warn("volume image {} has no record (a create or delete cut short?): moved to {}", id,
+               "orphans/");
+    if (auto s = host_->setAside(id); !s.ok()) log().error("{}", s.error().message());
   }
   return okStatus();
 }
@@ -159,7 +162,7 @@ asio::awaitable<Response> VolumesApi::remove(const Request& req, std::string ten
   if (!gone.ok()) co_return errorResponse(req, gone.error());
   auto drop = [host = host_, id = gone->id] { return host->remove(id); };
   Status s = co_await offload(*disk_, std::move(drop));
-  // Deleted for the tenant either way; an image left is removed at the next start.
+  // Deleted for the tenant either way; an image left is set aside at the next start.
   if (!s.ok()) log().error("volume {} deleted, its image left: {}", gone->id, s.error().message());
   Response res{http::status::no_content, req.version()};
   res.set(http::field::server, "vessel");

@@ -39,8 +39,8 @@ class VolumesApi {
   ~VolumesApi();
 
   // Mounts every volume the store places on this node, adopting mounts a
-  // killed vesseld left, and deletes images the store no longer names (a
-  // create or delete cut short). Before serving.
+  // killed vesseld left, and sets aside (VolumeHost::setAside) images the
+  // store does not name. Before serving.
   Status restore();
   // The routes under /v1/volumes, each behind `authed`.
   void install(Router& r, const Authenticated& authed);

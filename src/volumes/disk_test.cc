@@ -1,10 +1,13 @@
 // Volumes on the host with the real thing: mkfs.ext4, loop devices and
 // mounts (root only; skipped otherwise). Every test removes what it made.
+#include "volumes/disk.h"
+
 #include <gtest/gtest.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -171,6 +174,49 @@ TEST_F(VolumeDiskTest, RemoveLeavesNoLoopDeviceMountOrImage) {
   EXPECT_TRUE(detached) << *dev << " still backs " << loopBackingFile(*dev);
   EXPECT_TRUE(host_->remove("vol-gone").ok());  // gone already: fine
   EXPECT_EQ(host_->root("vol-gone").error().code(), Code::kUnavailable);
+}
+
+// Writers wait while a volume is frozen, and go on once the freeze goes,
+// whatever way it goes.
+TEST_F(VolumeDiskTest, AFreezeHoldsWritersUntilItIsThawed) {
+  ASSERT_TRUE(host_->create("vol-frozen", 32).ok());
+  const std::string dir = host_->mountDir("vol-frozen");
+  std::atomic<bool> done{false};
+  std::thread writer;
+  {
+    auto frozen = FrozenFs::freeze(dir);
+    ASSERT_TRUE(frozen.ok()) << frozen.error().message();
+    writer = std::thread([&] {
+      std::ofstream(dir + "/during") << "x";
+      done = true;
+    });
+    // Nothing to wait for but time: the write must not get through.
+    std::this_thread::sleep_for(300ms);
+    EXPECT_FALSE(done) << "a write got through a frozen filesystem";
+  }
+  writer.join();
+  EXPECT_TRUE(done);
+  EXPECT_TRUE(fs::exists(dir + "/during"));
+  EXPECT_EQ(FrozenFs::freeze(dir + "/nope").error().code(), Code::kNotFound);
+}
+
+// What the store does not know is put aside, never deleted; a copy cut
+// short is removed when the host opens.
+TEST_F(VolumeDiskTest, OrphansAreSetAsideAndPartialCopiesGo) {
+  ASSERT_TRUE(host_->create("vol-orphan", 32).ok());
+  ASSERT_TRUE(put("vol-orphan", "/f", "keep me").ok());
+  EXPECT_EQ(host_->setAside("vol-orphan").error().code(), Code::kFailedPrecondition);  // mounted
+  host_.reset();
+  std::ofstream(dir_ + "/volumes/images/vol-cut.img.part") << "half";
+  host_ = std::move(*VolumeHost::open({dir_ + "/volumes"}));
+  EXPECT_FALSE(fs::exists(dir_ + "/volumes/images/vol-cut.img.part"));
+  EXPECT_EQ(host_->imageIds(), std::vector<std::string>{"vol-orphan"});
+  ASSERT_TRUE(host_->setAside("vol-orphan").ok());
+  EXPECT_TRUE(host_->imageIds().empty());
+  EXPECT_FALSE(fs::exists(host_->mountDir("vol-orphan")));
+  const std::string kept = dir_ + "/volumes/orphans/vol-orphan.img";
+  ASSERT_TRUE(fs::exists(kept));
+  EXPECT_EQ(fs::file_size(kept), uint64_t{32} << 20);
 }
 
 TEST_F(VolumeDiskTest, RestoreAdoptsAMountLeftBehindAndRefusesAForeignOne) {

@@ -32,8 +32,18 @@ bool validVolumeId(const std::string& id) {
 }
 
 Result<std::unique_ptr<VolumeHost>> VolumeHost::open(HostOptions o) {
-  for (const auto& d : {o.dir, o.dir + "/images", o.dir + "/mnt"})
+  for (const auto& d : {o.dir, o.dir + "/images", o.dir + "/mnt", o.dir + "/orphans"})
     VESSEL_TRY_CTX(makeDir(d), "open the volume directory");
+  // A copy cut short by a kill: never installed, nobody's.
+  if (DIR* d = ::opendir((o.dir + "/images").c_str())) {
+    ScopeExit close([d] { ::closedir(d); });
+    const std::string part = std::string(kImageSuffix) + ".part";
+    while (dirent* e = ::readdir(d)) {
+      std::string n = e->d_name;
+      if (n.size() > part.size() && n.compare(n.size() - part.size(), part.size(), part) == 0)
+        ::unlinkat(::dirfd(d), n.c_str(), 0);
+    }
+  }
   return std::unique_ptr<VolumeHost>(new VolumeHost(std::move(o)));
 }
 
@@ -123,6 +133,26 @@ Status VolumeHost::remove(const std::string& id) {
   }
   if (::unlink(imagePath(id).c_str()) != 0 && errno != ENOENT)
     return Error::fromErrno(ctx + ": delete its image");
+  if (::rmdir(mountDir(id).c_str()) != 0 && errno != ENOENT)
+    return Error::fromErrno(ctx + ": remove " + mountDir(id));
+  return okStatus();
+}
+
+Status VolumeHost::setAside(const std::string& id) {
+  if (!validVolumeId(id)) return Error(Code::kInvalidArgument, "bad volume id: " + id);
+  const std::string ctx = "set aside volume image " + id;
+  {
+    std::lock_guard lock(mu_);
+    if (mounts_.count(id)) return Error(Code::kFailedPrecondition, ctx + ": it is in use");
+  }
+  // Mounted by a vesseld killed before it was recorded as gone.
+  VESSEL_ASSIGN_OR_RETURN(std::string dev, mountedDevice(mountDir(id)));
+  if (!dev.empty()) {
+    VESSEL_ASSIGN_OR_RETURN(auto left, MountedImage::mount(imagePath(id), mountDir(id), false));
+    VESSEL_TRY_CTX(left.unmount(), ctx);
+  }
+  const std::string to = o_.dir + "/orphans/" + id + kImageSuffix;
+  if (::rename(imagePath(id).c_str(), to.c_str()) != 0) return Error::fromErrno(ctx + ": to " + to);
   if (::rmdir(mountDir(id).c_str()) != 0 && errno != ENOENT)
     return Error::fromErrno(ctx + ": remove " + mountDir(id));
   return okStatus();

@@ -1,7 +1,8 @@
 #pragma once
 // This machine's volumes (docs/design.md, "Volumes"): one sparse ext4
 // image per volume, <dir>/images/<id>.img (0600), loop-mounted at
-// <dir>/mnt/<id> while vesseld runs. It knows ids and sizes only: names,
+// <dir>/mnt/<id> while vesseld runs. open() removes the partial copies
+// (<id>.img.part) a killed vesseld left. It knows ids and sizes only: names,
 // tenants, quotas and which volumes exist are the store's (the API checks
 // them first). Every call blocks (mkfs, copies): callers run them off the
 // event loop. Thread-safe.
@@ -42,6 +43,11 @@ class VolumeHost {
   // Unmounts the volume and deletes its image and mount directory; a
   // volume with no image is gone already (ok).
   Status remove(const std::string& id);
+  // Puts aside the image of a volume the store does not know (a create or
+  // delete cut short, or a store restored from before it was made):
+  // unmounted, moved to <dir>/orphans/<id>.img for the operator, never
+  // deleted.
+  Status setAside(const std::string& id);
 
   // The mounted volume's root directory; kUnavailable when not mounted.
   Result<std::string> root(const std::string& id) const;
