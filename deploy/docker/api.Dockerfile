@@ -6,7 +6,7 @@ FROM debian:bookworm-slim
 # this list complete) and the public suffix list the egress policy checks.
 RUN apt-get update \
  && apt-get install -y --no-install-recommends \
-      libboost-json1.81.0 libfmt9 libpqxx-6.4 libpsl5 libseccomp2 libspdlog1.10 libsqlite3-0 libssl3 \
+      libarchive13 libboost-json1.81.0 libfmt9 libpqxx-6.4 libpsl5 libseccomp2 libspdlog1.10 libsqlite3-0 libssl3 \
       libstdc++6 libgcc-s1 zlib1g publicsuffix ca-certificates \
  && rm -rf /var/lib/apt/lists/*
 COPY usr/local/bin/vesseld usr/local/bin/vessel /usr/local/bin/

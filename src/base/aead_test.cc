@@ -14,7 +14,8 @@ namespace {
 const std::string kKey(32, 'k');
 
 TEST(AeadTest, SealsAndOpensUnderTheSameKeyAndContext) {
-  for (std::string plain : {std::string(), std::string("Bearer sk-live-1234"), std::string(5000, 'x')}) {
+  for (std::string plain :
+       {std::string(), std::string("Bearer sk-live-1234"), std::string(5000, 'x')}) {
     auto s = aeadSeal(kKey, "tenant/name", plain);
     ASSERT_TRUE(s.ok()) << s.error().message();
     EXPECT_TRUE(aeadSealed(*s));

@@ -384,6 +384,32 @@ TEST_F(ClusterNodeTest, BuildsAndForksIntoTemplatesRunOnANode) {
             1);
   ASSERT_FALSE(steps.empty());
   EXPECT_EQ(steps[0].rfind("building on node n", 0), 0u) << steps[0];
+  // A Dockerfile build's context travels inline: a 3 MiB file, past the
+  // node API's 2 MiB body limit and the JSON route's 1 MiB spec.
+  {
+    ops::BuildRequest big = req;
+    big.spec.name = "t-0123456789ab-big";
+    templates::BuildStep w;
+    w.kind = templates::BuildStep::Kind::kWrite;
+    w.path = "/data/big.bin";
+    w.content.resize(3 << 20);
+    for (size_t k = 0; k < w.content.size(); ++k) w.content[k] = static_cast<char>(k * 7919 >> 5);
+    big.spec.steps.push_back(w);
+    done.reset();
+    ASSERT_TRUE(cluster_->build(big, cb).ok());
+    runBlocking(io_, [&]() -> asio::awaitable<bool> {
+      asio::steady_timer t(io_);
+      while (!done) {
+        t.expires_after(5ms);
+        co_await t.async_wait(asio::use_awaitable);
+      }
+      co_return true;
+    }());
+    ASSERT_TRUE(done->ok()) << done->error().message();
+    EXPECT_EQ(
+        fakes_[0]->count("build t-0123456789ab-big") + fakes_[1]->count("build t-0123456789ab-big"),
+        1);
+  }
   // A failed build comes back as the node's error.
   fakes_[0]->fail_build.insert("t-0123456789ab-bad");
   fakes_[1]->fail_build.insert("t-0123456789ab-bad");

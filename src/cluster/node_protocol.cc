@@ -4,6 +4,8 @@
 
 #include <boost/json.hpp>
 
+#include "templates/build_spec.h"
+
 namespace vessel::cluster {
 
 namespace json = boost::json;
@@ -16,7 +18,7 @@ constexpr size_t kMaxList = 256;
 constexpr size_t kMaxEnvEntry = 32 * 1024;
 constexpr size_t kMaxCopies = 16;
 constexpr uint64_t kMaxDiskMib = uint64_t{1} << 30;
-constexpr size_t kMaxSpec = 1 << 20;         // templates::parseBuildSpec's bound
+constexpr size_t kMaxSpec = templates::kMaxNodeSpecBytes;  // the node's parseBuildSpec bound
 constexpr size_t kMaxRegistrySecret = 4096;  // a credential's decoded value is at most 8 KiB
 constexpr size_t kMaxManifest = 64 * 1024;
 

@@ -1,6 +1,7 @@
 #include "cluster/node_server.h"
 
 #include "base/log.h"
+#include "templates/build_spec.h"
 
 namespace vessel::cluster {
 
@@ -37,7 +38,7 @@ void NodeServer::install(http::HttpServer& server) {
   };
   r.guardUnder(std::string(kPrefix), refused);
   for (const char* call_name : {"create", "pause", "resume", "destroy", "abort", "holding", "usage",
-                                "fork", "network", "credential", "build", "fork_template"}) {
+                                "fork", "network", "credential", "fork_template"}) {
     std::string name = call_name;
     r.post(std::string(kPrefix) + name,
            [this, refused, name](const http::Request& req,
@@ -50,6 +51,27 @@ void NodeServer::install(http::HttpServer& server) {
              co_return http::jsonResponse(req, http::status::ok, serializeNodeReply(*r));
            });
   }
+  // A build carries a Dockerfile context's files inline (up to
+  // templates::kMaxNodeSpecBytes of spec): its body streams past the
+  // server's 2 MiB limit, read only once the token is checked.
+  r.addUpload(http::verb::post, std::string(kPrefix) + "build",
+              templates::kMaxNodeSpecBytes + (1 << 20),
+              [this, refused](const http::Request& req, const http::Params&,
+                              http::BodyReader& body) -> asio::awaitable<http::Response> {
+                if (auto no = refused(req)) co_return std::move(*no);
+                std::string text;
+                for (;;) {
+                  auto chunk = co_await body.next();
+                  if (!chunk.ok()) co_return http::errorResponse(req, chunk.error());
+                  if (!*chunk) break;
+                  text += **chunk;
+                }
+                auto c = parseNodeCall(text);
+                if (!c.ok()) co_return http::errorResponse(req, c.error());
+                auto r = co_await call("build", std::move(*c));
+                if (!r.ok()) co_return http::errorResponse(req, r.error());
+                co_return http::jsonResponse(req, http::status::ok, serializeNodeReply(*r));
+              });
 }
 
 asio::awaitable<Result<NodeReply>> NodeServer::call(std::string name, NodeCall c) {

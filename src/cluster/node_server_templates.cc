@@ -38,7 +38,7 @@ asio::awaitable<Result<NodeReply>> NodeServer::templateCall(const std::string& n
   }
   // build
   if (c.spec.empty()) co_return Error(Code::kInvalidArgument, "node call build: spec");
-  auto spec = templates::parseBuildSpec(c.spec);
+  auto spec = templates::parseBuildSpec(c.spec, templates::kMaxNodeSpecBytes);
   if (!spec.ok()) co_return std::move(spec).error().withContext("node call build");
   // A from_image build has no base template: the node converts the image.
   if (c.base.empty() && spec->from_image.empty())

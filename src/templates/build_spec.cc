@@ -52,7 +52,7 @@ Result<std::vector<std::string>> stringList(const json::value& v, const char* wh
 
 // Long because it is the one reader of a step: each kind's fields checked
 // together, so a step cannot mix two kinds.
-Result<BuildStep> parseStep(const json::value& v, size_t i) {
+Result<BuildStep> parseStep(const json::value& v, size_t i, size_t max_bytes) {
   std::string at = "steps[" + std::to_string(i) + "]";
   if (!v.is_object()) return specError(at + " must be an object");
   const auto& o = v.get_object();
@@ -124,7 +124,7 @@ Result<BuildStep> parseStep(const json::value& v, size_t i) {
   }
   if (const auto* x = o.if_contains("content_base64")) {
     if (!x->is_string()) return specError(at + ".content_base64 must be a string");
-    auto c = base64Decode(x->get_string(), 1 << 20);
+    auto c = base64Decode(x->get_string(), max_bytes);
     if (!c.ok()) return specError(at + ".content_base64: " + c.error().message());
     st.content = std::move(*c);
   }
@@ -198,8 +198,10 @@ void dockerFields(const BuildSpec& s, json::object& o) {
 
 // Long because it is the one reader of a build spec: every field checked
 // in one place, in the order docs/templates.md lists them.
-Result<BuildSpec> parseBuildSpec(std::string_view body) {
-  if (body.size() > (1 << 20)) return Error(Code::kInvalidArgument, "build spec larger than 1 MiB");
+Result<BuildSpec> parseBuildSpec(std::string_view body, size_t max_bytes) {
+  if (body.size() > max_bytes)
+    return Error(Code::kInvalidArgument,
+                 "build spec larger than " + std::to_string(max_bytes >> 20) + " MiB");
   boost::system::error_code ec;
   json::value v = json::parse(body, ec);
   if (ec || !v.is_object()) return Error(Code::kInvalidArgument, "build spec: not a JSON object");
@@ -267,7 +269,7 @@ Result<BuildSpec> parseBuildSpec(std::string_view body) {
     if (x->get_array().size() > kMaxBuildSteps)
       return specError("more than " + std::to_string(kMaxBuildSteps) + " steps");
     for (size_t i = 0; i < x->get_array().size(); ++i) {
-      VESSEL_ASSIGN_OR_RETURN(BuildStep st, parseStep(x->get_array()[i], i));
+      VESSEL_ASSIGN_OR_RETURN(BuildStep st, parseStep(x->get_array()[i], i, max_bytes));
       s.steps.push_back(std::move(st));
     }
   }

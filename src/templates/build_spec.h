@@ -70,9 +70,16 @@ struct BuildSpec {
   bool no_cache = false;
 };
 
-// Parses a JSON build spec. Bounded (1 MiB); any bytes give a BuildSpec or
-// an Error (fuzzed).
-Result<BuildSpec> parseBuildSpec(std::string_view body);
+// Parses a JSON build spec. Bounded (`max_bytes` for the whole text and
+// for each file's base64 content; 1 MiB through POST /v1/templates); any
+// bytes give a BuildSpec or an Error (fuzzed).
+Result<BuildSpec> parseBuildSpec(std::string_view body, size_t max_bytes = 1 << 20);
+// What a node takes from an API replica: a Dockerfile build's context came
+// as a tar of up to 64 MiB by default (POST /v1/templates:dockerfile), so
+// its files travel inline base64 in the spec. A replica's own
+// --max-build-context-mib above this gets its larger builds refused by
+// the node.
+inline constexpr size_t kMaxNodeSpecBytes = size_t{96} << 20;
 // The canonical text hashed into the version.
 std::string canonicalSpec(const BuildSpec& s);
 // The spec as parseBuildSpec reads it (what an API replica sends the node
