@@ -8,7 +8,8 @@
 #   bin/                  vessel, vesseld, vessel-gateway
 #   lib/vessel/           vessel-memfile-shim.so (preloaded into jailed QEMUs),
 #                         vessel-templates (builds the built-in templates),
-#                         node-entrypoint (the node image's entrypoint)
+#                         node-entrypoint (the node image's entrypoint),
+#                         vessel-volume-server (a volume mount's file server)
 #   lib/systemd/system/   vesseld.service (one machine), vessel-api.service,
 #                         vessel-node.service
 #   share/vessel/         kernel/vmlinux, images/{minimal,debian}.ext4,
@@ -17,6 +18,7 @@
 
 install(TARGETS vessel vesseld vessel-gateway RUNTIME DESTINATION bin)
 install(TARGETS vessel_memfile_shim LIBRARY DESTINATION lib/vessel)
+install(TARGETS vessel-volume-server RUNTIME DESTINATION lib/vessel)
 install(PROGRAMS ${PROJECT_SOURCE_DIR}/deploy/systemd/vessel-templates
                  ${PROJECT_SOURCE_DIR}/deploy/docker/node-entrypoint DESTINATION lib/vessel)
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/guest/templates/ DESTINATION share/vessel/templates

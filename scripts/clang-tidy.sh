@@ -2,7 +2,8 @@
 # clang-tidy (14, .clang-tidy) over the sources that parse untrusted bytes:
 # agent frames, the gateway's TLS/HTTP/DNS/policy parsers and scrubber, the
 # API's and E2B's request parsers, QMP, the template manifest and build
-# spec, a Dockerfile and its context, and the fuzz targets. Any finding
+# spec, a Dockerfile and its context, a volume's file server and relay,
+# and the fuzz targets. Any finding
 # fails (ctest clang_tidy_check).
 #
 #   scripts/clang-tidy.sh [BUILD_DIR]   default build/${PRESET:-release}
@@ -35,7 +36,8 @@ files=(
   src/images/image_config.cc
   src/cluster/node_protocol.cc src/cluster/template_transfer.cc src/templates/catalogue.cc
   src/ingress/host.cc
-  src/volumes/files.cc
+  src/volumes/files.cc src/volumes/fuse_fs.cc src/volumes/fuse_fs_io.cc src/volumes/fuse_server.cc
+  src/agentclient/agent_client_volumes.cc
 )
 mapfile -t -O "${#files[@]}" files < <(ls tests/fuzz/*/fuzz.cc)
 

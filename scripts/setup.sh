@@ -13,6 +13,8 @@ VESSEL_APT_PACKAGES=(
   libyaml-cpp-dev libpsl-dev publicsuffix libpqxx-dev zlib1g-dev
   # build contexts as tars (templates/context_archive.h: the API reads them, the CLI writes them)
   libarchive-dev
+  # volumes in sandboxes (issue 27): the file server's libfuse3 (vessel-volume-server)
+  libfuse3-dev
   # the PostgreSQL store's tests run a private PostgreSQL 15 server (no system cluster, below)
   postgresql-15
   # guests: hypervisor, kernel source and its build tools, image tools

@@ -9,7 +9,7 @@ FROM debian:bookworm-slim
 # keeps this list complete). ca-certificates: the gateway verifies upstreams.
 RUN apt-get update \
  && apt-get install -y --no-install-recommends \
-      libarchive13 libboost-json1.81.0 libfmt9 libpqxx-6.4 libpsl5 libseccomp2 libspdlog1.10 libsqlite3-0 libssl3 \
+      libarchive13 libboost-json1.81.0 libcap-ng0 libfmt9 libfuse3-3 libpqxx-6.4 libpsl5 libseccomp2 libspdlog1.10 libsqlite3-0 libssl3 \
       libstdc++6 libgcc-s1 zlib1g publicsuffix ca-certificates \
       qemu-system-x86 qemu-utils nftables iproute2 procps \
  && rm -rf /var/lib/apt/lists/*

@@ -18,9 +18,11 @@ Agent::Agent(int channel_fd, int sigchld_fd, AgentOptions opts)
       procs_(ch_, id_),
       files_(ch_),
       ports_(ch_),
+      volumes_(ch_),
       sigfd_(sigchld_fd) {}
 
 Agent::~Agent() {
+  volumes_.abortAll();
   ports_.abortAll();
   files_.abortAll();
   procs_.killAll();
@@ -54,6 +56,7 @@ void Agent::run() {
     procs_.poll(ps);
     files_.poll(ps);
     ports_.poll(ps);
+    volumes_.poll(ps);
     ps.run();
     if (!connected_ && !stop_) {
       auto r = ch_.readSome();
@@ -102,6 +105,9 @@ void Agent::disconnect(const char* why) {
   procs_.detachAll();
   files_.abortAll();
   ports_.abortAll();
+  // A FUSE session cannot wait for a host that may never come back: its
+  // callers would hang. The mounts go; the next host mounts them again.
+  volumes_.abortAll();
   ch_.reset();
   connected_ = false;
   if (opts_.exit_on_eof) stop_ = true;
@@ -120,6 +126,7 @@ void Agent::onFrame(Frame f) {
       procs_.detachAll();
       files_.abortAll();
       ports_.abortAll();
+      volumes_.abortAll();
       ch_.resetSession();
       sendHello();
       ch_.sendMsg(0, *m);
@@ -135,9 +142,11 @@ void Agent::onFrame(Frame f) {
     case MsgType::kFileEnd:
     case MsgType::kPortData:
     case MsgType::kPortClose:
+    case MsgType::kVolumeData:
       // Frames racing a stream's end land on unknown streams: drop them.
-      if (!procs_.onStreamFrame(f.stream, f) && !files_.onStreamFrame(f.stream, f))
-        ports_.onStreamFrame(f.stream, f);
+      if (!procs_.onStreamFrame(f.stream, f) && !files_.onStreamFrame(f.stream, f) &&
+          !ports_.onStreamFrame(f.stream, f))
+        volumes_.onStreamFrame(f.stream, f);
       return;
     default: break;
   }
@@ -174,6 +183,7 @@ void Agent::onRequest(Frame& f) {
     case MsgType::kSetXattrs:
     case MsgType::kGetXattrs: return files_.request(s, f);
     case MsgType::kConnectPort: return ports_.request(s, f);
+    case MsgType::kMountVolume: return volumes_.request(s, f);
     default:
       return ch_.sendError(
           s, Error(Code::kInvalidArgument,

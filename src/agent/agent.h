@@ -1,6 +1,6 @@
 #pragma once
 // The agent's event loop: one thread, poll(2) over the channel, a SIGCHLD
-// signalfd and the processes', watches' and relayed ports' fds. Frames are
+// signalfd and the processes', watches', relayed ports' and volumes' fds. Frames are
 // dispatched by type to the identity, process, file and port services.
 #include <string>
 
@@ -9,6 +9,7 @@
 #include "agent/identity.h"
 #include "agent/ports.h"
 #include "agent/process.h"
+#include "agent/volumes.h"
 
 namespace vessel::agent {
 
@@ -42,6 +43,7 @@ class Agent {
   Processes procs_;
   Files files_;
   Ports ports_;
+  Volumes volumes_;
   int sigfd_;
   bool connected_ = true;
   bool used_ = false;  // a frame arrived since the last Hello

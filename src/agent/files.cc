@@ -49,6 +49,8 @@ FileStat toStat(const struct stat& st, const std::string& path) {
   return s;
 }
 
+}  // namespace
+
 Status mkdirP(const std::string& path, mode_t mode) {
   size_t pos = 1;
   for (;;) {
@@ -64,6 +66,8 @@ Status mkdirP(const std::string& path, mode_t mode) {
     pos = slash + 1;
   }
 }
+
+namespace {
 
 Status removeTree(const std::string& path, bool recursive, int level) {
   struct stat st;

@@ -2,6 +2,8 @@
 // File services: streamed read and atomic streamed write (never the whole
 // file in memory), stat, list with depth, mkdir -p, remove, rename, and
 // inotify watches. Failures are typed Errors on the stream.
+#include <sys/types.h>
+
 #include <cstdint>
 #include <map>
 #include <string>
@@ -14,6 +16,10 @@
 namespace vessel::agent {
 
 constexpr size_t kMaxListEntries = 100000;
+
+// mkdir -p: every missing directory of the absolute `path` made with
+// `mode`; an existing non-directory on the way is kAlreadyExists.
+Status mkdirP(const std::string& path, mode_t mode);
 
 class Files {
  public:

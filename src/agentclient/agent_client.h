@@ -252,6 +252,46 @@ class PortStream {
   bool wclosed_ = false;
 };
 
+// A volume's FUSE session in the guest, relayed by its agent
+// (AgentClient::mountVolume): read() gives the guest kernel's requests,
+// one whole FUSE message each, write() sends the file server's answers.
+// The bytes are the guest's and untrusted: only the confined file server
+// parses them. Destroying it unmounts the volume in the guest.
+class VolumeStream {
+ public:
+  VolumeStream(std::shared_ptr<AgentClient> c, std::shared_ptr<internal::Stream> s,
+               std::string first);
+  ~VolumeStream();
+  VolumeStream(const VolumeStream&) = delete;
+  VolumeStream& operator=(const VolumeStream&) = delete;
+
+  // The next request, or nullopt once the session ended in the guest
+  // (unmounted there); a failed mount or channel is an Error.
+  asio::awaitable<Result<std::optional<std::string>>> read();
+  // One answer (at most agentproto::kMaxVolumeMessage bytes), waiting for
+  // credit when the guest is slow to take them.
+  asio::awaitable<Status> write(std::string_view message);
+  // Unmounts now (the guest's calls on it fail with ENOTCONN).
+  void close();
+  // Relays the session to `sock`, a SOCK_SEQPACKET socket whose peer is
+  // the volume's file server (one FUSE message per packet), until either
+  // side ends: Ok when the guest unmounted or the server exited, an Error
+  // when the channel failed or the guest sent a request whose FUSE header
+  // does not give its own length. `sock` stays the caller's.
+  asio::awaitable<Status> relay(int sock);
+
+ private:
+  struct Waiter;
+  asio::awaitable<Status> guestToServer(int sock, Waiter& w);
+  asio::awaitable<Status> serverToGuest(int sock, Waiter& w);
+
+  std::shared_ptr<AgentClient> c_;
+  std::shared_ptr<internal::Stream> s_;
+  std::optional<std::string> first_;  // FUSE_INIT, read by mountVolume
+  bool ended_ = false;                // read() gives nothing more
+  bool closed_ = false;               // close() called
+};
+
 // Bounds on what a guest's replies may make the host hold and decode: the
 // bytes of one reply (all its frames), and the entries of a directory or
 // process listing (each entry costs far more decoded, and in the API's JSON,
@@ -368,6 +408,13 @@ class AgentClient : public std::enable_shared_from_this<AgentClient> {
   // is kUnavailable (errno ECONNREFUSED); an agent older than the message
   // is kFailedPrecondition saying so.
   asio::awaitable<Result<std::unique_ptr<PortStream>>> connectPort(uint16_t port);
+
+  // Volumes: a FUSE mount at `path` in the guest whose session is relayed
+  // here (agentproto::MountVolumeMsg); answered once the guest's kernel
+  // sent its first request (FUSE_INIT), so a mount that failed is an
+  // Error here. An agent older than the message is kFailedPrecondition.
+  asio::awaitable<Result<std::unique_ptr<VolumeStream>>> mountVolume(std::string path,
+                                                                     bool read_only);
 
   // Stream plumbing for the handle classes above.
   asio::awaitable<Result<agentproto::Frame>> recv(internal::Stream& s);

@@ -27,7 +27,8 @@ enum Kind {
   kWrite,
   kWatch,
   kXattrs,
-  kPort
+  kPort,
+  kVolume
 };
 
 struct Stream {

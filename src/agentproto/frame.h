@@ -86,6 +86,10 @@ enum class MsgType : uint16_t {
   kPortConnected = 67,
   kPortData = 68,
   kPortClose = 69,
+  // Volumes (issue 27): a FUSE session at a path in the guest, relayed to
+  // the host's file server; an agent without them answers Error.
+  kMountVolume = 70,
+  kVolumeData = 71,
 };
 
 // Flow control: every frame on a non-zero stream except Credit and Cancel
@@ -98,6 +102,13 @@ constexpr uint32_t kInitialWindow = 1024 * 1024;
 constexpr uint64_t kMaxCredit = 64ull * 1024 * 1024;
 // Raw data frames (Stdout, Stderr, Stdin, FileData, PortData) carry at most this much.
 constexpr size_t kDataChunk = 64 * 1024;
+// A VolumeData frame is one whole FUSE message, never split: a write of
+// kMaxVolumeIo bytes plus its headers (80 bytes) in one direction, a read's
+// answer (16 bytes of header) in the other. The mount bounds both at
+// kMaxVolumeIo (max_read in the guest, max_write in the host's server).
+constexpr size_t kMaxVolumeIo = 128 * 1024;
+constexpr size_t kMaxVolumeMessage = kMaxVolumeIo + 4096;
+static_assert(kMaxVolumeMessage <= kMaxPayload);
 
 inline uint32_t frameCost(size_t payload_len) {
   return static_cast<uint32_t>(kFrameCost + payload_len);

@@ -53,6 +53,8 @@ std::string_view msgTypeName(MsgType t) {
     case MsgType::kPortConnected: return "PortConnected";
     case MsgType::kPortData: return "PortData";
     case MsgType::kPortClose: return "PortClose";
+    case MsgType::kMountVolume: return "MountVolume";
+    case MsgType::kVolumeData: return "VolumeData";
   }
   return "unknown";
 }
@@ -159,6 +161,19 @@ Status validatePayload(MsgType type, std::string_view p) {
     case MsgType::kXattrsResult: return check<XattrsResultMsg>(p);
     case MsgType::kConnectPort: return check<ConnectPortMsg>(p);
     case MsgType::kPortConnected: return check<PortConnectedMsg>(p);
+    case MsgType::kMountVolume: {
+      auto r = decodeMsg<MountVolumeMsg>(p);
+      if (!r.ok()) return std::move(r).error();
+      if (r->path.empty() || r->path[0] != '/')
+        return Error(Code::kProtocol, "agent MountVolume: path not absolute");
+      return okStatus();
+    }
+    case MsgType::kVolumeData:
+      // One FUSE message: at least its 16-byte header, at most a write's.
+      if (p.size() < 16 || p.size() > kMaxVolumeMessage)
+        return Error(Code::kProtocol, "agent VolumeData: " + std::to_string(p.size()) +
+                                          " bytes is not a FUSE message's size");
+      return okStatus();
   }
   return Error(Code::kProtocol,
                "agent frame of unknown type " + std::to_string(static_cast<unsigned>(type)));

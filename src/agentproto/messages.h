@@ -459,6 +459,28 @@ struct PortConnectedMsg {
   }
 };
 
+// A volume mounted at `path` in the guest (an absolute directory, made
+// if missing): the agent opens /dev/fuse, mounts a FUSE filesystem there
+// (nosuid, nodev, allow_other, default_permissions, max_read of
+// kMaxVolumeIo; read-only when asked) and relays the session: each FUSE
+// request the guest's kernel hands it becomes one VolumeData frame to the
+// host, each VolumeData frame from the host is written back whole as one
+// answer (a frame is a message, never a piece of one). The first frame is
+// the kernel's FUSE_INIT; a mount that fails is an Error instead. The
+// stream ends with Ok when the session does (unmounted in the guest);
+// Cancel, or the host going away, unmounts it (lazily: every call on it
+// then fails with ENOTCONN).
+struct MountVolumeMsg {
+  static constexpr MsgType kType = MsgType::kMountVolume;
+  static constexpr uint8_t kReadOnly = 1;
+  std::string path;
+  uint8_t flags = 0;
+  template <typename S, typename V>
+  static bool visit(S& s, V& v) {
+    return v.str(s.path, kMaxPath) && v.num(s.flags);
+  }
+};
+
 // Encodes a message's payload; kInvalidArgument if a field is over its cap or
 // the payload would exceed kMaxPayload.
 template <typename M>

@@ -143,6 +143,31 @@ TEST(MessagesTest, PortRelayMessages) {
   EXPECT_TRUE(costsCredit(MsgType::kPortClose));
 }
 
+TEST(MessagesTest, VolumeMessages) {
+  MountVolumeMsg m;
+  m.path = "/data";
+  m.flags = MountVolumeMsg::kReadOnly;
+  auto mv = encodeMsg(m);
+  ASSERT_TRUE(mv.ok());
+  ASSERT_TRUE(validatePayload(MsgType::kMountVolume, *mv).ok());
+  auto back = decodeMsg<MountVolumeMsg>(*mv);
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(back->path, "/data");
+  EXPECT_EQ(back->flags, MountVolumeMsg::kReadOnly);
+  EXPECT_FALSE(validatePayload(MsgType::kMountVolume, *mv + "x").ok());
+  m.path = "data";  // relative
+  EXPECT_FALSE(validatePayload(MsgType::kMountVolume, *encodeMsg(m)).ok());
+  m.path = std::string(kMaxPath + 1, 'a');
+  EXPECT_FALSE(encodeMsg(m).ok());
+  // One whole FUSE message: a header at least, a maximal write at most.
+  EXPECT_FALSE(validatePayload(MsgType::kVolumeData, std::string(15, 'x')).ok());
+  EXPECT_TRUE(validatePayload(MsgType::kVolumeData, std::string(16, 'x')).ok());
+  EXPECT_TRUE(validatePayload(MsgType::kVolumeData, std::string(kMaxVolumeIo + 80, 'x')).ok());
+  EXPECT_FALSE(validatePayload(MsgType::kVolumeData, std::string(kMaxVolumeMessage + 1, 'x')).ok());
+  EXPECT_EQ(msgTypeName(MsgType::kVolumeData), "VolumeData");
+  EXPECT_TRUE(costsCredit(MsgType::kVolumeData));
+}
+
 TEST(MessagesTest, ErrorMapping) {
   ErrorMsg m = toErrorMsg(Error(Code::kNotFound, "stat /x", ENOENT));
   Error e = fromErrorMsg(*decodeMsg<ErrorMsg>(*encodeMsg(m)));

@@ -34,7 +34,8 @@ set -a; . "$build/artifacts.env"; set +a
 root=$tmp/root
 install_to "$root" /usr/local
 p=$root/usr/local
-for f in bin/vessel bin/vesseld bin/vessel-gateway lib/vessel/vessel-templates lib/vessel/node-entrypoint; do
+for f in bin/vessel bin/vesseld bin/vessel-gateway lib/vessel/vessel-templates lib/vessel/node-entrypoint \
+  lib/vessel/vessel-volume-server; do
   [ -f "$p/$f" ] && [ -x "$p/$f" ] || fail "$f: missing or not executable"
 done
 expected=(
@@ -55,12 +56,12 @@ outside=$(cd "$root" && find . -mindepth 1 \( -path ./usr -o -path ./usr/local -
 # The console's directory is the build's console/ as it is (its own files).
 extra=$(cd "$p" && find . -type f | sed 's|^\./||' | grep -v '^share/vessel/console/' | sort |
   grep -vxF -f <(printf '%s\n' bin/vessel bin/vesseld bin/vessel-gateway lib/vessel/vessel-templates \
-    lib/vessel/node-entrypoint "${expected[@]}") || true)
+    lib/vessel/node-entrypoint lib/vessel/vessel-volume-server "${expected[@]}") || true)
 [ -z "$extra" ] || fail "installed but not in the layout: $extra"
 cmp -s "$VESSEL_KERNEL" "$p/share/vessel/kernel/vmlinux" || fail "kernel differs from $VESSEL_KERNEL"
 cmp -s "$VESSEL_MINIMAL_IMAGE" "$p/share/vessel/images/minimal.ext4" || fail "minimal image differs"
 cmp -s "$VESSEL_DEBIAN_IMAGE" "$p/share/vessel/images/debian.ext4" || fail "debian image differs"
-for b in bin/vessel bin/vesseld bin/vessel-gateway; do
+for b in bin/vessel bin/vesseld bin/vessel-gateway lib/vessel/vessel-volume-server; do
   missing=$(ldd "$p/$b" | grep "not found" || true)
   [ -z "$missing" ] || fail "$b: $missing"
 done

@@ -49,6 +49,7 @@ void decodeAll(std::string_view p) {
   (void)decodeMsg<XattrsResultMsg>(p);
   (void)decodeMsg<ConnectPortMsg>(p);
   (void)decodeMsg<PortConnectedMsg>(p);
+  (void)decodeMsg<MountVolumeMsg>(p);
 }
 
 }  // namespace
