@@ -23,7 +23,7 @@ struct CreateOptions {
   std::optional<unsigned> vcpus;
   std::optional<int64_t> timeout_s;
   std::optional<int64_t> lifetime_s;
-  std::vector<std::string> env, metadata, credentials, inspect;
+  std::vector<std::string> env, metadata, credentials, inspect, volumes;
   std::string network;
   std::string on_timeout;  // "" (the default: delete), delete, pause, pause-disk
   bool async = false, cold = false, auto_resume = false;
@@ -39,6 +39,22 @@ Result<json::object> keyValues(const std::vector<std::string>& kvs, const char* 
     o[kv.substr(0, eq)] = kv.substr(eq + 1);
   }
   return o;
+}
+
+// --volume NAME:/PATH[:ro] into the create's "volumes" (the API checks
+// names and paths).
+Result<json::array> volumeFlags(const std::vector<std::string>& flags) {
+  json::array out;
+  for (const auto& f : flags) {
+    auto colon = f.find(':');
+    if (colon == std::string::npos || colon == 0 || colon + 1 >= f.size() || f[colon + 1] != '/')
+      return Error(Code::kInvalidArgument, "--volume '" + f + "' is not NAME:/PATH[:ro]");
+    std::string path = f.substr(colon + 1);
+    bool ro = path.size() > 3 && path.compare(path.size() - 3, 3, ":ro") == 0;
+    if (ro) path.resize(path.size() - 3);
+    out.push_back(json::object{{"name", f.substr(0, colon)}, {"path", path}, {"read_only", ro}});
+  }
+  return out;
 }
 
 int runCreate(const CreateOptions& o) {
@@ -74,6 +90,9 @@ int runCreate(const CreateOptions& o) {
   auto md = keyValues(o.metadata, "--metadata");
   if (!md.ok()) return fail(md.error());
   if (!md->empty()) body["metadata"] = std::move(*md);
+  auto vols = volumeFlags(o.volumes);
+  if (!vols.ok()) return fail(vols.error());
+  if (!vols->empty()) body["volumes"] = std::move(*vols);
 
   auto c = apiClient();
   auto r = c.post("/v1/sandboxes", body);
@@ -258,6 +277,9 @@ void addSandbox(CLI::App& app, std::function<int()>* run) {
                      "credential the gateway injects for its hosts, repeatable");
   create->add_option("-e,--env", co->env, "KEY=VALUE for every process, repeatable");
   create->add_option("-l,--metadata", co->metadata, "KEY=VALUE metadata, repeatable");
+  create->add_option("--volume", co->volumes,
+                     "NAME:/PATH[:ro]: mount your volume NAME at /PATH (read-only with :ro), "
+                     "repeatable");
   create->add_flag("--async", co->async, "print the sandbox and operation ids and return");
   create->add_flag("--cold", co->cold, "boot the template's disk instead of its snapshot");
   create->add_option("--on-timeout", co->on_timeout,

@@ -65,6 +65,7 @@ asio::awaitable<Result<std::optional<std::string>>> VolumeStream::read() {
   auto f = co_await c_->recv(*s_);
   if (!f.ok()) {
     ended_ = true;
+    if (closed_) co_return std::optional<std::string>();  // close() ended it
     co_return std::move(f).error();
   }
   switch (f->type) {

@@ -177,6 +177,8 @@ Response ControlPlane::createSandbox(const Request& req, const std::string& tena
   c.pause_on_timeout = in->pause_on_timeout;
   c.pause_memory = in->pause_memory;
   c.auto_resume = in->auto_resume;
+  for (auto& v : in->volumes)
+    c.volumes.push_back({"", std::move(v.name), std::move(v.path), v.read_only});
   auto r = lifecycle_.create(c);
   return answer(req, tenant, "", r);
 }

@@ -94,6 +94,8 @@ Result<CreateRequest> parseCreateRequest(std::string_view body) {
     } else if (k == "auto_resume") {
       if (!f.is_bool()) return bad("auto_resume must be a boolean");
       r.auto_resume = f.as_bool();
+    } else if (k == "volumes") {
+      VESSEL_ASSIGN_OR_RETURN(r.volumes, parseVolumeMounts(f));
     } else {
       return bad("unknown field '" + std::string(k) + "'");
     }

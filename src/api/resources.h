@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "api/network_settings.h"
+#include "api/volume_requests.h"
 #include "base/result.h"
 #include "ops/events.h"
 #include "ops/lifecycle.h"
@@ -41,6 +42,8 @@ struct CreateRequest {
   bool pause_on_timeout = false;
   bool pause_memory = true;
   bool auto_resume = false;
+  // Volumes mounted once the sandbox runs (docs/volumes.md).
+  std::vector<VolumeMountRequest> volumes;
 };
 // An empty body means every default. Unknown fields are errors.
 Result<CreateRequest> parseCreateRequest(std::string_view body);

@@ -38,4 +38,69 @@ Result<VolumeRequest> parseVolumeRequest(std::string_view body, bool with_size, 
   return out;
 }
 
+bool validMountPath(std::string_view path) {
+  if (path.size() < 2 || path.size() > 255 || path[0] != '/' || path.back() == '/') return false;
+  size_t pos = 1;
+  while (pos <= path.size()) {
+    size_t slash = path.find('/', pos);
+    if (slash == std::string_view::npos) slash = path.size();
+    std::string_view c = path.substr(pos, slash - pos);
+    if (c.empty() || c == "." || c == "..") return false;
+    for (char ch : c)
+      if (ch == '\0' || ch == ',') return false;
+    pos = slash + 1;
+  }
+  for (std::string_view own : {"/proc", "/sys", "/dev"})
+    if (path == own || (path.substr(0, own.size()) == own && path[own.size()] == '/')) return false;
+  return true;
+}
+
+namespace {
+
+// Whether `inner` is `outer` or lies beneath it.
+bool within(std::string_view inner, std::string_view outer) {
+  return inner == outer || (inner.size() > outer.size() && inner.substr(0, outer.size()) == outer &&
+                            inner[outer.size()] == '/');
+}
+
+}  // namespace
+
+Result<std::vector<VolumeMountRequest>> parseVolumeMounts(const boost::json::value& v) {
+  if (!v.is_array()) return http::badRequest("volumes must be an array of {name, path, read_only}");
+  const auto& a = v.as_array();
+  if (a.size() > kMaxSandboxVolumes)
+    return http::badRequest("volumes: at most " + std::to_string(kMaxSandboxVolumes));
+  std::vector<VolumeMountRequest> out;
+  for (const auto& e : a) {
+    if (!e.is_object()) return http::badRequest("volumes: each must be {name, path, read_only}");
+    VolumeMountRequest m;
+    bool named = false, placed = false;
+    for (const auto& [k, f] : e.as_object()) {
+      if (k == "name") {
+        VESSEL_ASSIGN_OR_RETURN(m.name, http::strField(f, "volumes[].name", 63));
+        named = true;
+      } else if (k == "path") {
+        VESSEL_ASSIGN_OR_RETURN(m.path, http::strField(f, "volumes[].path", 255));
+        placed = true;
+      } else if (k == "read_only") {
+        if (!f.is_bool()) return http::badRequest("volumes[].read_only must be a boolean");
+        m.read_only = f.as_bool();
+      } else {
+        return http::badRequest("volumes[]: unknown field '" + std::string(k) + "'");
+      }
+    }
+    if (!named || !validVolumeName(m.name))
+      return http::badRequest("volumes[].name: a volume's name (1-63 of [a-z0-9._-])");
+    if (!placed || !validMountPath(m.path))
+      return http::badRequest("volumes[].path '" + m.path +
+                              "': an absolute path without . or .., not / and not in /proc, "
+                              "/sys or /dev");
+    for (const auto& o : out)
+      if (within(m.path, o.path) || within(o.path, m.path))
+        return http::badRequest("volumes: " + m.path + " and " + o.path + " overlap");
+    out.push_back(std::move(m));
+  }
+  return out;
+}
+
 }  // namespace vessel::api

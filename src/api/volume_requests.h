@@ -2,9 +2,11 @@
 // The bodies of the volume routes (docs/volumes.md), tenant bytes parsed
 // at the edge into a typed request or a kInvalidArgument naming the field:
 // POST /v1/volumes {"name", "size_mib"}, and :clone / :snapshot {"name"}.
+#include <boost/json/value.hpp>
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "base/result.h"
 
@@ -22,5 +24,23 @@ struct VolumeRequest {
 // without it, only "name" is accepted. Unknown fields are errors.
 Result<VolumeRequest> parseVolumeRequest(std::string_view body, bool with_size, uint64_t min_mib,
                                          uint64_t max_mib);
+
+// One entry of a sandbox create's "volumes": the tenant's volume `name`
+// mounted at `path` in the guest.
+struct VolumeMountRequest {
+  std::string name;
+  std::string path;
+  bool read_only = false;
+};
+constexpr size_t kMaxSandboxVolumes = 16;
+
+// Whether `path` may be a mount point in a guest: absolute, at most 255
+// bytes, no empty, "." or ".." component, no trailing '/', not "/" and not
+// in /proc, /sys or /dev (the guest's own).
+bool validMountPath(std::string_view path);
+
+// POST /v1/sandboxes's "volumes": [{"name", "path", "read_only"?}], at most
+// kMaxSandboxVolumes, no path twice nor one inside another.
+Result<std::vector<VolumeMountRequest>> parseVolumeMounts(const boost::json::value& v);
 
 }  // namespace vessel::api

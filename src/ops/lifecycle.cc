@@ -240,6 +240,9 @@ store::Store::Admission Lifecycle::admission(const std::string& tenant, const De
   };
 }
 
+// Long because every refusal of a create (template, shape, lifetime,
+// pause settings, disk, quota, volumes) is made here, before anything is
+// stored, and what is stored is one record built in one place.
 Result<Accepted> Lifecycle::create(const CreateRequest& in) {
   VESSEL_ASSIGN_OR_RETURN(auto opened, catalogue_.open(in.tenant, in.template_name));
   const std::string& stored = opened.stored;
@@ -277,6 +280,7 @@ Result<Accepted> Lifecycle::create(const CreateRequest& in) {
   Demand demand{1, m.memory_mib, m.vcpus, disk_mib};
   if (auto q = quotaFor(in.tenant, demand)) return *q;
   VESSEL_TRY(checkStateDisk("create"));
+  VESSEL_ASSIGN_OR_RETURN(auto volumes, resolveVolumes(in));
 
   store::SandboxRecord sb;
   sb.id = newId("sb");
@@ -299,9 +303,12 @@ Result<Accepted> Lifecycle::create(const CreateRequest& in) {
   // Checked again with the insert, atomically: another vesseld on the same
   // store may have admitted one since the check above.
   VESSEL_TRY(store_.insertSandboxAdmitted(sb, admission(in.tenant, demand)));
-  auto op = log_.begin(in.tenant, sb.id, "create");
+  Status recorded = recordVolumes(sb.id, volumes);
+  auto op = recorded.ok() ? log_.begin(in.tenant, sb.id, "create")
+                          : Result<store::OperationRecord>(recorded.error());
   if (!op.ok()) {
     (void)store_.setSandboxState(sb.id, SandboxState::kFailed, op.error().message());
+    (void)store_.deleteSandboxVolumeMounts(sb.id);
     return std::move(op).error();
   }
   json::object created = createdEntry(in, sb, op->id);
@@ -316,15 +323,20 @@ Result<Accepted> Lifecycle::create(const CreateRequest& in) {
   c.disk_mib = disk_mib;
   c.memory_mib = m.memory_mib;
   busy_[sb.id];
-  asio::co_spawn(io_, runCreate(*op, std::move(c)), asio::detached);
+  asio::co_spawn(io_, runCreate(*op, std::move(c), std::move(volumes)), asio::detached);
   return Accepted{std::move(sb), std::move(*op), {}};
 }
 
-asio::awaitable<void> Lifecycle::runCreate(store::OperationRecord op, NodeCreate c) {
+asio::awaitable<void> Lifecycle::runCreate(store::OperationRecord op, NodeCreate c,
+                                           std::vector<VolumeAttachment> volumes) {
   auto alive = std::weak_ptr<bool>(alive_);
   log_.set(op, OpState::kRunning);
   Status s = co_await node_.create(std::move(c));
   if (alive.expired()) co_return;
+  if (s.ok() && !volumes.empty()) {
+    s = co_await mountVolumes(op.sandbox_id, std::move(volumes));
+    if (alive.expired()) co_return;
+  }
   if (handOverToDelete(op, s.ok() ? nullptr : &s.error())) co_return;
   if (!s.ok()) {
     opsLog().warn("sandbox {}: create failed: {}", op.sandbox_id, s.error().message());

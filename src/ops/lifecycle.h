@@ -32,6 +32,7 @@
 #include "ops/sandbox_log.h"
 #include "ops/state_machine.h"
 #include "ops/template_catalogue.h"
+#include "ops/volume_mounter.h"
 #include "store/store.h"
 #include "templates/naming.h"
 #include "templates/store.h"
@@ -64,6 +65,9 @@ struct CreateRequest {
   bool pause_on_timeout = false;
   bool pause_memory = true;
   bool auto_resume = false;
+  // The tenant's volumes to mount once it runs, by name (volume_id is
+  // filled by create()); checked at the edge (paths, count).
+  std::vector<VolumeAttachment> volumes;
 };
 
 // A lifecycle change accepted: the sandbox as stored now and its operation
@@ -115,6 +119,9 @@ class Lifecycle {
   // Operation latencies, expiries and sandboxes by state go to `r`.
   void setMetrics(metrics::Registry& r);
   OperationLog& operations() { return log_; }
+  // Where sandboxes' volumes are mounted (ops/volume_mounter.h); unset: a
+  // create naming volumes is refused (kUnavailable), as on an API replica.
+  void setVolumeMounter(VolumeMounter* m) { mounter_ = m; }
   // Each sandbox's log (ops/sandbox_log.h): its lifecycle is written here;
   // front ends read it, and the command log writes to it.
   SandboxLog& sandboxLog() { return sandbox_log_; }
@@ -252,7 +259,16 @@ class Lifecycle {
     log_.setSandbox(op.tenant_id, op.id, op.sandbox_id, state, error);
   }
 
-  asio::awaitable<void> runCreate(store::OperationRecord op, NodeCreate c);
+  asio::awaitable<void> runCreate(store::OperationRecord op, NodeCreate c,
+                                  std::vector<VolumeAttachment> volumes);
+  // Volumes (lifecycle_volumes.cc): the request's names as the tenant's
+  // volumes, or kNotFound / kInvalidArgument / kUnavailable.
+  Result<std::vector<VolumeAttachment>> resolveVolumes(const CreateRequest& in);
+  Status recordVolumes(const std::string& id, const std::vector<VolumeAttachment>& v);
+  // Mounts them in the running sandbox; on an Error its VM is destroyed.
+  asio::awaitable<Status> mountVolumes(std::string id, std::vector<VolumeAttachment> v);
+  // Its servers stop and its volume_mounts rows go (deleted or failed).
+  void releaseVolumes(const std::string& id);
   asio::awaitable<void> runAction(store::OperationRecord op, Transition t, bool keep_memory);
   asio::awaitable<void> runDelete(store::OperationRecord op);
   asio::awaitable<void> runFork(store::OperationRecord op, std::vector<std::string> ids);
@@ -304,6 +320,7 @@ class Lifecycle {
   store::TenantUsage withBuilds(const std::string& tenant, store::TenantUsage u) const;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
   metrics::Family<metrics::Counter>* lost_ = nullptr;
+  VolumeMounter* mounter_ = nullptr;
 };
 
 }  // namespace vessel::ops

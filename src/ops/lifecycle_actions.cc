@@ -143,6 +143,9 @@ asio::awaitable<void> Lifecycle::runAction(store::OperationRecord op, Transition
 asio::awaitable<void> Lifecycle::runDelete(store::OperationRecord op) {
   auto alive = std::weak_ptr<bool>(alive_);
   log_.set(op, OpState::kRunning);
+  // Its volumes first: their servers stop, and the volumes are free to
+  // delete once the sandbox is, whatever happens to its VM.
+  releaseVolumes(op.sandbox_id);
   Status s = co_await node_.destroy(op.sandbox_id);
   if (alive.expired()) co_return;
   if (!s.ok()) {

@@ -27,6 +27,9 @@ void Lifecycle::onLost(const std::string& tenant, const std::string& id,
   opsLog().warn("sandbox {} lost: {}", id, reason);
   if (lost_) lost_->with({}).inc();
   log_.setSandbox(tenant, "", id, SandboxState::kFailed, reason);
+  // Its file servers serve no one now; its mounts are kept until its
+  // delete (a failed sandbox still names its volumes).
+  if (mounter_) mounter_->release(id);
 }
 
 asio::awaitable<void> Lifecycle::shutdown(bool stop_vms) {

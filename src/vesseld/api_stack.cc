@@ -1,5 +1,7 @@
 #include "vesseld/api_stack.h"
 
+#include <unistd.h>
+
 #include <boost/json.hpp>
 #include <cstdio>
 #include <filesystem>
@@ -8,6 +10,7 @@
 #include "base/log.h"
 #include "e2b/ports.h"
 #include "http/tls_client.h"
+#include "os/jail.h"
 #include "vesseld/console.h"
 
 namespace vessel::vesseld {
@@ -20,6 +23,44 @@ using api::Response;
 using http::HttpServer;
 
 namespace {
+
+// vessel-volume-server: next to vesseld (the build tree), else
+// <prefix>/lib/vessel (installed); "" when neither has it.
+std::string volumeServerBinary() {
+  std::error_code ec;
+  fs::path self = fs::read_symlink("/proc/self/exe", ec);
+  if (ec) return "";
+  for (auto p : {self.parent_path() / "vessel-volume-server",
+                 self.parent_path().parent_path() / "lib/vessel/vessel-volume-server"})
+    if (fs::exists(p, ec)) return p.string();
+  return "";
+}
+
+// Volumes in sandboxes on this machine, or null (then a create naming
+// volumes is refused, saying why): the file servers need root to confine
+// themselves and a uid range to run as.
+std::unique_ptr<api::VolumeMounts> volumeMounts(const ApiSettings& cfg, volumes::VolumeHost& host) {
+  Logger log("volumes");
+  volumes::FileServerOptions o;
+  o.binary = volumeServerBinary();
+  auto range = os::parseUidRange(cfg.vm_uid_range);
+  if (::geteuid() != 0 || o.binary.empty() || !range.ok()) {
+    log.warn("volumes cannot be mounted in sandboxes here: {}",
+             ::geteuid() != 0 ? "vesseld is not root"
+             : o.binary.empty()
+                 ? "vessel-volume-server is neither next to vesseld nor in <prefix>/lib/vessel"
+                 : range.error().message());
+    return nullptr;
+  }
+  auto uids = os::UidPool::open(*range, cfg.uid_lease_dir, cfg.state_dir + "/volume-servers");
+  if (!uids.ok()) {
+    log.warn("volumes cannot be mounted in sandboxes here: {}", uids.error().message());
+    return nullptr;
+  }
+  (*uids)->sweep();  // the leases of servers a killed vesseld left
+  o.uids = *uids;
+  return std::make_unique<api::VolumeMounts>(host, std::move(o));
+}
 
 // Uploads arrive whole (multipart), hence the body cap of envd's listener.
 http::ServerLimits envdLimits() {
@@ -70,6 +111,8 @@ Result<std::unique_ptr<ApiStack>> ApiStack::build(asio::io_context& io, ApiSetti
     if (cfg.node_local) {
       VESSEL_ASSIGN_OR_RETURN(a->volume_host_,
                               volumes::VolumeHost::open({cfg.state_dir + "/volumes"}));
+      a->volume_mounts_ = volumeMounts(cfg, *a->volume_host_);
+      if (a->volume_mounts_) a->lifecycle_->setVolumeMounter(a->volume_mounts_.get());
     }
     a->volumes_ = std::make_unique<api::VolumesApi>(store, a->volume_host_.get(), vl);
     VESSEL_TRY(a->volumes_->restore());

@@ -12,6 +12,7 @@
 
 #include "api/control_plane.h"
 #include "api/sessions.h"
+#include "api/volume_mounts.h"
 #include "e2b/access_token.h"
 #include "e2b/envd/envd.h"
 #include "e2b/rest.h"
@@ -67,6 +68,8 @@ class ApiStack {
   std::unique_ptr<ops::Lifecycle> lifecycle_;
   // One machine's volumes (docs/volumes.md); a replica keeps none.
   std::unique_ptr<volumes::VolumeHost> volume_host_;
+  // Volumes mounted in sandboxes (null: not here, or not as root).
+  std::unique_ptr<api::VolumeMounts> volume_mounts_;
   std::unique_ptr<api::VolumesApi> volumes_;
   std::unique_ptr<api::ControlPlane> control_;
   std::unique_ptr<api::Sessions> sessions_;

@@ -72,6 +72,8 @@ ApiSettings apiSettings(const Config& cfg, bool node_local) {
   if (node_local) {
     s.policy.state_dir = cfg.state_dir;
     s.policy.min_free_disk_mib = static_cast<uint64_t>(cfg.min_free_disk_mib);
+    s.vm_uid_range = cfg.vm_uid_range;
+    s.uid_lease_dir = cfg.uid_lease_dir;
   }
   s.listen = cfg.listen_addr;
   s.e2b_listen = cfg.e2b_listen_addr;

@@ -38,6 +38,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     for (const auto& e : r->env)
       if (e.find('=') == std::string::npos || e.front() == '=') __builtin_trap();
     if (r->network) checkNetworkRoundTrip(*r->network);
+    if (r->volumes.size() > kMaxSandboxVolumes) __builtin_trap();
+    for (const auto& v : r->volumes)
+      if (!validVolumeName(v.name) || !validMountPath(v.path)) __builtin_trap();
   }
   if (auto f = parseForkRequest(in); f.ok() && (f->count < 1 || f->count > 16)) __builtin_trap();
   if (auto x = parseExtendRequest(in); x.ok() && !x->timeout_s && !x->lifetime_s) __builtin_trap();

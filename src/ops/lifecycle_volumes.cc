@@ -1,0 +1,72 @@
+// The lifecycle's side of volumes in sandboxes (ops/volume_mounter.h): a
+// create's volume names resolved in the tenant's volumes and recorded
+// (store volume_mounts) with the sandbox, mounted once its VM runs, and
+// let go at its delete.
+#include "base/log.h"
+#include "ops/lifecycle.h"
+
+namespace vessel::ops {
+
+namespace {
+
+Logger volumesLog() { return Logger("ops"); }
+
+}  // namespace
+
+Result<std::vector<VolumeAttachment>> Lifecycle::resolveVolumes(const CreateRequest& in) {
+  std::vector<VolumeAttachment> out;
+  if (in.volumes.empty()) return out;
+  if (!mounter_)
+    return Error(Code::kUnavailable,
+                 "volumes are mounted only by a vesseld that keeps them (--role=all) in this "
+                 "version");
+  for (const auto& want : in.volumes) {
+    VESSEL_ASSIGN_OR_RETURN(auto v, store_.getVolume(in.tenant, want.name));
+    if (!v) return Error(Code::kNotFound, "volume '" + want.name + "' does not exist");
+    if (v->read_only && !want.read_only)
+      return Error(Code::kInvalidArgument,
+                   "volume '" + want.name +
+                       "' is a snapshot (read-only): mount it with read_only, or clone it");
+    VolumeAttachment a = want;
+    a.volume_id = v->id;
+    out.push_back(std::move(a));
+  }
+  return out;
+}
+
+Status Lifecycle::recordVolumes(const std::string& id, const std::vector<VolumeAttachment>& v) {
+  for (const auto& a : v) {
+    store::VolumeMountRecord m;
+    m.sandbox_id = id;
+    m.volume_id = a.volume_id;
+    m.path = a.path;
+    m.read_only = a.read_only;
+    VESSEL_TRY(store_.insertVolumeMount(m));
+  }
+  return okStatus();
+}
+
+asio::awaitable<Status> Lifecycle::mountVolumes(std::string id, std::vector<VolumeAttachment> v) {
+  auto alive = std::weak_ptr<bool>(alive_);
+  Status s = Error(Code::kUnavailable, "sandbox " + id + ": no volume mounter");
+  if (mounter_) {
+    // g++ 12: named argument, see CONTRIBUTING.md "Coroutines under g++ 12" rule 1.
+    auto op = mounter_->mount(id, node_.agent(id), std::move(v));
+    s = co_await std::move(op);
+  }
+  if (alive.expired() || s.ok()) co_return s;
+  // A sandbox without the volumes it asked for is not the one asked for.
+  volumesLog().warn("sandbox {}: {}", id, s.error().message());
+  Status gone = co_await node_.destroy(id);
+  if (!gone.ok()) volumesLog().warn("sandbox {}: {}", id, gone.error().message());
+  if (!alive.expired()) releaseVolumes(id);
+  co_return s;
+}
+
+void Lifecycle::releaseVolumes(const std::string& id) {
+  if (mounter_) mounter_->release(id);
+  if (auto n = store_.deleteSandboxVolumeMounts(id); !n.ok())
+    volumesLog().warn("sandbox {}: {}", id, n.error().message());
+}
+
+}  // namespace vessel::ops
