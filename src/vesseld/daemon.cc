@@ -111,8 +111,17 @@ Result<std::unique_ptr<store::Store>> openStore(const Config& cfg) {
   // Credential values are sealed at rest under a key only the API side
   // holds; a node has none (it reads what a replica sealed for it).
   if (cfg.role != Role::kNode) {
-    std::string file = cfg.credential_key_file.empty() ? cfg.state_dir + "/credential-key"
-                                                       : cfg.credential_key_file;
+    std::string file = cfg.credential_key_file;
+    if (file.empty()) {
+      // The default key sits in the state directory, which an API
+      // replica (no state-dir lock) may not have made yet.
+      std::error_code ec;
+      fs::create_directories(cfg.state_dir, ec);
+      if (ec)
+        return Error(Code::kUnavailable, "create state dir " + cfg.state_dir + ": " + ec.message());
+      ::chmod(cfg.state_dir.c_str(), 0700);
+      file = cfg.state_dir + "/credential-key";
+    }
     VESSEL_ASSIGN_OR_RETURN(std::string key, aeadKeyFile(file));
     VESSEL_ASSIGN_OR_RETURN(int sealed, store->useCredentialKey(std::move(key)));
     if (sealed > 0)
