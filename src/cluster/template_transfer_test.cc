@@ -22,6 +22,7 @@
 #include "cluster/node_tokens.h"
 #include "cluster/template_catalogue.h"
 #include "http/server.h"
+#include "templates/build_spec.h"
 #include "templates/naming.h"
 
 namespace vessel::cluster {
@@ -70,7 +71,12 @@ TEST(NodeProtocolTemplatesTest, BuildFieldsAndTheManifestRoundTrip) {
   EXPECT_EQ(back->base, "minimal");
   EXPECT_EQ(back->spec, c.spec);
   EXPECT_FALSE(parseNodeCall(R"({"base":1})").ok());
-  EXPECT_FALSE(parseNodeCall(R"({"spec":")" + std::string((1 << 20) + 1, 'x') + "\"}").ok());
+  // A spec is bounded as the node's parseBuildSpec bounds it (a build's
+  // copied files travel inline): just past that bound is refused.
+  EXPECT_FALSE(
+      parseNodeCall(R"({"spec":")" + std::string(templates::kMaxNodeSpecBytes + 1, 'x') + "\"}")
+          .ok());
+  EXPECT_TRUE(parseNodeCall(R"({"spec":")" + std::string(4 << 20, 'x') + "\"}").ok());
   NodeReply r;
   r.manifest = R"({"name":"x"})";
   auto rb = parseNodeReply(serializeNodeReply(r));
