@@ -1,5 +1,7 @@
 #include "api/volume_mounts.h"
 
+#include <signal.h>
+
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/this_coro.hpp>
@@ -44,6 +46,7 @@ asio::awaitable<Status> VolumeMounts::mountOne(std::string id,
   auto m = std::make_shared<Mount>();
   m->sandbox = id;
   m->path = a.path;
+  m->volume_id = a.volume_id;
   VESSEL_CO_ASSIGN_OR_RETURN(m->server,
                              volumes::FileServer::start(o_, root, a.read_only, id + ":" + a.path));
   auto stream = co_await agent->mountVolume(a.path, a.read_only);
@@ -68,12 +71,26 @@ asio::awaitable<void> VolumeMounts::serve(std::shared_ptr<Mount> m) {
   m->done = true;
 }
 
+void VolumeMounts::end(Mount& m) {
+  m.stream->close();
+  // Its socket closes with it, which ends the relay; serve() reaps it.
+  if (m.server && m.server->process().running()) (void)m.server->process().signal(SIGKILL);
+}
+
 void VolumeMounts::release(const std::string& id) {
   auto it = by_sandbox_.find(id);
   if (it == by_sandbox_.end()) return;
-  // Each relay ends as its stream does; serve() stops the server.
-  for (auto& m : it->second) m->stream->close();
+  for (auto& m : it->second) end(*m);
   by_sandbox_.erase(it);
+}
+
+void VolumeMounts::releaseVolume(const std::string& volume_id) {
+  for (auto& [id, mounts] : by_sandbox_)
+    std::erase_if(mounts, [&](const std::shared_ptr<Mount>& m) {
+      if (m->volume_id != volume_id) return false;
+      end(*m);
+      return true;
+    });
 }
 
 size_t VolumeMounts::active() const {

@@ -27,12 +27,15 @@ class VolumeMounts : public ops::VolumeMounter {
   asio::awaitable<Status> mount(std::string id, std::shared_ptr<agentclient::AgentClient> agent,
                                 std::vector<ops::VolumeAttachment> v) override;
   void release(const std::string& id) override;
+  // Volume `volume_id` is being deleted (forced, while mounted): every
+  // mount of it ends now (the guests' calls on it fail with ENOTCONN).
+  void releaseVolume(const std::string& volume_id);
   // Mounts being served now (tests, metrics).
   size_t active() const;
 
  private:
   struct Mount {
-    std::string sandbox, path;
+    std::string sandbox, path, volume_id;
     std::unique_ptr<volumes::FileServer> server;
     std::unique_ptr<agentclient::VolumeStream> stream;
     bool done = false;  // the relay ended
@@ -40,6 +43,8 @@ class VolumeMounts : public ops::VolumeMounter {
   asio::awaitable<Status> mountOne(std::string id, std::shared_ptr<agentclient::AgentClient> agent,
                                    ops::VolumeAttachment a);
   static asio::awaitable<void> serve(std::shared_ptr<Mount> m);
+  // Unmounts in the guest and stops the server; serve() reaps it.
+  static void end(Mount& m);
 
   volumes::VolumeHost& host_;
   volumes::FileServerOptions o_;

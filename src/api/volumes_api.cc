@@ -160,6 +160,8 @@ asio::awaitable<Response> VolumesApi::remove(const Request& req, std::string ten
   // The record first: once it is gone no new mount can name the volume.
   auto gone = store_.deleteVolume(tenant, name, force);
   if (!gone.ok()) co_return errorResponse(req, gone.error());
+  // Forced while sandboxes mount it: their mounts end before the image goes.
+  if (mounts_) mounts_->releaseVolume(gone->id);
   auto drop = [host = host_, id = gone->id] { return host->remove(id); };
   Status s = co_await offload(*disk_, std::move(drop));
   // Deleted for the tenant either way; an image left is set aside at the next start.

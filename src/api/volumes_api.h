@@ -16,6 +16,7 @@
 
 #include "api/http_names.h"
 #include "api/network_api.h"
+#include "api/volume_mounts.h"
 #include "api/volume_requests.h"
 #include "http/server.h"
 #include "store/store.h"
@@ -42,6 +43,8 @@ class VolumesApi {
   // killed vesseld left, and sets aside (VolumeHost::setAside) images the
   // store does not name. Before serving.
   Status restore();
+  // The mounts in sandboxes (null: none here): a forced delete ends them.
+  void setMounts(VolumeMounts* m) { mounts_ = m; }
   // The routes under /v1/volumes, each behind `authed`.
   void install(Router& r, const Authenticated& authed);
 
@@ -70,6 +73,7 @@ class VolumesApi {
 
   store::Store& store_;
   volumes::VolumeHost* host_;
+  VolumeMounts* mounts_ = nullptr;
   VolumeLimits limits_;
   std::string node_;
   std::unique_ptr<asio::thread_pool> disk_;   // mkfs, copies, unmounts: one at a time

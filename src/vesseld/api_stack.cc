@@ -115,6 +115,7 @@ Result<std::unique_ptr<ApiStack>> ApiStack::build(asio::io_context& io, ApiSetti
       if (a->volume_mounts_) a->lifecycle_->setVolumeMounter(a->volume_mounts_.get());
     }
     a->volumes_ = std::make_unique<api::VolumesApi>(store, a->volume_host_.get(), vl);
+    a->volumes_->setMounts(a->volume_mounts_.get());
     VESSEL_TRY(a->volumes_->restore());
     a->control_->setVolumes(a->volumes_.get());
   }

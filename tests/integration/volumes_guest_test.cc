@@ -5,8 +5,9 @@
 // in the next after the first is deleted, and through the files API; two
 // sandboxes at once each read the other's file; a read-only mount refuses
 // writes in the guest; a full volume is ENOSPC in the guest; a missing or
-// another tenant's volume is refused before anything boots; a delete lets
-// the volume go (its servers end, the volume may be deleted). Root only.
+// another tenant's volume is refused before anything boots; a forced
+// delete of a mounted volume ends its mounts, and a sandbox's delete its
+// servers. Root only.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <sys/mount.h>
@@ -159,13 +160,18 @@ TEST_F(VolumesGuestTest, TwoSandboxesAtOnceReadOnlyMountsAndAFullVolume) {
       d_->sh(a, "dd if=/dev/zero of=/small/fill bs=1M count=32 2>&1; sync; echo rc=$?");
   EXPECT_THAT(full, HasSubstr("No space left on device")) << full;
 
-  // A volume a sandbox mounts is not deleted without force; once its
-  // sandboxes are gone it is.
+  // A volume a sandbox mounts is not deleted without force; forced, its
+  // mount ends (its server stops, the guest's calls on it fail).
   EXPECT_EQ(call("DELETE", "/v1/volumes/small").status, 409);
+  EXPECT_EQ(call("DELETE", "/v1/volumes/small?force=true").status, 204);
+  EXPECT_EQ(fileServersSettled(mntDir(), 3), 3);
+  std::string after = d_->sh(a, "ls /small/fill 2>&1; echo rc=$?");
+  EXPECT_THAT(after, Not(HasSubstr("rc=0"))) << after;
+  EXPECT_EQ(d_->sh(a, "cat /data/b.txt"), "from b\n");  // its other mount is untouched
   ASSERT_TRUE(d_->deleteSandbox(a));
   ASSERT_TRUE(d_->deleteSandbox(b));
   EXPECT_EQ(fileServersSettled(mntDir(), 0), 0);
-  EXPECT_EQ(call("DELETE", "/v1/volumes/small").status, 204);
+  EXPECT_EQ(call("DELETE", "/v1/volumes/small").status, 404);
 }
 
 TEST_F(VolumesGuestTest, MissingOrForeignVolumesAreRefusedBeforeABoot) {
