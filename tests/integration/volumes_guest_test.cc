@@ -174,6 +174,23 @@ TEST_F(VolumesGuestTest, TwoSandboxesAtOnceReadOnlyMountsAndAFullVolume) {
   EXPECT_EQ(call("DELETE", "/v1/volumes/small").status, 404);
 }
 
+TEST_F(VolumesGuestTest, TheCliMountsWithVolumeFlags) {
+  ASSERT_EQ(call("PUT", "/v1/volumes/shared/files/content?path=/cli.txt", "seeded\n").status, 201);
+  auto cli = [](const std::vector<std::string>& args) {
+    return testing::runCli(VESSEL_CLI_PATH, *d_, args);
+  };
+  auto bad = cli({"sandbox", "create", "--volume", "shared"});
+  EXPECT_EQ(bad.code, 1);
+  EXPECT_THAT(bad.err, HasSubstr("NAME:/PATH[:ro]"));
+  auto r = cli({"sandbox", "create", "--volume", "shared:/cli:ro"});
+  ASSERT_EQ(r.code, 0) << r.err << "\n" << d_->log();
+  std::string id = r.last();
+  std::string out = d_->sh(id, "cat /cli/cli.txt; touch /cli/x; echo rc=$?");
+  EXPECT_THAT(out, HasSubstr("seeded\n"));
+  EXPECT_THAT(out, HasSubstr("Read-only file system")) << out;
+  ASSERT_TRUE(d_->deleteSandbox(id));
+}
+
 TEST_F(VolumesGuestTest, MissingOrForeignVolumesAreRefusedBeforeABoot) {
   auto create = [](const boost::json::array& m) {
     return call("POST", "/v1/sandboxes",
