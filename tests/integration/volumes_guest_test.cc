@@ -174,6 +174,28 @@ TEST_F(VolumesGuestTest, TwoSandboxesAtOnceReadOnlyMountsAndAFullVolume) {
   EXPECT_EQ(call("DELETE", "/v1/volumes/small").status, 404);
 }
 
+// Not kept yet (docs/volumes.md, limits): a pause ends the mount's server
+// and the resumed guest finds the session aborted; the sandbox itself and
+// the volume's files are unharmed.
+TEST_F(VolumesGuestTest, PauseAndResumeEndTheMountsCleanlyForNow) {
+  std::string why;
+  std::string id = sandbox({mount("shared", "/data")}, &why);
+  ASSERT_FALSE(id.empty()) << why << "\n" << d_->log();
+  EXPECT_EQ(d_->sh(id, "echo paused > /data/p.txt"), "");
+  Reply p = call("POST", "/v1/sandboxes/" + id + ":pause");
+  ASSERT_EQ(p.status, 202) << p.body;
+  ASSERT_EQ(d_->finish(str(p.js().at("operation"), "id")), "done") << d_->log();
+  EXPECT_EQ(fileServersSettled(mntDir(), 0), 0);
+  Reply r = call("POST", "/v1/sandboxes/" + id + ":resume");
+  ASSERT_EQ(r.status, 202) << r.body;
+  ASSERT_EQ(d_->finish(str(r.js().at("operation"), "id")), "done") << d_->log();
+  std::string after = d_->sh(id, "cat /data/p.txt 2>&1; echo rc=$?; echo alive");
+  EXPECT_THAT(after, Not(HasSubstr("rc=0"))) << after;
+  EXPECT_THAT(after, HasSubstr("alive")) << after;
+  EXPECT_EQ(content("shared", "/p.txt"), "paused\n");
+  ASSERT_TRUE(d_->deleteSandbox(id));
+}
+
 TEST_F(VolumesGuestTest, TheCliMountsWithVolumeFlags) {
   ASSERT_EQ(call("PUT", "/v1/volumes/shared/files/content?path=/cli.txt", "seeded\n").status, 201);
   auto cli = [](const std::vector<std::string>& args) {
