@@ -46,6 +46,19 @@ std::vector<std::string> rankNodes(const std::vector<store::NodeRecord>& nodes,
   return out;
 }
 
+std::map<std::string, uint64_t> ClusterNode::placedSinceHeartbeat(
+    const std::vector<store::NodeRecord>& nodes) {
+  std::map<std::string, uint64_t> out;
+  for (const auto& n : nodes) {
+    auto& mine = placements_[n.name];
+    std::erase_if(mine, [&](const auto& e) {
+      return e.second.answered_ms != 0 && e.second.answered_ms < n.heartbeat_ms;
+    });
+    for (const auto& [id, p] : mine) out[n.name] += p.memory_mib;
+  }
+  return out;
+}
+
 ClusterNode::~ClusterNode() {
   alive_.reset();
   if (timer_) timer_->cancel();
@@ -246,16 +259,9 @@ asio::awaitable<Status> ClusterNode::create(ops::NodeCreate c) {
   auto alive = std::weak_ptr<bool>(alive_);
   auto nodes = store_.listNodes();
   if (!nodes.ok()) co_return std::move(nodes).error().withContext("place sandbox " + c.id);
-  for (const auto& n : *nodes) {
-    nodes_[n.name] = n;
-    // A heartbeat since the last placement counts what was placed.
-    if (placed_hb_[n.name] != n.heartbeat_ms) {
-      placed_hb_[n.name] = n.heartbeat_ms;
-      placed_[n.name] = 0;
-    }
-  }
-  auto order = withToken(
-      rankNodes(*nodes, c.template_name, c.memory_mib, store::nowMs(), opts_.lost_after, placed_));
+  for (const auto& n : *nodes) nodes_[n.name] = n;
+  auto order = withToken(rankNodes(*nodes, c.template_name, c.memory_mib, store::nowMs(),
+                                   opts_.lost_after, placedSinceHeartbeat(*nodes)));
   if (order.empty())
     co_return Error(Code::kUnavailable, "no node is available to run sandbox " + c.id);
   NodeCall call;
@@ -279,22 +285,25 @@ asio::awaitable<Status> ClusterNode::create(ops::NodeCreate c) {
                        call.network ? call.network->credentials : std::vector<std::string>{});
         !s.ok())
       co_return s;
-    placed_[name] += c.memory_mib;
+    placements_[name][c.id] = Placement{c.memory_mib, 0};
     bool connected = false;
     auto reply = co_await remote(nodes_[name]).call("create", call, opts_.long_call, &connected);
     if (alive.expired()) co_return Error(Code::kUnavailable, "the API replica is stopping");
     if (reply.ok()) {
       holding_[c.id] = reply->holding;
       // A create the node refused holds nothing there: its memory is not
-      // counted against the node until the next heartbeat.
+      // counted against the node; one it runs is, until a heartbeat
+      // taken after this answer counts it.
       if (!reply->status.ok() && reply->holding == ops::Holding::kNothing)
-        placed_[name] -= std::min(placed_[name], c.memory_mib);
+        unplace(name, c.id);
+      else
+        placements_[name][c.id].answered_ms = store::nowMs();
       co_return reply->status;
     }
     holding_[c.id] = ops::Holding::kNothing;
     if (connected) co_return std::move(reply).error();
     // Never reached: another node may take it.
-    placed_[name] -= std::min(placed_[name], c.memory_mib);
+    unplace(name, c.id);
     clusterLog().warn("sandbox {}: {}; trying another node", c.id, reply.error().message());
     last = std::move(reply).error();
   }

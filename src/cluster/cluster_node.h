@@ -134,10 +134,22 @@ class ClusterNode final : public ops::Node {
   std::map<std::string, std::string> node_of_;                  // sandbox -> node
   std::map<std::string, ops::Holding> holding_;                 // as last answered
   std::map<std::string, std::optional<ops::NetworkSpec>> pending_net_;
-  // Memory placed per node since its heartbeat `placed_hb_` (placement
-  // spreads a burst of creates before the nodes report them).
-  std::map<std::string, uint64_t> placed_;
-  std::map<std::string, int64_t> placed_hb_;
+  // Creates placed on each node that its heartbeat may not count yet, so a
+  // burst of creates spreads before the nodes report them: one in flight
+  // (answered_ms 0) or answered after the node's last heartbeat was taken.
+  // A heartbeat taken after the answer counts the sandbox itself; one
+  // taken while the create ran does not, so a heartbeat alone never
+  // clears a placement (that let two creates of a burst land on one node).
+  // The two times come from two clocks: a node whose clock runs behind
+  // the replica's keeps its entries longer (over-counted, never lost).
+  struct Placement {
+    uint64_t memory_mib = 0;
+    int64_t answered_ms = 0;
+  };
+  std::map<std::string, std::map<std::string, Placement>> placements_;  // node -> sandbox
+  // Drops what `nodes`' heartbeats count; memory still placed per node.
+  std::map<std::string, uint64_t> placedSinceHeartbeat(const std::vector<store::NodeRecord>& nodes);
+  void unplace(const std::string& node, const std::string& id) { placements_[node].erase(id); }
   std::shared_ptr<asio::steady_timer> timer_;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };

@@ -55,8 +55,8 @@ Status ClusterNode::build(ops::BuildRequest req, ops::BuildCallbacks cb) {
   auto nodes = store_.listNodes();
   if (!nodes.ok()) return std::move(nodes).error().withContext("place template build");
   for (const auto& n : *nodes) nodes_[n.name] = n;
-  auto order = withToken(
-      rankNodes(*nodes, req.base, req.spec.memory_mib, store::nowMs(), opts_.lost_after, placed_));
+  auto order = withToken(rankNodes(*nodes, req.base, req.spec.memory_mib, store::nowMs(),
+                                   opts_.lost_after, placedSinceHeartbeat(*nodes)));
   if (order.empty())
     return Error(Code::kUnavailable, "no node is available to build template " + req.spec.name);
   NodeCall c;

@@ -148,6 +148,29 @@ TEST_F(ClusterNodeTest, CreatesSpreadAndCallsGoToTheSandboxsNode) {
   EXPECT_FALSE(create("sb-9").ok());
 }
 
+// A heartbeat taken while a create runs on a node does not count that
+// create yet: the next create of the burst goes to the other node. (A
+// heartbeat once cleared every placement, and a burst doubled up.)
+TEST_F(ClusterNodeTest, AHeartbeatDuringACreateDoesNotClearItsPlacement) {
+  fakes_[0]->hang.insert("sb-slow");  // ranked first: equal nodes, then by name
+  ASSERT_TRUE(
+      store_->insertSandbox({"sb-slow", "t1", "minimal", store::SandboxState::kCreating}).ok());
+  std::optional<Status> slow;
+  ops::NodeCreate c{"sb-slow", "t1", "minimal"};
+  c.memory_mib = 256;
+  asio::co_spawn(
+      io_, [&]() -> asio::awaitable<void> { slow = co_await cluster_->create(c); }, asio::detached);
+  while (!fakes_[0]->hanging("sb-slow")) io_.run_one_for(20ms);
+  // Both nodes heartbeat; n0's does not hold sb-slow yet.
+  heartbeat(0, store::nowMs() + 1000);
+  heartbeat(1, store::nowMs() + 1000);
+  ASSERT_TRUE(create("sb-next").ok());
+  EXPECT_EQ(*store_->sandboxNode("sb-next"), "n1");
+  EXPECT_EQ(fakes_[0]->count("create"), 1);
+  cluster_->abort("sb-slow");
+  while (!slow) io_.run_one_for(20ms);
+}
+
 // Changing a sandbox's network and measuring its usage go to the node that
 // runs it, which answers what it stored and measured; its refusal comes
 // back as that refusal.
