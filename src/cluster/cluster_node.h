@@ -59,7 +59,8 @@ struct ClusterOptions {
 // tries the nodes: live ones only (not lost, heartbeat newer than
 // `lost_after` at `now_ms`), those that have the template first, then the
 // most free memory (minus `placed`: memory this replica placed on a node
-// since its last heartbeat), then the fewest sandboxes, then by name.
+// that its heartbeat does not count yet), then the fewest sandboxes, then
+// by name.
 // Nodes without room for `memory_mib` come last.
 std::vector<std::string> rankNodes(const std::vector<store::NodeRecord>& nodes,
                                    const std::string& template_name, uint64_t memory_mib,
