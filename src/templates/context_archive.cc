@@ -24,6 +24,13 @@ namespace fs = std::filesystem;
 
 namespace {
 
+// libarchive's message for its last error; it has none (NULL) after some
+// refusals of a malformed header, which must not reach a std::string.
+std::string archiveError(archive* a) {
+  const char* m = archive_error_string(a);
+  return m ? std::string(m) : std::string("a malformed archive");
+}
+
 constexpr size_t kMaxName = 4096;
 constexpr size_t kMaxDepth = 128;
 
@@ -172,7 +179,7 @@ Status Unpacker::file(archive_entry* e, int dir, const std::string& base, std::s
     la_int64_t off = 0;
     int r = archive_read_data_block(a_, &buf, &n, &off);
     if (r == ARCHIVE_EOF) break;
-    if (r < ARCHIVE_WARN) return memberError(name, archive_error_string(a_));
+    if (r < ARCHIVE_WARN) return memberError(name, archiveError(a_));
     // A sparse member's blocks stay within the size counted above.
     if (off < 0 || static_cast<uint64_t>(off) + n > static_cast<uint64_t>(size))
       return memberError(name, "data past its size");
@@ -213,8 +220,7 @@ Status unpackContextTar(const std::string& tar, const std::string& dir, UnpackLi
   archive_read_support_format_tar(a.get());
   archive_read_support_filter_none(a.get());
   if (archive_read_open_filename(a.get(), tar.c_str(), 1 << 16) != ARCHIVE_OK)
-    return Error(Code::kInvalidArgument,
-                 std::string("build context: not a tar: ") + archive_error_string(a.get()));
+    return Error(Code::kInvalidArgument, "build context: not a tar: " + archiveError(a.get()));
   VESSEL_ASSIGN_OR_RETURN(Fd root, Fd::open(dir, O_PATH | O_DIRECTORY));
   Unpacker u(a.get(), std::move(root), limits);
   for (;;) {
@@ -222,8 +228,7 @@ Status unpackContextTar(const std::string& tar, const std::string& dir, UnpackLi
     int r = archive_read_next_header(a.get(), &e);
     if (r == ARCHIVE_EOF) break;
     if (r < ARCHIVE_WARN)
-      return Error(Code::kInvalidArgument,
-                   std::string("build context: not a tar: ") + archive_error_string(a.get()));
+      return Error(Code::kInvalidArgument, "build context: not a tar: " + archiveError(a.get()));
     VESSEL_TRY(u.member(e));
   }
   return okStatus();
@@ -279,8 +284,7 @@ Status TarWriter::header(archive_entry* e, const std::string& name) {
   archive_entry_set_mtime(e, 0, 0);  // the build's cache keys by content, not time
   ++stats.entries;
   if (archive_write_header(a_, e) < ARCHIVE_WARN)
-    return Error(Code::kInternal,
-                 "write the context tar: " + name + ": " + archive_error_string(a_));
+    return Error(Code::kInternal, "write the context tar: " + name + ": " + archiveError(a_));
   return okStatus();
 }
 
@@ -313,8 +317,7 @@ Status TarWriter::add(const std::string& path, const std::string& name, const st
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) return Error(Code::kInternal, "read " + path + ": it changed while read");
     if (archive_write_data(a_, buf, static_cast<size_t>(n)) != n)
-      return Error(Code::kInternal,
-                   std::string("write the context tar: ") + archive_error_string(a_));
+      return Error(Code::kInternal, "write the context tar: " + archiveError(a_));
     left -= static_cast<uint64_t>(n);
   }
   stats.bytes += static_cast<uint64_t>(now.st_size);
@@ -329,8 +332,7 @@ Status TarWriter::addBytes(const std::string& name, const std::string& content) 
   VESSEL_TRY(header(e.get(), name));
   if (!content.empty() && archive_write_data(a_, content.data(), content.size()) !=
                               static_cast<ssize_t>(content.size()))
-    return Error(Code::kInternal,
-                 std::string("write the context tar: ") + archive_error_string(a_));
+    return Error(Code::kInternal, "write the context tar: " + archiveError(a_));
   stats.bytes += content.size();
   return okStatus();
 }
@@ -354,8 +356,7 @@ Result<ContextTarStats> writeContextTar(const std::string& dir, int fd,
   if (!a) return Error(Code::kInternal, "write the context tar: out of memory");
   archive_write_set_format_pax_restricted(a.get());  // ustar, pax headers only where needed
   if (archive_write_open_fd(a.get(), fd) != ARCHIVE_OK)
-    return Error(Code::kInternal,
-                 std::string("write the context tar: ") + archive_error_string(a.get()));
+    return Error(Code::kInternal, "write the context tar: " + archiveError(a.get()));
   TarWriter w(a.get());
   const bool prune = !ignore.hasExceptions();
   size_t seen = 0;
@@ -387,8 +388,7 @@ Result<ContextTarStats> writeContextTar(const std::string& dir, int fd,
   if (ec) return Error(Code::kInternal, "read the build context " + dir + ": " + ec.message());
   for (const auto& [name, content] : extra) VESSEL_TRY(w.addBytes(name, content));
   if (archive_write_close(a.get()) != ARCHIVE_OK)
-    return Error(Code::kInternal,
-                 std::string("write the context tar: ") + archive_error_string(a.get()));
+    return Error(Code::kInternal, "write the context tar: " + archiveError(a.get()));
   return w.stats;
 }
 
