@@ -76,6 +76,15 @@ Error internal::errorFrame(const Frame& f) {
   return agentproto::fromErrorMsg(*m);
 }
 
+std::optional<Error> internal::olderAgent(const Error& e, const std::string& agent,
+                                          const std::string& feature) {
+  if (e.code() != Code::kInvalidArgument ||
+      e.message().find("unsupported request type") == std::string::npos)
+    return std::nullopt;
+  return Error(Code::kFailedPrecondition, agent + ": its agent is older than " + feature +
+                                              "; rebuild the sandbox's template with this Vessel");
+}
+
 // --- AgentClient: channel ---------------------------------------------------
 
 AgentClient::AgentClient(Socket channel, std::string leftover, std::string name)

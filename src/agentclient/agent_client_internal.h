@@ -3,6 +3,7 @@
 // per-stream state and the templates that open streams.
 #include <boost/asio/steady_timer.hpp>
 #include <deque>
+#include <optional>
 
 #include "agentclient/agent_client.h"
 
@@ -54,6 +55,11 @@ struct Stream {
 };
 
 Error errorFrame(const Frame& f);
+// An agent built before `feature` (e.g. "volumes (MountVolume)") refuses
+// its request type itself: `e` said as the template to rebuild, or nullopt
+// for any other error.
+std::optional<Error> olderAgent(const Error& e, const std::string& agent,
+                                const std::string& feature);
 asio::awaitable<Status> waitOn(asio::steady_timer& t);
 
 }  // namespace internal

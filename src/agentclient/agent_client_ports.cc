@@ -17,13 +17,8 @@ asio::awaitable<Result<std::unique_ptr<PortStream>>> AgentClient::connectPort(ui
   }
   if (got->type == MsgType::kError) {
     Error e = errorFrame(*got);
-    // Agents before ConnectPort refuse the type itself.
-    if (e.code() == Code::kInvalidArgument &&
-        e.message().find("unsupported request type") != std::string::npos)
-      co_return Error(Code::kFailedPrecondition,
-                      name_ +
-                          ": its agent is older than sandbox ports (ConnectPort); "
-                          "rebuild the sandbox's template with this Vessel");
+    if (auto older = internal::olderAgent(e, name_, "sandbox ports (ConnectPort)"))
+      co_return std::move(*older);
     co_return std::move(e).withContext(name_ + ": port " + std::to_string(port));
   }
   co_return std::make_unique<PortStream>(shared_from_this(), std::move(s));

@@ -29,12 +29,8 @@ asio::awaitable<Result<std::unique_ptr<VolumeStream>>> AgentClient::mountVolume(
   }
   if (got->type == MsgType::kError) {
     Error e = errorFrame(*got);
-    if (e.code() == Code::kInvalidArgument &&
-        e.message().find("unsupported request type") != std::string::npos)
-      co_return Error(Code::kFailedPrecondition,
-                      name_ +
-                          ": its agent is older than volumes (MountVolume); "
-                          "rebuild the sandbox's template with this Vessel");
+    if (auto older = internal::olderAgent(e, name_, "volumes (MountVolume)"))
+      co_return std::move(*older);
     co_return std::move(e).withContext(name_ + ": mount volume at " + path);
   }
   if (got->type != MsgType::kVolumeData)  // Ok before any request: the mount is gone
