@@ -67,13 +67,23 @@ void runUntilStopped(asio::io_context& io, std::chrono::seconds bound, std::func
   log.info("stopped");
 }
 
-// One vesseld per state directory: a second one would adopt and reap the
-// first one's machines. The lock dies with the process, even on kill -9.
-Result<Fd> lockStateDir(const std::string& dir) {
+namespace {
+
+// The state directory, made if missing, readable by root alone.
+Status makeStateDir(const std::string& dir) {
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) return Error(Code::kUnavailable, "create state dir " + dir + ": " + ec.message());
   ::chmod(dir.c_str(), 0700);
+  return okStatus();
+}
+
+}  // namespace
+
+// One vesseld per state directory: a second one would adopt and reap the
+// first one's machines. The lock dies with the process, even on kill -9.
+Result<Fd> lockStateDir(const std::string& dir) {
+  VESSEL_TRY(makeStateDir(dir));
   VESSEL_ASSIGN_OR_RETURN(Fd fd, Fd::open(dir + "/vesseld.lock", O_RDWR | O_CREAT, 0600));
   // A vesseld killed in the middle of a fork leaves a child that holds the
   // lock until it execs or dies (a moment): waited for, briefly, so a
@@ -115,11 +125,7 @@ Result<std::unique_ptr<store::Store>> openStore(const Config& cfg) {
     if (file.empty()) {
       // The default key sits in the state directory, which an API
       // replica (no state-dir lock) may not have made yet.
-      std::error_code ec;
-      fs::create_directories(cfg.state_dir, ec);
-      if (ec)
-        return Error(Code::kUnavailable, "create state dir " + cfg.state_dir + ": " + ec.message());
-      ::chmod(cfg.state_dir.c_str(), 0700);
+      VESSEL_TRY(makeStateDir(cfg.state_dir));
       file = cfg.state_dir + "/credential-key";
     }
     VESSEL_ASSIGN_OR_RETURN(std::string key, aeadKeyFile(file));
