@@ -38,33 +38,6 @@ Result<VolumeRequest> parseVolumeRequest(std::string_view body, bool with_size, 
   return out;
 }
 
-bool validMountPath(std::string_view path) {
-  if (path.size() < 2 || path.size() > 255 || path[0] != '/' || path.back() == '/') return false;
-  size_t pos = 1;
-  while (pos <= path.size()) {
-    size_t slash = path.find('/', pos);
-    if (slash == std::string_view::npos) slash = path.size();
-    std::string_view c = path.substr(pos, slash - pos);
-    if (c.empty() || c == "." || c == "..") return false;
-    for (char ch : c)
-      if (ch == '\0' || ch == ',') return false;
-    pos = slash + 1;
-  }
-  for (std::string_view own : {"/proc", "/sys", "/dev"})
-    if (path == own || (path.substr(0, own.size()) == own && path[own.size()] == '/')) return false;
-  return true;
-}
-
-namespace {
-
-// Whether `inner` is `outer` or lies beneath it.
-bool within(std::string_view inner, std::string_view outer) {
-  return inner == outer || (inner.size() > outer.size() && inner.substr(0, outer.size()) == outer &&
-                            inner[outer.size()] == '/');
-}
-
-}  // namespace
-
 Result<std::vector<VolumeMountRequest>> parseVolumeMounts(const boost::json::value& v) {
   if (!v.is_array()) return http::badRequest("volumes must be an array of {name, path, read_only}");
   const auto& a = v.as_array();
@@ -96,7 +69,7 @@ Result<std::vector<VolumeMountRequest>> parseVolumeMounts(const boost::json::val
                               "': an absolute path without . or .., not / and not in /proc, "
                               "/sys or /dev");
     for (const auto& o : out)
-      if (within(m.path, o.path) || within(o.path, m.path))
+      if (volumes::mountPathsOverlap(m.path, o.path))
         return http::badRequest("volumes: " + m.path + " and " + o.path + " overlap");
     out.push_back(std::move(m));
   }

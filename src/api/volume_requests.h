@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "base/result.h"
+#include "volumes/mount_path.h"
 
 namespace vessel::api {
 
@@ -32,12 +33,11 @@ struct VolumeMountRequest {
   std::string path;
   bool read_only = false;
 };
-constexpr size_t kMaxSandboxVolumes = 16;
+constexpr size_t kMaxSandboxVolumes = volumes::kMaxSandboxMounts;
 
-// Whether `path` may be a mount point in a guest: absolute, at most 255
-// bytes, no empty, "." or ".." component, no trailing '/', not "/" and not
-// in /proc, /sys or /dev (the guest's own).
-bool validMountPath(std::string_view path);
+// Whether `path` may be a mount point in a guest (the rule E2B's
+// volumeMounts shares).
+using volumes::validMountPath;
 
 // POST /v1/sandboxes's "volumes": [{"name", "path", "read_only"?}], at most
 // kMaxSandboxVolumes, no path twice nor one inside another.

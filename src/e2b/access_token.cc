@@ -67,6 +67,43 @@ std::string AccessTokens::trafficForSandbox(std::string_view sandbox_id) const {
   return mac("traffic-access-token:", sandbox_id);
 }
 
+namespace {
+
+constexpr std::string_view kVolumePrefix = "vvt_";
+constexpr size_t kMaxTenantBytes = 128;
+
+}  // namespace
+
+std::string AccessTokens::forVolume(std::string_view tenant, std::string_view volume_id) const {
+  std::string t = hex(reinterpret_cast<const unsigned char*>(tenant.data()), tenant.size());
+  std::string subject = t + "/" + std::string(volume_id);
+  return std::string(kVolumePrefix) + t + "_" + mac("volume-token:", subject);
+}
+
+std::optional<std::string> AccessTokens::checkVolume(std::string_view volume_id,
+                                                     std::string_view token) const {
+  if (!hasKey() || volume_id.empty() || !token.starts_with(kVolumePrefix)) return std::nullopt;
+  token.remove_prefix(kVolumePrefix.size());
+  auto sep = token.find('_');
+  if (sep == std::string_view::npos || sep == 0 || sep % 2 != 0 || sep > 2 * kMaxTenantBytes)
+    return std::nullopt;
+  std::string tenant;
+  for (size_t i = 0; i < sep; i += 2) {
+    auto nibble = [](char c) -> int {
+      if (c >= '0' && c <= '9') return c - '0';
+      if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+      return -1;
+    };
+    int hi = nibble(token[i]), lo = nibble(token[i + 1]);
+    if (hi < 0 || lo < 0) return std::nullopt;
+    tenant.push_back(static_cast<char>(hi * 16 + lo));
+  }
+  // Compared whole (prefix and tenant included), in constant time.
+  std::string given = std::string(kVolumePrefix) + std::string(token);
+  if (!sameInConstantTime(forVolume(tenant, volume_id), given)) return std::nullopt;
+  return tenant;
+}
+
 std::string AccessTokens::mac(std::string_view label, std::string_view sandbox_id) const {
   return hmacHex(key_, label, sandbox_id);
 }

@@ -13,6 +13,7 @@
 // before forwarding it to the sandbox's node, and vouches for it with a
 // forward proof: HMAC(node token, "envd-forward:" + sandbox id), which the
 // node checks in place of the token (forwarded()).
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -51,6 +52,16 @@ class AccessTokens {
   // allowPublicTraffic false: the same construction under another label,
   // so it is neither the envd token nor derivable from it.
   std::string trafficForSandbox(std::string_view sandbox_id) const;
+  // E2B's volume token (VolumeAndToken.token), which alone authorizes
+  // /volumecontent/{volumeID}/... for that one volume of that tenant:
+  // "vvt_" + hex(tenant) + "_" + HMAC(key, "volume-token:" + hex(tenant) +
+  // "/" + volume id) in hex. It names its tenant (the content routes carry
+  // no API key) and is bound to the volume's id, which a new volume of the
+  // same name does not share; the store alone cannot make one.
+  std::string forVolume(std::string_view tenant, std::string_view volume_id) const;
+  // In constant time: the tenant `token` was made for, if it is
+  // `volume_id`'s; nullopt for anything else (or without the key).
+  std::optional<std::string> checkVolume(std::string_view volume_id, std::string_view token) const;
   // Whether this side holds the key (a node does not: forSandbox() is then
   // meaningless and must not be used to check a signature).
   bool hasKey() const { return !key_.empty(); }

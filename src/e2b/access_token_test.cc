@@ -27,6 +27,32 @@ TEST(AccessTokensTest, OnePerSandboxStableAndKeyed) {
   EXPECT_FALSE(b.check("sb-1", t));
 }
 
+// A volume token names its tenant and works for its one volume only; it
+// is neither a sandbox's token nor made without the key.
+TEST(AccessTokensTest, AVolumeTokenIsItsVolumesAndTenantsAlone) {
+  auto a = AccessTokens::withKey(std::string(32, 'a'));
+  auto b = AccessTokens::withKey(std::string(32, 'b'));
+  std::string t = a.forVolume("dev", "vol-1");
+  EXPECT_EQ(t.substr(0, 11), "vvt_646576_");  // "dev" in hex
+  EXPECT_EQ(t, a.forVolume("dev", "vol-1"));
+  EXPECT_EQ(a.checkVolume("vol-1", t), std::optional<std::string>("dev"));
+  EXPECT_FALSE(a.checkVolume("vol-2", t));
+  EXPECT_FALSE(b.checkVolume("vol-1", t));
+  EXPECT_NE(t, a.forVolume("other", "vol-1"));
+  // Another tenant's name spliced into the token does not carry its MAC.
+  std::string forged = "vvt_6f74686572" + t.substr(10);
+  EXPECT_FALSE(a.checkVolume("vol-1", forged));
+  EXPECT_FALSE(a.checkVolume("vol-1", t.substr(0, t.size() - 1)));
+  EXPECT_FALSE(a.checkVolume("vol-1", ""));
+  EXPECT_FALSE(a.checkVolume("vol-1", "vvt__" + t.substr(11)));
+  EXPECT_FALSE(a.checkVolume("vol-1", "vvt_zz_" + t.substr(11)));
+  EXPECT_FALSE(a.checkVolume("vol-1", a.forSandbox("vol-1")));
+  EXPECT_FALSE(a.checkVolume("", t));
+  // Without the key (a node), nothing is a volume token.
+  auto node = AccessTokens::nodeSide("node-secret-0123456789");
+  EXPECT_FALSE(node.checkVolume("vol-1", AccessTokens::withKey("").forVolume("dev", "vol-1")));
+}
+
 // Many machines: a node holds no key, so it neither computes nor accepts a
 // token (not even one made under the empty key); it accepts only a
 // replica's forward proof, bound to the sandbox it names.

@@ -262,8 +262,7 @@ Result<NewSandbox> parseNewSandbox(std::string_view body, bool v2) {
         }
       }
     } else if (k == "volumeMounts") {
-      if (!isNull(v) && !(v.is_array() && v.as_array().empty()))
-        return noMapping("volumeMounts (volumes)");
+      VESSEL_ASSIGN_OR_RETURN(r.volumes, parseVolumeMounts(v));
     } else if (k == "iam") {
       if (!isNull(v)) return noMapping("iam (workload identity tokens)");
     } else if (k == "mcp") {

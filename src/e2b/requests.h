@@ -4,7 +4,7 @@
 // body or query parsed once, bounded, into a typed request for the lifecycle
 // (ops::Lifecycle), or a kInvalidArgument error the API answers 400. What
 // E2B has and Vessel cannot give (egress proxies,
-// volumes, IAM tokens, a resume without memory, ...) is refused here with a
+// IAM tokens, a resume without memory, ...) is refused here with a
 // message that says so, never silently dropped.
 #include <cstdint>
 #include <map>
@@ -17,6 +17,7 @@
 
 #include "base/result.h"
 #include "base/rfc3339.h"
+#include "e2b/volume_requests.h"
 #include "ops/node.h"
 #include "store/states.h"
 
@@ -58,6 +59,8 @@ struct NewSandbox {
   bool auto_pause_memory = true;
   bool auto_resume = false;
   Ingress ingress;
+  // `volumeMounts`: the tenant's volumes by name, at their paths.
+  std::vector<VolumeMount> volumes;
 };
 // POST /sandboxes (v1) and /v2/sandboxes (v2: no `secure`).
 Result<NewSandbox> parseNewSandbox(std::string_view body, bool v2);

@@ -119,7 +119,6 @@ TEST(NewSandbox, IpAndCidrRulesBecomePolicy) {
 TEST(NewSandbox, WhatHasNoMappingIsRefusedSayingSo) {
   for (const char* body : {
            R"({"templateID":"base","network":{"egressProxy":{"address":"p:1"}}})",
-           R"({"templateID":"base","volumeMounts":[{"name":"v","path":"/data"}]})",
            R"({"templateID":"base","iam":{"tokens":{"t":{"audience":"a","tokenType":"jwt"}}}})",
            R"({"templateID":"base","network":{"rules":{"a.com":[{"transform":{"path":"/x"}}]}}})",
        }) {

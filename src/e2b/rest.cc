@@ -43,6 +43,12 @@ Response errorJson(const Request& req, const Error& e) {
   return jsonBody(req, st, json::object{{"code", static_cast<int>(st)}, {"message", e.message()}});
 }
 
+json::array volumeMountsJson(const std::vector<VolumeMount>& mounts) {
+  json::array a;
+  for (const auto& m : mounts) a.push_back(json::object{{"name", m.name}, {"path", m.path}});
+  return a;
+}
+
 Response noContent(const Request& req) {
   Response res{http::status::no_content, req.version()};
   res.keep_alive(req.keep_alive());
@@ -114,7 +120,9 @@ void RestApi::install(http::HttpServer& server) {
           auto sb = lifecycle_.get(t, id);
           if (!sb.ok()) return errorJson(q, sb.error());
           if (!running(sb->state) && !paused(sb->state)) return errorJson(q, notFound(id));
-          return jsonBody(q, http::status::ok, listedJson(*sb, true));
+          json::object o = listedJson(*sb, true);
+          o["volumeMounts"] = volumeMountsJson(mountsOf(t)[id]);
+          return jsonBody(q, http::status::ok, o);
         }));
   r.del("/sandboxes/{id:sandbox}",
         authed([this](const Request& q, T t, P p) { return kill(q, std::move(t), p["id"]); }));
@@ -182,6 +190,7 @@ void RestApi::install(http::HttpServer& server) {
     r.add(m, "/secrets/{name}", authed([this](const Request& q, T t, P p) {
             return secret(q, std::move(t), p["name"]);
           }));
+  installVolumes(r);
 }
 
 }  // namespace vessel::e2b

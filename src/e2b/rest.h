@@ -7,9 +7,11 @@
 // the sandbox runs). The key comes in `X-API-Key` (either form,
 // api::tenantForKey, which vesseld hands in); errors are E2B's `{"code": <HTTP status>,
 // "message"}`, which the SDKs branch on. docs/e2b.md lists the mapping and what is refused.
+#include <boost/json/array.hpp>
 #include <boost/json/object.hpp>
 #include <chrono>
 #include <functional>
+#include <map>
 #include <memory>
 #include <set>
 #include <string>
@@ -17,6 +19,7 @@
 
 #include "e2b/access_token.h"
 #include "e2b/requests.h"
+#include "e2b/volumes.h"
 #include "http/server.h"
 #include "ops/lifecycle.h"
 #include "templates/store.h"
@@ -69,6 +72,9 @@ class RestApi {
   void setUrlScheme(std::string scheme) { scheme_ = std::move(scheme); }
   // Where build status reads its events (unset: builds show no log).
   void setOperationEvents(OperationEvents f) { events_ = std::move(f); }
+  // E2B's Volume API and volumeMounts (unset: they answer 503, as on an
+  // API replica, which keeps no volumes); before install().
+  void setVolumes(Volumes v) { volumes_ = std::move(v); }
 
  private:
   // The tenant of the request's key (X-API-Key or a bearer token).
@@ -110,6 +116,30 @@ class RestApi {
   asio::awaitable<Response> createSecret(const Request& req, std::string tenant);
   asio::awaitable<Response> secret(const Request& req, std::string tenant, std::string name);
 
+  // E2B's Volume API (rest_volumes.cc): /volumes behind the tenant's key,
+  // /volumecontent behind the volume's token (rest_volume_files.cc).
+  void installVolumes(http::Router& r);
+  asio::awaitable<Response> createVolume(const Request& req, std::string tenant);
+  Response listVolumes(const Request& req, const std::string& tenant);
+  Response getVolume(const Request& req, const std::string& tenant, const std::string& id);
+  asio::awaitable<Response> deleteVolume(const Request& req, std::string tenant, std::string id);
+  // The tenant's volume of this id, or kNotFound.
+  Result<store::VolumeRecord> volumeById(const std::string& tenant, const std::string& id);
+  // The volume a /volumecontent request's token is for and its files;
+  // kUnauthenticated for no token or another volume's.
+  Result<volumes::VolumeFiles> contentFiles(const Request& req, const std::string& id);
+  void installVolumeFiles(http::Router& r);
+  asio::awaitable<Response> listDir(const Request& req, std::string id);
+  asio::awaitable<Response> makeDir(const Request& req, std::string id);
+  asio::awaitable<Response> pathInfo(const Request& req, std::string id, http::verb method);
+  asio::awaitable<std::optional<Response>> readVolumeFile(const Request& req,
+                                                          boost::beast::tcp_stream& stream,
+                                                          std::string id);
+  asio::awaitable<Response> writeVolumeFile(const Request& req, http::BodyReader& body,
+                                            std::string id);
+  // volumeMounts of the tenant's sandboxes (empty without volumes here).
+  std::map<std::string, std::vector<VolumeMount>> mountsOf(const std::string& tenant);
+
   // The operation's end: ok, or the error it failed with.
   asio::awaitable<Status> finish(const std::string& tenant, const store::OperationRecord& op);
   // The E2B egress settings as the lifecycle's, with a credential made for
@@ -140,6 +170,7 @@ class RestApi {
   std::string domain_;
   std::string scheme_ = "http";
   OperationEvents events_;
+  Volumes volumes_;
   struct Builds;  // rest_builds.cc
   static std::shared_ptr<Builds> makeBuilds();
   std::shared_ptr<Builds> builds_;
@@ -150,6 +181,8 @@ class RestApi {
 Response errorJson(const Request& req, const Error& e);
 Response jsonBody(const Request& req, http::status status, const boost::json::value& v);
 Response noContent(const Request& req);
+// SandboxVolumeMount objects.
+boost::json::array volumeMountsJson(const std::vector<VolumeMount>& mounts);
 // A template name as E2B clients give it ("name", "name:default",
 // "team/name:tag"): the name, or kInvalidArgument.
 Result<std::string> templateName(std::string_view id);

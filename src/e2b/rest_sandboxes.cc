@@ -48,6 +48,10 @@ asio::awaitable<Response> RestApi::create(const Request& req, std::string tenant
   // Stored with the sandbox, in its create's transaction: its ports follow
   // them from the start, and its forks keep them.
   c.ingress = in->ingress;
+  // volumeMounts: the tenant's volumes by name, mounted read-write once it
+  // runs (the lifecycle resolves them: 404 for one the tenant has not).
+  for (auto& m : in->volumes)
+    c.volumes.push_back({"", std::move(m.name), std::move(m.path), false});
   auto r = lifecycle_.operations().forRequest(std::string(req["X-Request-Id"]),
                                               [&] { return lifecycle_.create(c); });
   if (!r.ok()) {
@@ -87,11 +91,16 @@ Response RestApi::list(const Request& req, const std::string& tenant, bool v2) {
                             : ops::ListRequest::Order::kOldestFirst;
   json::array items;
   std::string next;
+  auto mounts = mountsOf(tenant);  // one read for the whole list
   // v1 has no paging: every page, up to a bound.
   for (int pages = 0; pages < (v2 ? 1 : 10); ++pages) {
     auto page = lifecycle_.list(l);
     if (!page.ok()) return errorJson(req, page.error());
-    for (const auto& s : page->sandboxes) items.push_back(listedJson(s, false));
+    for (const auto& s : page->sandboxes) {
+      json::object o = listedJson(s, false);
+      o["volumeMounts"] = volumeMountsJson(mounts[s.id]);
+      items.push_back(std::move(o));
+    }
     next = page->next_page_token;
     if (next.empty()) break;
     l.page_token = next;

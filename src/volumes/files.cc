@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 
 #include "base/new_id.h"
 #include "base/scope_exit.h"
@@ -69,7 +70,12 @@ FileInfo infoOf(const struct stat& st, std::string name, std::string path) {
   f.mode = st.st_mode & 07777;
   f.uid = st.st_uid;
   f.gid = st.st_gid;
-  f.mtime_ms = static_cast<int64_t>(st.st_mtim.tv_sec) * 1000 + st.st_mtim.tv_nsec / 1000000;
+  auto ms = [](const timespec& t) {
+    return static_cast<int64_t>(t.tv_sec) * 1000 + t.tv_nsec / 1000000;
+  };
+  f.mtime_ms = ms(st.st_mtim);
+  f.atime_ms = ms(st.st_atim);
+  f.ctime_ms = ms(st.st_ctim);
   return f;
 }
 
@@ -84,6 +90,56 @@ Result<FileInfo> statAt(int dir, const std::string& name, const std::string& pat
     if (n > 0) f.target.assign(buf, static_cast<size_t>(n));
   }
   return f;
+}
+
+// The names in directory `fd`, sorted, "." and ".." left out.
+Result<std::vector<std::string>> namesIn(int fd, const std::string& path) {
+  int dup = ::fcntl(fd, F_DUPFD_CLOEXEC, 0);
+  if (dup < 0) return fileError("list " + path);
+  DIR* d = ::fdopendir(dup);
+  if (!d) {
+    ::close(dup);
+    return fileError("list " + path);
+  }
+  ScopeExit close([d] { ::closedir(d); });
+  std::vector<std::string> names;
+  while (dirent* e = ::readdir(d)) {
+    std::string n = e->d_name;
+    if (n == "." || n == "..") continue;
+    if (names.size() >= kMaxListEntries)
+      return Error(Code::kResourceExhausted,
+                   "list " + path + ": more than " + std::to_string(kMaxListEntries) + " entries");
+    names.push_back(std::move(n));
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+// Appends the entries of directory `fd` (shown as `base`, "" for the root)
+// to `out`, each subdirectory's after it while `depth` > 1: opened
+// O_NOFOLLOW from its parent's fd, on the root's filesystem only, so a
+// link is listed and never descended into.
+Status listInto(int fd, dev_t dev, const std::string& base, int depth, std::vector<FileInfo>& out) {
+  VESSEL_ASSIGN_OR_RETURN(auto names, namesIn(fd, base.empty() ? "/" : base));
+  for (const auto& n : names) {
+    auto f = statAt(fd, n, base + "/" + n);
+    if (!f.ok()) continue;  // one removed meanwhile is left out
+    if (out.size() >= kMaxListEntries)
+      return Error(Code::kResourceExhausted, "list " + (base.empty() ? "/" : base) +
+                                                 ": more than " + std::to_string(kMaxListEntries) +
+                                                 " entries");
+    const bool descend = depth > 1 && f->type == "dir";
+    std::string path = f->path;
+    out.push_back(std::move(*f));
+    if (!descend) continue;
+    int sub = ::openat(fd, n.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (sub < 0) continue;  // replaced or removed meanwhile
+    Fd owned(sub);
+    struct stat st {};
+    if (::fstat(owned.get(), &st) != 0 || st.st_dev != dev) continue;
+    VESSEL_TRY(listInto(owned.get(), dev, path, depth - 1, out));
+  }
+  return okStatus();
 }
 
 // Empties directory `fd` (opened O_NOFOLLOW), depth first, never following
@@ -186,32 +242,18 @@ Result<FileInfo> VolumeFiles::stat(std::string_view path) const {
   return statAt(parent.first.get(), parent.second, shown(rel));
 }
 
-Result<std::vector<FileInfo>> VolumeFiles::list(std::string_view path) const {
+Result<std::vector<FileInfo>> VolumeFiles::list(std::string_view path, int depth) const {
+  if (depth < 1 || depth > kMaxListDepth)
+    return Error(Code::kInvalidArgument,
+                 "list depth: 1 to " + std::to_string(kMaxListDepth) + " levels");
   VESSEL_ASSIGN_OR_RETURN(std::string rel, relativePath(path));
   VESSEL_ASSIGN_OR_RETURN(FileInfo self, stat(path));
   if (self.type != "dir") return std::vector<FileInfo>{std::move(self)};
   VESSEL_ASSIGN_OR_RETURN(Fd dir, beneath(root_.get(), rel, O_RDONLY | O_DIRECTORY));
-  int dup = ::fcntl(dir.get(), F_DUPFD_CLOEXEC, 0);
-  if (dup < 0) return fileError("list " + shown(rel));
-  DIR* d = ::fdopendir(dup);
-  if (!d) {
-    ::close(dup);
-    return fileError("list " + shown(rel));
-  }
-  ScopeExit close([d] { ::closedir(d); });
+  struct stat root {};
+  if (::fstat(root_.get(), &root) != 0) return fileError("list " + shown(rel));
   std::vector<FileInfo> out;
-  const std::string base = rel == "." ? "" : "/" + rel;
-  while (dirent* e = ::readdir(d)) {
-    std::string n = e->d_name;
-    if (n == "." || n == "..") continue;
-    if (out.size() >= kMaxListEntries)
-      return Error(Code::kResourceExhausted, "list " + shown(rel) + ": more than " +
-                                                 std::to_string(kMaxListEntries) + " entries");
-    auto f = statAt(dir.get(), n, base + "/" + n);
-    if (f.ok()) out.push_back(std::move(*f));  // one removed meanwhile is left out
-  }
-  std::sort(out.begin(), out.end(),
-            [](const FileInfo& a, const FileInfo& b) { return a.name < b.name; });
+  VESSEL_TRY(listInto(dir.get(), root.st_dev, rel == "." ? "" : "/" + rel, depth, out));
   return out;
 }
 
@@ -255,6 +297,35 @@ Status VolumeFiles::mkdir(std::string_view path, uint32_t mode, bool parents) co
   }
 }
 
+Result<FileInfo> VolumeFiles::setAttributes(std::string_view path, const Attributes& a) const {
+  VESSEL_TRY(writable("change", path));
+  VESSEL_ASSIGN_OR_RETURN(std::string rel, relativePath(path));
+  if (a.mode && *a.mode > 07777)
+    return Error(Code::kInvalidArgument, "mode: permission bits, at most 07777");
+  constexpr uint32_t kNoId = static_cast<uint32_t>(-1);  // chown's "leave it"
+  if ((a.uid && *a.uid == kNoId) || (a.gid && *a.gid == kNoId))
+    return Error(Code::kInvalidArgument, "uid and gid: at most 4294967294");
+  // The object itself, beneath the root; a link at the end is the link.
+  VESSEL_ASSIGN_OR_RETURN(Fd f, beneath(root_.get(), rel, O_PATH | O_NOFOLLOW));
+  struct stat st {};
+  if (::fstat(f.get(), &st) != 0) return fileError("change " + shown(rel));
+  if (S_ISLNK(st.st_mode) && a.mode)
+    return Error(Code::kInvalidArgument,
+                 "change " + shown(rel) + ": a symbolic link has no mode of its own");
+  // The owner first: chown clears set-user-ID bits a mode may then set.
+  if ((a.uid || a.gid) &&
+      ::fchownat(f.get(), "", a.uid.value_or(kNoId), a.gid.value_or(kNoId), AT_EMPTY_PATH) != 0)
+    return fileError("chown " + shown(rel));
+  // fchmod refuses an O_PATH fd; its /proc link names the same inode, so
+  // nothing is looked up again by name.
+  if (a.mode) {
+    std::string self = "/proc/self/fd/" + std::to_string(f.get());
+    if (::chmod(self.c_str(), static_cast<mode_t>(*a.mode)) != 0)
+      return fileError("chmod " + shown(rel));
+  }
+  return stat(path);
+}
+
 Status VolumeFiles::remove(std::string_view path, bool recursive) const {
   VESSEL_TRY(writable("remove", path));
   VESSEL_ASSIGN_OR_RETURN(std::string rel, relativePath(path));
@@ -279,25 +350,40 @@ Status VolumeFiles::remove(std::string_view path, bool recursive) const {
 }
 
 Result<VolumeFiles::Write> VolumeFiles::write(std::string_view path, uint32_t mode) const {
+  WriteOptions o;
+  o.mode = mode;
+  return write(path, o);
+}
+
+Result<VolumeFiles::Write> VolumeFiles::write(std::string_view path, const WriteOptions& o) const {
   VESSEL_TRY(writable("write", path));
   VESSEL_ASSIGN_OR_RETURN(std::string rel, relativePath(path));
   VESSEL_ASSIGN_OR_RETURN(auto parent, parentOf(rel));
   struct stat st {};
-  if (::fstatat(parent.first.get(), parent.second.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-      S_ISDIR(st.st_mode))
-    return Error(Code::kInvalidArgument, "write " + shown(rel) + ": is a directory");
+  if (::fstatat(parent.first.get(), parent.second.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) {
+    if (S_ISDIR(st.st_mode))
+      return Error(Code::kInvalidArgument, "write " + shown(rel) + ": is a directory");
+    if (!o.replace) return Error(Code::kAlreadyExists, "write " + shown(rel) + ": exists");
+  }
+  constexpr uint32_t kNoId = static_cast<uint32_t>(-1);
+  if ((o.uid && *o.uid == kNoId) || (o.gid && *o.gid == kNoId))
+    return Error(Code::kInvalidArgument, "uid and gid: at most 4294967294");
   std::string tmp = ".vessel-write" + newId("");
   int fd = ::openat(parent.first.get(), tmp.c_str(),
                     O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (fd < 0) return fileError("write " + shown(rel));
   Fd file(fd);
-  if (::fchmod(file.get(), static_cast<mode_t>(mode & 0777)) != 0) {
+  // Owner, then mode (chown clears set-user-ID bits), on the new file's fd.
+  bool set =
+      (!o.uid && !o.gid) || ::fchown(file.get(), o.uid.value_or(kNoId), o.gid.value_or(kNoId)) == 0;
+  set = set && ::fchmod(file.get(), static_cast<mode_t>(o.mode & 07777)) == 0;
+  if (!set) {
     Error e = fileError("write " + shown(rel));
     ::unlinkat(parent.first.get(), tmp.c_str(), 0);
     return e;
   }
   return Write(std::move(parent.first), std::move(file), std::move(tmp), std::move(parent.second),
-               shown(rel));
+               shown(rel), o.replace);
 }
 
 VolumeFiles::Write::~Write() {
@@ -321,7 +407,9 @@ Result<FileInfo> VolumeFiles::Write::commit() {
   // Durable before it replaces anything: a crash leaves the old file or
   // the whole new one.
   if (::fsync(file_.get()) != 0) return fileError("write " + path_);
-  if (::renameat(dir_.get(), tmp_.c_str(), dir_.get(), name_.c_str()) != 0)
+  // Not replacing: RENAME_NOREPLACE fails (EEXIST) on a file made meanwhile.
+  const unsigned flags = replace_ ? 0 : RENAME_NOREPLACE;
+  if (::renameat2(dir_.get(), tmp_.c_str(), dir_.get(), name_.c_str(), flags) != 0)
     return fileError("write " + path_);
   tmp_.clear();
   (void)::fsync(dir_.get());

@@ -8,6 +8,7 @@
 // target instead of the link (stat, remove, the rename of a write).
 // Blocking calls: the API runs them on a worker thread.
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -24,12 +25,29 @@ struct FileInfo {
   uint64_t size = 0;
   uint32_t mode = 0;  // permission bits
   uint32_t uid = 0, gid = 0;
-  int64_t mtime_ms = 0;
+  int64_t mtime_ms = 0, atime_ms = 0, ctime_ms = 0;
   std::string target;  // a symlink's, as stored (never followed here)
 };
 
 // At most this many entries in one listing (the API's answer stays bounded).
 constexpr size_t kMaxListEntries = 10000;
+// The deepest a listing descends (list's `depth`).
+constexpr int kMaxListDepth = 64;
+
+// What setAttributes changes; unset: left as it is.
+struct Attributes {
+  std::optional<uint32_t> mode;  // permission bits, at most 07777
+  std::optional<uint32_t> uid, gid;
+};
+
+// A write's options: the new file's mode and owner, and whether it may
+// replace a file already there (false: kAlreadyExists, checked when the
+// write starts and again, atomically, when it is renamed into place).
+struct WriteOptions {
+  uint32_t mode = 0644;
+  std::optional<uint32_t> uid, gid;
+  bool replace = true;
+};
 
 // A volume path as a client gives it ("/a/b", "a/b", "" or "/" for the
 // root) made relative ("a/b", "." for the root). Refused: longer than
@@ -45,11 +63,18 @@ class VolumeFiles {
 
   Result<FileInfo> stat(std::string_view path) const;
   // A directory's entries (sorted by name, at most kMaxListEntries), or
-  // the stat of a file.
-  Result<std::vector<FileInfo>> list(std::string_view path) const;
+  // the stat of a file. With `depth` > 1 (at most kMaxListDepth) the
+  // entries of its subdirectories too, to that many levels, each
+  // directory's after it (links are listed, never descended into); at
+  // most kMaxListEntries in all.
+  Result<std::vector<FileInfo>> list(std::string_view path, int depth = 1) const;
   // A regular file for reading (kInvalidArgument for anything else).
   Result<Fd> openRead(std::string_view path) const;
   Status mkdir(std::string_view path, uint32_t mode, bool parents) const;
+  // chmod and chown of the file, directory or link itself (a link is
+  // never followed; it has no mode of its own: kInvalidArgument), and its
+  // stat after.
+  Result<FileInfo> setAttributes(std::string_view path, const Attributes& a) const;
   // Removes a file, link or empty directory; a directory with what it
   // holds when `recursive`. The root cannot be removed.
   Status remove(std::string_view path, bool recursive) const;
@@ -67,17 +92,20 @@ class VolumeFiles {
 
    private:
     friend class VolumeFiles;
-    Write(Fd dir, Fd file, std::string tmp, std::string name, std::string path)
+    Write(Fd dir, Fd file, std::string tmp, std::string name, std::string path, bool replace)
         : dir_(std::move(dir)),
           file_(std::move(file)),
           tmp_(std::move(tmp)),
           name_(std::move(name)),
-          path_(std::move(path)) {}
+          path_(std::move(path)),
+          replace_(replace) {}
     Fd dir_, file_;
     std::string tmp_, name_, path_;
+    bool replace_ = true;
     uint64_t written_ = 0;
   };
   Result<Write> write(std::string_view path, uint32_t mode) const;
+  Result<Write> write(std::string_view path, const WriteOptions& o) const;
 
  private:
   VolumeFiles(Fd root, bool read_only) : root_(std::move(root)), read_only_(read_only) {}

@@ -156,5 +156,112 @@ TEST_F(VolumeFilesTest, MkdirRemoveAndReadOnly) {
   EXPECT_TRUE(ro->stat("/d/f.txt").ok());
 }
 
+TEST_F(VolumeFilesTest, ListsToADepthWithoutFollowingLinks) {
+  auto v = VolumeFiles::open(root_, false);
+  ASSERT_TRUE(v.ok());
+  std::ofstream(root_ + "/d/e/deep.txt") << "x";
+  fs::create_directories(root_ + "/d/e/f");
+  std::ofstream(root_ + "/d/e/f/deeper") << "y";
+  auto paths = [](const std::vector<FileInfo>& l) {
+    std::vector<std::string> p;
+    for (const auto& f : l) p.push_back(f.path);
+    return p;
+  };
+  auto one = v->list("/d", 1);
+  ASSERT_TRUE(one.ok()) << one.error().message();
+  EXPECT_EQ(paths(*one), (std::vector<std::string>{"/d/e", "/d/f.txt", "/d/rel", "/d/up"}));
+  auto two = v->list("/d", 2);
+  ASSERT_TRUE(two.ok()) << two.error().message();
+  // Each directory's entries after it; "up" (a link to the outside) is
+  // listed and never descended into.
+  EXPECT_EQ(paths(*two), (std::vector<std::string>{"/d/e", "/d/e/deep.txt", "/d/e/f", "/d/f.txt",
+                                                   "/d/rel", "/d/up"}));
+  auto all = v->list("/", kMaxListDepth);
+  ASSERT_TRUE(all.ok());
+  for (const auto& f : *all) EXPECT_EQ(f.path.find("secret"), std::string::npos) << f.path;
+  EXPECT_EQ(all->size(), 9u);  // abs, d, its 4, e's 2, f's 1
+  EXPECT_GT((*all)[0].atime_ms, 0);
+  EXPECT_GT((*all)[0].ctime_ms, 0);
+  EXPECT_EQ(v->list("/d", 0).error().code(), Code::kInvalidArgument);
+  EXPECT_EQ(v->list("/d", kMaxListDepth + 1).error().code(), Code::kInvalidArgument);
+}
+
+TEST_F(VolumeFilesTest, SetsModeAndOwnerOfTheObjectItself) {
+  auto v = VolumeFiles::open(root_, false);
+  ASSERT_TRUE(v.ok());
+  Attributes a;
+  a.mode = 0600;
+  auto f = v->setAttributes("/d/f.txt", a);
+  ASSERT_TRUE(f.ok()) << f.error().message();
+  EXPECT_EQ(f->mode, 0600u);
+  EXPECT_EQ(v->stat("/d/f.txt").value().mode, 0600u);
+  a.mode = 0711;
+  EXPECT_EQ(v->setAttributes("/", a).value().mode, 0711u);
+  // Never through a link: the one to the outside has no mode to set, and
+  // what it points at keeps its own.
+  const auto before = fs::status(top_).permissions();
+  EXPECT_EQ(v->setAttributes("/abs", a).error().code(), Code::kInvalidArgument);
+  EXPECT_EQ(v->setAttributes("/abs/secret", a).error().code(), Code::kInvalidArgument);
+  EXPECT_EQ(fs::status(top_).permissions(), before);
+  a.mode = 010000;
+  EXPECT_EQ(v->setAttributes("/d/f.txt", a).error().code(), Code::kInvalidArgument);
+  EXPECT_EQ(v->setAttributes("/nope", Attributes{}).error().code(), Code::kNotFound);
+  auto ro = VolumeFiles::open(root_, true);
+  EXPECT_EQ(ro->setAttributes("/d/f.txt", Attributes{}).error().code(), Code::kFailedPrecondition);
+  if (::geteuid() != 0) GTEST_SKIP() << "chown needs root";
+  Attributes own;
+  own.uid = 1000;
+  own.gid = 1001;
+  auto o = v->setAttributes("/d/f.txt", own);
+  ASSERT_TRUE(o.ok()) << o.error().message();
+  EXPECT_EQ(o->uid, 1000u);
+  EXPECT_EQ(o->gid, 1001u);
+  EXPECT_EQ(o->mode, 0600u);  // kept
+  // A link's own owner changes; its target's does not.
+  struct stat out {};
+  ASSERT_EQ(::stat(top_.c_str(), &out), 0);
+  auto l = v->setAttributes("/abs", own);
+  ASSERT_TRUE(l.ok()) << l.error().message();
+  EXPECT_EQ(l->uid, 1000u);
+  struct stat after {};
+  ASSERT_EQ(::stat(top_.c_str(), &after), 0);
+  EXPECT_EQ(after.st_uid, out.st_uid);
+}
+
+TEST_F(VolumeFilesTest, AWriteThatMayNotReplaceRefusesAnExistingFile) {
+  auto v = VolumeFiles::open(root_, false);
+  ASSERT_TRUE(v.ok());
+  WriteOptions keep;
+  keep.replace = false;
+  keep.mode = 0640;
+  EXPECT_EQ(v->write("/d/f.txt", keep).error().code(), Code::kAlreadyExists);
+  EXPECT_EQ(v->write("/d/rel", keep).error().code(), Code::kAlreadyExists);  // a link too
+  auto w = v->write("/d/new.txt", keep);
+  ASSERT_TRUE(w.ok()) << w.error().message();
+  ASSERT_TRUE(w->append("late").ok());
+  // Made meanwhile (by a guest, say): the rename refuses to replace it.
+  std::ofstream(root_ + "/d/new.txt") << "first";
+  EXPECT_EQ(w->commit().error().code(), Code::kAlreadyExists);
+  EXPECT_EQ(slurp(*v->openRead("/d/new.txt")), "first");
+  auto w2 = v->write("/d/other.txt", keep);
+  ASSERT_TRUE(w2.ok());
+  ASSERT_TRUE(w2->append("ok").ok());
+  auto info = w2->commit();
+  ASSERT_TRUE(info.ok()) << info.error().message();
+  EXPECT_EQ(info->mode, 0640u);
+  if (::geteuid() != 0) GTEST_SKIP() << "chown needs root";
+  WriteOptions owned;
+  owned.uid = 1000;
+  owned.gid = 1000;
+  auto w3 = v->write("/d/f.txt", owned);
+  ASSERT_TRUE(w3.ok());
+  ASSERT_TRUE(w3->append("theirs").ok());
+  auto i3 = w3->commit();
+  ASSERT_TRUE(i3.ok());
+  EXPECT_EQ(i3->uid, 1000u);
+  EXPECT_EQ(i3->gid, 1000u);
+  EXPECT_EQ(i3->mode, 0644u);
+}
+
 }  // namespace
 }  // namespace vessel::volumes
