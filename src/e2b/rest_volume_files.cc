@@ -53,6 +53,20 @@ json::object entryJson(const FileInfo& f) {
   return o;
 }
 
+// An upload refused before its body was read: the body is read and
+// dropped first, up to kDrainBytes, so that the client, still sending,
+// reads the answer rather than a reset (the server closes a connection
+// whose body is left unread). A larger body is cut short as before.
+constexpr uint64_t kDrainBytes = 1 << 20;
+
+asio::awaitable<Response> refuseUpload(const Request& req, http::BodyReader& body, const Error& e) {
+  while (body.received() <= kDrainBytes) {
+    auto chunk = co_await body.next();
+    if (!chunk.ok() || !*chunk) break;
+  }
+  co_return errorJson(req, e);
+}
+
 volumes::Attributes attributes(const Metadata& m) {
   volumes::Attributes a;
   a.uid = m.uid;
@@ -208,9 +222,9 @@ asio::awaitable<std::optional<Response>> RestApi::readVolumeFile(const Request& 
 asio::awaitable<Response> RestApi::writeVolumeFile(const Request& req, http::BodyReader& body,
                                                    std::string id) {
   auto q = parseContentQuery(req.target(), ContentRoute::kWriteFile);
-  if (!q.ok()) co_return errorJson(req, q.error());
+  if (!q.ok()) co_return co_await refuseUpload(req, body, q.error());
   auto files = contentFiles(req, id);
-  if (!files.ok()) co_return errorJson(req, files.error());
+  if (!files.ok()) co_return co_await refuseUpload(req, body, files.error());
   volumes::WriteOptions o;
   o.mode = q->meta.mode.value_or(0644);
   o.uid = q->meta.uid;
@@ -218,7 +232,7 @@ asio::awaitable<Response> RestApi::writeVolumeFile(const Request& req, http::Bod
   o.replace = q->force;
   auto begin = [f = std::move(*files), path = q->path, o] { return f.write(path, o); };
   auto opened = co_await offload(*volumes_.pool, std::move(begin));
-  if (!opened.ok()) co_return errorJson(req, opened.error());
+  if (!opened.ok()) co_return co_await refuseUpload(req, body, opened.error());
   auto w = std::make_shared<VolumeFiles::Write>(std::move(*opened));
   for (;;) {
     auto chunk = co_await body.next();
