@@ -105,9 +105,9 @@ void Agent::disconnect(const char* why) {
   procs_.detachAll();
   files_.abortAll();
   ports_.abortAll();
-  // A FUSE session cannot wait for a host that may never come back: its
-  // callers would hang. The mounts go; the next host mounts them again.
-  volumes_.abortAll();
+  // The mounts stay, detached, for the next host to take back (a resumed
+  // or forked VM's) within the grace; their callers wait meanwhile.
+  volumes_.detachAll();
   ch_.reset();
   connected_ = false;
   if (opts_.exit_on_eof) stop_ = true;
@@ -126,7 +126,7 @@ void Agent::onFrame(Frame f) {
       procs_.detachAll();
       files_.abortAll();
       ports_.abortAll();
-      volumes_.abortAll();
+      volumes_.detachAll();
       ch_.resetSession();
       sendHello();
       ch_.sendMsg(0, *m);
@@ -184,6 +184,7 @@ void Agent::onRequest(Frame& f) {
     case MsgType::kGetXattrs: return files_.request(s, f);
     case MsgType::kConnectPort: return ports_.request(s, f);
     case MsgType::kMountVolume: return volumes_.request(s, f);
+    case MsgType::kQuiesceVolumes: return volumes_.quiesce(s, f);
     default:
       return ch_.sendError(
           s, Error(Code::kInvalidArgument,

@@ -5,8 +5,10 @@
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <time.h>
 #include <unistd.h>
 
+#include <cstring>
 #include <memory>
 
 #include "agent/files.h"
@@ -42,7 +44,81 @@ bool plainAbsolute(const std::string& path) {
   return true;
 }
 
+int64_t monotonicMs() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1000 + ts.tv_nsec / 1'000'000;
+}
+
+// The FUSE opcodes the kernel expects no answer to (linux/fuse.h).
+constexpr uint32_t kFuseForget = 2, kFuseInterrupt = 36, kFuseBatchForget = 42;
+// Bounds the outstanding set whatever the kernel queues (the host's credit
+// bounds it far lower).
+constexpr size_t kMaxOutstanding = 1 << 16;
+
+uint64_t le64(const char* p) {
+  uint64_t v = 0;
+  std::memcpy(&v, p, sizeof v);  // the guest and FUSE are little-endian
+  return v;
+}
+
+void unmountLazily(int fd, const std::string& path) {
+  if (fd >= 0) ::close(fd);
+  (void)::umount2(path.c_str(), MNT_DETACH);
+}
+
 }  // namespace
+
+bool Volumes::takeBack(uint32_t stream, const std::string& path, bool read_only, bool keep) {
+  auto it = detached_.find(path);
+  if (it == detached_.end()) return false;
+  Mount m = std::move(it->second);
+  detached_.erase(it);
+  if (!keep || m.read_only != read_only || !m.outstanding.empty()) {
+    // Its session cannot continue: callers waiting on it fail now, and
+    // the path is free for the new mount.
+    unmountLazily(m.fd, m.path);
+    return false;
+  }
+  m.quiet = false;
+  m.detached_at_ms = 0;
+  mounts_.emplace(stream, std::move(m));
+  ch_.send(MsgType::kVolumeKept, stream, {});
+  return true;
+}
+
+void Volumes::quiesce(uint32_t stream, const Frame& f) {
+  auto m = agentproto::decodeMsg<agentproto::QuiesceVolumesMsg>(f.payload);
+  if (!m.ok()) return ch_.sendError(stream, m.error());
+  bool release = m->flags & agentproto::QuiesceVolumesMsg::kRelease;
+  for (auto& [s, mt] : mounts_) mt.quiet = !release;
+  if (release) return ch_.sendOk(stream);
+  quiesce_waiters_.push_back(stream);
+  answerQuiesced();
+}
+
+void Volumes::answerQuiesced() {
+  if (quiesce_waiters_.empty()) return;
+  for (const auto& [s, mt] : mounts_)
+    if (!mt.outstanding.empty()) return;
+  for (uint32_t w : quiesce_waiters_) ch_.sendOk(w);
+  quiesce_waiters_.clear();
+}
+
+void Volumes::detachAll() {
+  int64_t now = monotonicMs();
+  for (auto& [stream, m] : mounts_) {
+    m.detached_at_ms = now;
+    // Two hosts' worth of the same path cannot be: the older one ends.
+    if (auto old = detached_.find(m.path); old != detached_.end()) {
+      unmountLazily(old->second.fd, old->second.path);
+      detached_.erase(old);
+    }
+    detached_.emplace(m.path, std::move(m));
+  }
+  mounts_.clear();
+  quiesce_waiters_.clear();
+}
 
 void Volumes::request(uint32_t stream, const Frame& f) {
   auto m = agentproto::decodeMsg<agentproto::MountVolumeMsg>(f.payload);
@@ -59,13 +135,15 @@ void Volumes::request(uint32_t stream, const Frame& f) {
     if (other.path == m->path)
       return ch_.sendError(stream,
                            Error(Code::kAlreadyExists, "a volume is mounted at " + m->path));
+  bool ro = m->flags & agentproto::MountVolumeMsg::kReadOnly;
+  bool keep = m->flags & agentproto::MountVolumeMsg::kKeepSession;
+  if (takeBack(stream, m->path, ro, keep)) return;
   if (Status st = mkdirP(m->path, 0755); !st.ok())
     return ch_.sendError(stream, std::move(st).error().withContext("mount volume"));
   int fd = openFuseDevice();
   if (fd < 0)
     return ch_.sendError(stream,
                          Error::fromErrno("mount volume at " + m->path + ": open /dev/fuse"));
-  bool ro = m->flags & agentproto::MountVolumeMsg::kReadOnly;
   std::string data = "fd=" + std::to_string(fd) +
                      ",rootmode=40000,user_id=0,group_id=0,default_permissions,allow_other,"
                      "max_read=" +
@@ -79,6 +157,7 @@ void Volumes::request(uint32_t stream, const Frame& f) {
   Mount mt;
   mt.fd = fd;
   mt.path = m->path;
+  mt.read_only = ro;
   mounts_.emplace(stream, std::move(mt));
 }
 
@@ -94,6 +173,11 @@ void Volumes::onReadable(uint32_t stream, Mount& m) {
     return end(stream, &e);
   }
   if (n < 16) return;  // never from a kernel; nothing to relay
+  uint32_t opcode = 0;
+  std::memcpy(&opcode, buf.get() + 4, sizeof opcode);
+  if (opcode != kFuseForget && opcode != kFuseBatchForget && opcode != kFuseInterrupt &&
+      m.outstanding.size() < kMaxOutstanding)
+    m.outstanding.insert(le64(buf.get() + 8));
   ch_.send(MsgType::kVolumeData, stream, std::string_view(buf.get(), static_cast<size_t>(n)));
 }
 
@@ -119,7 +203,11 @@ bool Volumes::onStreamFrame(uint32_t stream, const Frame& f) {
         end(stream, nullptr);
         break;
       }
+      // Answered (or no longer awaited): the out header's unique, as the
+      // request's (a shorter payload the kernel refused above).
+      if (f.payload.size() >= 16) it->second.outstanding.erase(le64(f.payload.data() + 8));
       ch_.grant(stream, agentproto::frameCost(f.payload.size()));
+      answerQuiesced();
       break;
     }
     default: break;
@@ -132,9 +220,9 @@ void Volumes::end(uint32_t stream, const Error* e) {
   if (it == mounts_.end()) return;
   // Closing the device aborts the session (calls fail with ENOTCONN); the
   // lazy unmount then takes it off the path once nothing uses it.
-  if (it->second.fd >= 0) ::close(it->second.fd);
-  (void)::umount2(it->second.path.c_str(), MNT_DETACH);
+  unmountLazily(it->second.fd, it->second.path);
   mounts_.erase(it);
+  answerQuiesced();  // one fewer to wait for
   if (e)
     ch_.sendError(stream, *e);
   else
@@ -142,7 +230,22 @@ void Volumes::end(uint32_t stream, const Error* e) {
 }
 
 void Volumes::poll(PollSet& ps) {
+  if (!detached_.empty()) {
+    // Unclaimed past the grace: the host is not coming back for them.
+    int64_t now = monotonicMs();
+    for (auto it = detached_.begin(); it != detached_.end();) {
+      int64_t left = it->second.detached_at_ms + agentproto::kDetachedVolumeGraceMs - now;
+      if (left > 0) {
+        ps.wakeWithin(static_cast<int>(std::min<int64_t>(left, 1000)));
+        ++it;
+        continue;
+      }
+      unmountLazily(it->second.fd, it->second.path);
+      it = detached_.erase(it);
+    }
+  }
   for (auto& [stream, m] : mounts_) {
+    if (m.quiet) continue;  // its requests wait in the kernel
     // Read only what the host has credit for: a busy guest is slowed,
     // its requests wait in the kernel's queue.
     if (!ch_.canSend(stream, agentproto::kMaxVolumeMessage)) continue;
@@ -159,11 +262,11 @@ void Volumes::poll(PollSet& ps) {
 }
 
 void Volumes::abortAll() {
-  for (auto& [stream, m] : mounts_) {
-    if (m.fd >= 0) ::close(m.fd);
-    (void)::umount2(m.path.c_str(), MNT_DETACH);
-  }
+  for (auto& [stream, m] : mounts_) unmountLazily(m.fd, m.path);
   mounts_.clear();
+  for (auto& [path, m] : detached_) unmountLazily(m.fd, m.path);
+  detached_.clear();
+  quiesce_waiters_.clear();
 }
 
 }  // namespace vessel::agent

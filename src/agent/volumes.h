@@ -9,6 +9,8 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <unordered_set>
+#include <vector>
 
 #include "agent/channel.h"
 #include "agent/poll_set.h"
@@ -26,11 +28,16 @@ class Volumes {
   Volumes(const Volumes&) = delete;
   Volumes& operator=(const Volumes&) = delete;
 
-  // MountVolume.
+  // MountVolume: a new session, or (kKeepSession) a detached one taken back.
   void request(uint32_t stream, const agentproto::Frame& f);
+  // QuiesceVolumes: Ok now (kRelease) or once nothing is outstanding.
+  void quiesce(uint32_t stream, const agentproto::Frame& f);
   // VolumeData, Credit, Cancel on a volume stream; false if not ours.
   bool onStreamFrame(uint32_t stream, const agentproto::Frame& f);
-  // The host went away: every mount is detached (its calls fail).
+  // The host went away: every mount stays, detached, for a new host to take
+  // back (agentproto::MountVolumeMsg); unclaimed ones end after the grace.
+  void detachAll();
+  // The agent stops: every mount, attached or not, is unmounted (its calls fail).
   void abortAll();
   void poll(PollSet& ps);
 
@@ -38,13 +45,26 @@ class Volumes {
   struct Mount {
     int fd = -1;  // /dev/fuse
     std::string path;
+    bool read_only = false;
+    bool quiet = false;  // QuiesceVolumes: no new request is read
+    // Requests relayed whose answer has not been written back (FUSE unique
+    // ids; FORGET, BATCH_FORGET and INTERRUPT have no answer).
+    std::unordered_set<uint64_t> outstanding;
+    int64_t detached_at_ms = 0;  // CLOCK_MONOTONIC, once detached
   };
   void onReadable(uint32_t stream, Mount& m);
   // Unmounts (lazily) and ends the stream.
   void end(uint32_t stream, const Error* e);
+  // A detached mount at `path` taken back on `stream` (VolumeKept), if it
+  // can be: same access, nothing outstanding. Else it is aborted.
+  bool takeBack(uint32_t stream, const std::string& path, bool read_only, bool keep);
+  // Answers the QuiesceVolumes waiting, once no mount has a request out.
+  void answerQuiesced();
 
   Channel& ch_;
   std::map<uint32_t, Mount> mounts_;
+  std::map<std::string, Mount> detached_;  // by path
+  std::vector<uint32_t> quiesce_waiters_;
 };
 
 }  // namespace vessel::agent

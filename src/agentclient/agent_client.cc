@@ -42,6 +42,7 @@ bool allowed(const Stream& s, MsgType t) {
     case MsgType::kPortData:
     case MsgType::kPortClose: return s.kind == internal::kPort && s.started && !s.peer_closed;
     case MsgType::kVolumeData: return s.kind == internal::kVolume;
+    case MsgType::kVolumeKept: return s.kind == internal::kVolume && s.replies == 0;
     case MsgType::kStdout:
     case MsgType::kStderr:
     case MsgType::kExit: return s.kind == internal::kProcess && s.started;

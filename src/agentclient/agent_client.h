@@ -259,8 +259,10 @@ class PortStream {
 // parses them. Destroying it unmounts the volume in the guest.
 class VolumeStream {
  public:
+  // `first`: the kernel's FUSE_INIT of a new session, nullopt for a
+  // session kept from before (MountVolume with kKeepSession, VolumeKept).
   VolumeStream(std::shared_ptr<AgentClient> c, std::shared_ptr<internal::Stream> s,
-               std::string first);
+               std::optional<std::string> first);
   ~VolumeStream();
   VolumeStream(const VolumeStream&) = delete;
   VolumeStream& operator=(const VolumeStream&) = delete;
@@ -273,6 +275,9 @@ class VolumeStream {
   asio::awaitable<Status> write(std::string_view message);
   // Unmounts now (the guest's calls on it fail with ENOTCONN).
   void close();
+  // Whether this is a session kept from before a pause (no FUSE_INIT: the
+  // server that answered it before must answer it now).
+  bool kept() const { return kept_; }
   // Relays the session to `sock`, a SOCK_SEQPACKET socket whose peer is
   // the volume's file server (one FUSE message per packet), until either
   // side ends: Ok when the guest unmounted or the server exited, an Error
@@ -288,6 +293,7 @@ class VolumeStream {
   std::shared_ptr<AgentClient> c_;
   std::shared_ptr<internal::Stream> s_;
   std::optional<std::string> first_;  // FUSE_INIT, read by mountVolume
+  bool kept_ = false;                 // a kept session: there was no FUSE_INIT
   bool ended_ = false;                // read() gives nothing more
   bool closed_ = false;               // close() called
 };
@@ -413,8 +419,15 @@ class AgentClient : public std::enable_shared_from_this<AgentClient> {
   // here (agentproto::MountVolumeMsg); answered once the guest's kernel
   // sent its first request (FUSE_INIT), so a mount that failed is an
   // Error here. An agent older than the message is kFailedPrecondition.
+  // `keep_session`: a detached mount at `path` that was quiet is taken back
+  // with its session (VolumeStream::kept()); else a new session replaces it.
   asio::awaitable<Result<std::unique_ptr<VolumeStream>>> mountVolume(std::string path,
-                                                                     bool read_only);
+                                                                     bool read_only,
+                                                                     bool keep_session = false);
+  // Before the VM's memory is saved: every mount stops taking requests and
+  // this answers once none is outstanding (agentproto::QuiesceVolumesMsg);
+  // `release` undoes it.
+  asio::awaitable<Status> quiesceVolumes(bool release);
 
   // Stream plumbing for the handle classes above.
   asio::awaitable<Result<agentproto::Frame>> recv(internal::Stream& s);

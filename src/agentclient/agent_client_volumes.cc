@@ -17,10 +17,12 @@ namespace vessel::agentclient {
 using internal::errorFrame;
 
 asio::awaitable<Result<std::unique_ptr<VolumeStream>>> AgentClient::mountVolume(std::string path,
-                                                                                bool read_only) {
+                                                                                bool read_only,
+                                                                                bool keep_session) {
   agentproto::MountVolumeMsg m;
   m.path = path;
-  m.flags = read_only ? agentproto::MountVolumeMsg::kReadOnly : 0;
+  m.flags = (read_only ? agentproto::MountVolumeMsg::kReadOnly : 0) |
+            (keep_session ? agentproto::MountVolumeMsg::kKeepSession : 0);
   VESSEL_CO_ASSIGN_OR_RETURN(auto s, open(internal::kVolume, m));
   auto got = co_await recv(*s);
   if (!got.ok()) {
@@ -33,15 +35,32 @@ asio::awaitable<Result<std::unique_ptr<VolumeStream>>> AgentClient::mountVolume(
       co_return std::move(*older);
     co_return std::move(e).withContext(name_ + ": mount volume at " + path);
   }
+  if (got->type == MsgType::kVolumeKept) {
+    if (!keep_session)
+      co_return Error(Code::kProtocol, name_ + ": mount volume at " + path +
+                                           ": a session kept that was not asked to be");
+    co_return std::make_unique<VolumeStream>(shared_from_this(), std::move(s), std::nullopt);
+  }
   if (got->type != MsgType::kVolumeData)  // Ok before any request: the mount is gone
     co_return Error(Code::kUnavailable, name_ + ": mount volume at " + path + ": session ended");
-  co_return std::make_unique<VolumeStream>(shared_from_this(), std::move(s),
-                                           std::move(got->payload));
+  std::optional<std::string> init(std::move(got->payload));
+  co_return std::make_unique<VolumeStream>(shared_from_this(), std::move(s), std::move(init));
+}
+
+asio::awaitable<Status> AgentClient::quiesceVolumes(bool release) {
+  agentproto::QuiesceVolumesMsg m;
+  m.flags = release ? agentproto::QuiesceVolumesMsg::kRelease : 0;
+  auto op = callStatus(internal::kSimple, std::move(m));
+  Status s = co_await std::move(op);
+  if (!s.ok())
+    if (auto older = internal::olderAgent(s.error(), name_, "volumes kept (QuiesceVolumes)"))
+      co_return std::move(*older);
+  co_return s;
 }
 
 VolumeStream::VolumeStream(std::shared_ptr<AgentClient> c, std::shared_ptr<internal::Stream> s,
-                           std::string first)
-    : c_(std::move(c)), s_(std::move(s)), first_(std::move(first)) {}
+                           std::optional<std::string> first)
+    : c_(std::move(c)), s_(std::move(s)), first_(std::move(first)), kept_(!first_) {}
 
 VolumeStream::~VolumeStream() { close(); }
 

@@ -90,6 +90,11 @@ enum class MsgType : uint16_t {
   // the host's file server; an agent without them answers Error.
   kMountVolume = 70,
   kVolumeData = 71,
+  // Volumes kept across a pause or a fork (issue 27): the host quiets every
+  // mount before the VM's memory is saved, and a resumed VM's mounts carry
+  // on with the server that has their state.
+  kQuiesceVolumes = 72,
+  kVolumeKept = 73,
 };
 
 // Flow control: every frame on a non-zero stream except Credit and Cancel

@@ -55,6 +55,8 @@ std::string_view msgTypeName(MsgType t) {
     case MsgType::kPortClose: return "PortClose";
     case MsgType::kMountVolume: return "MountVolume";
     case MsgType::kVolumeData: return "VolumeData";
+    case MsgType::kQuiesceVolumes: return "QuiesceVolumes";
+    case MsgType::kVolumeKept: return "VolumeKept";
   }
   return "unknown";
 }
@@ -115,7 +117,9 @@ Status validatePayload(MsgType type, std::string_view p) {
     case MsgType::kStdinClose:
     case MsgType::kListProcs:
     case MsgType::kFileEnd:
-    case MsgType::kPortClose: return mustBeEmpty(type, p);
+    case MsgType::kPortClose:
+    case MsgType::kVolumeKept: return mustBeEmpty(type, p);
+    case MsgType::kQuiesceVolumes: return check<QuiesceVolumesMsg>(p);
     case MsgType::kCredit: {
       auto r = decodeMsg<CreditMsg>(p);
       if (!r.ok()) return std::move(r).error();

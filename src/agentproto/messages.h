@@ -468,16 +468,45 @@ struct PortConnectedMsg {
 // answer (a frame is a message, never a piece of one). The first frame is
 // the kernel's FUSE_INIT; a mount that fails is an Error instead. The
 // stream ends with Ok when the session does (unmounted in the guest);
-// Cancel, or the host going away, unmounts it (lazily: every call on it
-// then fails with ENOTCONN).
+// Cancel unmounts it (lazily: every call on it then fails with ENOTCONN).
+//
+// The host going away (a pause, a fork's copy waking, vesseld restarting)
+// leaves the mount in place but detached: nothing is read from it, and a
+// detached mount nobody takes back within kDetachedVolumeGraceMs of the
+// guest's time is unmounted as Cancel does. A MountVolume at the same path
+// takes it back: with kKeepSession, a mount that was quiet when the host
+// went (QuiesceVolumes, nothing outstanding) continues on the new stream,
+// answered by VolumeKept instead of a FUSE_INIT, its open files intact;
+// otherwise (or without the flag) the old session is aborted and a new
+// one mounted, as for a first mount.
 struct MountVolumeMsg {
   static constexpr MsgType kType = MsgType::kMountVolume;
   static constexpr uint8_t kReadOnly = 1;
+  static constexpr uint8_t kKeepSession = 2;
   std::string path;
   uint8_t flags = 0;
   template <typename S, typename V>
   static bool visit(S& s, V& v) {
     return v.str(s.path, kMaxPath) && v.num(s.flags);
+  }
+};
+
+constexpr int64_t kDetachedVolumeGraceMs = 30'000;
+
+// Before the VM's memory is saved (a pause, a fork): the agent stops reading
+// new FUSE requests from every mount and answers Ok once each request it
+// relayed has had its answer written back, so the saved memory holds no
+// request the host's server has seen but the guest has not had answered.
+// Requests the guest makes meanwhile wait in its kernel. kRelease undoes it
+// (the pause failed, or the fork's parent runs on); a mount taken back with
+// kKeepSession starts unquiet.
+struct QuiesceVolumesMsg {
+  static constexpr MsgType kType = MsgType::kQuiesceVolumes;
+  static constexpr uint8_t kRelease = 1;
+  uint8_t flags = 0;
+  template <typename S, typename V>
+  static bool visit(S& s, V& v) {
+    return v.num(s.flags);
   }
 };
 

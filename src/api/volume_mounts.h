@@ -26,6 +26,10 @@ class VolumeMounts : public ops::VolumeMounter {
 
   asio::awaitable<Status> mount(std::string id, std::shared_ptr<agentclient::AgentClient> agent,
                                 std::vector<ops::VolumeAttachment> v) override;
+  asio::awaitable<void> quiesce(std::string id, std::shared_ptr<agentclient::AgentClient> agent,
+                                bool hold) override;
+  asio::awaitable<void> unquiesce(std::string id,
+                                  std::shared_ptr<agentclient::AgentClient> agent) override;
   void release(const std::string& id) override;
   // Volume `volume_id` is being deleted (forced, while mounted): every
   // mount of it ends now (the guests' calls on it fail with ENOTCONN).
@@ -36,13 +40,27 @@ class VolumeMounts : public ops::VolumeMounter {
  private:
   struct Mount {
     std::string sandbox, path, volume_id;
+    bool read_only = false;
     std::unique_ptr<volumes::FileServer> server;
-    std::unique_ptr<agentclient::VolumeStream> stream;
-    bool done = false;  // the relay ended
+    std::shared_ptr<agentclient::VolumeStream> stream;  // the relay's, while it runs
+    bool relaying = false;
+    // quiesce(hold): the server outlives the relay, for the session to
+    // carry on over the resumed VM's agent.
+    bool held = false;
+    bool done = false;  // the relay ended and the server with it
   };
   asio::awaitable<Status> mountOne(std::string id, std::shared_ptr<agentclient::AgentClient> agent,
                                    ops::VolumeAttachment a);
-  static asio::awaitable<void> serve(std::shared_ptr<Mount> m);
+  // The held mount of `id` at a.path taken back by its guest, or the
+  // server replaced when the guest began a new session; nullptr (and the
+  // held one let go) when there is none to take back.
+  asio::awaitable<Result<bool>> takeBack(std::string id,
+                                         std::shared_ptr<agentclient::AgentClient> agent,
+                                         const ops::VolumeAttachment& a);
+  static void startRelay(asio::any_io_executor ex, const std::shared_ptr<Mount>& m,
+                         std::unique_ptr<agentclient::VolumeStream> stream);
+  static asio::awaitable<void> serve(std::shared_ptr<Mount> m,
+                                     std::shared_ptr<agentclient::VolumeStream> stream);
   // Unmounts in the guest and stops the server; serve() reaps it.
   static void end(Mount& m);
 

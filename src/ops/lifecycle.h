@@ -265,10 +265,20 @@ class Lifecycle {
   // volumes, or kNotFound / kInvalidArgument / kUnavailable.
   Result<std::vector<VolumeAttachment>> resolveVolumes(const CreateRequest& in);
   Status recordVolumes(const std::string& id, const std::vector<VolumeAttachment>& v);
+  // A fork's copy mounts what its parent mounts, at the same paths.
+  Status inheritVolumes(const std::string& parent, const std::string& copy);
   // Mounts them in the running sandbox; on an Error its VM is destroyed.
   asio::awaitable<Status> mountVolumes(std::string id, std::vector<VolumeAttachment> v);
   // Its servers stop and its volume_mounts rows go (deleted or failed).
   void releaseVolumes(const std::string& id);
+  // Around a save of its memory (pause, fork): its mounts quiet (`hold`:
+  // their servers kept for the resume), then (the VM runs on) not.
+  asio::awaitable<void> quiesceVolumes(std::string id, bool hold);
+  asio::awaitable<void> unquiesceVolumes(std::string id);
+  // Its VM runs again (resumed, a fork's copy, taken over at a restart):
+  // its recorded mounts carried on or mounted anew. A mount that fails is
+  // logged; the sandbox runs on without it.
+  asio::awaitable<void> remountVolumes(std::string id);
   asio::awaitable<void> runAction(store::OperationRecord op, Transition t, bool keep_memory);
   asio::awaitable<void> runDelete(store::OperationRecord op);
   asio::awaitable<void> runFork(store::OperationRecord op, std::vector<std::string> ids);

@@ -94,12 +94,24 @@ asio::awaitable<void> Lifecycle::runAction(store::OperationRecord op, Transition
   auto alive = std::weak_ptr<bool>(alive_);
   log_.set(op, OpState::kRunning);
   Status s = okStatus();
-  if (t.action == Action::kPause)
+  if (t.action == Action::kPause) {
+    // Saved memory holds no volume request half answered; the servers
+    // stay for the resume to carry the sessions on.
+    if (keep_memory) co_await quiesceVolumes(op.sandbox_id, true);
+    if (alive.expired()) co_return;
     s = co_await node_.pause(op.sandbox_id, keep_memory);
-  else if (t.action == Action::kResume)
+    if (alive.expired()) co_return;
+    if (!s.ok() && node_.holding(op.sandbox_id) == Holding::kRunning)
+      co_await unquiesceVolumes(op.sandbox_id);
+    else if (s.ok() && !keep_memory && mounter_)
+      mounter_->release(op.sandbox_id);  // its resume boots anew: mounted anew
+  } else if (t.action == Action::kResume) {
     s = co_await node_.resume(op.tenant_id, op.sandbox_id);
-  else
+    if (alive.expired()) co_return;
+    if (s.ok()) co_await remountVolumes(op.sandbox_id);
+  } else {
     s = Error(Code::kInternal, "no such action");
+  }
   if (alive.expired()) co_return;
   if (auto it = actions_.find(op.sandbox_id); it != actions_.end() && it->second.id == op.id)
     actions_.erase(it);
@@ -190,6 +202,7 @@ Result<Accepted> Lifecycle::fork(const std::string& tenant, const std::string& i
         c, admission(tenant, Demand{1, c.memory_mib, c.vcpus, c.disk_mib}));
     if (s.ok()) ids.push_back(c.id);
     if (s.ok()) s = node_.inheritNetwork(id, c.id);
+    if (s.ok()) s = inheritVolumes(id, c.id);
     if (!s.ok()) return failAll(s.error());
     copies.push_back(std::move(c));
   }
@@ -220,7 +233,11 @@ Result<Accepted> Lifecycle::fork(const std::string& tenant, const std::string& i
 asio::awaitable<void> Lifecycle::runFork(store::OperationRecord op, std::vector<std::string> ids) {
   auto alive = std::weak_ptr<bool>(alive_);
   log_.set(op, OpState::kRunning);
+  co_await quiesceVolumes(op.sandbox_id, false);
+  if (alive.expired()) co_return;
   auto r = co_await node_.fork(op.tenant_id, op.sandbox_id, ids);
+  if (alive.expired()) co_return;
+  if (node_.holding(op.sandbox_id) == Holding::kRunning) co_await unquiesceVolumes(op.sandbox_id);
   if (alive.expired()) co_return;
   for (size_t i = 0; i < ids.size(); ++i) {
     Status st = !r.ok()         ? Status(r.error())
@@ -231,6 +248,10 @@ asio::awaitable<void> Lifecycle::runFork(store::OperationRecord op, std::vector<
     // A copy deleted while it was being made is deleted now.
     if (handOverToDelete(as_copy, st.ok() ? nullptr : &st.error())) continue;
     if (st.ok()) {
+      // The copy's guest still has its parent's mounts, detached: each is
+      // mounted anew (the same volumes), replacing them.
+      co_await remountVolumes(ids[i]);
+      if (alive.expired()) co_return;
       noteActivity(ids[i]);
       setSandbox(as_copy, SandboxState::kRunning);
     } else {
@@ -275,7 +296,11 @@ asio::awaitable<void> Lifecycle::runForkToTemplate(store::OperationRecord op, st
   auto alive = std::weak_ptr<bool>(alive_);
   log_.set(op, OpState::kRunning);
   std::string stored = templates::tenantTemplateName(op.tenant_id, name);
+  co_await quiesceVolumes(op.sandbox_id, false);
+  if (alive.expired()) co_return;
   auto r = co_await node_.forkToTemplate(op.sandbox_id, stored);
+  if (alive.expired()) co_return;
+  if (node_.holding(op.sandbox_id) == Holding::kRunning) co_await unquiesceVolumes(op.sandbox_id);
   if (alive.expired()) co_return;
   if (handOverToDelete(op, r.ok() ? nullptr : &r.error())) co_return;
   bool running = node_.holding(op.sandbox_id) == Holding::kRunning;

@@ -187,6 +187,12 @@ asio::awaitable<bool> Lifecycle::recoverSandbox(store::SandboxRecord rec,
       break;
     }
   }
+  // Its guest kept its mounts, detached, for a host to take back: this
+  // vesseld has none of their servers, so each is mounted anew.
+  bool settled =
+      step.kind == RecoveryStep::Kind::kSettle || step.kind == RecoveryStep::Kind::kSettleFailOp;
+  if (holding == SandboxState::kRunning && settled && step.state == SandboxState::kRunning)
+    co_await remountVolumes(rec.id);
   co_return holding.has_value();
 }
 

@@ -46,6 +46,15 @@ Status Lifecycle::recordVolumes(const std::string& id, const std::vector<VolumeA
   return okStatus();
 }
 
+Status Lifecycle::inheritVolumes(const std::string& parent, const std::string& copy) {
+  VESSEL_ASSIGN_OR_RETURN(auto rows, store_.listSandboxVolumeMounts(parent));
+  for (auto& m : rows) {
+    m.sandbox_id = copy;
+    VESSEL_TRY(store_.insertVolumeMount(m));
+  }
+  return okStatus();
+}
+
 asio::awaitable<Status> Lifecycle::mountVolumes(std::string id, std::vector<VolumeAttachment> v) {
   auto alive = std::weak_ptr<bool>(alive_);
   Status s = Error(Code::kUnavailable, "sandbox " + id + ": no volume mounter");
@@ -61,6 +70,34 @@ asio::awaitable<Status> Lifecycle::mountVolumes(std::string id, std::vector<Volu
   if (!gone.ok()) volumesLog().warn("sandbox {}: {}", id, gone.error().message());
   if (!alive.expired()) releaseVolumes(id);
   co_return s;
+}
+
+asio::awaitable<void> Lifecycle::quiesceVolumes(std::string id, bool hold) {
+  if (!mounter_) co_return;
+  auto op = mounter_->quiesce(id, node_.agent(id), hold);
+  co_await std::move(op);
+}
+
+asio::awaitable<void> Lifecycle::unquiesceVolumes(std::string id) {
+  if (!mounter_) co_return;
+  auto op = mounter_->unquiesce(id, node_.agent(id));
+  co_await std::move(op);
+}
+
+asio::awaitable<void> Lifecycle::remountVolumes(std::string id) {
+  if (!mounter_) co_return;
+  auto rows = store_.listSandboxVolumeMounts(id);
+  if (!rows.ok()) {
+    volumesLog().warn("sandbox {}: its volumes are not mounted again: {}", id,
+                      rows.error().message());
+    co_return;
+  }
+  if (rows->empty()) co_return;
+  std::vector<VolumeAttachment> v;
+  for (const auto& r : *rows) v.push_back({r.volume_id, r.volume_id, r.path, r.read_only});
+  auto op = mounter_->mount(id, node_.agent(id), std::move(v));
+  Status s = co_await std::move(op);
+  if (!s.ok()) volumesLog().warn("sandbox {}: {}", id, s.error().message());
 }
 
 void Lifecycle::releaseVolumes(const std::string& id) {

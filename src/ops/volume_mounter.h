@@ -25,6 +25,7 @@ struct VolumeAttachment {
   std::string name;
   std::string path;
   bool read_only = false;
+  std::string node;  // the node keeping the volume ("" on one machine)
 };
 
 class VolumeMounter {
@@ -32,11 +33,27 @@ class VolumeMounter {
   virtual ~VolumeMounter() = default;
   // Mounts each of `v` into sandbox `id` through `agent` (null when the
   // node has none for it: an Error); on an Error, what it mounted of them
-  // is let go again.
+  // is let go again. At a create, and whenever the VM runs again (resumed,
+  // a fork's copy, vesseld restarted): a mount whose server was held
+  // (quiesce) carries its session on, open files included; any other
+  // replaces what the guest still had at that path.
   virtual boost::asio::awaitable<Status> mount(std::string id,
                                                std::shared_ptr<agentclient::AgentClient> agent,
                                                std::vector<VolumeAttachment> v) = 0;
-  // The sandbox is going (deleted, failed): its servers stop.
+  // Before the VM's memory is saved (a pause with memory, a fork): every
+  // mount stops taking requests, and none is left outstanding. `hold`:
+  // the servers outlive the VM's agent connection, for mount() to carry
+  // their sessions on. Never fails the action: a mount that could not be
+  // quieted is mounted anew later (its open files in the guest lost).
+  virtual boost::asio::awaitable<void> quiesce(std::string id,
+                                               std::shared_ptr<agentclient::AgentClient> agent,
+                                               bool hold) = 0;
+  // The save is over and this VM runs on (a fork's parent, a failed
+  // pause): its mounts take requests again, nothing held.
+  virtual boost::asio::awaitable<void> unquiesce(
+      std::string id, std::shared_ptr<agentclient::AgentClient> agent) = 0;
+  // The sandbox is going (deleted, failed) or its VM is (a pause without
+  // memory): its servers stop.
   virtual void release(const std::string& id) = 0;
 };
 

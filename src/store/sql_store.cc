@@ -495,6 +495,11 @@ class SqlStore final : public Store {
     return call("list mounts of volume " + volume_id,
                 [&](Sql& q) { return store::listVolumeMounts(q, volume_id); });
   }
+  Result<std::vector<VolumeMountRecord>> listSandboxVolumeMounts(
+      const std::string& sandbox_id) override {
+    return call("list volume mounts of " + sandbox_id,
+                [&](Sql& q) { return store::listSandboxVolumeMounts(q, sandbox_id); });
+  }
   Result<int> deleteSandboxVolumeMounts(const std::string& sandbox_id) override {
     return call("delete volume mounts of " + sandbox_id,
                 [&](Sql& q) { return store::deleteSandboxVolumeMounts(q, sandbox_id); });

@@ -114,6 +114,14 @@ Result<std::vector<VolumeMountRecord>> listVolumeMounts(Sql& q, const std::strin
                volume_id);
 }
 
+Result<std::vector<VolumeMountRecord>> listSandboxVolumeMounts(Sql& q,
+                                                               const std::string& sandbox_id) {
+  return q.all(readMount,
+               "SELECT sandbox_id,volume_id,path,read_only FROM volume_mounts WHERE sandbox_id=?"
+               " ORDER BY path",
+               sandbox_id);
+}
+
 Result<int> deleteSandboxVolumeMounts(Sql& q, const std::string& sandbox_id) {
   VESSEL_ASSIGN_OR_RETURN(int64_t n,
                           q.exec("DELETE FROM volume_mounts WHERE sandbox_id=?", sandbox_id));

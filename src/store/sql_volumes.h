@@ -20,6 +20,8 @@ Result<VolumeRecord> deleteVolume(Sql& q, const std::string& tenant_id, const st
                                   bool force);
 Status insertVolumeMount(Sql& q, const VolumeMountRecord& m);
 Result<std::vector<VolumeMountRecord>> listVolumeMounts(Sql& q, const std::string& volume_id);
+Result<std::vector<VolumeMountRecord>> listSandboxVolumeMounts(Sql& q,
+                                                               const std::string& sandbox_id);
 Result<int> deleteSandboxVolumeMounts(Sql& q, const std::string& sandbox_id);
 
 }  // namespace vessel::store

@@ -344,6 +344,9 @@ class Store {
   virtual Status insertVolumeMount(const VolumeMountRecord& m) = 0;
   virtual Result<std::vector<VolumeMountRecord>> listVolumeMounts(const std::string& volume_id) = 0;
   // Forgets a sandbox's mounts (it ended); returns how many.
+  // A sandbox's mounts, by path (a parent directory before what is in it).
+  virtual Result<std::vector<VolumeMountRecord>> listSandboxVolumeMounts(
+      const std::string& sandbox_id) = 0;
   virtual Result<int> deleteSandboxVolumeMounts(const std::string& sandbox_id) = 0;
 };
 

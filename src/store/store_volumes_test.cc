@@ -79,6 +79,16 @@ TEST_P(StoreTest, AMountedVolumeIsDeletedOnlyWhenForced) {
   ASSERT_EQ(mounts->size(), 2u);
   EXPECT_EQ((*mounts)[1].path, "/mnt/d");
   EXPECT_TRUE((*mounts)[1].read_only);
+  ASSERT_TRUE(st.insertVolumeMount({"sb-2", "vol-2", "/mnt", false}).ok());
+  auto of_sb2 = st.listSandboxVolumeMounts("sb-2");
+  ASSERT_TRUE(of_sb2.ok()) << of_sb2.error().message();
+  ASSERT_EQ(of_sb2->size(), 2u);
+  EXPECT_EQ((*of_sb2)[0].path, "/mnt");  // the parent first
+  EXPECT_EQ((*of_sb2)[0].volume_id, "vol-2");
+  EXPECT_EQ((*of_sb2)[1].path, "/mnt/d");
+  EXPECT_TRUE(st.listSandboxVolumeMounts("sb-9")->empty());
+  EXPECT_EQ(*st.deleteSandboxVolumeMounts("sb-2"), 2);
+  ASSERT_TRUE(st.insertVolumeMount({"sb-2", "vol-1", "/mnt/d", true}).ok());
 
   auto refused = st.deleteVolume("t1", "data", false);
   ASSERT_FALSE(refused.ok());

@@ -50,6 +50,7 @@ void decodeAll(std::string_view p) {
   (void)decodeMsg<ConnectPortMsg>(p);
   (void)decodeMsg<PortConnectedMsg>(p);
   (void)decodeMsg<MountVolumeMsg>(p);
+  (void)decodeMsg<QuiesceVolumesMsg>(p);
 }
 
 }  // namespace
