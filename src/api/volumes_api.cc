@@ -2,12 +2,10 @@
 #include "api/volumes_api.h"
 
 #include <boost/json.hpp>
-#include <set>
 
 #include "api/resources.h"
 #include "base/log.h"
 #include "base/new_id.h"
-#include "base/offload.h"
 
 namespace vessel::api {
 
@@ -31,48 +29,10 @@ json::object volumeJson(const store::VolumeRecord& v) {
 
 }  // namespace
 
-VolumesApi::VolumesApi(store::Store& store, volumes::VolumeHost* host, VolumeLimits limits,
-                       std::string node)
-    : store_(store),
-      host_(host),
-      limits_(limits),
-      node_(std::move(node)),
-      disk_(std::make_unique<asio::thread_pool>(1)),
-      files_(std::make_unique<asio::thread_pool>(2)) {}
-
-VolumesApi::~VolumesApi() {
-  files_->join();
-  disk_->join();
-}
-
-Status VolumesApi::needHost() const {
-  if (!host_)
-    return Error(Code::kUnavailable,
-                 "volumes are kept by a vesseld running --role=all in this version; this one "
-                 "keeps none");
-  return okStatus();
-}
-
-Status VolumesApi::restore() {
-  if (!host_) return okStatus();
-  VESSEL_ASSIGN_OR_RETURN(auto records, store_.listNodeVolumes(node_));
-  std::set<std::string> known;
-  for (const auto& v : records) {
-    known.insert(v.id);
-    // One volume that will not mount fails its own calls (503), not vesseld.
-    if (auto s = host_->restore(v.id, v.read_only); !s.ok())
-      log().error("volume {} ({} of tenant {}): {}", v.id, v.name, v.tenant_id,
-                  s.error().message());
-  }
-  for (const auto& id : host_->imageIds()) {
-    if (known.count(id)) continue;
-    // Kept, not deleted: a store restored from a backup may lack a volume
-    // that has data.
-    log().warn("volume image {} has no record (a create or delete cut short?): moved to {}", id,
-               "orphans/");
-    if (auto s = host_->setAside(id); !s.ok()) log().error("{}", s.error().message());
-  }
-  return okStatus();
+Result<store::VolumeRecord> VolumesApi::find(const std::string& tenant, const std::string& name) {
+  VESSEL_ASSIGN_OR_RETURN(auto v, store_.getVolume(tenant, name));
+  if (!v) return Error(Code::kNotFound, "volume " + name + " does not exist");
+  return std::move(*v);
 }
 
 // The routes of volumes_api.h. Creates, copies and deletes answer when the
@@ -96,8 +56,9 @@ void VolumesApi::install(Router& r, const Authenticated& authed) {
          authed([this](const Request& q, P, std::string t) { return create(q, std::move(t)); }));
   r.get("/v1/volumes",
         sync([this](const Request& q, P, const std::string& t) { return list(q, t); }));
-  r.get("/v1/volumes/{name:volume}",
-        sync([this](const Request& q, P p, const std::string& t) { return get(q, t, p["name"]); }));
+  r.get("/v1/volumes/{name:volume}", authed([this](const Request& q, P p, std::string t) {
+          return get(q, std::move(t), p["name"]);
+        }));
   r.del("/v1/volumes/{name:volume}", authed([this](const Request& q, P p, std::string t) {
           return remove(q, std::move(t), p["name"]);
         }));
@@ -113,12 +74,9 @@ void VolumesApi::install(Router& r, const Authenticated& authed) {
 asio::awaitable<Response> VolumesApi::create(const Request& req, std::string tenant) {
   auto in = parseVolumeRequest(req.body(), true, limits_.min_mib, limits_.max_mib);
   if (!in.ok()) co_return errorResponse(req, in.error());
-  if (auto s = needHost(); !s.ok()) co_return errorResponse(req, s.error());
-  store::VolumeRecord v;
-  v.tenant_id = std::move(tenant);
-  v.name = std::move(in->name);
-  v.size_mib = in->size_mib;
-  co_return co_await createImage(req, std::move(v), "");
+  auto v = co_await createVolume(std::move(tenant), std::move(in->name), in->size_mib);
+  if (!v.ok()) co_return errorResponse(req, v.error());
+  co_return jsonResponse(req, http::status::created, json::serialize(volumeJson(*v)));
 }
 
 Response VolumesApi::list(const Request& req, const std::string& tenant) {
@@ -130,19 +88,19 @@ Response VolumesApi::list(const Request& req, const std::string& tenant) {
                       json::serialize(json::object{{"volumes", std::move(items)}}));
 }
 
-Response VolumesApi::get(const Request& req, const std::string& tenant, const std::string& name) {
-  auto v = store_.getVolume(tenant, name);
-  if (!v.ok()) return errorResponse(req, v.error());
-  if (!*v) return errorResponse(req, Error(Code::kNotFound, "volume " + name + " does not exist"));
-  json::object o = volumeJson(**v);
-  // statfs of a mounted filesystem: no disk I/O, fine on the io thread.
-  auto use = host_ ? host_->usage((*v)->id) : Result<volumes::FsUsage>(needHost().error());
+asio::awaitable<Response> VolumesApi::get(const Request& req, std::string tenant,
+                                          std::string name) {
+  auto v = find(tenant, name);
+  if (!v.ok()) co_return errorResponse(req, v.error());
+  json::object o = volumeJson(*v);
+  // Unmounted, or on a node that is down: the record alone.
+  auto use = co_await keeper_.usage(*v);
   o["mounted"] = use.ok();
   if (use.ok()) {
     o["used_bytes"] = use->used_bytes;
     o["free_bytes"] = use->free_bytes;
   }
-  return jsonResponse(req, http::status::ok, json::serialize(o));
+  co_return jsonResponse(req, http::status::ok, json::serialize(o));
 }
 
 asio::awaitable<Response> VolumesApi::remove(const Request& req, std::string tenant,
@@ -156,63 +114,96 @@ asio::awaitable<Response> VolumesApi::remove(const Request& req, std::string ten
       co_return errorResponse(req, http::badRequest("force must be true or false"));
     force = f == "true";
   }
-  if (auto s = needHost(); !s.ok()) co_return errorResponse(req, s.error());
-  // The record first: once it is gone no new mount can name the volume.
-  auto gone = store_.deleteVolume(tenant, name, force);
+  Status gone = co_await deleteVolume(std::move(tenant), std::move(name), force);
   if (!gone.ok()) co_return errorResponse(req, gone.error());
-  // Forced while sandboxes mount it: their mounts end before the image goes.
-  if (mounts_) mounts_->releaseVolume(gone->id);
-  auto drop = [host = host_, id = gone->id] { return host->remove(id); };
-  Status s = co_await offload(*disk_, std::move(drop));
-  // Deleted for the tenant either way; an image left is set aside at the next start.
-  if (!s.ok()) log().error("volume {} deleted, its image left: {}", gone->id, s.error().message());
   Response res{http::status::no_content, req.version()};
   res.set(http::field::server, "vessel");
   res.keep_alive(req.keep_alive());
   co_return res;
 }
 
+asio::awaitable<Status> VolumesApi::deleteVolume(std::string tenant, std::string name, bool force) {
+  // Its node down: refused (503), its image would be left behind.
+  auto v = find(tenant, name);
+  if (!v.ok()) co_return std::move(v).error();
+  if (auto s = keeper_.reachable(*v); !s.ok()) co_return s;
+  // The record first: once it is gone no new mount can name the volume.
+  auto gone = store_.deleteVolume(tenant, name, force);
+  if (!gone.ok()) co_return gone.error();
+  // Forced while sandboxes mount it: the keeper ends their mounts before
+  // the image goes.
+  Status s = co_await keeper_.remove(*gone);
+  // Deleted for the tenant either way; an image left (its node down, say)
+  // is set aside at its node's next start.
+  if (!s.ok()) log().error("volume {} deleted, its image left: {}", gone->id, s.error().message());
+  co_return okStatus();
+}
+
+asio::awaitable<Result<store::VolumeRecord>> VolumesApi::createVolume(std::string tenant,
+                                                                      std::string name,
+                                                                      uint64_t size_mib) {
+  if (!validVolumeName(name)) co_return Error(Code::kInvalidArgument, "bad volume name " + name);
+  if (size_mib < limits_.min_mib || size_mib > limits_.max_mib)
+    co_return Error(Code::kInvalidArgument, "volume size out of range");
+  store::VolumeRecord v;
+  v.tenant_id = std::move(tenant);
+  v.name = std::move(name);
+  v.size_mib = size_mib;
+  auto node = keeper_.place(v.size_mib);
+  if (!node.ok()) co_return node.error();
+  v.node = std::move(*node);
+  // g++ 12: named argument, see CONTRIBUTING.md "Coroutines under g++ 12" rule 1.
+  std::optional<store::VolumeRecord> empty;
+  co_return co_await makeVolume(std::move(v), std::move(empty));
+}
+
 asio::awaitable<Response> VolumesApi::copy(const Request& req, std::string tenant, std::string name,
                                            bool snapshot) {
   auto in = parseVolumeRequest(req.body(), false, limits_.min_mib, limits_.max_mib);
   if (!in.ok()) co_return errorResponse(req, in.error());
-  if (auto s = needHost(); !s.ok()) co_return errorResponse(req, s.error());
-  auto src = store_.getVolume(tenant, name);
+  auto src = find(tenant, name);
   if (!src.ok()) co_return errorResponse(req, src.error());
-  if (!*src)
-    co_return errorResponse(req, Error(Code::kNotFound, "volume " + name + " does not exist"));
   store::VolumeRecord v;
   v.tenant_id = tenant;
   v.name = in->name;
-  v.size_mib = (*src)->size_mib;
+  v.size_mib = src->size_mib;
   v.read_only = snapshot;
-  v.source_id = (*src)->id;
-  co_return co_await createImage(req, std::move(v), (*src)->id);
+  v.source_id = src->id;
+  v.node = src->node;  // a copy is made where its source is
+  std::optional<store::VolumeRecord> from = std::move(*src);
+  co_return co_await createImage(req, std::move(v), std::move(from));
 }
 
-// Admits the record (name, quota), then makes its image on the disk
-// worker: empty, or a copy of `from_id`. A failed image takes its record
-// back with it.
+// Admits the record (name, quota), then has the keeper make its image:
+// empty, or a copy of `from`. A failed image takes its record back with it.
 asio::awaitable<Response> VolumesApi::createImage(const Request& req, store::VolumeRecord v,
-                                                  std::string from_id) {
+                                                  std::optional<store::VolumeRecord> from) {
+  auto made = co_await makeVolume(std::move(v), std::move(from));
+  if (!made.ok()) co_return errorResponse(req, made.error());
+  co_return jsonResponse(req, http::status::created, json::serialize(volumeJson(*made)));
+}
+
+asio::awaitable<Result<store::VolumeRecord>> VolumesApi::makeVolume(
+    store::VolumeRecord v, std::optional<store::VolumeRecord> from) {
   v.id = newId("vol");
-  v.node = node_;
   v.created_ms = store::nowMs();
-  if (auto s = store_.insertVolume(v, limits_.tenant_max_mib); !s.ok())
-    co_return errorResponse(req, s.error());
-  auto make = [host = host_, id = v.id, from = std::move(from_id), mib = v.size_mib,
-               ro = v.read_only] {
-    return from.empty() ? host->create(id, mib) : host->copy(from, id, ro);
-  };
-  Status made = co_await offload(*disk_, std::move(make));
+  if (auto s = store_.insertVolume(v, limits_.tenant_max_mib); !s.ok()) co_return s.error();
+  Status made = okStatus();
+  // g++ 12: named arguments, see CONTRIBUTING.md "Coroutines under g++ 12" rule 1.
+  store::VolumeRecord made_v = v;
+  if (from)
+    made = co_await keeper_.copy(std::move(*from), std::move(made_v));
+  else
+    made = co_await keeper_.create(std::move(made_v));
   if (!made.ok()) {
     if (auto undo = store_.deleteVolume(v.tenant_id, v.name, true); !undo.ok())
       log().error("volume {}: {}", v.id, undo.error().message());
-    co_return errorResponse(req, made.error());
+    co_return made.error();
   }
-  log().info("volume {} ({} MiB{}) made for tenant {}", v.id, v.size_mib,
-             v.read_only ? ", read-only" : "", v.tenant_id);
-  co_return jsonResponse(req, http::status::created, json::serialize(volumeJson(v)));
+  log().info("volume {} ({} MiB{}) made for tenant {}{}", v.id, v.size_mib,
+             v.read_only ? ", read-only" : "", v.tenant_id,
+             v.node.empty() ? std::string() : " on node " + v.node);
+  co_return v;
 }
 
 }  // namespace vessel::api

@@ -1,10 +1,10 @@
-// A volume's files without a sandbox (volumes_api.h): every call resolves
-// its path beneath the volume's root (volumes/files.h) on a worker thread;
-// a download streams with the HTTP library's chunked writer, an upload is
-// written to a temporary file as it arrives and renamed over the target
-// only once whole, so a cut upload changes nothing.
-#include <unistd.h>
-
+// A volume's files without a sandbox (volumes_api.h): each call finds the
+// tenant's volume in the store and hands it to the keeper, which resolves
+// its path beneath the volume's root (volumes/files.h) here or on the
+// volume's node; a download streams with the HTTP library's chunked writer
+// piece by piece as the keeper reads them, an upload is handed on as it
+// arrives and made whole (renamed over the target) only at its end, so a
+// cut upload changes nothing.
 #include <boost/json.hpp>
 
 #include "api/auth.h"
@@ -12,7 +12,6 @@
 #include "api/resources.h"
 #include "api/volumes_api.h"
 #include "base/log.h"
-#include "base/offload.h"
 #include "http/headers.h"
 #include "http/stream.h"
 
@@ -20,15 +19,12 @@ namespace vessel::api {
 
 namespace json = boost::json;
 namespace beast = boost::beast;
-using volumes::FileInfo;
-using volumes::VolumeFiles;
 
 namespace {
 
-constexpr size_t kReadChunk = 256 * 1024;
 constexpr auto kWriteTimeout = std::chrono::seconds(30);
 
-json::object infoJson(const FileInfo& f) {
+json::object infoJson(const ops::VolumeFileInfo& f) {
   json::object o{
       {"name", f.name}, {"path", f.path}, {"type", f.type}, {"size", f.size},
       {"mode", f.mode}, {"uid", f.uid},   {"gid", f.gid},   {"mtime", rfc3339(f.mtime_ms)}};
@@ -79,24 +75,14 @@ void VolumesApi::installFiles(Router& r, const Authenticated& authed) {
       [this](const Request& q, P p, http::BodyReader& b) { return writeFile(q, b, p["name"]); });
 }
 
-Result<std::pair<store::VolumeRecord, VolumeFiles>> VolumesApi::filesOf(const std::string& tenant,
-                                                                        const std::string& name) {
-  VESSEL_TRY(needHost());
-  VESSEL_ASSIGN_OR_RETURN(auto v, store_.getVolume(tenant, name));
-  if (!v) return Error(Code::kNotFound, "volume " + name + " does not exist");
-  VESSEL_ASSIGN_OR_RETURN(std::string root, host_->root(v->id));
-  VESSEL_ASSIGN_OR_RETURN(auto files, VolumeFiles::open(root, v->read_only));
-  return std::make_pair(std::move(*v), std::move(files));
-}
-
 asio::awaitable<Response> VolumesApi::listFiles(const Request& req, std::string tenant,
                                                 std::string name) {
   auto q = parseQuery(req.target(), {"path"});
   if (!q.ok()) co_return errorResponse(req, q.error());
-  auto f = filesOf(tenant, name);
-  if (!f.ok()) co_return errorResponse(req, f.error());
-  auto run = [files = std::move(f->second), path = (*q)["path"]] { return files.list(path); };
-  auto l = co_await offload(*files_, std::move(run));
+  auto v = find(tenant, name);
+  if (!v.ok()) co_return errorResponse(req, v.error());
+  std::string path = (*q)["path"];
+  auto l = co_await keeper_.list(std::move(*v), std::move(path));
   if (!l.ok()) co_return errorResponse(req, l.error());
   json::array items;
   for (const auto& e : *l) items.push_back(infoJson(e));
@@ -111,12 +97,10 @@ asio::awaitable<Response> VolumesApi::removeFile(const Request& req, std::string
   auto rec = boolParam(*q, "recursive", false);
   if (!rec.ok()) co_return errorResponse(req, rec.error());
   if (!q->count("path")) co_return errorResponse(req, http::badRequest("path is required"));
-  auto f = filesOf(tenant, name);
-  if (!f.ok()) co_return errorResponse(req, f.error());
-  auto run = [files = std::move(f->second), path = (*q)["path"], r = *rec] {
-    return files.remove(path, r);
-  };
-  Status s = co_await offload(*files_, std::move(run));
+  auto v = find(tenant, name);
+  if (!v.ok()) co_return errorResponse(req, v.error());
+  std::string path = (*q)["path"];
+  Status s = co_await keeper_.removePath(std::move(*v), std::move(path), *rec);
   if (!s.ok()) co_return errorResponse(req, s.error());
   co_return noContent(req);
 }
@@ -125,12 +109,9 @@ asio::awaitable<Response> VolumesApi::mkdir(const Request& req, std::string tena
                                             std::string name) {
   auto in = parseMkdirRequest(req.body());
   if (!in.ok()) co_return errorResponse(req, in.error());
-  auto f = filesOf(tenant, name);
-  if (!f.ok()) co_return errorResponse(req, f.error());
-  auto run = [files = std::move(f->second), in = std::move(*in)] {
-    return files.mkdir(in.path, in.mode, in.parents);
-  };
-  Status s = co_await offload(*files_, std::move(run));
+  auto v = find(tenant, name);
+  if (!v.ok()) co_return errorResponse(req, v.error());
+  Status s = co_await keeper_.mkdir(std::move(*v), std::move(in->path), in->mode, in->parents);
   if (!s.ok()) co_return errorResponse(req, s.error());
   co_return noContent(req);
 }
@@ -141,13 +122,13 @@ asio::awaitable<std::optional<Response>> VolumesApi::readFile(const Request& req
                                                               std::string name) {
   auto q = parseQuery(req.target(), {"path"});
   if (!q.ok()) co_return errorResponse(req, q.error());
-  auto f = filesOf(tenant, name);
-  if (!f.ok()) co_return errorResponse(req, f.error());
+  auto v = find(tenant, name);
+  if (!v.ok()) co_return errorResponse(req, v.error());
   const std::string path = (*q)["path"];
-  auto open = [files = std::move(f->second), path] { return files.openRead(path); };
-  auto fd = co_await offload(*files_, std::move(open));
-  if (!fd.ok()) co_return errorResponse(req, fd.error());
-  auto file = std::make_shared<Fd>(std::move(*fd));
+  std::string at = path;
+  auto opened = co_await keeper_.read(std::move(*v), std::move(at));
+  if (!opened.ok()) co_return errorResponse(req, opened.error());
+  std::shared_ptr<ops::VolumeReader> file = std::move(*opened);
 
   http::response<http::empty_body> head{http::status::ok, req.version()};
   head.set(http::field::content_type, "application/octet-stream");
@@ -156,17 +137,7 @@ asio::awaitable<std::optional<Response>> VolumesApi::readFile(const Request& req
   head.keep_alive(false);
   http::ChunkedWriter out(stream, kWriteTimeout);
   if (!co_await out.head(std::move(head))) co_return std::nullopt;
-  auto next = [this, file]() -> asio::awaitable<Result<std::optional<std::string>>> {
-    auto piece = [file]() -> Result<std::optional<std::string>> {
-      std::string buf(kReadChunk, '\0');
-      ssize_t n = ::read(file->get(), buf.data(), buf.size());
-      if (n < 0) return Error::fromErrno("read the volume's file");
-      if (n == 0) return std::optional<std::string>();
-      buf.resize(static_cast<size_t>(n));
-      return std::optional<std::string>(std::move(buf));
-    };
-    co_return co_await offload(*files_, std::move(piece));
-  };
+  auto next = [file] { return file->next(); };
   auto copied = co_await http::copyChunks(out, next);
   // A failure leaves out the last chunk: the client sees a cut transfer.
   if (!copied.ok()) log().warn("volume {}: read {}: {}", name, path, copied.error().message());
@@ -188,25 +159,21 @@ asio::awaitable<Response> VolumesApi::writeFile(const Request& req, http::BodyRe
     mode = *m;
   }
   if (!q->count("path")) co_return errorResponse(req, http::badRequest("path is required"));
-  auto f = filesOf(*tenant, name);
-  if (!f.ok()) co_return errorResponse(req, f.error());
-  auto begin = [files = std::move(f->second), path = (*q)["path"], mode] {
-    return files.write(path, mode);
-  };
-  auto opened = co_await offload(*files_, std::move(begin));
+  auto v = find(*tenant, name);
+  if (!v.ok()) co_return errorResponse(req, v.error());
+  std::string path = (*q)["path"];
+  auto opened = co_await keeper_.write(std::move(*v), std::move(path), mode);
   if (!opened.ok()) co_return errorResponse(req, opened.error());
-  auto w = std::make_shared<VolumeFiles::Write>(std::move(*opened));
+  std::unique_ptr<ops::VolumeWriter> w = std::move(*opened);
   for (;;) {
     auto chunk = co_await body.next();
     if (!chunk.ok()) co_return errorResponse(req, chunk.error().withContext("upload"));
     if (!*chunk) break;
-    auto append = [w, data = std::move(**chunk)] { return w->append(data); };
-    Status s = co_await offload(*files_, std::move(append));
+    Status s = co_await w->append(std::move(**chunk));
     // Unfinished: the temporary goes with `w`, the target is untouched.
     if (!s.ok()) co_return errorResponse(req, s.error());
   }
-  auto commit = [w] { return w->commit(); };
-  auto info = co_await offload(*files_, std::move(commit));
+  auto info = co_await w->commit();
   if (!info.ok()) co_return errorResponse(req, info.error());
   co_return jsonResponse(req, http::status::created, json::serialize(infoJson(*info)));
 }

@@ -262,6 +262,15 @@ asio::awaitable<Status> ClusterNode::create(ops::NodeCreate c) {
   for (const auto& n : *nodes) nodes_[n.name] = n;
   auto order = withToken(rankNodes(*nodes, c.template_name, c.memory_mib, store::nowMs(),
                                    opts_.lost_after, placedSinceHeartbeat(*nodes)));
+  if (!c.node.empty()) {
+    // Its volumes are there: that node or none.
+    if (std::find(order.begin(), order.end(), c.node) == order.end())
+      co_return Error(Code::kUnavailable, "node " + c.node + ", which keeps the volumes sandbox " +
+                                              c.id +
+                                              " mounts, is down or unknown; try again when it is "
+                                              "back");
+    order = {c.node};
+  }
   if (order.empty())
     co_return Error(Code::kUnavailable, "no node is available to run sandbox " + c.id);
   NodeCall call;

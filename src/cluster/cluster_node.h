@@ -67,6 +67,13 @@ std::vector<std::string> rankNodes(const std::vector<store::NodeRecord>& nodes,
                                    int64_t now_ms, std::chrono::milliseconds lost_after,
                                    const std::map<std::string, uint64_t>& placed);
 
+// The order in which a new volume of `size_mib` tries the nodes: live ones
+// that keep volumes (volume_free_mib > 0), those with `size_mib` free
+// first, then the most free, then the fewest sandboxes, then by name.
+std::vector<std::string> rankVolumeNodes(const std::vector<store::NodeRecord>& nodes,
+                                         uint64_t size_mib, int64_t now_ms,
+                                         std::chrono::milliseconds lost_after);
+
 class ClusterNode final : public ops::Node {
  public:
   ClusterNode(asio::io_context& io, store::Store& store, ClusterOptions o)
@@ -75,6 +82,18 @@ class ClusterNode final : public ops::Node {
 
   // Starts the sweeper (node loss); stopped by shutdown().
   void start();
+
+  // What lives on a node besides sandboxes (its volumes,
+  // cluster_volumes.h): the client of node `name` while it is live;
+  // kUnavailable naming it when it is lost or unknown.
+  Result<RemoteNode*> liveNode(const std::string& name);
+  // The client of the node sandbox `id` runs on (route()).
+  Result<RemoteNode*> nodeOf(const std::string& id) { return route(id); }
+  // The node a new volume of `size_mib` goes to (rankVolumeNodes, among
+  // those this replica holds a token for).
+  Result<std::string> placeVolume(uint64_t size_mib);
+  const ClusterOptions& options() const { return opts_; }
+  asio::io_context& ioContext() { return io_; }
   // One sweep (tests): returns the nodes this call marked lost.
   std::vector<std::string> sweepOnce();
 

@@ -4,6 +4,7 @@
 
 #include <boost/json.hpp>
 
+#include "base/base64.h"
 #include "templates/build_spec.h"
 
 namespace vessel::cluster {
@@ -21,6 +22,16 @@ constexpr uint64_t kMaxDiskMib = uint64_t{1} << 30;
 constexpr size_t kMaxSpec = templates::kMaxNodeSpecBytes;  // the node's parseBuildSpec bound
 constexpr size_t kMaxRegistrySecret = 4096;  // a credential's decoded value is at most 8 KiB
 constexpr size_t kMaxManifest = 64 * 1024;
+// A volume's path (volumes/files.h refuses longer ones), mounts of one
+// sandbox (the API's bound), the entries of one listing
+// (volumes::kMaxListEntries), a file name (ext4's).
+constexpr size_t kMaxPath = 4096;
+constexpr size_t kMaxMounts = 16;
+constexpr size_t kMaxEntries = 10000;
+constexpr size_t kMaxFileName = 255;
+constexpr uint64_t kMaxVolumeMib = uint64_t{1} << 30;
+// The header carrying a volume_write's call: base64 of at most this much.
+constexpr size_t kMaxHeaderCall = 32 * 1024;
 
 bool idChars(std::string_view s) {
   if (s.empty() || s.size() > kMaxId) return false;
@@ -58,6 +69,84 @@ Result<std::vector<std::string>> stringList(const json::object& o, std::string_v
     out.emplace_back(e.as_string());
   }
   return out;
+}
+
+Result<bool> boolField(const json::object& o, std::string_view key, bool dflt) {
+  auto* v = o.if_contains(key);
+  if (!v) return dflt;
+  if (!v->is_bool()) return bad(std::string(key) + " must be a boolean");
+  return v->as_bool();
+}
+
+Result<uint64_t> uintField(const json::object& o, std::string_view key, uint64_t max) {
+  auto* v = o.if_contains(key);
+  if (!v) return uint64_t{0};
+  if (!v->is_uint64() && !(v->is_int64() && v->as_int64() >= 0))
+    return bad(std::string(key) + " must be a non-negative integer");
+  uint64_t n = v->is_uint64() ? v->as_uint64() : static_cast<uint64_t>(v->as_int64());
+  if (n > max) return bad(std::string(key) + " is too large");
+  return n;
+}
+
+// A volume id as vesseld makes them (vol-<hex>); "" when absent.
+Result<std::string> volumeId(const json::object& o, std::string_view key) {
+  VESSEL_ASSIGN_OR_RETURN(auto id, stringField(o, key, kMaxId, false));
+  for (char c : id)
+    if (!std::islower(static_cast<unsigned char>(c)) &&
+        !std::isdigit(static_cast<unsigned char>(c)) && c != '-')
+      return bad(std::string(key) + " is not a volume id");
+  return id;
+}
+
+Result<std::vector<ops::VolumeAttachment>> mountList(const json::object& o) {
+  std::vector<ops::VolumeAttachment> out;
+  auto* v = o.if_contains("mounts");
+  if (!v) return out;
+  if (!v->is_array()) return bad("mounts must be an array");
+  if (v->as_array().size() > kMaxMounts) return bad("mounts has too many items");
+  for (const auto& e : v->as_array()) {
+    if (!e.is_object()) return bad("a mount must be an object");
+    const auto& m = e.as_object();
+    ops::VolumeAttachment a;
+    VESSEL_ASSIGN_OR_RETURN(a.volume_id, volumeId(m, "volume"));
+    VESSEL_ASSIGN_OR_RETURN(a.name, stringField(m, "name", kMaxName, false));
+    VESSEL_ASSIGN_OR_RETURN(a.path, stringField(m, "path", kMaxPath, true));
+    VESSEL_ASSIGN_OR_RETURN(a.read_only, boolField(m, "read_only", false));
+    if (a.volume_id.empty() || a.path.empty() || a.path[0] != '/')
+      return bad("a mount needs a volume and an absolute path");
+    out.push_back(std::move(a));
+  }
+  return out;
+}
+
+json::object fileJson(const ops::VolumeFileInfo& f) {
+  json::object o{{"name", f.name}, {"path", f.path}, {"type", f.type}, {"size", f.size},
+                 {"mode", f.mode}, {"uid", f.uid},   {"gid", f.gid},   {"mtime_ms", f.mtime_ms}};
+  if (!f.target.empty()) o["target"] = f.target;
+  return o;
+}
+
+// A node's answer: untrusted bytes to the replica, bounded like a call.
+Result<ops::VolumeFileInfo> parseFile(const json::value& v) {
+  if (!v.is_object()) return bad("a file is not an object");
+  const auto& o = v.as_object();
+  ops::VolumeFileInfo f;
+  VESSEL_ASSIGN_OR_RETURN(f.name, stringField(o, "name", kMaxFileName, false));
+  VESSEL_ASSIGN_OR_RETURN(f.path, stringField(o, "path", kMaxPath + 1, true));
+  VESSEL_ASSIGN_OR_RETURN(f.type, stringField(o, "type", 16, true));
+  VESSEL_ASSIGN_OR_RETURN(f.target, stringField(o, "target", kMaxPath, false));
+  VESSEL_ASSIGN_OR_RETURN(f.size, uintField(o, "size", uint64_t{1} << 62));
+  VESSEL_ASSIGN_OR_RETURN(auto mode, uintField(o, "mode", 07777));
+  VESSEL_ASSIGN_OR_RETURN(auto uid, uintField(o, "uid", UINT32_MAX));
+  VESSEL_ASSIGN_OR_RETURN(auto gid, uintField(o, "gid", UINT32_MAX));
+  f.mode = static_cast<uint32_t>(mode);
+  f.uid = static_cast<uint32_t>(uid);
+  f.gid = static_cast<uint32_t>(gid);
+  auto* t = o.if_contains("mtime_ms");
+  if (t && t->is_int64()) f.mtime_ms = t->as_int64();
+  if (t && t->is_uint64() && t->as_uint64() <= INT64_MAX)
+    f.mtime_ms = static_cast<int64_t>(t->as_uint64());
+  return f;
 }
 
 json::array toArray(const std::vector<std::string>& v) {
@@ -101,6 +190,23 @@ Result<Status> parseStatus(const json::value& v) {
   if (!code || !code->is_string() || !msg || !msg->is_string())
     return Error(Code::kProtocol, "node reply: an error without code and message");
   return Status(Error(codeFromName(code->as_string()), std::string(msg->as_string())));
+}
+
+// The volume calls' fields of a call (parseNodeCall).
+Status parseVolumeFields(const json::object& o, NodeCall& c) {
+  VESSEL_ASSIGN_OR_RETURN(c.volume, volumeId(o, "volume"));
+  VESSEL_ASSIGN_OR_RETURN(c.volume_to, volumeId(o, "volume_to"));
+  VESSEL_ASSIGN_OR_RETURN(c.size_mib, uintField(o, "size_mib", kMaxVolumeMib));
+  VESSEL_ASSIGN_OR_RETURN(c.read_only, boolField(o, "read_only", false));
+  VESSEL_ASSIGN_OR_RETURN(c.path, stringField(o, "path", kMaxPath, false));
+  if (c.path.find('\0') != std::string::npos) return bad("path holds a NUL byte");
+  VESSEL_ASSIGN_OR_RETURN(auto mode, uintField(o, "mode", 07777));
+  c.mode = static_cast<uint32_t>(mode);
+  VESSEL_ASSIGN_OR_RETURN(c.parents, boolField(o, "parents", false));
+  VESSEL_ASSIGN_OR_RETURN(c.recursive, boolField(o, "recursive", false));
+  VESSEL_ASSIGN_OR_RETURN(c.hold, boolField(o, "hold", false));
+  VESSEL_ASSIGN_OR_RETURN(c.mounts, mountList(o));
+  return okStatus();
 }
 
 }  // namespace
@@ -155,6 +261,7 @@ Result<NodeCall> parseNodeCall(std::string_view body) {
   if (auto* n = o.if_contains("network"); n && !n->is_null()) {
     VESSEL_ASSIGN_OR_RETURN(c.network, parseNetwork(*n));
   }
+  VESSEL_TRY(parseVolumeFields(o, c));
   return c;
 }
 
@@ -174,7 +281,31 @@ std::string serializeNodeCall(const NodeCall& c) {
   if (!c.memory) o["memory"] = false;
   if (c.disk_mib) o["disk_mib"] = c.disk_mib;
   if (c.network) o["network"] = networkJson(*c.network);
+  if (!c.volume.empty()) o["volume"] = c.volume;
+  if (!c.volume_to.empty()) o["volume_to"] = c.volume_to;
+  if (c.size_mib) o["size_mib"] = c.size_mib;
+  if (c.read_only) o["read_only"] = true;
+  if (!c.path.empty()) o["path"] = c.path;
+  if (c.mode) o["mode"] = c.mode;
+  if (c.parents) o["parents"] = true;
+  if (c.recursive) o["recursive"] = true;
+  if (c.hold) o["hold"] = true;
+  if (!c.mounts.empty()) {
+    json::array a;
+    for (const auto& m : c.mounts)
+      a.push_back(json::object{
+          {"volume", m.volume_id}, {"name", m.name}, {"path", m.path}, {"read_only", m.read_only}});
+    o["mounts"] = std::move(a);
+  }
   return json::serialize(o);
+}
+
+std::string encodeNodeCallHeader(const NodeCall& c) { return base64Encode(serializeNodeCall(c)); }
+
+Result<NodeCall> parseNodeCallHeader(std::string_view value) {
+  auto body = base64Decode(value, kMaxHeaderCall);
+  if (!body.ok()) return bad(std::string(kNodeCallHeader) + " is not base64 of a call");
+  return parseNodeCall(*body);
 }
 
 std::string serializeNodeReply(const NodeReply& r) {
@@ -194,8 +325,46 @@ std::string serializeNodeReply(const NodeReply& r) {
                               {"disk_total_bytes", r.usage->disk_total_bytes}};
   if (r.network) o["network"] = networkJson(*r.network);
   if (!r.manifest.empty()) o["manifest"] = r.manifest;
+  if (!r.entries.empty()) {
+    json::array a;
+    for (const auto& f : r.entries) a.push_back(fileJson(f));
+    o["entries"] = std::move(a);
+  }
+  if (r.file) o["file"] = fileJson(*r.file);
+  if (r.volume_usage)
+    o["volume_usage"] = json::object{{"used_bytes", r.volume_usage->used_bytes},
+                                     {"free_bytes", r.volume_usage->free_bytes}};
   return json::serialize(o);
 }
+
+namespace {
+
+// The volume calls' answers in a reply (parseNodeReply).
+Status parseVolumeReply(const json::object& o, NodeReply& r) {
+  if (auto* e = o.if_contains("entries")) {
+    if (!e->is_array() || e->as_array().size() > kMaxEntries)
+      return bad("entries must be an array of at most " + std::to_string(kMaxEntries));
+    for (const auto& f : e->as_array()) {
+      VESSEL_ASSIGN_OR_RETURN(auto info, parseFile(f));
+      r.entries.push_back(std::move(info));
+    }
+  }
+  if (auto* f = o.if_contains("file")) {
+    VESSEL_ASSIGN_OR_RETURN(r.file, parseFile(*f));
+  }
+  if (auto* u = o.if_contains("volume_usage")) {
+    if (!u->is_object()) return bad("volume_usage must be an object");
+    ops::VolumeUsage use;
+    VESSEL_ASSIGN_OR_RETURN(use.used_bytes,
+                            uintField(u->as_object(), "used_bytes", uint64_t{1} << 62));
+    VESSEL_ASSIGN_OR_RETURN(use.free_bytes,
+                            uintField(u->as_object(), "free_bytes", uint64_t{1} << 62));
+    r.volume_usage = use;
+  }
+  return okStatus();
+}
+
+}  // namespace
 
 Result<NodeReply> parseNodeReply(std::string_view body) {
   boost::system::error_code ec;
@@ -250,6 +419,8 @@ Result<NodeReply> parseNodeReply(std::string_view body) {
     if (!net.ok()) return Error(Code::kProtocol, "node reply: " + net.error().message());
     r.network = std::move(*net);
   }
+  if (auto s = parseVolumeReply(o, r); !s.ok())
+    return Error(Code::kProtocol, "node reply: " + s.error().message());
   return r;
 }
 

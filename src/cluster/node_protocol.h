@@ -12,6 +12,8 @@
 
 #include "base/result.h"
 #include "ops/node.h"
+#include "ops/volume_keeper.h"
+#include "ops/volume_mounter.h"
 
 namespace vessel::cluster {
 
@@ -39,6 +41,18 @@ struct NodeCall {
   // build: a from_image build's registry credential, resolved by the API
   // replica (the node never reads credentials for a build).
   std::string registry_username, registry_password;
+  // volume_* (cluster/cluster_volumes.h): the volume's id; volume_copy's
+  // new volume in `volume_to` (read-only: a snapshot). volume_create: its
+  // size. Files calls: the volume's read_only, the path within it, mkdir's
+  // and write's mode, mkdir's parents, remove's recursive. volume_mount:
+  // the sandbox (`id`) and what it mounts; volume_quiesce: `hold`.
+  std::string volume, volume_to;
+  uint64_t size_mib = 0;
+  bool read_only = false;
+  std::string path;
+  uint32_t mode = 0;
+  bool parents = false, recursive = false, hold = false;
+  std::vector<ops::VolumeAttachment> mounts;
 };
 
 // The one parser of request bodies: kInvalidArgument for anything else
@@ -56,12 +70,22 @@ struct NodeReply {
   std::optional<ops::Usage> usage;
   std::optional<ops::NetworkSpec> network;  // network: the settings as the node stored them
   std::string manifest;  // build, fork_template: the new template's manifest (JSON)
+  std::vector<ops::VolumeFileInfo> entries;      // volume_list
+  std::optional<ops::VolumeFileInfo> file;       // volume_write: the file as written
+  std::optional<ops::VolumeUsage> volume_usage;  // volume_usage
 };
 std::string serializeNodeReply(const NodeReply& r);
 // kProtocol for a reply that is not one.
 Result<NodeReply> parseNodeReply(std::string_view body);
 
 std::string_view holdingName(ops::Holding h);
+
+// volume_write streams its body (the file): the call rides in this header,
+// base64 of its JSON, so that the node refuses it before any of the file
+// is sent (the replica asks with Expect: 100-continue).
+inline constexpr std::string_view kNodeCallHeader = "X-Vessel-Node-Call";
+std::string encodeNodeCallHeader(const NodeCall& c);
+Result<NodeCall> parseNodeCallHeader(std::string_view value);
 
 // The shared secret of the node API, compared in constant time.
 bool tokenMatches(std::string_view presented, std::string_view expected);

@@ -15,10 +15,12 @@ Logger nodeLog() { return Logger("node-api"); }
 
 http::ServerLimits nodeServerLimits() {
   http::ServerLimits l;
-  l.max_header_bytes = 8 * 1024;
   l.max_body_bytes = 2 * 1024 * 1024;  // a build spec may be 1 MiB
   // A create can take as long as a guest boot; the API replica bounds it.
   l.idle_timeout = std::chrono::seconds(300);
+  // volume_write's call rides in a header (node_protocol.h): a path of
+  // 4 KiB, JSON-escaped and in base64.
+  l.max_header_bytes = 48 * 1024;
   return l;
 }
 
@@ -37,9 +39,14 @@ void NodeServer::install(http::HttpServer& server) {
     return std::nullopt;
   };
   r.guardUnder(std::string(kPrefix), refused);
-  for (const char* call_name : {"create", "pause", "resume", "destroy", "abort", "holding", "usage",
-                                "fork", "network", "credential", "fork_template"}) {
-    std::string name = call_name;
+  std::vector<std::string> names = {"create",  "pause",      "resume",       "destroy",
+                                    "abort",   "holding",    "usage",        "fork",
+                                    "network", "credential", "fork_template"};
+  for (const char* v : {"volume_create", "volume_copy", "volume_remove", "volume_usage",
+                        "volume_list", "volume_mkdir", "volume_remove_path", "volume_mount",
+                        "volume_release", "volume_quiesce", "volume_unquiesce"})
+    names.emplace_back(v);
+  for (const auto& name : names) {
     r.post(std::string(kPrefix) + name,
            [this, refused, name](const http::Request& req,
                                  const http::Params&) -> asio::awaitable<http::Response> {
@@ -51,6 +58,7 @@ void NodeServer::install(http::HttpServer& server) {
              co_return http::jsonResponse(req, http::status::ok, serializeNodeReply(*r));
            });
   }
+  installVolumeStreams(r, refused);
   // A build carries a Dockerfile context's files inline (up to
   // templates::kMaxNodeSpecBytes of spec): its body streams past the
   // server's 2 MiB limit, read only once the token is checked.
@@ -87,6 +95,7 @@ asio::awaitable<Result<NodeReply>> NodeServer::call(std::string name, NodeCall c
     co_return r;
   }
   if (name == "build" || name == "fork_template") co_return co_await templateCall(name, c);
+  if (isVolumeCall(name)) co_return co_await volumeCall(name, std::move(c));
   if (auto s = needId(); !s.ok()) co_return std::move(s).error();
   if (name == "create") {
     if (c.tenant.empty() || c.template_name.empty())

@@ -10,6 +10,7 @@
 #include <optional>
 
 #include "client/client.h"
+#include "cluster/remote_node_internal.h"
 #include "http/tls_client.h"
 
 namespace vessel::cluster {
@@ -18,26 +19,18 @@ namespace beast = boost::beast;
 namespace http = beast::http;
 using tcp = asio::ip::tcp;
 
-struct RemoteNode::Flight {
-  explicit Flight(asio::io_context& io) : stream(io) {}
-  ~Flight() { tls.reset(); }  // before the stream it is over
-  beast::tcp_stream stream;
-  std::unique_ptr<asio::ssl::stream<beast::tcp_stream&>> tls;  // https:// nodes
-  std::string cancelled;                                       // why, once cancelAll cut it short
-};
-
 namespace {
 
 // The request out and the answer in, over the flight's stream (plain or
 // TLS); the error names the step that failed.
 template <class Stream>
 asio::awaitable<Result<http::response<http::string_body>>> exchange(
-    Stream& s, http::request<http::string_body>& req) {
+    Stream& s, http::request<http::string_body>& req, size_t max_reply) {
   auto [wec, wn] = co_await http::async_write(s, req, asio::as_tuple(asio::use_awaitable));
   if (wec) co_return Error(Code::kUnavailable, "send: " + wec.message());
   beast::flat_buffer buf;
   http::response_parser<http::string_body> parser;
-  parser.body_limit(1 << 20);
+  parser.body_limit(max_reply);
   auto [rdec, rn] = co_await http::async_read(s, buf, parser, asio::as_tuple(asio::use_awaitable));
   if (rdec) co_return Error(Code::kUnavailable, "receive: " + rdec.message());
   co_return parser.release();
@@ -55,9 +48,8 @@ void RemoteNode::cancelAll(const std::string& why) {
   in_flight_.clear();
 }
 
-asio::awaitable<Result<NodeReply>> RemoteNode::call(std::string call, NodeCall c,
-                                                    std::chrono::milliseconds timeout,
-                                                    bool* connected) {
+asio::awaitable<Result<std::shared_ptr<RemoteNode::Flight>>> RemoteNode::connect(
+    const std::string& call, std::chrono::milliseconds timeout, bool* connected) {
   if (connected) *connected = false;
   auto fail = [&](const std::string& what) {
     return Error(Code::kUnavailable, "node " + name_ + " (" + url_ + "): " + call + ": " + what);
@@ -65,12 +57,16 @@ asio::awaitable<Result<NodeReply>> RemoteNode::call(std::string call, NodeCall c
   auto url = client::parseUrl(url_);
   if (!url.ok()) co_return fail(url.error().message());
   auto flight = std::make_shared<Flight>(io_);
+  flight->url = *url;
   in_flight_.insert(flight);
-  struct Done {
+  // Landed unless it is handed to the caller connected.
+  struct Land {
     RemoteNode* self;
     std::shared_ptr<Flight> f;
-    ~Done() { self->in_flight_.erase(f); }
-  } done{this, flight};
+    ~Land() {
+      if (f) self->in_flight_.erase(f);
+    }
+  } land{this, flight};
   auto why = [&](const beast::error_code& ec) {
     return flight->cancelled.empty() ? ec.message() : flight->cancelled;
   };
@@ -100,6 +96,28 @@ asio::awaitable<Result<NodeReply>> RemoteNode::call(std::string call, NodeCall c
   }
   if (connected) *connected = true;
   flight->stream.expires_after(timeout);
+  land.f.reset();
+  co_return flight;
+}
+
+void RemoteNode::land(const std::shared_ptr<Flight>& f) { in_flight_.erase(f); }
+
+asio::awaitable<Result<NodeReply>> RemoteNode::call(std::string call, NodeCall c,
+                                                    std::chrono::milliseconds timeout,
+                                                    bool* connected, size_t max_reply) {
+  auto fail = [&](const std::string& what) {
+    return Error(Code::kUnavailable, "node " + name_ + " (" + url_ + "): " + call + ": " + what);
+  };
+  auto connecting = connect(call, timeout, connected);
+  auto made = co_await std::move(connecting);
+  if (!made.ok()) co_return std::move(made).error();
+  std::shared_ptr<Flight> flight = std::move(*made);
+  struct Done {
+    RemoteNode* self;
+    std::shared_ptr<Flight> f;
+    ~Done() { self->land(f); }
+  } done{this, flight};
+  const client::Url* url = &flight->url;
 
   http::request<http::string_body> req{http::verb::post, url->base_path + "/node/v1/" + call, 11};
   req.set(http::field::host, url->host);
@@ -110,9 +128,9 @@ asio::awaitable<Result<NodeReply>> RemoteNode::call(std::string call, NodeCall c
   // g++ 12: no co_await in a conditional expression, see CONTRIBUTING.md rule 3.
   std::optional<Result<http::response<http::string_body>>> got;
   if (flight->tls)
-    got.emplace(co_await exchange(*flight->tls, req));
+    got.emplace(co_await exchange(*flight->tls, req, max_reply));
   else
-    got.emplace(co_await exchange(flight->stream, req));
+    got.emplace(co_await exchange(flight->stream, req, max_reply));
   if (!got->ok())
     co_return fail(flight->cancelled.empty() ? got->error().message() : flight->cancelled);
   beast::error_code ignored;

@@ -14,6 +14,7 @@
 #include <string>
 
 #include "cluster/node_protocol.h"
+#include "ops/volume_keeper.h"
 
 namespace vessel::cluster {
 
@@ -40,16 +41,35 @@ class RemoteNode {
   // failed Status), or kUnavailable when the node could not be reached,
   // timed out or was cancelled. `*connected` says whether the request may
   // have reached the node (false: it certainly did not, try another).
+  // `max_reply`: the answer's bound (a volume's listing may be long).
   asio::awaitable<Result<NodeReply>> call(std::string call, NodeCall c,
                                           std::chrono::milliseconds timeout,
-                                          bool* connected = nullptr);
-  // Fails every call in flight with `why`.
+                                          bool* connected = nullptr, size_t max_reply = 1 << 20);
+  // volume_read: the file as the node reads it, piece by piece (each read
+  // bounded by `timeout`); the node's refusal before its first byte is
+  // the call's Error (remote_node_volumes.cc).
+  asio::awaitable<Result<std::unique_ptr<ops::VolumeReader>>> readVolume(
+      NodeCall c, std::chrono::milliseconds timeout);
+  // volume_write: the file sent as it is appended, made whole by commit().
+  // The node opens the file before any of it is sent (Expect:
+  // 100-continue), so a refusal is the call's Error.
+  asio::awaitable<Result<std::unique_ptr<ops::VolumeWriter>>> writeVolume(
+      NodeCall c, std::chrono::milliseconds timeout);
+  // Fails every call in flight with `why` (open reads and writes too).
   void cancelAll(const std::string& why);
   size_t inFlight() const { return in_flight_.size(); }
 
-  struct Flight;
+  struct Flight;  // remote_node_internal.h
+  // A stream's flight is done (its reader or writer went).
+  void land(const std::shared_ptr<Flight>& f);
 
  private:
+  // A connection to the node for `call`, its TLS handshake done, in
+  // flight (cancelAll cuts it) until land().
+  asio::awaitable<Result<std::shared_ptr<Flight>>> connect(const std::string& call,
+                                                           std::chrono::milliseconds timeout,
+                                                           bool* connected);
+
   asio::io_context& io_;
   std::string name_, url_, token_;
   std::shared_ptr<asio::ssl::context> tls_;

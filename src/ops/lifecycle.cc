@@ -322,6 +322,7 @@ Result<Accepted> Lifecycle::create(const CreateRequest& in) {
   c.cold = in.cold;
   c.disk_mib = disk_mib;
   c.memory_mib = m.memory_mib;
+  if (!volumes.empty()) c.node = volumes.front().node;  // where they are (resolveVolumes)
   busy_[sb.id];
   asio::co_spawn(io_, runCreate(*op, std::move(c), std::move(volumes)), asio::detached);
   return Accepted{std::move(sb), std::move(*op), {}};

@@ -18,8 +18,8 @@ Result<std::vector<VolumeAttachment>> Lifecycle::resolveVolumes(const CreateRequ
   if (in.volumes.empty()) return out;
   if (!mounter_)
     return Error(Code::kUnavailable,
-                 "volumes are mounted only by a vesseld that keeps them (--role=all) in this "
-                 "version");
+                 "volumes cannot be mounted in sandboxes here (vesseld's log says why: it runs "
+                 "as root with vessel-volume-server)");
   for (const auto& want : in.volumes) {
     VESSEL_ASSIGN_OR_RETURN(auto v, store_.getVolume(in.tenant, want.name));
     if (!v) return Error(Code::kNotFound, "volume '" + want.name + "' does not exist");
@@ -27,8 +27,16 @@ Result<std::vector<VolumeAttachment>> Lifecycle::resolveVolumes(const CreateRequ
       return Error(Code::kInvalidArgument,
                    "volume '" + want.name +
                        "' is a snapshot (read-only): mount it with read_only, or clone it");
+    // A sandbox runs where its volumes are (docs/design.md, "Volumes"):
+    // on one node, so all of them on that one.
+    if (!out.empty() && v->node != out.front().node)
+      return Error(Code::kFailedPrecondition,
+                   "volumes '" + out.front().name + "' and '" + want.name +
+                       "' are on different nodes (" + out.front().node + ", " + v->node +
+                       "): the volumes of one sandbox must be on one node");
     VolumeAttachment a = want;
     a.volume_id = v->id;
+    a.node = v->node;
     out.push_back(std::move(a));
   }
   return out;

@@ -45,6 +45,9 @@ struct NodeCreate {
   bool cold = false;             // boot the template's disk instead of restoring it
   uint64_t disk_mib = 0;         // its root disk, grown before it runs (0: the image's size)
   uint64_t memory_mib = 0;       // its guest memory (the template's; placement counts it)
+  // The node it must run on ("" any): the one keeping the volumes it
+  // mounts (an API replica's placement; one machine has one node).
+  std::string node;
 };
 
 // A template build as the node takes it: `spec.name` is the name the

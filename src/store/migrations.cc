@@ -207,6 +207,25 @@ constexpr Template kTemplates[] = {
      "CREATE POLICY volume_mounts_placed ON volume_mounts FOR SELECT"
      "  USING (sandbox_id IN (SELECT id FROM sandboxes));",
      true},
+    // Volumes on many machines (issue 27, item 6): each node reports the
+    // space it has for volume images (MiB free where it keeps them; 0: it
+    // keeps none, it cannot mount them in sandboxes), and an API replica
+    // places a new volume by it.
+    {18, "ALTER TABLE nodes ADD COLUMN volume_free_mib {i64} NOT NULL DEFAULT 0;"},
+    // Node roles made before migration 17 (`vessel node add` then granted
+    // no volumes) read their volumes too: every role holding SELECT on
+    // sandbox_credentials, which only node roles are granted, gets the
+    // grants a new node role has (store/node_roles.cc); the policies of
+    // migration 17 narrow the rows.
+    {19,
+     "DO $$ DECLARE r record; BEGIN"
+     "  FOR r IN SELECT DISTINCT a.grantee::regrole::text AS role"
+     "    FROM pg_class c, aclexplode(c.relacl) a"
+     "    WHERE c.oid = 'sandbox_credentials'::regclass AND a.privilege_type = 'SELECT'"
+     "      AND a.grantee <> c.relowner AND a.grantee <> 0"
+     "  LOOP EXECUTE 'GRANT SELECT ON volumes, volume_mounts TO ' || r.role; END LOOP;"
+     " END $$;",
+     true},
 };
 
 }  // namespace

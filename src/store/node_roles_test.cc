@@ -2,7 +2,8 @@
 // taken-over node's store credentials reach. Its own row and sandboxes, and
 // the credentials sealed for its live sandboxes; not another node's row or
 // sandboxes, no tenant's stored credentials (even holding the replicas'
-// key), nor the meta a replica writes.
+// key), nor the meta a replica writes; a role made before volumes existed
+// reads its own volumes once migrated.
 #include "store/node_roles.h"
 
 #include <gtest/gtest.h>
@@ -128,6 +129,57 @@ TEST(NodeRolesTest, ANodesRoleReachesOnlyItsOwnRowAndSandboxes) {
   auto meta = o.getMeta("node_token_sha256:n2");
   ASSERT_TRUE(meta.ok());
   EXPECT_FALSE(meta->has_value());
+}
+
+// A node role made before migration 17 was granted no volumes; migration
+// 19 grants every node role (a role holding SELECT on sandbox_credentials)
+// the read a new one has, and the policies still narrow it to its own.
+TEST(NodeRolesTest, RolesMadeBeforeVolumesReadTheirOwnVolumes) {
+  std::string why;
+  auto* pg = pgServer(&why);
+  ASSERT_NE(pg, nullptr) << why;
+  auto url = pg->createDatabase("node_roles_old_test");
+  ASSERT_TRUE(url.ok()) << url.error().message();
+  {
+    auto owner = openPostgres(*url);
+    ASSERT_TRUE(owner.ok()) << owner.error().message();
+    ASSERT_TRUE((*owner)->createTenant("t1", "one").ok());
+    for (auto [id, node] : {std::pair{"vol-1", "n9"}, std::pair{"vol-2", "n8"}}) {
+      VolumeRecord v;
+      v.id = id;
+      v.tenant_id = "t1";
+      v.name = std::string("name-") + id;
+      v.size_mib = 64;
+      v.node = node;
+      ASSERT_TRUE((*owner)->insertVolume(v, -1).ok());
+    }
+  }
+  // As `vessel node add` granted before migration 17.
+  ASSERT_TRUE(pg->exec("node_roles_old_test",
+                       "CREATE ROLE n9 LOGIN; GRANT SELECT ON schema_migrations, meta, nodes,"
+                       " sandboxes, sandbox_credentials, sandbox_network, sandbox_ingress,"
+                       " sessions, operations, events, sandbox_logs, templates TO n9;")
+                  .ok());
+  {
+    auto before = openPostgres(asUser(*url, "n9"));
+    ASSERT_TRUE(before.ok()) << before.error().message();
+    EXPECT_FALSE((*before)->listNodeVolumes("n9").ok()) << "no grant on volumes yet";
+  }
+  // The upgrade: migration 19 runs (again, here) when a replica opens the store.
+  ASSERT_TRUE(
+      pg->exec("node_roles_old_test", "DELETE FROM schema_migrations WHERE number=19").ok());
+  auto owner = openPostgres(*url);
+  ASSERT_TRUE(owner.ok()) << owner.error().message();
+  EXPECT_EQ((*owner)->schemaVersion(), 19);
+  auto as_n9 = openPostgres(asUser(*url, "n9"));
+  ASSERT_TRUE(as_n9.ok()) << as_n9.error().message();
+  auto mine = (*as_n9)->listNodeVolumes("n9");
+  ASSERT_TRUE(mine.ok()) << mine.error().message();
+  ASSERT_EQ(mine->size(), 1u);
+  EXPECT_EQ((*mine)[0].id, "vol-1");
+  auto theirs = (*as_n9)->listNodeVolumes("n8");
+  ASSERT_TRUE(theirs.ok());
+  EXPECT_TRUE(theirs->empty());
 }
 
 }  // namespace

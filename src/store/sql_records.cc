@@ -158,6 +158,7 @@ NodeRecord readNode(const SqlRow& s) {
   n.registered_ms = s.integer(10);
   n.heartbeat_ms = s.integer(11);
   n.envd_url = s.text(12);
+  n.volume_free_mib = static_cast<uint64_t>(s.integer(13));
   return n;
 }
 

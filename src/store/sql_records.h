@@ -32,7 +32,7 @@ inline constexpr std::string_view kUsageSql =
 inline constexpr std::string_view kCredentialCols = "tenant_id,name,hosts,header,value,created_ms";
 inline constexpr std::string_view kNodeCols =
     "name,advertise_url,data_url,memory_mib,memory_free_mib,vcpus,sandboxes,templates,accel,"
-    "state,registered_ms,heartbeat_ms,envd_url";
+    "state,registered_ms,heartbeat_ms,envd_url,volume_free_mib";
 inline constexpr std::string_view kTemplateCols =
     "name,version,tenant_id,manifest,sizes,created_at,registered_ms,deleted_ms";
 

@@ -337,15 +337,16 @@ class SqlStore final : public Store {
     const int64_t now = nowMs();
     return run("heartbeat of node " + n.name,
                "INSERT INTO nodes(" + std::string(kNodeCols) +
-                   ") VALUES(?,?,?,?,?,?,?,?,?,'up',?,?,?) ON CONFLICT(name) DO UPDATE SET"
+                   ") VALUES(?,?,?,?,?,?,?,?,?,'up',?,?,?,?) ON CONFLICT(name) DO UPDATE SET"
                    " advertise_url=excluded.advertise_url, data_url=excluded.data_url,"
-                   " envd_url=excluded.envd_url,"
+                   " envd_url=excluded.envd_url, volume_free_mib=excluded.volume_free_mib,"
                    " memory_mib=excluded.memory_mib, memory_free_mib=excluded.memory_free_mib,"
                    " vcpus=excluded.vcpus, sandboxes=excluded.sandboxes,"
                    " templates=excluded.templates, accel=excluded.accel, state='up',"
                    " heartbeat_ms=excluded.heartbeat_ms",
                n.name, n.advertise_url, n.data_url, n.memory_mib, n.memory_free_mib, n.vcpus,
-               n.sandboxes, stringListJson(n.templates), n.accel, now, now, n.envd_url);
+               n.sandboxes, stringListJson(n.templates), n.accel, now, now, n.envd_url,
+               static_cast<int64_t>(n.volume_free_mib));
   }
   Result<std::vector<NodeRecord>> listNodes() override {
     return all("list nodes", readNode,

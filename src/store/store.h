@@ -69,6 +69,9 @@ struct NodeRecord {
   int64_t sandboxes = 0;               // VMs it holds
   std::vector<std::string> templates;  // stored names of the templates it has
   std::string accel;                   // kvm | tcg
+  // MiB free where it keeps volume images (migration 18); 0: it keeps no
+  // volumes (it cannot mount them in sandboxes), none is placed there.
+  uint64_t volume_free_mib = 0;
   bool lost = false;  // an API replica found its heartbeat too old; the next heartbeat clears it
   int64_t registered_ms = 0, heartbeat_ms = 0;
 };

@@ -54,7 +54,7 @@ TEST_P(StoreTest, MigratesAndPersists) {
   {
     auto s = open();
     ASSERT_TRUE(s.ok()) << s.error().message();
-    EXPECT_EQ((*s)->schemaVersion(), 17);
+    EXPECT_EQ((*s)->schemaVersion(), 19);
     ASSERT_TRUE((*s)->setMeta("instance_id", "abc").ok());
     ASSERT_TRUE((*s)->setMeta("instance_id", "def").ok());
     // The first value set stays.
@@ -433,6 +433,7 @@ TEST_P(StoreTest, NodeRegistryAndReplicaTakeover) {
   ASSERT_TRUE(st.heartbeatNode(n).ok());
   clock_.set(1'005'000);
   n.memory_free_mib = 2000;
+  n.volume_free_mib = 51200;
   ASSERT_TRUE(st.heartbeatNode(n).ok());  // n2 again, later
   auto nodes = st.listNodes();
   ASSERT_TRUE(nodes.ok()) << nodes.error().message();
@@ -444,6 +445,8 @@ TEST_P(StoreTest, NodeRegistryAndReplicaTakeover) {
   EXPECT_EQ((*nodes)[0].envd_url, "http://10.0.0.2:49983");
   EXPECT_EQ((*nodes)[1].envd_url, "");
   EXPECT_EQ((*nodes)[1].memory_free_mib, 2000u);
+  EXPECT_EQ((*nodes)[0].volume_free_mib, 0u);
+  EXPECT_EQ((*nodes)[1].volume_free_mib, 51200u);
   EXPECT_EQ((*nodes)[1].registered_ms, 1'000'000);
   EXPECT_EQ((*nodes)[1].heartbeat_ms, 1'005'000);
   // Only a node whose heartbeat is older than the bound is lost, once.

@@ -1,7 +1,5 @@
 #include "vesseld/api_stack.h"
 
-#include <unistd.h>
-
 #include <boost/json.hpp>
 #include <cstdio>
 #include <filesystem>
@@ -10,7 +8,6 @@
 #include "base/log.h"
 #include "e2b/ports.h"
 #include "http/tls_client.h"
-#include "os/jail.h"
 #include "vesseld/console.h"
 
 namespace vessel::vesseld {
@@ -24,44 +21,6 @@ using http::HttpServer;
 
 namespace {
 
-// vessel-volume-server: next to vesseld (the build tree), else
-// <prefix>/lib/vessel (installed); "" when neither has it.
-std::string volumeServerBinary() {
-  std::error_code ec;
-  fs::path self = fs::read_symlink("/proc/self/exe", ec);
-  if (ec) return "";
-  for (auto p : {self.parent_path() / "vessel-volume-server",
-                 self.parent_path().parent_path() / "lib/vessel/vessel-volume-server"})
-    if (fs::exists(p, ec)) return p.string();
-  return "";
-}
-
-// Volumes in sandboxes on this machine, or null (then a create naming
-// volumes is refused, saying why): the file servers need root to confine
-// themselves and a uid range to run as.
-std::unique_ptr<api::VolumeMounts> volumeMounts(const ApiSettings& cfg, volumes::VolumeHost& host) {
-  Logger log("volumes");
-  volumes::FileServerOptions o;
-  o.binary = volumeServerBinary();
-  auto range = os::parseUidRange(cfg.vm_uid_range);
-  if (::geteuid() != 0 || o.binary.empty() || !range.ok()) {
-    log.warn("volumes cannot be mounted in sandboxes here: {}",
-             ::geteuid() != 0 ? "vesseld is not root"
-             : o.binary.empty()
-                 ? "vessel-volume-server is neither next to vesseld nor in <prefix>/lib/vessel"
-                 : range.error().message());
-    return nullptr;
-  }
-  auto uids = os::UidPool::open(*range, cfg.uid_lease_dir, cfg.state_dir + "/volume-servers");
-  if (!uids.ok()) {
-    log.warn("volumes cannot be mounted in sandboxes here: {}", uids.error().message());
-    return nullptr;
-  }
-  (*uids)->sweep();  // the leases of servers a killed vesseld left
-  o.uids = *uids;
-  return std::make_unique<api::VolumeMounts>(host, std::move(o));
-}
-
 // Uploads arrive whole (multipart), hence the body cap of envd's listener.
 http::ServerLimits envdLimits() {
   return http::ServerLimits{16 * 1024, 64u << 20, std::chrono::seconds(60)};
@@ -73,7 +32,8 @@ http::ServerLimits envdLimits() {
 // order the next needs it, read top to bottom as docs/design.md draws it.
 Result<std::unique_ptr<ApiStack>> ApiStack::build(asio::io_context& io, ApiSettings s,
                                                   store::Store& store, ops::Node& node,
-                                                  templates::TemplateStore& templates) {
+                                                  templates::TemplateStore& templates,
+                                                  RemoteVolumes volumes) {
   std::unique_ptr<ApiStack> a(new ApiStack(io, std::move(s)));
   const ApiSettings& cfg = a->s_;
   std::error_code ec;
@@ -104,20 +64,26 @@ Result<std::unique_ptr<ApiStack>> ApiStack::build(asio::io_context& io, ApiSetti
     a->control_->setBuildContexts(uploads, static_cast<uint64_t>(cfg.max_build_context_mib) << 20);
   }
   {
-    // Volumes: mounted again (or adopted) before the API serves them.
+    // Volumes: this machine's (mounted again, or adopted, before the API
+    // serves them), or on a replica the nodes' (volumes_ names them).
     api::VolumeLimits vl;
     vl.tenant_max_mib = cfg.tenant_max_volume_mib;
     vl.max_mib = cfg.max_volume_mib;
+    ops::VolumeKeeper* keeper = volumes.keeper;
+    ops::VolumeMounter* mounter = volumes.mounter;
     if (cfg.node_local) {
-      VESSEL_ASSIGN_OR_RETURN(a->volume_host_,
-                              volumes::VolumeHost::open({cfg.state_dir + "/volumes"}));
-      a->volume_mounts_ = volumeMounts(cfg, *a->volume_host_);
-      if (a->volume_mounts_) a->lifecycle_->setVolumeMounter(a->volume_mounts_.get());
+      VESSEL_ASSIGN_OR_RETURN(
+          a->local_volumes_,
+          VolumeStack::build({cfg.state_dir, cfg.vm_uid_range, cfg.uid_lease_dir, ""}, store));
+      keeper = &a->local_volumes_->keeper();
+      mounter = a->local_volumes_->mounts();
     }
-    a->volumes_ = std::make_unique<api::VolumesApi>(store, a->volume_host_.get(), vl);
-    a->volumes_->setMounts(a->volume_mounts_.get());
-    VESSEL_TRY(a->volumes_->restore());
-    a->control_->setVolumes(a->volumes_.get());
+    if (mounter) a->lifecycle_->setVolumeMounter(mounter);
+    if (keeper) {
+      a->lifecycle_->setVolumeKeeper(keeper, vl.tenant_max_mib);  // a fork's clones
+      a->volumes_ = std::make_unique<api::VolumesApi>(store, *keeper, vl);
+      a->control_->setVolumes(a->volumes_.get());
+    }
   }
   api::SessionOptions so;
   so.data_url = cfg.data_url;

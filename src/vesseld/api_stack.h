@@ -12,7 +12,7 @@
 
 #include "api/control_plane.h"
 #include "api/sessions.h"
-#include "api/volume_mounts.h"
+#include "api/volumes_api.h"
 #include "e2b/access_token.h"
 #include "e2b/envd/envd.h"
 #include "e2b/rest.h"
@@ -28,15 +28,23 @@
 #include "vesseld/live_index.h"
 #include "vesseld/probes.h"
 #include "vesseld/settings.h"
-#include "volumes/volume_host.h"
+#include "vesseld/volume_stack.h"
 
 namespace vessel::vesseld {
+
+// An API replica's volumes: kept by the nodes, reached over the node API
+// (cluster/cluster_volumes.h). One machine builds its own (volume_stack.h).
+struct RemoteVolumes {
+  ops::VolumeKeeper* keeper = nullptr;
+  ops::VolumeMounter* mounter = nullptr;
+};
 
 class ApiStack {
  public:
   static Result<std::unique_ptr<ApiStack>> build(boost::asio::io_context& io, ApiSettings s,
                                                  store::Store& store, ops::Node& node,
-                                                 templates::TemplateStore& templates);
+                                                 templates::TemplateStore& templates,
+                                                 RemoteVolumes volumes = {});
   ~ApiStack();
 
   ops::Lifecycle& lifecycle() { return *lifecycle_; }
@@ -67,9 +75,7 @@ class ApiStack {
   metrics::Registry metrics_;
   std::unique_ptr<ops::Lifecycle> lifecycle_;
   // One machine's volumes (docs/volumes.md); a replica keeps none.
-  std::unique_ptr<volumes::VolumeHost> volume_host_;
-  // Volumes mounted in sandboxes (null: not here, or not as root).
-  std::unique_ptr<api::VolumeMounts> volume_mounts_;
+  std::unique_ptr<VolumeStack> local_volumes_;
   std::unique_ptr<api::VolumesApi> volumes_;
   std::unique_ptr<api::ControlPlane> control_;
   std::unique_ptr<api::Sessions> sessions_;

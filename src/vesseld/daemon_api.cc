@@ -5,7 +5,8 @@
 // short poll; each replica heartbeats into the store, and the unfinished
 // operations of one whose heartbeat is too old are taken over by another
 // (ops::Lifecycle::takeOver). The data plane is the nodes' own: a session
-// names its sandbox's node's data URL.
+// names its sandbox's node's data URL. Volumes are the nodes' too: each on
+// one node, its calls sent there (cluster/cluster_volumes.h).
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/redirect_error.hpp>
@@ -15,6 +16,7 @@
 
 #include "base/log.h"
 #include "cluster/cluster_node.h"
+#include "cluster/cluster_volumes.h"
 #include "cluster/template_catalogue.h"
 #include "http/tls_client.h"
 #include "vesseld/api_stack.h"
@@ -134,8 +136,11 @@ Status runApi(Config cfg) {
   co.lost_after = settings.lost_after;
   co.network_of = [&](const std::string& id) { return network_reader.stored(id); };
   cluster::ClusterNode nodes(io, *store, co);
-  VESSEL_ASSIGN_OR_RETURN(auto api,
-                          ApiStack::build(io, std::move(settings), *store, nodes, templates));
+  // Volumes live on the nodes: kept and mounted there, reached through them.
+  cluster::ClusterVolumes volumes(nodes);
+  cluster::ClusterVolumeMounter mounts(nodes);
+  VESSEL_ASSIGN_OR_RETURN(auto api, ApiStack::build(io, std::move(settings), *store, nodes,
+                                                    templates, {&volumes, &mounts}));
   ReplicaDuty duty(io, *store, api->lifecycle(), replica, api->settings().lost_after);
   nodes.start();
   duty.start(io);

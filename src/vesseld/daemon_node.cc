@@ -36,6 +36,7 @@
 #include "vesseld/daemon_internal.h"
 #include "vesseld/node_stack.h"
 #include "vesseld/probes.h"
+#include "vesseld/volume_stack.h"
 
 namespace vessel::vesseld {
 
@@ -68,11 +69,12 @@ class NodeSandboxes final : public api::LiveSandboxes {
 class Heartbeats {
  public:
   Heartbeats(asio::io_context& io, const Config& cfg, store::Store& store, NodeStack& node,
-             ops::NodeSupervisor& sup, cluster::StoreCatalogue& catalogue,
+             VolumeStack& volumes, ops::NodeSupervisor& sup, cluster::StoreCatalogue& catalogue,
              cluster::TemplateNode& served)
       : cfg_(cfg),
         store_(store),
         node_(node),
+        volumes_(volumes),
         sup_(sup),
         catalogue_(catalogue),
         served_(served),
@@ -90,6 +92,7 @@ class Heartbeats {
     n.advertise_url = cfg_.node_advertise;
     n.data_url = cfg_.data_url;
     if (cfg_.e2b_envd_listen_addr) n.envd_url = cfg_.e2b_envd_advertise;
+    n.volume_free_mib = volumes_.freeMib();  // where replicas place new volumes
     auto s = store_.heartbeatNode(n);
     if (!s.ok()) Logger("vesseld-node").warn("heartbeat: {}", s.error().message());
     return s.ok();
@@ -117,6 +120,7 @@ class Heartbeats {
   const Config& cfg_;
   store::Store& store_;
   NodeStack& node_;
+  VolumeStack& volumes_;
   ops::NodeSupervisor& sup_;
   cluster::StoreCatalogue& catalogue_;
   cluster::TemplateNode& served_;
@@ -146,7 +150,8 @@ void installMetrics(http::HttpServer& server, metrics::Registry& metrics, NodeSt
 class NodeListeners {
  public:
   NodeListeners(asio::io_context& io, const Config& cfg, store::Store& store, NodeStack& node,
-                cluster::TemplateNode& served, metrics::Registry& metrics, Heartbeats& beats)
+                VolumeStack& volumes, cluster::TemplateNode& served, metrics::Registry& metrics,
+                Heartbeats& beats)
       : io_(io),
         cfg_(cfg),
         store_(store),
@@ -164,7 +169,10 @@ class NodeListeners {
         data_(io, sessions_, live_),
         data_server_(io),
         // Uploads arrive whole (multipart), hence the body cap, as in --role=all.
-        envd_server_(io, http::ServerLimits{16 * 1024, 64u << 20, std::chrono::seconds(60)}) {}
+        envd_server_(io, http::ServerLimits{16 * 1024, 64u << 20, std::chrono::seconds(60)}) {
+    // The replicas' volume calls: this node's volumes and their mounts.
+    node_api_.setVolumes(&volumes.keeper(), volumes.mounts());
+  }
 
   // TLS (`tls`, per listener when enabled) on all three: clients reach
   // the data plane, API replicas the node API and envd (verifying them
@@ -282,6 +290,12 @@ Status runNode(Config cfg, const Machines& machines) {
   cluster::TemplateFetcher fetcher(io, node->templates(), catalogue, *store, fo);
   cluster::TemplateNode served(node->local(), node->templates(), catalogue, *store, fetcher,
                                cfg.node_name);
+  // The volumes placed on this node: mounted again before the node API
+  // serves them to the replicas.
+  VESSEL_ASSIGN_OR_RETURN(auto volumes,
+                          VolumeStack::build({cfg.state_dir, node->settings().vm_uid_range,
+                                              node->settings().uid_lease_dir, cfg.node_name},
+                                             *store));
   LocalNode& local = node->local();
   // The commands run here go to their sandboxes' logs in the store, where
   // the API replicas read them.
@@ -300,10 +314,10 @@ Status runNode(Config cfg, const Machines& machines) {
   runBlocking(io, supervisor.start());
   node->afterRecovery();
   node->startPools();
-  Heartbeats beats(io, cfg, *store, *node, supervisor, catalogue, served);
+  Heartbeats beats(io, cfg, *store, *node, *volumes, supervisor, catalogue, served);
   beats.start(io);
 
-  NodeListeners listeners(io, cfg, *store, *node, served, metrics, beats);
+  NodeListeners listeners(io, cfg, *store, *node, *volumes, served, metrics, beats);
   // After the listeners: destroyed first, its TLS threads stopped before
   // the servers their connections reach.
   VESSEL_ASSIGN_OR_RETURN(auto tls, ListenerTls::create(cfg));

@@ -55,6 +55,7 @@ class VolumeHost {
   // The ids that have an image here (restored or not).
   std::vector<std::string> imageIds() const;
 
+  const std::string& dir() const { return o_.dir; }
   std::string imagePath(const std::string& id) const;
   std::string mountDir(const std::string& id) const;
 

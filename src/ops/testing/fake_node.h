@@ -34,6 +34,7 @@ class FakeNode final : public Node {
   std::vector<std::string> calls;  // "create sb-…", "destroy sb-…", …
   std::map<std::string, Holding> held;
   std::map<std::string, std::string> tenant_of;
+  std::map<std::string, std::string> placed_on;  // the node a create had to run on
 
   // A running sandbox dies on its own (its VM exited).
   void lose(const std::string& id, const std::string& reason) {
@@ -87,6 +88,7 @@ class FakeNode final : public Node {
   asio::awaitable<Status> create(NodeCreate c) override {
     calls.push_back("create " + c.id);
     tenant_of[c.id] = c.tenant;
+    if (!c.node.empty()) placed_on[c.id] = c.node;
     VESSEL_CO_TRY(co_await step(c.id));
     held[c.id] = Holding::kRunning;
     co_return okStatus();
