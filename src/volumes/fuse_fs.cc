@@ -117,6 +117,9 @@ void PassthroughFs::forget(fuse_ino_t id, uint64_t n) {
   }
   by_file_.erase({it->second.dev, it->second.ino});
   inodes_.erase(it);
+  // No lock outlives every reference to its file (the kernel closes,
+  // flushing, before it forgets).
+  lock_fds_.erase(lock_fds_.lower_bound({id, 0}), lock_fds_.upper_bound({id, UINT64_MAX}));
 }
 
 namespace fs_ops {

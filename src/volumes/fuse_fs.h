@@ -11,10 +11,12 @@
 // (fuse_server.h).
 #define FUSE_USE_VERSION 34
 #include <dirent.h>
+#include <fcntl.h>
 #include <fuse_lowlevel.h>
 #include <sys/types.h>
 
 #include <cstdint>
+#include <list>
 #include <map>
 #include <memory>
 #include <string>
@@ -30,6 +32,13 @@ constexpr size_t kFuseMaxIo = 128 * 1024;
 // a lookup or an open fails with ENFILE rather than growing the server.
 constexpr size_t kMaxInodes = 1 << 20;
 constexpr size_t kMaxHandles = 1 << 16;
+// POSIX lock owners holding a lock fd at once, and lock requests waiting
+// (F_SETLKW, flock without LOCK_NB): past them ENOLCK.
+constexpr size_t kMaxLockOwners = 4096;
+constexpr size_t kMaxLockWaiters = 1024;
+// How often a waiting lock is tried again while nothing else happens
+// (a lock another server's sandbox holds is released unseen here).
+constexpr int kLockRetryMs = 10;
 
 struct FsOptions {
   Fd root;          // O_PATH directory fd of the volume's root
@@ -69,6 +78,36 @@ class PassthroughFs {
   uint64_t addHandle(std::unique_ptr<Handle> h);
   void dropHandle(uint64_t fh) { handles_.erase(fh); }
 
+  // File locks (fuse_fs_locks.cc). A POSIX lock owner of the guest (a
+  // process, by the kernel's lock_owner) holds its fcntl locks on a file as
+  // OFD locks on a lock fd of its own for that file, opened at its first
+  // lock and closed at its next flush of that file (a close, which in
+  // POSIX drops all the owner's locks on it); flock locks are held on the
+  // open handle's fd, released when it closes. The fd of (`id`, `owner`),
+  // opened if `create`; -1 with `err` set otherwise.
+  int lockFd(fuse_ino_t id, uint64_t owner, bool create, int& err);
+  // Closes the owner's lock fd for `id`: all its locks on the file go.
+  void dropLockOwner(fuse_ino_t id, uint64_t owner);
+  // A lock request that could not be granted yet, tried again by
+  // retryLocks until granted, failed or interrupted (FUSE_INTERRUPT).
+  struct LockWaiter {
+    fuse_req_t req = nullptr;
+    fuse_ino_t ino = 0;
+    uint64_t fh = 0;
+    uint64_t owner = 0;
+    struct flock lk {};
+    int flock_op = 0;  // LOCK_SH or LOCK_EX for flock(2); 0 for fcntl
+  };
+  // Queues `w` (which answers ENOLCK when the list is full).
+  void addLockWaiter(LockWaiter w);
+  bool lockWaiting() const { return !lock_waiters_.empty(); }
+  // Tries each waiting lock once: answers those granted, failed or
+  // interrupted. Called by the server's loop after each request and every
+  // kLockRetryMs.
+  void retryLocks();
+  // One try of `w`: 0 granted, EAGAIN still held elsewhere, else the error.
+  int tryLock(const LockWaiter& w);
+
   bool readOnly() const { return read_only_; }
   int procSelfFd() const { return proc_self_fd_.get(); }
   int rootFd() const { return inodes_.at(FUSE_ROOT_ID).fd.get(); }
@@ -77,6 +116,8 @@ class PassthroughFs {
   std::map<fuse_ino_t, Inode> inodes_;
   std::map<std::pair<dev_t, ino_t>, fuse_ino_t> by_file_;
   std::map<uint64_t, std::unique_ptr<Handle>> handles_;
+  std::map<std::pair<fuse_ino_t, uint64_t>, Fd> lock_fds_;
+  std::list<LockWaiter> lock_waiters_;
   fuse_ino_t next_ino_ = FUSE_ROOT_ID + 1;
   uint64_t next_fh_ = 1;
   dev_t root_dev_ = 0;

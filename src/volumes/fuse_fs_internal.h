@@ -1,6 +1,6 @@
 #pragma once
-// The libfuse callbacks of PassthroughFs (fuse_fs.cc, fuse_fs_io.cc), for
-// its ops table.
+// The libfuse callbacks of PassthroughFs (fuse_fs.cc, fuse_fs_io.cc,
+// fuse_fs_locks.cc, fuse_fs_xattr.cc), for its ops table.
 #include "volumes/fuse_fs.h"
 
 namespace vessel::volumes::fs_ops {
@@ -38,5 +38,15 @@ void opendir(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi);
 void readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_info* fi);
 void releasedir(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi);
 void statfs(fuse_req_t req, fuse_ino_t ino);
+// File locks (fuse_fs_locks.cc).
+void getlk(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi, struct flock* lock);
+void setlk(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi, struct flock* lock, int sleep);
+void flock(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi, int op);
+// Extended attributes (fuse_fs_xattr.cc).
+void getxattr(fuse_req_t req, fuse_ino_t ino, const char* name, size_t size);
+void listxattr(fuse_req_t req, fuse_ino_t ino, size_t size);
+void setxattr(fuse_req_t req, fuse_ino_t ino, const char* name, const char* value, size_t size,
+              int flags);
+void removexattr(fuse_req_t req, fuse_ino_t ino, const char* name);
 
 }  // namespace vessel::volumes::fs_ops

@@ -70,13 +70,21 @@ void write(fuse_req_t req, fuse_ino_t, const char* buf, size_t size, off_t off,
   fuse_reply_write(req, static_cast<size_t>(n));
 }
 
-void flush(fuse_req_t req, fuse_ino_t, fuse_file_info* fi) {
+void flush(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
+  auto& fs = fsOf(req);
   // Nothing is buffered here: a write is on the host's file when answered.
-  fuse_reply_err(req, fsOf(req).handle(fi->fh) ? 0 : EBADF);
+  if (!fs.handle(fi->fh)) return (void)fuse_reply_err(req, EBADF);
+  // A close in the guest: in POSIX the closing process's fcntl locks on
+  // the file all go (fuse_fs_locks.cc).
+  fs.dropLockOwner(ino, fi->lock_owner);
+  fuse_reply_err(req, 0);
 }
 
-void release(fuse_req_t req, fuse_ino_t, fuse_file_info* fi) {
-  fsOf(req).dropHandle(fi->fh);
+void release(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
+  auto& fs = fsOf(req);
+  if (fi->flush) fs.dropLockOwner(ino, fi->lock_owner);  // a flush the kernel folded in
+  // Closing the handle's fd drops its flock locks.
+  fs.dropHandle(fi->fh);
   fuse_reply_err(req, 0);
 }
 
@@ -182,6 +190,16 @@ const fuse_lowlevel_ops& PassthroughFs::ops() {
     o.releasedir = fs_ops::releasedir;
     o.fsyncdir = fs_ops::fsync;
     o.statfs = fs_ops::statfs;
+    // Setting these makes libfuse offer FUSE_POSIX_LOCKS and
+    // FUSE_FLOCK_LOCKS: the guest's kernel then sends its locks here
+    // instead of keeping them to itself.
+    o.getlk = fs_ops::getlk;
+    o.setlk = fs_ops::setlk;
+    o.flock = fs_ops::flock;
+    o.getxattr = fs_ops::getxattr;
+    o.listxattr = fs_ops::listxattr;
+    o.setxattr = fs_ops::setxattr;
+    o.removexattr = fs_ops::removexattr;
     return o;
   }();
   return kOps;

@@ -3,8 +3,10 @@
 #include <cap-ng.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <sched.h>
 #include <seccomp.h>
+#include <sys/file.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
@@ -12,6 +14,7 @@
 
 #include <charconv>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string_view>
 
@@ -29,6 +32,27 @@ bool parseUint(std::string_view s, uint32_t& out) {
 int fail(const char* what) {
   std::fprintf(stderr, "vessel-volume-server: %s: %s\n", what, std::strerror(errno));
   return 1;
+}
+
+// Of the lock calls, only OFD locks that never wait and flock with LOCK_NB
+// (a wait is the loop's, fuse_fs_locks.cc): no process-owned locks, no
+// leases (which would stall other sandboxes' opens), directory notices or
+// fd signals. The kernel reads fcntl's command as 32 bits: compared as such.
+bool denyLockCalls(scmp_filter_ctx ctx) {
+  static const int kDeniedFcntl[] = {F_SETLK,    F_SETLKW, F_GETLK,  F_OFD_SETLKW, F_SETLEASE,
+                                     F_GETLEASE, F_NOTIFY, F_SETOWN, F_SETOWN_EX,  F_SETSIG};
+  bool ok = true;
+  for (const char* name : {"fcntl", "fcntl64"}) {
+    int nr = seccomp_syscall_resolve_name(name);
+    if (nr == __NR_SCMP_ERROR) continue;  // not on this architecture
+    for (int cmd : kDeniedFcntl)
+      ok = ok && seccomp_rule_add(
+                     ctx, SCMP_ACT_ERRNO(EPERM), nr, 1,
+                     SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffu, static_cast<scmp_datum_t>(cmd))) == 0;
+  }
+  // flock(fd, LOCK_SH or LOCK_EX) without LOCK_NB would block the loop.
+  return ok && seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(flock), 1,
+                                SCMP_A1(SCMP_CMP_MASKED_EQ, LOCK_NB | LOCK_UN, 0)) == 0;
 }
 
 // The calls a file server never makes: refused with EPERM, the rest
@@ -88,13 +112,16 @@ int installSeccomp() {
                                         "settimeofday",
                                         "clock_settime",
                                         "sethostname"};
+  bool ok = true;
   for (const char* name : kDenied) {
     int nr = seccomp_syscall_resolve_name(name);
     if (nr == __NR_SCMP_ERROR) continue;  // not on this architecture
-    if (seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), nr, 0) != 0) {
-      seccomp_release(ctx);
-      return errno = EINVAL, -1;
-    }
+    ok = ok && seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), nr, 0) == 0;
+  }
+  ok = ok && denyLockCalls(ctx);
+  if (!ok) {
+    seccomp_release(ctx);
+    return errno = EINVAL, -1;
   }
   int r = seccomp_load(ctx);
   seccomp_release(ctx);
@@ -128,6 +155,32 @@ int dropPrivileges(uint32_t uid) {
   if (::getuid() != uid || ::geteuid() != uid) return errno = EPERM, fail("uid not changed");
   if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) return fail("no_new_privs");
   return 0;
+}
+
+// fuse_session_loop's loop, waking every kLockRetryMs while a lock request
+// waits: the lock it waits for may be another sandbox's, released in
+// another server. Each request may also free one (an unlock, a close).
+int serve(fuse_session* se, PassthroughFs& fs) {
+  fuse_buf buf{};
+  int r = 0;
+  while (!fuse_session_exited(se)) {
+    pollfd p{fuse_session_fd(se), POLLIN, 0};
+    int n = ::poll(&p, 1, fs.lockWaiting() ? kLockRetryMs : -1);
+    if (n < 0 && errno != EINTR) {
+      r = -errno;
+      break;
+    }
+    if (n > 0) {
+      r = fuse_session_receive_buf(se, &buf);
+      if (r == -EINTR) continue;
+      if (r <= 0) break;
+      fuse_session_process_buf(se, &buf);
+    }
+    fs.retryLocks();
+  }
+  std::free(buf.mem);
+  fuse_session_reset(se);
+  return r;
 }
 
 }  // namespace
@@ -200,7 +253,7 @@ int runFileServer(const ServerOptions& o) {
     fuse_session_destroy(se);
     return 1;
   }
-  int r = fuse_session_loop(se);
+  int r = serve(se, fs);
   fuse_session_destroy(se);
   return r < 0 ? 1 : 0;
 }

@@ -4,14 +4,22 @@
 // vessel-volume-server on a real volume (VolumeHost: ext4 image, loop
 // mount). The guest-kernel half is the host's kernel here; the guest tests
 // (volumes_guest_test.cc) do the same through a sandbox. Root and
-// /dev/fuse only. And the server alone against hostile FUSE requests:
-// names that climb, node ids it never gave, a symlink out of the volume.
+// /dev/fuse only. Two mounts are two sandboxes: their locks conflict and
+// their xattrs are shared. And the server alone against hostile FUSE
+// requests: names that climb, node ids it never gave, a symlink out of the
+// volume, xattr names beyond user.*.
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <linux/fuse.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/file.h>
 #include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <sys/wait.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include <boost/asio/co_spawn.hpp>
@@ -346,6 +354,232 @@ TEST_F(VolumeMountTest, ServerRefusesWhatNoKernelWouldSend) {
                 .first,
             -EPERM);
   EXPECT_FALSE(fs::exists(root + "/null"));
+}
+
+// --- Locks and extended attributes across sandboxes ----------------------
+
+// fcntl(cmd) of a write or read lock on [start, start+len): 0 or the errno.
+int lockRange(int fd, int cmd, short type, off_t start = 0, off_t len = 0) {
+  struct flock lk {};
+  lk.l_type = type;
+  lk.l_whence = SEEK_SET;
+  lk.l_start = start;
+  lk.l_len = len;
+  return ::fcntl(fd, cmd, &lk) == 0 ? 0 : errno;
+}
+
+int openRw(const std::string& p) { return ::open(p.c_str(), O_RDWR | O_CLOEXEC); }
+
+TEST_F(VolumeMountTest, LocksConflictAcrossSandboxesAndFollowPosixWithinOne) {
+  ASSERT_TRUE(writeAll(*host_->root("vol1") + "/f", "0123456789"));
+  Mounted* a = mount("vol1", "a", false);
+  Mounted* b = mount("vol1", "b", false);
+  ASSERT_TRUE(a && b);
+  serve();
+  int fa = openRw(a->path + "/f"), fa2 = openRw(a->path + "/f"), fb = openRw(b->path + "/f");
+  ASSERT_TRUE(fa >= 0 && fa2 >= 0 && fb >= 0) << std::strerror(errno);
+  // One process (one owner) in "sandbox" a: a write lock on 0-4 through
+  // one fd, widened through another (POSIX: the owner's, not the fd's).
+  ASSERT_EQ(lockRange(fa, F_SETLK, F_WRLCK, 0, 5), 0);
+  EXPECT_EQ(lockRange(fa2, F_SETLK, F_WRLCK, 0, 8), 0);
+  // Sandbox b (another server on the same file): refused, and told what holds.
+  EXPECT_EQ(lockRange(fb, F_SETLK, F_WRLCK, 6, 1), EAGAIN);
+  EXPECT_EQ(lockRange(fb, F_SETLK, F_RDLCK, 2, 1), EAGAIN);
+  EXPECT_EQ(lockRange(fb, F_SETLK, F_WRLCK, 8, 2), 0);  // beside a's range
+  struct flock q {};
+  q.l_type = F_WRLCK;
+  q.l_whence = SEEK_SET;
+  ASSERT_EQ(::fcntl(fb, F_GETLK, &q), 0);
+  EXPECT_EQ(q.l_type, F_WRLCK);
+  EXPECT_EQ(q.l_start, 0);
+  EXPECT_EQ(q.l_len, 8);
+  // Another process in sandbox a is another owner: refused too.
+  pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    int fd = ::open((a->path + "/f").c_str(), O_RDWR);
+    ::_exit(fd >= 0 && lockRange(fd, F_SETLK, F_WRLCK, 0, 1) == EAGAIN ? 0 : 1);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  // Unlocking part of the range through one fd: the owner's lock shrinks.
+  ASSERT_EQ(lockRange(fa, F_SETLK, F_UNLCK, 5, 3), 0);
+  EXPECT_EQ(lockRange(fb, F_SETLK, F_WRLCK, 5, 3), 0);
+  EXPECT_EQ(lockRange(fb, F_SETLK, F_WRLCK, 4, 1), EAGAIN);
+  // Closing any of the owner's fds of the file drops all its locks (POSIX).
+  ::close(fa2);
+  EXPECT_EQ(lockRange(fb, F_SETLK, F_WRLCK, 0, 5), 0);
+  EXPECT_EQ(lockRange(fa, F_SETLK, F_RDLCK, 0, 1), EAGAIN);  // b's now
+  ::close(fb);
+  EXPECT_EQ(lockRange(fa, F_SETLK, F_WRLCK, 0, 0), 0);
+  ::close(fa);
+  // flock: per open file, as on Linux, and across sandboxes.
+  fa = openRw(a->path + "/f");
+  fb = openRw(b->path + "/f");
+  ASSERT_EQ(::flock(fa, LOCK_EX | LOCK_NB), 0);
+  EXPECT_NE(::flock(fb, LOCK_SH | LOCK_NB), 0);
+  EXPECT_EQ(errno, EWOULDBLOCK);
+  // Its release drops the flock lock: sent by the kernel after close()
+  // returns (FUSE_RELEASE_FLOCK_UNLOCK), so a moment later.
+  ::close(fa);
+  int got = -1;
+  for (int i = 0; i < 200 && got != 0; ++i, ::usleep(10 * 1000))
+    got = ::flock(fb, LOCK_SH | LOCK_NB);
+  EXPECT_EQ(got, 0) << std::strerror(errno);
+  ::close(fb);
+}
+
+void onSignal(int) {}
+
+TEST_F(VolumeMountTest, BlockingLocksWaitThenSucceedOrAreInterrupted) {
+  ASSERT_TRUE(writeAll(*host_->root("vol1") + "/f", "x"));
+  Mounted* a = mount("vol1", "a", false);
+  Mounted* b = mount("vol1", "b", false);
+  ASSERT_TRUE(a && b);
+  serve();
+  int fa = openRw(a->path + "/f"), fb = openRw(b->path + "/f");
+  ASSERT_TRUE(fa >= 0 && fb >= 0);
+  ASSERT_EQ(lockRange(fa, F_SETLK, F_WRLCK), 0);
+  ASSERT_EQ(::flock(fa, LOCK_EX | LOCK_NB), 0);
+  // F_SETLKW and a blocking flock in b wait for a's locks, b's server
+  // answering other calls meanwhile.
+  auto posix = std::async(std::launch::async, [&] { return lockRange(fb, F_SETLKW, F_WRLCK); });
+  auto bsd = std::async(std::launch::async, [&] { return ::flock(fb, LOCK_EX) == 0 ? 0 : errno; });
+  EXPECT_EQ(posix.wait_for(std::chrono::milliseconds(300)), std::future_status::timeout);
+  EXPECT_EQ(bsd.wait_for(std::chrono::milliseconds(0)), std::future_status::timeout);
+  EXPECT_EQ(readAll(b->path + "/f"), "x");
+  ASSERT_EQ(lockRange(fa, F_SETLK, F_UNLCK), 0);
+  ASSERT_EQ(posix.wait_for(std::chrono::seconds(5)), std::future_status::ready);
+  EXPECT_EQ(posix.get(), 0);
+  EXPECT_EQ(bsd.wait_for(std::chrono::milliseconds(100)), std::future_status::timeout);
+  ::close(fa);
+  ASSERT_EQ(bsd.wait_for(std::chrono::seconds(5)), std::future_status::ready);
+  EXPECT_EQ(bsd.get(), 0);
+  // A signal ends a wait with EINTR (FUSE_INTERRUPT), and no waiter stays
+  // behind in a's server to take the lock later.
+  fa = openRw(a->path + "/f");
+  ASSERT_GE(fa, 0);
+  struct sigaction sa {};
+  sa.sa_handler = onSignal;  // no SA_RESTART: the wait returns EINTR
+  ASSERT_EQ(::sigaction(SIGUSR1, &sa, nullptr), 0);
+  std::promise<pthread_t> self;
+  auto waiting = std::async(std::launch::async, [&] {
+    self.set_value(::pthread_self());
+    return lockRange(fa, F_SETLKW, F_WRLCK);
+  });
+  pthread_t t = self.get_future().get();
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  for (int i = 0;
+       i < 50 && waiting.wait_for(std::chrono::milliseconds(100)) != std::future_status::ready; ++i)
+    ::pthread_kill(t, SIGUSR1);
+  ASSERT_EQ(waiting.wait_for(std::chrono::seconds(1)), std::future_status::ready);
+  EXPECT_EQ(waiting.get(), EINTR);
+  ::close(fb);  // b's locks go
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  int fb2 = openRw(b->path + "/f");
+  EXPECT_EQ(lockRange(fb2, F_SETLK, F_WRLCK), 0);
+  ::close(fb2);
+  ::close(fa);
+}
+
+TEST_F(VolumeMountTest, UserXattrsAreSharedAndOthersRefused) {
+  auto root = *host_->root("vol1");
+  ASSERT_TRUE(writeAll(root + "/f", "x"));
+  // Ones the host set, in namespaces no sandbox reaches.
+  ASSERT_EQ(::setxattr((root + "/f").c_str(), "trusted.host", "h", 1, 0), 0);
+  ASSERT_EQ(::setxattr((root + "/f").c_str(), "security.host", "h", 1, 0), 0);
+  Mounted* a = mount("vol1", "a", false);
+  Mounted* b = mount("vol1", "b", false);
+  Mounted* ro = mount("vol1", "ro", true);
+  ASSERT_TRUE(a && b && ro);
+  serve();
+  std::string fa = a->path + "/f", fb = b->path + "/f";
+  ASSERT_EQ(::setxattr(fa.c_str(), "user.k", "value", 5, XATTR_CREATE), 0) << std::strerror(errno);
+  EXPECT_EQ(::setxattr(fa.c_str(), "user.k", "v", 1, XATTR_CREATE), -1);
+  EXPECT_EQ(errno, EEXIST);
+  ASSERT_EQ(::mkdir((a->path + "/d").c_str(), 0755), 0);
+  EXPECT_EQ(::setxattr((a->path + "/d").c_str(), "user.dir", "", 0, 0), 0) << std::strerror(errno);
+  // Read in the other sandbox and on the host.
+  char buf[256];
+  ssize_t n = ::getxattr(fb.c_str(), "user.k", buf, sizeof buf);
+  ASSERT_EQ(n, 5) << std::strerror(errno);
+  EXPECT_EQ(std::string(buf, 5), "value");
+  EXPECT_EQ(::getxattr(fb.c_str(), "user.k", nullptr, 0), 5);
+  EXPECT_EQ(::getxattr(fb.c_str(), "user.k", buf, 2), -1);
+  EXPECT_EQ(errno, ERANGE);
+  EXPECT_EQ(::getxattr((root + "/f").c_str(), "user.k", buf, sizeof buf), 5);
+  EXPECT_EQ(::getxattr((b->path + "/d").c_str(), "user.dir", buf, sizeof buf), 0);
+  // The list names user.* only; the host's are absent.
+  n = ::listxattr(fb.c_str(), buf, sizeof buf);
+  EXPECT_EQ(std::string(buf, n > 0 ? static_cast<size_t>(n) : 0), std::string("user.k\0", 7));
+  for (const char* host_name : {"trusted.host", "security.host"}) {
+    EXPECT_EQ(::getxattr(fb.c_str(), host_name, buf, sizeof buf), -1);
+    EXPECT_EQ(errno, ENODATA) << host_name;
+  }
+  EXPECT_EQ(::setxattr(fa.c_str(), "trusted.x", "1", 1, 0), -1);
+  EXPECT_EQ(errno, EPERM);
+  EXPECT_EQ(::setxattr(fa.c_str(), "security.x", "1", 1, 0), -1);
+  EXPECT_EQ(errno, EPERM);
+  // A read-only mount reads them and changes none.
+  EXPECT_EQ(::getxattr((ro->path + "/f").c_str(), "user.k", buf, sizeof buf), 5);
+  EXPECT_EQ(::setxattr((ro->path + "/f").c_str(), "user.k", "2", 1, 0), -1);
+  EXPECT_EQ(errno, EROFS);
+  EXPECT_EQ(::removexattr((ro->path + "/f").c_str(), "user.k"), -1);
+  EXPECT_EQ(errno, EROFS);
+  // Removed in one sandbox, gone in the other.
+  ASSERT_EQ(::removexattr(fa.c_str(), "user.k"), 0) << std::strerror(errno);
+  EXPECT_EQ(::getxattr(fb.c_str(), "user.k", buf, sizeof buf), -1);
+  EXPECT_EQ(errno, ENODATA);
+  EXPECT_EQ(::listxattr(fb.c_str(), buf, sizeof buf), 0);
+  EXPECT_EQ(::getxattr((root + "/f").c_str(), "trusted.host", buf, sizeof buf), 1);
+  EXPECT_EQ(::getxattr((root + "/f").c_str(), "security.host", buf, sizeof buf), 1);
+}
+
+TEST_F(VolumeMountTest, ServerRefusesXattrsBeyondUserAndOnReadOnly) {
+  auto root = *host_->root("vol1");
+  ASSERT_TRUE(writeAll(root + "/f", "x"));
+  ASSERT_EQ(::symlink("f", (root + "/l").c_str()), 0);
+  auto rw = volumes::FileServer::start(server_opts_, root, false, "raw");
+  auto ro = volumes::FileServer::start(server_opts_, root, true, "raw-ro");
+  ASSERT_TRUE(rw.ok() && ro.ok());
+  RawFuse w((*rw)->socket().get()), r((*ro)->socket().get());
+  w.init();
+  r.init();
+  auto nodeOf = [](RawFuse& f, const char* n) -> uint64_t {
+    auto [err, body] = f.call(FUSE_LOOKUP, FUSE_ROOT_ID, name(n));
+    fuse_entry_out e{};
+    if (err == 0) std::memcpy(&e, body.data(), sizeof e);
+    return e.nodeid;
+  };
+  // FUSE_SETXATTR as a kernel without FUSE_SETXATTR_EXT sends it.
+  auto set = [](RawFuse& f, uint64_t node, const std::string& n, const std::string& v) {
+    fuse_setxattr_in in{};
+    in.size = static_cast<uint32_t>(v.size());
+    std::string body(reinterpret_cast<char*>(&in), FUSE_COMPAT_SETXATTR_IN_SIZE);
+    return f.call(FUSE_SETXATTR, node, body + n + '\0' + v).first;
+  };
+  uint64_t f = nodeOf(w, "f"), l = nodeOf(w, "l"), rf = nodeOf(r, "f");
+  ASSERT_TRUE(f && l && rf);
+  EXPECT_EQ(set(w, f, "user.ok", "1"), 0);
+  EXPECT_EQ(set(w, f, "trusted.x", "1"), -EPERM);
+  EXPECT_EQ(set(w, f, "security.capability", "1"), -EPERM);
+  EXPECT_EQ(set(w, f, "system.posix_acl_access", "1"), -EPERM);
+  EXPECT_EQ(set(w, f, "other.x", "1"), -EOPNOTSUPP);
+  EXPECT_EQ(set(w, f, "user." + std::string(251, 'n'), "1"), -ERANGE);  // 256 bytes
+  EXPECT_EQ(set(w, f, "user.big", std::string(65537, 'v')), -E2BIG);
+  EXPECT_EQ(set(w, l, "user.x", "1"), -EPERM);  // a link takes none
+  EXPECT_EQ(set(r, rf, "user.ok", "2"), -EROFS);
+  EXPECT_EQ(r.call(FUSE_REMOVEXATTR, rf, name("user.ok")).first, -EROFS);
+  fuse_getxattr_in gi{};
+  gi.size = 64;
+  auto [err, body] = r.call(FUSE_GETXATTR, rf,
+                            std::string(reinterpret_cast<char*>(&gi), sizeof gi) + name("user.ok"));
+  EXPECT_EQ(err, 0);
+  EXPECT_EQ(body, "1");
+  char v[8];
+  EXPECT_EQ(::getxattr((root + "/f").c_str(), "user.ok", v, sizeof v), 1);
+  EXPECT_EQ(::getxattr((root + "/f").c_str(), "user.big", v, sizeof v), -1);
 }
 
 }  // namespace
