@@ -211,7 +211,7 @@ Response ControlPlane::forkSandbox(const Request& req, const std::string& tenant
                    {"template", json::object{{"name", in->template_name}}}};
     return jsonResponse(req, http::status::accepted, json::serialize(o));
   }
-  auto r = lifecycle_.fork(tenant, id, in->count);
+  auto r = lifecycle_.fork(tenant, id, in->count, in->clone_volumes);
   if (!r.ok()) return refusal(req, tenant, id, r.error());
   json::array copies;
   for (const auto& c : r->copies) copies.push_back(sandboxJson(c));

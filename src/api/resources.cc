@@ -130,12 +130,18 @@ Result<ForkRequest> parseForkRequest(std::string_view body) {
         ok = ok && ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
                     c == '-' || c == '_');
       if (!ok) return bad("template must be 1 to 64 letters, digits, '-' or '_'");
+    } else if (k == "volumes") {
+      if (!f.is_string() || (f.as_string() != "share" && f.as_string() != "clone"))
+        return bad("volumes must be \"share\" or \"clone\"");
+      r.clone_volumes = f.as_string() == "clone";
     } else {
       return bad("unknown field '" + std::string(k) + "'");
     }
   }
   if (o.contains("count") && !r.template_name.empty())
     return bad("fork makes either count sandboxes or one template, not both");
+  if (o.contains("volumes") && !r.template_name.empty())
+    return bad("volumes is for a fork into sandboxes, not into a template");
   return r;
 }
 

@@ -57,6 +57,9 @@ Result<bool> parsePauseRequest(std::string_view body);
 struct ForkRequest {
   int count = 1;
   std::string template_name;
+  // "volumes": "share" (the default: copies mount their parent's volumes)
+  // or "clone" (each copy mounts a copy-on-fork clone of each).
+  bool clone_volumes = false;
 };
 Result<ForkRequest> parseForkRequest(std::string_view body);
 

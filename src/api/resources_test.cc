@@ -104,6 +104,19 @@ TEST(ResourcesTest, ForkIntoATemplate) {
     EXPECT_FALSE(parseForkRequest(b).ok()) << b;
 }
 
+TEST(ResourcesTest, ForkVolumesShareOrClone) {
+  auto shared = parseForkRequest(R"({"count":2})");
+  ASSERT_TRUE(shared.ok());
+  EXPECT_FALSE(shared->clone_volumes);
+  auto cloned = parseForkRequest(R"({"count":2,"volumes":"clone"})");
+  ASSERT_TRUE(cloned.ok()) << cloned.error().message();
+  EXPECT_TRUE(cloned->clone_volumes);
+  EXPECT_FALSE(parseForkRequest(R"({"volumes":"share"})")->clone_volumes);
+  for (const char* b : {R"({"volumes":"copy"})", R"({"volumes":true})", R"({"volumes":["clone"]})",
+                        R"({"volumes":"clone","template":"t"})"})
+    EXPECT_FALSE(parseForkRequest(b).ok()) << b;
+}
+
 TEST(ResourcesTest, IdsAndTimes) {
   EXPECT_TRUE(validId("sb-0123456789ab"));
   for (const char* id : {"", "SB-1", "a/b", "..", "a b", "sb_1"}) EXPECT_FALSE(validId(id)) << id;

@@ -32,6 +32,7 @@
 #include "ops/sandbox_log.h"
 #include "ops/state_machine.h"
 #include "ops/template_catalogue.h"
+#include "ops/volume_keeper.h"
 #include "ops/volume_mounter.h"
 #include "store/store.h"
 #include "templates/naming.h"
@@ -122,6 +123,13 @@ class Lifecycle {
   // Where sandboxes' volumes are mounted (ops/volume_mounter.h); unset: a
   // create naming volumes is refused (kUnavailable), as on an API replica.
   void setVolumeMounter(VolumeMounter* m) { mounter_ = m; }
+  // Where volumes' images are (ops/volume_keeper.h), for the clones a fork
+  // makes, within the tenant's `tenant_max_mib` of volumes; unset: a fork
+  // asking for clones is refused (kUnavailable).
+  void setVolumeKeeper(VolumeKeeper* k, int64_t tenant_max_mib) {
+    keeper_ = k;
+    volume_quota_mib_ = tenant_max_mib;
+  }
   // Each sandbox's log (ops/sandbox_log.h): its lifecycle is written here;
   // front ends read it, and the command log writes to it.
   SandboxLog& sandboxLog() { return sandbox_log_; }
@@ -141,8 +149,11 @@ class Lifecycle {
   // without being restored first.
   Result<Accepted> remove(const std::string& tenant, const std::string& id);
   // `count` copies of a running sandbox; each keeps its parent's idle
-  // timeout and expiry (a copy never outlives its parent's lifetime).
-  Result<Accepted> fork(const std::string& tenant, const std::string& id, int count);
+  // timeout and expiry (a copy never outlives its parent's lifetime), and
+  // mounts its parent's volumes, or (`clone_volumes`) a clone of each
+  // made while the parent is quiet, named <volume>-<copy id>.
+  Result<Accepted> fork(const std::string& tenant, const std::string& id, int count,
+                        bool clone_volumes = false);
   // Snapshots a running sandbox into the tenant's template `name`.
   Result<Accepted> forkToTemplate(const std::string& tenant, const std::string& id,
                                   const std::string& name);
@@ -267,6 +278,16 @@ class Lifecycle {
   Status recordVolumes(const std::string& id, const std::vector<VolumeAttachment>& v);
   // A fork's copy mounts what its parent mounts, at the same paths.
   Status inheritVolumes(const std::string& parent, const std::string& copy);
+  // ... or a clone of each: the clones' records (quota counted) and the
+  // copy's rows naming them; their images are made by makeClones.
+  struct VolumeClone {
+    store::VolumeRecord from, to;
+  };
+  Status cloneVolumes(const std::string& tenant, const std::string& parent, const std::string& copy,
+                      std::vector<VolumeClone>& clones);
+  asio::awaitable<Status> makeClones(std::vector<VolumeClone> clones);
+  // A fork refused or failed: the clones' records (and any image) go.
+  void dropClones(const std::vector<VolumeClone>& clones);
   // Mounts them in the running sandbox; on an Error its VM is destroyed.
   asio::awaitable<Status> mountVolumes(std::string id, std::vector<VolumeAttachment> v);
   // Its servers stop and its volume_mounts rows go (deleted or failed).
@@ -331,6 +352,10 @@ class Lifecycle {
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
   metrics::Family<metrics::Counter>* lost_ = nullptr;
   VolumeMounter* mounter_ = nullptr;
+  VolumeKeeper* keeper_ = nullptr;
+  int64_t volume_quota_mib_ = -1;
+  // A fork's clones to make before its save, by operation id.
+  std::map<std::string, std::vector<VolumeClone>> fork_clones_;
 };
 
 }  // namespace vessel::ops

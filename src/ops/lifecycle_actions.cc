@@ -171,8 +171,11 @@ asio::awaitable<void> Lifecycle::runDelete(store::OperationRecord op) {
   catalogue_.collect();  // it may have held an old version
 }
 
-Result<Accepted> Lifecycle::fork(const std::string& tenant, const std::string& id, int count) {
+Result<Accepted> Lifecycle::fork(const std::string& tenant, const std::string& id, int count,
+                                 bool clone_volumes) {
   if (count < 1 || count > 16) return Error(Code::kInvalidArgument, "count must be 1 to 16");
+  if (clone_volumes && !keeper_)
+    return Error(Code::kUnavailable, "this vesseld keeps no volumes to clone");
   VESSEL_ASSIGN_OR_RETURN(Legal legal, checkAction(tenant, id, Action::kFork));
   const auto& parent = legal.sandbox;
   if (node_.holding(id) != Holding::kRunning)
@@ -186,8 +189,10 @@ Result<Accepted> Lifecycle::fork(const std::string& tenant, const std::string& i
   // failed records, never VMs nobody knows about.
   std::vector<store::SandboxRecord> copies;
   std::vector<std::string> ids;
+  std::vector<VolumeClone> clones;
   auto failAll = [&](const Error& e) {
     for (const auto& c : ids) (void)store_.setSandboxState(c, SandboxState::kFailed, e.message());
+    dropClones(clones);
     return e;
   };
   for (int i = 0; i < count; ++i) {
@@ -202,7 +207,8 @@ Result<Accepted> Lifecycle::fork(const std::string& tenant, const std::string& i
         c, admission(tenant, Demand{1, c.memory_mib, c.vcpus, c.disk_mib}));
     if (s.ok()) ids.push_back(c.id);
     if (s.ok()) s = node_.inheritNetwork(id, c.id);
-    if (s.ok()) s = inheritVolumes(id, c.id);
+    if (s.ok())
+      s = clone_volumes ? cloneVolumes(tenant, id, c.id, clones) : inheritVolumes(id, c.id);
     if (!s.ok()) return failAll(s.error());
     copies.push_back(std::move(c));
   }
@@ -224,6 +230,7 @@ Result<Accepted> Lifecycle::fork(const std::string& tenant, const std::string& i
   }
   setSandbox(*op, legal.transition.during);
   VESSEL_ASSIGN_OR_RETURN(auto now, get(tenant, id));
+  if (!clones.empty()) fork_clones_[op->id] = std::move(clones);
   busy_[id];
   for (const auto& c : ids) busy_[c];
   asio::co_spawn(io_, runFork(*op, ids), asio::detached);
@@ -235,8 +242,26 @@ asio::awaitable<void> Lifecycle::runFork(store::OperationRecord op, std::vector<
   log_.set(op, OpState::kRunning);
   co_await quiesceVolumes(op.sandbox_id, false);
   if (alive.expired()) co_return;
-  auto r = co_await node_.fork(op.tenant_id, op.sandbox_id, ids);
+  // Clones are made while the parent is quiet: each holds what the
+  // copy's memory saw written.
+  std::vector<VolumeClone> clones;
+  if (auto it = fork_clones_.find(op.id); it != fork_clones_.end()) {
+    clones = std::move(it->second);
+    fork_clones_.erase(it);
+  }
+  Status cloned = okStatus();
+  if (!clones.empty()) {
+    auto make = makeClones(clones);
+    cloned = co_await std::move(make);
+    if (alive.expired()) co_return;
+  }
+  Result<std::vector<Status>> r = std::vector<Status>{};
+  if (cloned.ok())
+    r = co_await node_.fork(op.tenant_id, op.sandbox_id, ids);
+  else
+    r = cloned.error();
   if (alive.expired()) co_return;
+  if (!r.ok()) dropClones(clones);
   if (node_.holding(op.sandbox_id) == Holding::kRunning) co_await unquiesceVolumes(op.sandbox_id);
   if (alive.expired()) co_return;
   for (size_t i = 0; i < ids.size(); ++i) {

@@ -2,7 +2,11 @@
 // create's volume names resolved in the tenant's volumes and recorded
 // (store volume_mounts) with the sandbox, mounted once its VM runs, and
 // let go at its delete.
+#include <algorithm>
+#include <boost/asio/co_spawn.hpp>
+
 #include "base/log.h"
+#include "base/new_id.h"
 #include "ops/lifecycle.h"
 
 namespace vessel::ops {
@@ -61,6 +65,61 @@ Status Lifecycle::inheritVolumes(const std::string& parent, const std::string& c
     VESSEL_TRY(store_.insertVolumeMount(m));
   }
   return okStatus();
+}
+
+Status Lifecycle::cloneVolumes(const std::string& tenant, const std::string& parent,
+                               const std::string& copy, std::vector<VolumeClone>& clones) {
+  VESSEL_ASSIGN_OR_RETURN(auto rows, store_.listSandboxVolumeMounts(parent));
+  if (rows.empty()) return okStatus();
+  VESSEL_ASSIGN_OR_RETURN(auto mine, store_.listVolumes(tenant));
+  for (auto& m : rows) {
+    auto from = std::find_if(mine.begin(), mine.end(),
+                             [&](const store::VolumeRecord& v) { return v.id == m.volume_id; });
+    if (from == mine.end())
+      return Error(Code::kFailedPrecondition,
+                   "sandbox " + parent + ": volume " + m.volume_id + " is gone");
+    store::VolumeRecord to = *from;
+    to.id = newId("vol");
+    // Volume names are at most 63 characters; a copy id is 15.
+    to.name = from->name.substr(0, 47) + "-" + copy;
+    to.read_only = false;
+    to.source_id = from->id;
+    to.created_ms = clock_.nowMs();
+    VESSEL_TRY_CTX(store_.insertVolume(to, volume_quota_mib_),
+                   "clone volume '" + from->name + "' for " + copy);
+    clones.push_back({*from, to});
+    m.sandbox_id = copy;
+    m.volume_id = to.id;
+    VESSEL_TRY(store_.insertVolumeMount(m));
+  }
+  return okStatus();
+}
+
+asio::awaitable<Status> Lifecycle::makeClones(std::vector<VolumeClone> clones) {
+  for (auto& c : clones) {
+    auto op = keeper_->copy(c.from, c.to);
+    Status s = co_await std::move(op);
+    if (!s.ok())
+      co_return std::move(s).error().withContext("clone volume '" + c.from.name + "' as '" +
+                                                 c.to.name + "'");
+    volumesLog().info("volume {} cloned as {} ({}) for a fork", c.from.name, c.to.name, c.to.id);
+  }
+  co_return okStatus();
+}
+
+void Lifecycle::dropClones(const std::vector<VolumeClone>& clones) {
+  for (const auto& c : clones) {
+    // The copy's rows first: a volume that is mounted cannot go.
+    auto gone = store_.deleteVolume(c.to.tenant_id, c.to.name, true);
+    if (!gone.ok() && gone.error().code() != Code::kNotFound)
+      volumesLog().warn("volume {}: {}", c.to.name, gone.error().message());
+    if (!gone.ok() || !keeper_) continue;
+    // Its image, if makeClones got that far (gone already is fine).
+    auto drop = keeper_->remove(*gone);
+    asio::co_spawn(io_, std::move(drop), [name = c.to.name](std::exception_ptr, Status s) {
+      if (!s.ok()) volumesLog().warn("volume {}: {}", name, s.error().message());
+    });
+  }
 }
 
 asio::awaitable<Status> Lifecycle::mountVolumes(std::string id, std::vector<VolumeAttachment> v) {

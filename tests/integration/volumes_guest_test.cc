@@ -236,6 +236,38 @@ TEST_F(VolumesGuestTest, AForksCopyMountsTheSameVolume) {
   EXPECT_EQ(fileServersSettled(mntDir(), 0), 0);
 }
 
+// "volumes": "clone": the copy mounts a clone of the parent's volume made
+// while the parent was quiet: it starts with the parent's files, and what
+// either writes afterwards the other does not see. The clone outlives the
+// copy, as any volume does.
+TEST_F(VolumesGuestTest, AForksCopyWithClonedVolumesWritesItsOwn) {
+  std::string why;
+  std::string parent = sandbox({mount("shared", "/data")}, &why);
+  ASSERT_FALSE(parent.empty()) << why << "\n" << d_->log();
+  EXPECT_EQ(d_->sh(parent, "echo before the fork > /data/cloned.txt"), "");
+  Reply f = call("POST", "/v1/sandboxes/" + parent + ":fork", R"({"count":1,"volumes":"clone"})");
+  ASSERT_EQ(f.status, 202) << f.body;
+  ASSERT_EQ(d_->finish(str(f.js().at("operation"), "id")), "done") << d_->log();
+  std::string copy = str(f.js().at("sandboxes").as_array().at(0), "id");
+  std::string clone = "shared-" + copy;
+  EXPECT_EQ(d_->sh(copy, "cat /data/cloned.txt"), "before the fork\n") << d_->log();
+  EXPECT_EQ(d_->sh(copy, "echo copy > /data/cloned.txt"), "");
+  EXPECT_EQ(d_->sh(parent, "echo parent > /data/only-parent.txt; cat /data/cloned.txt"),
+            "before the fork\n");
+  EXPECT_EQ(d_->sh(copy, "test -e /data/only-parent.txt && echo seen || echo unseen"), "unseen\n");
+  EXPECT_EQ(content(clone, "/cloned.txt"), "copy\n");
+  EXPECT_EQ(content("shared", "/cloned.txt"), "before the fork\n");
+  Reply got = call("GET", "/v1/volumes/" + clone);
+  ASSERT_EQ(got.status, 200) << got.body;
+  EXPECT_EQ(str(got.js(), "source_id"), str(call("GET", "/v1/volumes/shared").js(), "id"));
+  EXPECT_EQ(call("DELETE", "/v1/volumes/" + clone).status, 409);  // mounted by the copy
+  ASSERT_TRUE(d_->deleteSandbox(copy));
+  EXPECT_EQ(call("DELETE", "/v1/volumes/" + clone).status, 204);
+  ASSERT_TRUE(d_->deleteSandbox(parent));
+  EXPECT_EQ(call("DELETE", "/v1/volumes/shared/files?path=/only-parent.txt").status, 204);
+  EXPECT_EQ(fileServersSettled(mntDir(), 0), 0);
+}
+
 // vesseld killed (-9) while a guest appends to a file on a volume: the
 // restarted vesseld takes the sandbox over and mounts its volume anew. The
 // file holds every line the old server wrote, whole and in order, and the
