@@ -9,6 +9,7 @@
 #include "e2b/ports.h"
 #include "http/tls_client.h"
 #include "vesseld/console.h"
+#include "vesseld/e2b_volumes.h"
 
 namespace vessel::vesseld {
 
@@ -127,6 +128,11 @@ Result<std::unique_ptr<ApiStack>> ApiStack::build(asio::io_context& io, ApiSetti
           return Result<std::vector<store::EventRecord>>(std::vector<store::EventRecord>{});
         return store.listEvents(tenant, op, after, limit);
       });
+  // E2B's Volume API and volumeMounts, over the same volumes as /v1/volumes.
+  if (a->volumes_)
+    a->e2b_rest_->setVolumes(e2bVolumes(store, *a->volumes_,
+                                        a->local_volumes_ ? &a->local_volumes_->keeper() : nullptr,
+                                        cfg.e2b_volume_mib));
 
   // E2B envd (docs/e2b-envd.md): on one machine the lifecycle's agents;
   // on a replica none, every request forwarded to its sandbox's node.

@@ -69,6 +69,7 @@ ApiSettings apiSettings(const Config& cfg, bool node_local) {
   s.max_build_context_mib = static_cast<uint64_t>(cfg.max_build_context_mib);
   s.tenant_max_volume_mib = cfg.tenant_max_volume_mib;
   s.max_volume_mib = static_cast<uint64_t>(cfg.max_volume_mib);
+  s.e2b_volume_mib = static_cast<uint64_t>(cfg.e2b_volume_mib);
   if (node_local) {
     s.policy.state_dir = cfg.state_dir;
     s.policy.min_free_disk_mib = static_cast<uint64_t>(cfg.min_free_disk_mib);
@@ -164,6 +165,7 @@ json::object apiJson(const ApiSettings& s) {
       {"max_build_context_mib", s.max_build_context_mib},
       {"tenant_max_volume_mib", s.tenant_max_volume_mib},
       {"max_volume_mib", s.max_volume_mib},
+      {"e2b_volume_mib", s.e2b_volume_mib},
       {"listen", addr(s.listen)},
       {"e2b_listen", addr(s.e2b_listen)},
       {"e2b_envd_listen", addr(s.envd_listen)},

@@ -93,6 +93,7 @@ struct ApiSettings {
   // Volumes: every volume of a tenant together, and one (MiB).
   int64_t tenant_max_volume_mib = 200 * 1024;
   uint64_t max_volume_mib = 64 * 1024;
+  uint64_t e2b_volume_mib = 1024;  // a volume E2B's Volume API makes
   // One machine: the volume file servers' uids come from the VM range
   // (leases beside the VMs').
   std::string vm_uid_range, uid_lease_dir;
