@@ -216,8 +216,7 @@ TEST_F(RestVolumesTest, FilesDirectoriesAndMetadata) {
   ASSERT_EQ(deep.status, 200) << deep.body;
   std::vector<std::string> paths;
   const json::value listing = json::parse(deep.body);
-  for (const auto& e : listing.as_array())
-    paths.emplace_back(e.at("path").as_string());
+  for (const auto& e : listing.as_array()) paths.emplace_back(e.at("path").as_string());
   EXPECT_EQ(paths, (std::vector<std::string>{"/d", "/d/e", "/d/f.txt"}));
   auto shallow = call(http::verb::get, base + "/dir?path=/", t);
   EXPECT_EQ(json::parse(shallow.body).as_array().size(), 1u);
