@@ -50,8 +50,12 @@ int64_t monotonicMs() {
   return static_cast<int64_t>(ts.tv_sec) * 1000 + ts.tv_nsec / 1'000'000;
 }
 
-// The FUSE opcodes the kernel expects no answer to (linux/fuse.h).
-constexpr uint32_t kFuseForget = 2, kFuseInterrupt = 36, kFuseBatchForget = 42;
+// The FUSE opcodes the kernel expects no answer to (linux/fuse.h), and a
+// lock wait (SETLKW, blocking flock), which the server answers when the
+// lock is free, however long that is: it is not waited for before a save.
+// Its answer reaches the guest whenever it comes: after a resume through
+// the same held server, or never in a fork's copy, whose mount is anew.
+constexpr uint32_t kFuseForget = 2, kFuseSetlkw = 33, kFuseInterrupt = 36, kFuseBatchForget = 42;
 // Bounds the outstanding set whatever the kernel queues (the host's credit
 // bounds it far lower).
 constexpr size_t kMaxOutstanding = 1 << 16;
@@ -176,7 +180,7 @@ void Volumes::onReadable(uint32_t stream, Mount& m) {
   uint32_t opcode = 0;
   std::memcpy(&opcode, buf.get() + 4, sizeof opcode);
   if (opcode != kFuseForget && opcode != kFuseBatchForget && opcode != kFuseInterrupt &&
-      m.outstanding.size() < kMaxOutstanding)
+      opcode != kFuseSetlkw && m.outstanding.size() < kMaxOutstanding)
     m.outstanding.insert(le64(buf.get() + 8));
   ch_.send(MsgType::kVolumeData, stream, std::string_view(buf.get(), static_cast<size_t>(n)));
 }

@@ -276,6 +276,10 @@ class Lifecycle {
   // volumes, or kNotFound / kInvalidArgument / kUnavailable.
   Result<std::vector<VolumeAttachment>> resolveVolumes(const CreateRequest& in);
   Status recordVolumes(const std::string& id, const std::vector<VolumeAttachment>& v);
+  // A template made from sandbox `id` expects the volumes it mounts (by
+  // name, at the same paths): creates from it naming none mount them.
+  Status recordTemplateVolumes(const std::string& tenant, const std::string& id,
+                               const std::string& template_name);
   // A fork's copy mounts what its parent mounts, at the same paths.
   Status inheritVolumes(const std::string& parent, const std::string& copy);
   // ... or a clone of each: the clones' records (quota counted) and the

@@ -337,6 +337,8 @@ asio::awaitable<void> Lifecycle::runForkToTemplate(store::OperationRecord op, st
     log_.set(op, OpState::kFailed, &r.error());
     co_return;
   }
+  if (auto s = recordTemplateVolumes(op.tenant_id, op.sandbox_id, name); !s.ok())
+    opsLog().warn("template {}: its volumes are not recorded: {}", name, s.error().message());
   log_.publish({0, op.tenant_id, op.id, op.sandbox_id, "template.built",
                 json::serialize(templateJson(*r, name, false))});
   log_.set(op, OpState::kDone);

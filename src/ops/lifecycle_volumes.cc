@@ -19,14 +19,28 @@ Logger volumesLog() { return Logger("ops"); }
 
 Result<std::vector<VolumeAttachment>> Lifecycle::resolveVolumes(const CreateRequest& in) {
   std::vector<VolumeAttachment> out;
-  if (in.volumes.empty()) return out;
+  // A create naming none gets what its template expects (made from a
+  // sandbox that mounted them), by name in the tenant's volumes.
+  std::vector<VolumeAttachment> expected;
+  std::string from_template;
+  if (in.volumes.empty()) {
+    VESSEL_ASSIGN_OR_RETURN(auto rows, store_.listTemplateVolumes(in.tenant, in.template_name));
+    for (auto& r : rows) expected.push_back({"", r.name, r.path, r.read_only});
+    if (!expected.empty()) from_template = "template '" + in.template_name + "' expects ";
+  }
+  const auto& wanted = in.volumes.empty() ? expected : in.volumes;
+  if (wanted.empty()) return out;
   if (!mounter_)
     return Error(Code::kUnavailable,
                  "volumes cannot be mounted in sandboxes here (vesseld's log says why: it runs "
                  "as root with vessel-volume-server)");
-  for (const auto& want : in.volumes) {
+  for (const auto& want : wanted) {
     VESSEL_ASSIGN_OR_RETURN(auto v, store_.getVolume(in.tenant, want.name));
-    if (!v) return Error(Code::kNotFound, "volume '" + want.name + "' does not exist");
+    if (!v && from_template.empty())
+      return Error(Code::kNotFound, "volume '" + want.name + "' does not exist");
+    if (!v)
+      return Error(Code::kNotFound, from_template + "volume '" + want.name +
+                                        "', which does not exist (name the volumes to mount)");
     if (v->read_only && !want.read_only)
       return Error(Code::kInvalidArgument,
                    "volume '" + want.name +
@@ -56,6 +70,18 @@ Status Lifecycle::recordVolumes(const std::string& id, const std::vector<VolumeA
     VESSEL_TRY(store_.insertVolumeMount(m));
   }
   return okStatus();
+}
+
+Status Lifecycle::recordTemplateVolumes(const std::string& tenant, const std::string& id,
+                                        const std::string& template_name) {
+  VESSEL_ASSIGN_OR_RETURN(auto rows, store_.listSandboxVolumeMounts(id));
+  VESSEL_ASSIGN_OR_RETURN(auto mine, store_.listVolumes(tenant));
+  std::vector<store::TemplateVolumeRecord> expects;
+  for (const auto& m : rows)
+    for (const auto& v : mine)
+      if (v.id == m.volume_id)
+        expects.push_back({tenant, template_name, v.name, m.path, m.read_only});
+  return store_.setTemplateVolumes(tenant, template_name, expects);
 }
 
 Status Lifecycle::inheritVolumes(const std::string& parent, const std::string& copy) {

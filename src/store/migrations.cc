@@ -226,6 +226,13 @@ constexpr Template kTemplates[] = {
      "  LOOP EXECUTE 'GRANT SELECT ON volumes, volume_mounts TO ' || r.role; END LOOP;"
      " END $$;",
      true},
+    // The volumes a template made from a sandbox expects (issue 27, item
+    // 3): by name in its tenant's volumes, mounted where the sandbox had
+    // them by a create from it that names none.
+    {20,
+     "CREATE TABLE template_volumes (tenant_id TEXT NOT NULL, template TEXT NOT NULL,"
+     "  name TEXT NOT NULL, path TEXT NOT NULL, read_only {i64} NOT NULL DEFAULT 0,"
+     "  PRIMARY KEY (tenant_id, template, path));"},
 };
 
 }  // namespace

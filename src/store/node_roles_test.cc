@@ -170,7 +170,7 @@ TEST(NodeRolesTest, RolesMadeBeforeVolumesReadTheirOwnVolumes) {
       pg->exec("node_roles_old_test", "DELETE FROM schema_migrations WHERE number=19").ok());
   auto owner = openPostgres(*url);
   ASSERT_TRUE(owner.ok()) << owner.error().message();
-  EXPECT_EQ((*owner)->schemaVersion(), 19);
+  EXPECT_EQ((*owner)->schemaVersion(), 20);
   auto as_n9 = openPostgres(asUser(*url, "n9"));
   ASSERT_TRUE(as_n9.ok()) << as_n9.error().message();
   auto mine = (*as_n9)->listNodeVolumes("n9");

@@ -496,6 +496,16 @@ class SqlStore final : public Store {
     return call("list mounts of volume " + volume_id,
                 [&](Sql& q) { return store::listVolumeMounts(q, volume_id); });
   }
+  Status setTemplateVolumes(const std::string& tenant_id, const std::string& template_name,
+                            const std::vector<TemplateVolumeRecord>& v) override {
+    return call("set the volumes of template " + template_name,
+                [&](Sql& q) { return store::setTemplateVolumes(q, tenant_id, template_name, v); });
+  }
+  Result<std::vector<TemplateVolumeRecord>> listTemplateVolumes(
+      const std::string& tenant_id, const std::string& template_name) override {
+    return call("list the volumes of template " + template_name,
+                [&](Sql& q) { return store::listTemplateVolumes(q, tenant_id, template_name); });
+  }
   Result<std::vector<VolumeMountRecord>> listSandboxVolumeMounts(
       const std::string& sandbox_id) override {
     return call("list volume mounts of " + sandbox_id,

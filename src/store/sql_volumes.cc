@@ -114,6 +114,37 @@ Result<std::vector<VolumeMountRecord>> listVolumeMounts(Sql& q, const std::strin
                volume_id);
 }
 
+Status setTemplateVolumes(Sql& q, const std::string& tenant_id, const std::string& template_name,
+                          const std::vector<TemplateVolumeRecord>& v) {
+  return q.transaction([&]() -> Status {
+    VESSEL_TRY(q.exec("DELETE FROM template_volumes WHERE tenant_id=? AND template=?", tenant_id,
+                      template_name));
+    for (const auto& t : v)
+      VESSEL_TRY(
+          q.exec("INSERT INTO template_volumes(tenant_id,template,name,path,read_only)"
+                 " VALUES(?,?,?,?,?)",
+                 tenant_id, template_name, t.name, t.path, t.read_only ? 1 : 0));
+    return okStatus();
+  });
+}
+
+Result<std::vector<TemplateVolumeRecord>> listTemplateVolumes(Sql& q, const std::string& tenant_id,
+                                                              const std::string& template_name) {
+  auto read = [](const SqlRow& r) {
+    TemplateVolumeRecord t;
+    t.tenant_id = r.text(0);
+    t.template_name = r.text(1);
+    t.name = r.text(2);
+    t.path = r.text(3);
+    t.read_only = r.integer(4) != 0;
+    return t;
+  };
+  return q.all(read,
+               "SELECT tenant_id,template,name,path,read_only FROM template_volumes"
+               " WHERE tenant_id=? AND template=? ORDER BY path",
+               tenant_id, template_name);
+}
+
 Result<std::vector<VolumeMountRecord>> listSandboxVolumeMounts(Sql& q,
                                                                const std::string& sandbox_id) {
   return q.all(readMount,

@@ -20,6 +20,10 @@ Result<VolumeRecord> deleteVolume(Sql& q, const std::string& tenant_id, const st
                                   bool force);
 Status insertVolumeMount(Sql& q, const VolumeMountRecord& m);
 Result<std::vector<VolumeMountRecord>> listVolumeMounts(Sql& q, const std::string& volume_id);
+Status setTemplateVolumes(Sql& q, const std::string& tenant_id, const std::string& template_name,
+                          const std::vector<TemplateVolumeRecord>& v);
+Result<std::vector<TemplateVolumeRecord>> listTemplateVolumes(Sql& q, const std::string& tenant_id,
+                                                              const std::string& template_name);
 Result<std::vector<VolumeMountRecord>> listSandboxVolumeMounts(Sql& q,
                                                                const std::string& sandbox_id);
 Result<int> deleteSandboxVolumeMounts(Sql& q, const std::string& sandbox_id);

@@ -99,6 +99,11 @@ struct VolumeRecord {
   std::string node;        // the node holding its image ("" on one machine)
   int64_t created_ms = 0;
 };
+// A volume a tenant's template expects at `path`, by the volume's name.
+struct TemplateVolumeRecord {
+  std::string tenant_id, template_name, name, path;
+  bool read_only = false;
+};
 // A volume mounted into a sandbox at `path` (filled at sandbox create).
 struct VolumeMountRecord {
   std::string sandbox_id, volume_id, path;
@@ -347,6 +352,11 @@ class Store {
   virtual Status insertVolumeMount(const VolumeMountRecord& m) = 0;
   virtual Result<std::vector<VolumeMountRecord>> listVolumeMounts(const std::string& volume_id) = 0;
   // Forgets a sandbox's mounts (it ended); returns how many.
+  // The volumes a tenant's template expects, replaced whole; by path.
+  virtual Status setTemplateVolumes(const std::string& tenant_id, const std::string& template_name,
+                                    const std::vector<TemplateVolumeRecord>& v) = 0;
+  virtual Result<std::vector<TemplateVolumeRecord>> listTemplateVolumes(
+      const std::string& tenant_id, const std::string& template_name) = 0;
   // A sandbox's mounts, by path (a parent directory before what is in it).
   virtual Result<std::vector<VolumeMountRecord>> listSandboxVolumeMounts(
       const std::string& sandbox_id) = 0;

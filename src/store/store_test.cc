@@ -54,7 +54,7 @@ TEST_P(StoreTest, MigratesAndPersists) {
   {
     auto s = open();
     ASSERT_TRUE(s.ok()) << s.error().message();
-    EXPECT_EQ((*s)->schemaVersion(), 19);
+    EXPECT_EQ((*s)->schemaVersion(), 20);
     ASSERT_TRUE((*s)->setMeta("instance_id", "abc").ok());
     ASSERT_TRUE((*s)->setMeta("instance_id", "def").ok());
     // The first value set stays.

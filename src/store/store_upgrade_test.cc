@@ -78,7 +78,7 @@ TEST_P(StoreTest, OnTimeoutSettingsPersistAndDefaultToDelete) {
       "COLUMN lifetime_s; DELETE FROM schema_migrations WHERE number=8;");
   s = open();
   ASSERT_TRUE(s.ok()) << s.error().message();
-  EXPECT_EQ((*s)->schemaVersion(), 19);
+  EXPECT_EQ((*s)->schemaVersion(), 20);
   p = (*s)->getSandbox("t1", "sb-p");
   ASSERT_TRUE(p.ok() && p->has_value());
   EXPECT_FALSE((*p)->pause_on_timeout);
@@ -97,7 +97,7 @@ TEST_P(StoreTest, ConcurrentOpenersMigrateOnce) {
   for (int i = 0; i < kOpeners; ++i)
     threads.emplace_back([&, i] {
       auto s = open();
-      if (s.ok() && (*s)->schemaVersion() == 19) {
+      if (s.ok() && (*s)->schemaVersion() == 20) {
         ++ok;
       } else {
         errors[i] =
@@ -130,7 +130,7 @@ TEST_P(StoreTest, OpensADatabaseMadeBySchema11) {
   auto s = open();
   ASSERT_TRUE(s.ok()) << s.error().message();
   Store& st = **s;
-  EXPECT_EQ(st.schemaVersion(), 19);
+  EXPECT_EQ(st.schemaVersion(), 20);
   EXPECT_EQ(st.getMeta("instance_id")->value_or(""), "inst-0123");
   EXPECT_EQ(st.countTenants().value_or(0), 2);
   EXPECT_EQ(st.tenantForKey("hash1")->value_or(""), "t1");
@@ -247,7 +247,7 @@ TEST_P(StoreTest, OpensADatabaseMadeBySchema11) {
   s->reset();
   auto again = open();
   ASSERT_TRUE(again.ok()) << again.error().message();
-  EXPECT_EQ((*again)->schemaVersion(), 19);
+  EXPECT_EQ((*again)->schemaVersion(), 20);
   EXPECT_TRUE((*again)->findSandbox("sb-new")->has_value());
 }
 
@@ -348,7 +348,7 @@ TEST_F(SqliteStoreTest, LegacyVersionedDatabaseGetsTheMissingMigrations) {
   }
   auto s = openSqlite(path_);
   ASSERT_TRUE(s.ok()) << s.error().message();
-  EXPECT_EQ((*s)->schemaVersion(), 19);
+  EXPECT_EQ((*s)->schemaVersion(), 20);
   auto l = (*s)->tenantLimits("t1");
   ASSERT_TRUE(l.ok()) << l.error().message();
   EXPECT_FALSE(l->max_sandboxes.has_value());

@@ -87,6 +87,19 @@ TEST_P(StoreTest, AMountedVolumeIsDeletedOnlyWhenForced) {
   EXPECT_EQ((*of_sb2)[0].volume_id, "vol-2");
   EXPECT_EQ((*of_sb2)[1].path, "/mnt/d");
   EXPECT_TRUE(st.listSandboxVolumeMounts("sb-9")->empty());
+  // A template's expected volumes, replaced whole.
+  ASSERT_TRUE(
+      st.setTemplateVolumes("t1", "t-1-app",
+                            {{"", "", "data", "/data", false}, {"", "", "snap", "/s", true}})
+          .ok());
+  ASSERT_TRUE(st.setTemplateVolumes("t1", "t-1-app", {{"", "", "data", "/data", false}}).ok());
+  auto expects = st.listTemplateVolumes("t1", "t-1-app");
+  ASSERT_TRUE(expects.ok()) << expects.error().message();
+  ASSERT_EQ(expects->size(), 1u);
+  EXPECT_EQ((*expects)[0].name, "data");
+  EXPECT_EQ((*expects)[0].path, "/data");
+  EXPECT_EQ((*expects)[0].template_name, "t-1-app");
+  EXPECT_TRUE(st.listTemplateVolumes("t2", "t-1-app")->empty());
   EXPECT_EQ(*st.deleteSandboxVolumeMounts("sb-2"), 2);
   ASSERT_TRUE(st.insertVolumeMount({"sb-2", "vol-1", "/mnt/d", true}).ok());
 

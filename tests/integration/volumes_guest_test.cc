@@ -268,6 +268,34 @@ TEST_F(VolumesGuestTest, AForksCopyWithClonedVolumesWritesItsOwn) {
   EXPECT_EQ(fileServersSettled(mntDir(), 0), 0);
 }
 
+// A template made from a sandbox expects its volumes: a create from it
+// naming none mounts them where the sandbox had them (by name: the volume
+// as it is now), and is refused, saying which, once one is gone.
+TEST_F(VolumesGuestTest, ATemplateFromASandboxExpectsItsVolumes) {
+  ASSERT_EQ(make("tmplvol", 16).status, 201);
+  std::string why;
+  std::string id = sandbox({mount("tmplvol", "/work")}, &why);
+  ASSERT_FALSE(id.empty()) << why << "\n" << d_->log();
+  EXPECT_EQ(d_->sh(id, "echo at fork > /work/t.txt"), "");
+  Reply f = call("POST", "/v1/sandboxes/" + id + ":fork", R"({"template":"withvol"})");
+  ASSERT_EQ(f.status, 202) << f.body;
+  ASSERT_EQ(d_->finish(str(f.js().at("operation"), "id")), "done") << d_->log();
+  EXPECT_EQ(d_->sh(id, "echo later > /work/t.txt"), "");
+  std::string from = d_->createSandbox(R"({"template":"withvol"})", &why);
+  ASSERT_FALSE(from.empty()) << why << "\n" << d_->log();
+  EXPECT_EQ(d_->sh(from, "cat /work/t.txt"), "later\n") << d_->log();
+  EXPECT_EQ(d_->sh(from, "echo from template > /work/u.txt"), "");
+  EXPECT_EQ(content("tmplvol", "/u.txt"), "from template\n");
+  ASSERT_TRUE(d_->deleteSandbox(from));
+  ASSERT_TRUE(d_->deleteSandbox(id));
+  EXPECT_EQ(call("DELETE", "/v1/volumes/tmplvol").status, 204);
+  Reply refused = call("POST", "/v1/sandboxes", R"({"template":"withvol"})");
+  EXPECT_EQ(refused.status, 404) << refused.body;
+  EXPECT_THAT(refused.body, HasSubstr("template 'withvol' expects volume 'tmplvol'"));
+  EXPECT_EQ(call("DELETE", "/v1/templates/withvol").status, 204);
+  EXPECT_EQ(fileServersSettled(mntDir(), 0), 0);
+}
+
 // vesseld killed (-9) while a guest appends to a file on a volume: the
 // restarted vesseld takes the sandbox over and mounts its volume anew. The
 // file holds every line the old server wrote, whole and in order, and the
