@@ -50,7 +50,7 @@ asio::awaitable<Result<std::unique_ptr<VolumeStream>>> AgentClient::mountVolume(
 asio::awaitable<Status> AgentClient::quiesceVolumes(bool release) {
   agentproto::QuiesceVolumesMsg m;
   m.flags = release ? agentproto::QuiesceVolumesMsg::kRelease : 0;
-  auto op = callStatus(internal::kSimple, std::move(m));
+  auto op = callStatus(internal::kSimple, m);
   Status s = co_await std::move(op);
   if (!s.ok())
     if (auto older = internal::olderAgent(s.error(), name_, "volumes kept (QuiesceVolumes)"))

@@ -179,7 +179,8 @@ void addFlags(CLI::App& app, Config& cfg, std::string& accel, std::string& role)
                  "the largest volume a create may ask for (size_mib), MiB")
       ->capture_default_str();
   app.add_option("--e2b-volume-mib", cfg.e2b_volume_mib,
-                 "the size of a volume E2B's Volume API makes (it gives none), MiB")
+                 "the size of a volume E2B's Volume API makes (it gives none), MiB; 0: 1024, "
+                 "or --max-volume-mib if that is smaller")
       ->capture_default_str();
   app.add_option("--min-free-disk-mib", cfg.min_free_disk_mib,
                  "refuse creates, pauses, forks and builds while the state directory's "

@@ -386,8 +386,9 @@ Status Config::validate() {
   if (tenant_max_volume_mib < 0 || max_volume_mib < 16 || max_volume_mib > (int64_t{1} << 24))
     return Error(Code::kInvalidArgument,
                  "--tenant-max-volume-mib must not be negative, --max-volume-mib 16 to 16777216");
-  if (e2b_volume_mib < 16 || e2b_volume_mib > max_volume_mib)
-    return Error(Code::kInvalidArgument, "--e2b-volume-mib: 16 to --max-volume-mib");
+  if (e2b_volume_mib != 0 && (e2b_volume_mib < 16 || e2b_volume_mib > max_volume_mib))
+    return Error(Code::kInvalidArgument,
+                 "--e2b-volume-mib: 16 to --max-volume-mib (0: the default)");
   if (max_disk_mib < 64 || min_free_disk_mib < 0)
     return Error(Code::kInvalidArgument,
                  "--max-disk-mib must be at least 64 and --min-free-disk-mib not negative");

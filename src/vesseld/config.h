@@ -128,7 +128,7 @@ struct Config {
   int64_t tenant_max_volume_mib = 200 * 1024;
   int64_t max_volume_mib = 64 * 1024;
   // The size of a volume made through E2B's Volume API, which gives none (MiB).
-  int64_t e2b_volume_mib = 1024;
+  int64_t e2b_volume_mib = 0;  // 0: 1024, or max_volume_mib if smaller
   // Creates, pauses, forks and template builds are refused while the state
   // directory's filesystem has less free space than this (MiB).
   int64_t min_free_disk_mib = 1024;

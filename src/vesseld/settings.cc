@@ -1,5 +1,6 @@
 #include "vesseld/settings.h"
 
+#include <algorithm>
 #include <boost/json.hpp>
 
 #include "base/sha256.h"
@@ -69,7 +70,9 @@ ApiSettings apiSettings(const Config& cfg, bool node_local) {
   s.max_build_context_mib = static_cast<uint64_t>(cfg.max_build_context_mib);
   s.tenant_max_volume_mib = cfg.tenant_max_volume_mib;
   s.max_volume_mib = static_cast<uint64_t>(cfg.max_volume_mib);
-  s.e2b_volume_mib = static_cast<uint64_t>(cfg.e2b_volume_mib);
+  // Unset (0): 1024, within a deployment's smaller --max-volume-mib.
+  s.e2b_volume_mib = static_cast<uint64_t>(
+      cfg.e2b_volume_mib ? cfg.e2b_volume_mib : std::min<int64_t>(1024, cfg.max_volume_mib));
   if (node_local) {
     s.policy.state_dir = cfg.state_dir;
     s.policy.min_free_disk_mib = static_cast<uint64_t>(cfg.min_free_disk_mib);
